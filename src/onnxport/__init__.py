@@ -1,0 +1,46 @@
+"""onnxport: export PyTorch models to ONNX.
+
+``torch.export`` captures the model, onnxport translates every ATen operator to ONNX itself (onnx_ir),
+optimizes, saves (external data for big models) and verifies the result in onnxruntime.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from onnxport._export import ExportStatus, export
+from onnxport.errors import (
+    CaptureError,
+    InputError,
+    NodeError,
+    OnnxportError,
+    OpsetError,
+    SaveError,
+    TranslationError,
+    UnsupportedOpError,
+    VerificationError,
+)
+from onnxport.program import ONNXProgram
+from onnxport.translate.context import Ctx
+from onnxport.translate.registry import Promote, Registry, default_registry, translates
+
+__all__ = [
+    "CaptureError",
+    "Ctx",
+    "ExportStatus",
+    "InputError",
+    "NodeError",
+    "ONNXProgram",
+    "OnnxportError",
+    "OpsetError",
+    "Promote",
+    "Registry",
+    "SaveError",
+    "TranslationError",
+    "UnsupportedOpError",
+    "VerificationError",
+    "__version__",
+    "default_registry",
+    "export",
+    "translates",
+]

@@ -1,0 +1,268 @@
+"""The export pipeline: capture → decompose → translate → optimize → (verify) → ONNXProgram."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import onnx_ir as ir
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
+
+from onnxport.capture import decomp, dynamic_shapes as dyn
+from onnxport.capture.strategies import Attempt, capture
+from onnxport.errors import InputError, OnnxportError
+from onnxport.program import ONNXProgram
+from onnxport.translate import graph as graph_mod
+from onnxport.translate.registry import MIN_OPSET, Registry, check_opset, default_registry
+
+
+@dataclasses.dataclass
+class Step:
+    """One pipeline step: its name, seconds taken, and what went wrong if it failed."""
+
+    name: str
+    seconds: float = 0.0
+    ok: bool = True
+    detail: str = ""
+
+
+@dataclasses.dataclass
+class ExportStatus:
+    """What happened during one export, step by step (read by the report and the CLI)."""
+
+    steps: list[Step] = dataclasses.field(default_factory=list)
+    capture_attempts: list[Attempt] = dataclasses.field(default_factory=list)
+    decomposed: bool = False
+    error: BaseException | None = None
+    verification: Any = None
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[Step]:
+        step = Step(name)
+        self.steps.append(step)
+        start = time.perf_counter()
+        try:
+            yield step
+        except BaseException as e:
+            step.ok = False
+            step.detail = f"{type(e).__name__}: {e}"
+            self.error = e
+            raise
+        finally:
+            step.seconds = time.perf_counter() - start
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(s.seconds for s in self.steps)
+
+
+def _normalize_inputs(args: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    elif isinstance(args, list):
+        args = tuple(args)
+    elif not isinstance(args, tuple):
+        raise InputError(f"args must be a tuple of example inputs (or one tensor), got {type(args).__name__}.")
+    if kwargs is None:
+        kwargs = {}
+    if not isinstance(kwargs, Mapping):
+        raise InputError(f"kwargs must be a dict of keyword example inputs, got {type(kwargs).__name__}.")
+    return args, dict(kwargs)
+
+
+def _output_names(ep: ExportedProgram, n_user: int) -> list[str] | None:
+    """Names from the output pytree when it is keyed (dicts, ModelOutput): ``last_hidden_state``."""
+    spec = ep.call_spec.out_spec
+    if spec is None:
+        return None
+    try:
+        dummy = torch.utils._pytree.tree_unflatten(list(range(spec.num_leaves)), spec)
+        paths, _ = torch.utils._pytree.tree_flatten_with_path(dummy)
+    except Exception:  # an output container pytree cannot rebuild: keep FX names
+        return None
+    names = []
+    for path, _ in paths:
+        keys = [getattr(k, "key", getattr(k, "name", None)) for k in path]
+        if not keys or not all(isinstance(k, str) for k in keys):
+            return None
+        names.append(".".join(keys))
+    return names if len(names) == n_user else None
+
+
+def export(
+    model: torch.nn.Module | ExportedProgram,
+    args: Any = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    f: str | os.PathLike[str] | None = None,
+    dynamic_shapes: Any = None,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    opset_version: int | None = None,
+    optimize: bool = True,
+    verify: bool = False,
+    report: bool | str | os.PathLike[str] = False,
+    export_params: bool = True,
+    external_data: bool | None = None,
+    registry: Registry | None = None,
+    verbose: bool | None = None,
+) -> ONNXProgram:
+    """Export a PyTorch model to ONNX; parameters mean what they mean in ``torch.onnx.export``.
+
+    Args:
+        model: An ``nn.Module`` or a ``torch.export.ExportedProgram``.
+        args: Positional example inputs (a tuple, or one tensor). Nested tuples/lists/dicts are
+            flattened as torch.export does.
+        kwargs: Keyword example inputs.
+        f: If given, the ONNX file to write (as ``ONNXProgram.save(f)``).
+        dynamic_shapes: As for ``torch.export.export`` (``Dim``, ``Dim.AUTO``/``Dim.DYNAMIC``), or
+            strings naming the dims: ``{"x": {0: "batch"}}``. Named dims keep their names in ONNX.
+        input_names: Graph input names, one per tensor input (default: forward-signature names
+            with pytree paths, ``input_dict.tensor_x``).
+        output_names: Graph output names (default: output keys, or the FX node names).
+        opset_version: ONNX opset, 18..26 (default 23). Below 18 the model is translated at 18 and
+            converted with ``onnx.version_converter``; if that fails, :class:`OpsetError`.
+        optimize: Run onnxport's graph passes (cleanup, constant folding, fusions).
+        verify: Run the model in onnxruntime on the example inputs and compare with eager.
+        report: Write a markdown report (``True``: ``onnxport_report_<Model>.md`` in the working
+            folder, or a path).
+        export_params: With ``f``: include the weights in the saved file.
+        external_data: With ``f``: force (True) or forbid (False) external data; default past 2 GB.
+        registry: Translations to use instead of :func:`onnxport.default_registry`.
+        verbose: Accepted for torch.onnx compatibility; progress goes to the CLI instead.
+
+    Returns:
+        The :class:`ONNXProgram`.
+
+    Raises:
+        InputError: ``model``/``args``/``kwargs``/names are invalid.
+        CaptureError: torch.export failed with every strategy.
+        UnsupportedOpError: Ops without translation (all of them listed).
+        TranslationError: A translation failed (op, FX node and source line named).
+        OpsetError: The opset cannot be honoured.
+        VerificationError: ``verify=True`` and outputs differ beyond tolerance.
+    """
+    del verbose
+    if isinstance(kwargs, (str, os.PathLike)):  # torch.onnx.export(model, args, f) call style
+        f, kwargs = kwargs, None
+    status = ExportStatus()
+    program: ONNXProgram | None = None
+    try:
+        program = _export(model, args, kwargs, status, dynamic_shapes, input_names, output_names,
+                          opset_version, optimize, verify, registry)
+        if f is not None:
+            with status.step("save"):
+                program.save(f, include_initializers=export_params, external_data=external_data)
+        return program
+    finally:
+        if report:
+            from onnxport.report.markdown import write_report
+
+            write_report(report, model, status, program)
+
+
+def _export(
+    model: Any,
+    args: Any,
+    kwargs: Any,
+    status: ExportStatus,
+    dynamic_shapes: Any,
+    input_names: Sequence[str] | None,
+    output_names: Sequence[str] | None,
+    opset_version: int | None,
+    optimize: bool,
+    verify: bool,
+    registry: Registry | None,
+) -> ONNXProgram:
+    opset = check_opset(opset_version)
+    target_opset = max(opset, MIN_OPSET)
+    registry = registry or default_registry()
+    args, kwargs = _normalize_inputs(args, kwargs)
+
+    if isinstance(model, ExportedProgram):
+        ep = model
+        leaves: list[tuple[str, dict[int, str]]] = []
+    elif isinstance(model, torch.nn.Module):
+        combined = dyn.bind_inputs(model.forward, args, kwargs)
+        leaves = dyn.leaf_names(combined, dynamic_shapes)
+        with status.step("capture"):
+            ep = capture(model, args, kwargs, dyn.to_torch_export(dynamic_shapes), status.capture_attempts)
+    else:
+        raise InputError(
+            f"model must be a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}. "
+            "Wrap a function in an nn.Module whose forward calls it."
+        )
+
+    translated = registry.targets() | graph_mod.STRUCTURAL_TARGETS
+    with status.step("decompose"):
+        ep, status.decomposed = decomp.decompose(ep, translated)
+
+    with status.step("translate"):
+        missing = graph_mod.unsupported_targets(ep, registry, target_opset)
+        if missing:
+            raise graph_mod.unsupported_error(missing, registry)
+        tensor_inputs = [n for n in _user_input_nodes(ep) if isinstance(n.meta.get("val"), torch.Tensor)]
+        if len(leaves) != len(tensor_inputs):
+            leaves = [(n.name, {}) for n in tensor_inputs]
+        names = dyn.symbol_names(tensor_inputs, leaves)
+        final_names = [path for path, _ in leaves]
+        if input_names is not None:
+            if len(input_names) > len(tensor_inputs):
+                raise InputError(
+                    f"input_names has {len(input_names)} names but the model has {len(tensor_inputs)} "
+                    f"tensor inputs ({', '.join(final_names)})."
+                )
+            final_names[: len(input_names)] = list(input_names)
+        input_map = {n.name: name for n, name in zip(tensor_inputs, final_names)}
+        translator = graph_mod.GraphTranslator(ep, registry, target_opset, graph_mod.DimNamer(names))
+        n_user_out = sum(1 for s in ep.graph_signature.output_specs if s.kind.name == "USER_OUTPUT")
+        graph = translator.translate(input_map, output_names or _output_names(ep, n_user_out))
+        graph.metadata_props[graph_mod.KEY_GRAPH_SIGNATURE] = str(ep.graph_signature)
+        graph.metadata_props[graph_mod.KEY_RANGE_CONSTRAINTS] = str(ep.range_constraints)
+        model_ir = ir.Model(graph, ir_version=_ir_version(target_opset), producer_name="onnxport",
+                            producer_version=_version())
+
+    if optimize:
+        from onnxport.passes import optimize as run_passes
+
+        with status.step("optimize"):
+            run_passes(model_ir)
+    if opset != target_opset:
+        from onnxport.passes.opset_conversion import convert_opset
+
+        with status.step(f"convert to opset {opset}"):
+            model_ir = convert_opset(model_ir, opset)
+    program = ONNXProgram(model_ir, ep, status)
+    if verify:
+        from onnxport.verify.compare import verify_program
+
+        with status.step("verify"):
+            status.verification = verify_program(program, model, args, kwargs, raise_on_mismatch=True)
+    return program
+
+
+def _user_input_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
+    user = {s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT}
+    return [n for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
+
+
+def _ir_version(opset: int) -> int:
+    """The lowest IR version that supports ``opset`` (onnx.helper.VERSION_TABLE)."""
+    import onnx.helper
+
+    return int(onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", opset)]))
+
+
+def _version() -> str:
+    from onnxport import __version__
+
+    return __version__
+
+
+__all__ = ["ExportStatus", "OnnxportError", "export"]

@@ -1,0 +1,50 @@
+"""The decomposition step: core-ATen table minus the ops onnxport translates directly.
+
+As in torch.onnx's ``_decomp.py``, every op that has its own translation is removed from
+``torch.export.default_decompositions()`` so that ``linear``, ``layer_norm``,
+``scaled_dot_product_attention``... reach the translator whole and become one ONNX op.
+
+Fast path (onnxport's own): when every ``call_function`` target of the captured graph already has
+a translation and none of them mutates its inputs, ``run_decompositions`` would only re-trace the
+graph; it is skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from torch.export import ExportedProgram
+
+
+@functools.cache
+def decomposition_table(translated: frozenset[Any]) -> Any:
+    """The default core-ATen decomposition table minus ``translated`` ops (built once per set)."""
+    table = torch.export.default_decompositions()
+    for op in translated:
+        if op in table:
+            del table[op]
+    return table
+
+
+def needs_decomposition(ep: ExportedProgram, translated: frozenset[Any]) -> bool:
+    """Whether the graph holds an op without translation, or one that mutates its inputs."""
+    for node in ep.graph.nodes:
+        if node.op != "call_function":
+            continue
+        target = node.target
+        if target not in translated:
+            return True
+        schema = getattr(target, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            return True
+    return False
+
+
+def decompose(ep: ExportedProgram, translated: frozenset[Any]) -> tuple[ExportedProgram, bool]:
+    """Return the program to translate and whether ``run_decompositions`` ran."""
+    if not needs_decomposition(ep, translated):
+        return ep, False
+    table = decomposition_table(translated)
+    return ep.run_decompositions(dict(table)), True

@@ -1,0 +1,70 @@
+"""scaled_dot_product_attention.
+
+The explicit encoding follows the reference implementation in the PyTorch docs of
+``torch.nn.functional.scaled_dot_product_attention``: softmax(Q·Kᵀ·scale + mask)·V, with boolean
+masks meaning "attend" and ``is_causal`` a top-left-aligned lower-triangular mask. As torch's math
+backend (``_safe_softmax``), rows where a boolean mask hides every key give 0, not NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import onnx_ir as ir
+import torch
+
+from onnxport.ops.shape import rank
+from onnxport.translate.context import Ctx
+from onnxport.translate.registry import translates
+
+aten = torch.ops.aten
+
+
+def _repeat_heads(ctx: Ctx, x: ir.Value, n_rep: int) -> ir.Value:
+    """(B, Hk, S, E) → (B, Hk·n_rep, S, E), each head repeated n_rep times (repeat_interleave)."""
+    if n_rep == 1:
+        return x
+    hk, e = x.shape[1], x.shape[-1]
+    if not (isinstance(hk, int) and isinstance(e, int)):
+        ctx.unsupported("grouped-query attention with a dynamic number of heads or head size")
+    expanded = ctx.op.Expand(ctx.op.Unsqueeze(x, ctx.const([2])), ctx.const([1, 1, n_rep, 1, 1]))
+    return ctx.op.Reshape(expanded, ctx.const([0, hk * n_rep, -1, e]))
+
+
+@translates(aten.scaled_dot_product_attention.default)
+def aten_scaled_dot_product_attention(
+    ctx: Ctx, query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value | None = None,
+    dropout_p: float = 0.0, is_causal: bool = False, *, scale: float | None = None, enable_gqa: bool = False,
+) -> ir.Value:
+    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
+    if dropout_p != 0.0:
+        ctx.unsupported("attention dropout (dropout_p > 0) only exists in training; call model.eval()")
+    q_shape, k_shape = query.shape, key.shape
+    if enable_gqa and isinstance(q_shape[-3], int) and isinstance(k_shape[-3], int):
+        key = _repeat_heads(ctx, key, q_shape[-3] // k_shape[-3])
+        value = _repeat_heads(ctx, value, q_shape[-3] // k_shape[-3])
+    head_dim = q_shape[-1]
+    if isinstance(head_dim, int):
+        scale_value: ir.Value = ctx.const(scale if scale is not None else 1 / math.sqrt(head_dim), query.dtype)
+    else:
+        e = ctx.op.Cast(ctx.op.Shape(query, start=-1), to=query.dtype)
+        scale_value = ctx.const(scale, query.dtype) if scale is not None else ctx.op.Reciprocal(ctx.op.Sqrt(e))
+    perm = list(range(rank(key)))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    scores = ctx.op.MatMul(ctx.op.Mul(query, scale_value), ctx.op.Transpose(key, perm=perm))
+    keep: ir.Value | None = None  # boolean "attend" mask, for zeroing fully masked rows
+    if is_causal:
+        l_s = ctx.op.Concat(ctx.op.Shape(query, start=-2, end=-1), ctx.op.Shape(key, start=-2, end=-1), axis=0)
+        keep = ctx.op.Trilu(ctx.op.Expand(ctx.const(True), l_s), upper=0)
+    if attn_mask is not None:
+        if attn_mask.dtype == ir.DataType.BOOL:
+            keep = attn_mask if keep is None else ctx.op.And(keep, attn_mask)
+        else:
+            scores = ctx.op.Add(scores, attn_mask)
+    if keep is not None:
+        neg_inf = ctx.const(float("-inf"), query.dtype)
+        scores = ctx.op.Where(keep, scores, neg_inf)
+        probs = ctx.op.Where(keep, ctx.op.Softmax(scores, axis=-1), ctx.const(0.0, query.dtype))
+    else:
+        probs = ctx.op.Softmax(scores, axis=-1)
+    return ctx.op.MatMul(probs, value)

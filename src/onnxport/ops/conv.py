@@ -1,0 +1,73 @@
+"""Convolutions (1-D/2-D/3-D, transposed)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import onnx_ir as ir
+import torch
+
+from onnxport.ops.shape import rank
+from onnxport.translate.context import Ctx
+from onnxport.translate.registry import translates
+
+aten = torch.ops.aten
+
+
+def _expand(value: int | Sequence[int], n: int) -> list[int]:
+    return [int(value)] * n if isinstance(value, int) else [int(v) for v in value] * (n if len(value) == 1 else 1)
+
+
+def _conv(ctx: Ctx, input: ir.Value, weight: ir.Value, bias: ir.Value | None, stride: Sequence[int],
+          padding: Sequence[int] | str, dilation: Sequence[int], groups: int) -> ir.Value:
+    n = rank(weight) - 2
+    unbatched = rank(input) == n + 1
+    x = ctx.op.Unsqueeze(input, ctx.const([0])) if unbatched else input
+    attrs: dict = {"strides": _expand(stride, n), "dilations": _expand(dilation, n), "group": int(groups)}
+    if isinstance(padding, str):
+        if padding == "same":
+            attrs["auto_pad"] = "SAME_UPPER"  # torch pads the extra element at the end, like SAME_UPPER
+        # "valid": no padding, ONNX's default
+    else:
+        pads = _expand(padding, n)
+        attrs["pads"] = pads + pads
+    out = ctx.op.Conv(x, weight, bias, **attrs)
+    return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
+
+
+@translates(aten.conv1d.default, aten.conv2d.default, aten.conv3d.default,
+            aten.conv1d.padding, aten.conv2d.padding, aten.conv3d.padding)
+def aten_conv(
+    ctx: Ctx, input: ir.Value, weight: ir.Value, bias: ir.Value | None = None,
+    stride: Sequence[int] = (1,), padding: Sequence[int] | str = (0,), dilation: Sequence[int] = (1,),
+    groups: int = 1,
+) -> ir.Value:
+    """conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor"""
+    return _conv(ctx, input, weight, bias, stride, padding, dilation, groups)
+
+
+@translates(aten.convolution.default)
+def aten_convolution(
+    ctx: Ctx, input: ir.Value, weight: ir.Value, bias: ir.Value | None, stride: Sequence[int],
+    padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
+    groups: int,
+) -> ir.Value:
+    """convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"""
+    if not transposed:
+        return _conv(ctx, input, weight, bias, stride, padding, dilation, groups)
+    n = rank(weight) - 2
+    pads = _expand(padding, n)
+    return ctx.op.ConvTranspose(
+        input, weight, bias, strides=_expand(stride, n), pads=pads + pads, dilations=_expand(dilation, n),
+        output_padding=_expand(output_padding, n), group=int(groups),
+    )
+
+
+@translates(aten.conv_transpose1d.default, aten.conv_transpose2d.input, aten.conv_transpose3d.input)
+def aten_conv_transpose(
+    ctx: Ctx, input: ir.Value, weight: ir.Value, bias: ir.Value | None = None, stride: Sequence[int] = (1,),
+    padding: Sequence[int] = (0,), output_padding: Sequence[int] = (0,), groups: int = 1,
+    dilation: Sequence[int] = (1,),
+) -> ir.Value:
+    """conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor"""
+    return aten_convolution(ctx, input, weight, bias, stride, padding, dilation, True, output_padding, groups)

@@ -1,0 +1,149 @@
+"""Reductions: sum, mean, amax/amin, max/min along a dim, argmax/argmin, any/all, var/std."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import onnx_ir as ir
+import torch
+
+from onnxport.ops.shape import rank
+from onnxport.translate.context import Ctx
+from onnxport.translate.registry import translates
+
+aten = torch.ops.aten
+
+
+def _axes(ctx: Ctx, x: ir.Value, dim: int | Sequence[int] | None) -> ir.Value | None:
+    """Reduce* axes input (an input since opset 18 for every Reduce op); None reduces all."""
+    if dim is None:
+        return None
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if not dims:
+        return None
+    r = max(rank(x), 1)
+    return ctx.const([d % r for d in dims])
+
+
+def _reduce(ctx: Ctx, op: str, x: ir.Value, dim: Any, keepdim: bool) -> ir.Value:
+    if rank(x) == 0:
+        return ctx.op.Identity(x)
+    return ctx.op.node(op, [x, _axes(ctx, x, dim)], {"keepdims": int(bool(keepdim))})
+
+
+def _in_dtype(ctx: Ctx, x: ir.Value) -> ir.Value:
+    out = ctx.out_dtype()
+    return x if x.dtype == out else ctx.op.Cast(x, to=out)
+
+
+@translates(aten.sum.dim_IntList, aten.sum.default)
+def aten_sum(ctx: Ctx, self: ir.Value, dim: Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> ir.Value:
+    """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return _reduce(ctx, "ReduceSum", _in_dtype(ctx, self), dim, keepdim)
+
+
+@translates(aten.mean.dim, aten.mean.default)
+def aten_mean(ctx: Ctx, self: ir.Value, dim: Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> ir.Value:
+    """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return _reduce(ctx, "ReduceMean", _in_dtype(ctx, self), dim, keepdim)
+
+
+@translates(aten.prod.dim_int, aten.prod.default)
+def aten_prod(ctx: Ctx, self: ir.Value, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> ir.Value:
+    """prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return _reduce(ctx, "ReduceProd", _in_dtype(ctx, self), dim, keepdim)
+
+
+@translates(aten.amax.default)
+def aten_amax(ctx: Ctx, self: ir.Value, dim: Sequence[int] = (), keepdim: bool = False) -> ir.Value:
+    """amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"""
+    return _reduce(ctx, "ReduceMax", self, dim, keepdim)
+
+
+@translates(aten.amin.default)
+def aten_amin(ctx: Ctx, self: ir.Value, dim: Sequence[int] = (), keepdim: bool = False) -> ir.Value:
+    """amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"""
+    return _reduce(ctx, "ReduceMin", self, dim, keepdim)
+
+
+def _bool_reduce(ctx: Ctx, op: str, self: ir.Value, dim: Any, keepdim: bool) -> ir.Value:
+    as_int = ctx.op.Cast(self if self.dtype == ir.DataType.BOOL else ctx.op.Cast(self, to=ir.DataType.BOOL), to=ir.DataType.INT32)
+    return ctx.op.Cast(_reduce(ctx, op, as_int, dim, keepdim), to=ir.DataType.BOOL)
+
+
+@translates(aten.any.dim, aten.any.dims, aten.any.default)
+def aten_any(ctx: Ctx, self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
+    """any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"""
+    return _bool_reduce(ctx, "ReduceMax", self, dim, keepdim)
+
+
+@translates(aten.all.dim, aten.all.dims, aten.all.default)
+def aten_all(ctx: Ctx, self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
+    """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"""
+    return _bool_reduce(ctx, "ReduceMin", self, dim, keepdim)
+
+
+def _arg(ctx: Ctx, op: str, self: ir.Value, dim: int | None, keepdim: bool) -> ir.Value:
+    if dim is None:
+        flat = ctx.op.Reshape(self, ctx.const([-1]))
+        out = ctx.op.node(op, [flat], {"axis": 0, "keepdims": 0})
+        return ctx.op.Reshape(out, ctx.const([1] * rank(self))) if keepdim else out
+    if rank(self) == 0:
+        return ctx.const(0)
+    return ctx.op.node(op, [self], {"axis": dim % rank(self), "keepdims": int(keepdim), "select_last_index": 0})
+
+
+@translates(aten.argmax.default)
+def aten_argmax(ctx: Ctx, self: ir.Value, dim: int | None = None, keepdim: bool = False) -> ir.Value:
+    """argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor (first maximal index)."""
+    return _arg(ctx, "ArgMax", self, dim, keepdim)
+
+
+@translates(aten.argmin.default)
+def aten_argmin(ctx: Ctx, self: ir.Value, dim: int | None = None, keepdim: bool = False) -> ir.Value:
+    """argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor (first minimal index)."""
+    return _arg(ctx, "ArgMin", self, dim, keepdim)
+
+
+@translates(aten.max.dim)
+def aten_max_dim(ctx: Ctx, self: ir.Value, dim: int, keepdim: bool = False) -> tuple[ir.Value, ir.Value]:
+    """max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+    return _reduce(ctx, "ReduceMax", self, dim, keepdim), _arg(ctx, "ArgMax", self, dim, keepdim)
+
+
+@translates(aten.min.dim)
+def aten_min_dim(ctx: Ctx, self: ir.Value, dim: int, keepdim: bool = False) -> tuple[ir.Value, ir.Value]:
+    """min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+    return _reduce(ctx, "ReduceMin", self, dim, keepdim), _arg(ctx, "ArgMin", self, dim, keepdim)
+
+
+@translates(aten.max.default)
+def aten_max(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """max(Tensor self) -> Tensor"""
+    return _reduce(ctx, "ReduceMax", self, None, False)
+
+
+@translates(aten.min.default)
+def aten_min(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """min(Tensor self) -> Tensor"""
+    return _reduce(ctx, "ReduceMin", self, None, False)
+
+
+@translates(aten.var.correction, aten.std.correction)
+def aten_var(ctx: Ctx, self: ir.Value, dim: Sequence[int] | None = None, *, correction: float | None = None, keepdim: bool = False) -> ir.Value:
+    """var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor
+
+    Σ(x − mean)² / (N − correction), correction defaulting to 1 (PyTorch docs, torch.var).
+    """
+    correction = 1 if correction is None else correction
+    axes = _axes(ctx, self, dim)
+    mean = ctx.op.ReduceMean(self, axes, keepdims=1)
+    centered = ctx.op.Sub(self, mean)
+    sq = ctx.op.ReduceSum(ctx.op.Mul(centered, centered), axes, keepdims=int(keepdim))
+    shape = ctx.op.Shape(self)
+    count = ctx.op.ReduceProd(ctx.op.Gather(shape, axes, axis=0) if axes is not None else shape, keepdims=0)
+    denom = ctx.op.Sub(ctx.op.Cast(count, to=self.dtype), ctx.const(correction, self.dtype))
+    var = ctx.op.Div(sq, denom)
+    assert ctx.node is not None
+    return ctx.op.Sqrt(var) if ctx.node.target is aten.std.correction else var

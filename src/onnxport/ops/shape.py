@@ -1,0 +1,262 @@
+"""View, reshape, transpose and other shape-manipulating ops.
+
+Reshape targets are computed from the FakeTensor shapes torch.export recorded: a dim equal to the
+input's dim on the same axis becomes 0 (copy, ONNX Reshape's default), one unknown dim becomes -1,
+so most reshapes of dynamic tensors need no Shape/Concat subgraph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import onnx_ir as ir
+import torch
+
+from onnxport.translate.context import Ctx
+from onnxport.translate.registry import translates
+
+aten = torch.ops.aten
+INT64_MAX = 2**63 - 1
+
+
+def rank(x: ir.Value) -> int:
+    assert x.shape is not None, f"value {x.name} has no shape"
+    return len(x.shape)
+
+
+def _expr(dim: Any) -> Any:
+    return dim.node.expr if isinstance(dim, torch.SymInt) else dim
+
+
+def input_val(ctx: Ctx, index: int = 0) -> Any:
+    """The FakeTensor of the current node's ``index``-th argument."""
+    assert ctx.node is not None
+    arg = ctx.node.args[index]
+    return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+
+
+def dim_value(ctx: Ctx, x: ir.Value, axis: int) -> ir.Value:
+    """x.shape[axis] as a 1-element INT64 tensor."""
+    return ctx.op.Shape(x, start=axis, end=axis + 1)
+
+
+def reshape_to(ctx: Ctx, x: ir.Value, out_shape: Sequence[Any], sizes: Sequence[int | ir.Value] | None = None) -> ir.Value:
+    """Reshape ``x`` (FakeTensor ``input_val``) to the recorded output shape ``out_shape``.
+
+    Args:
+        out_shape: The output FakeTensor's shape (ints and SymInts).
+        sizes: The size list the op was called with, used for dims that cannot be derived.
+    """
+    in_val = input_val(ctx)
+    in_shape = list(in_val.shape) if isinstance(in_val, torch.Tensor) else []
+    static = [int(d) if isinstance(d, int) or _expr(d).is_number else None for d in out_shape]
+    has_zero = 0 in static  # needs allowzero=1, which forbids 0-copy and -1 (ONNX Reshape-14)
+    target: list[int | ir.Value] = []
+    unknown: list[int] = []
+    for i, dim in enumerate(out_shape):
+        if static[i] is not None:
+            target.append(static[i])  # type: ignore[arg-type]
+        elif not has_zero and i < len(in_shape) and _expr(in_shape[i]) == _expr(dim):
+            target.append(0)
+        else:
+            target.append(-1)
+            unknown.append(i)
+    if len(unknown) > 1 or (unknown and has_zero):
+        for i in unknown:
+            match = next((j for j, d in enumerate(in_shape) if _expr(d) == _expr(out_shape[i])), None)
+            if match is not None:
+                target[i] = dim_value(ctx, x, match)
+            elif sizes is not None and i < len(sizes) and isinstance(sizes[i], ir.Value):
+                target[i] = sizes[i]
+            else:
+                ctx.unsupported(f"cannot derive output dim {i} ({out_shape[i]}) of the reshape")
+    return ctx.op.Reshape(x, ctx.shape_tensor(target), allowzero=1 if has_zero else None)
+
+
+@translates(aten.view.default, aten.reshape.default, aten._unsafe_view.default)
+def aten_view(ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value]) -> ir.Value:
+    """view(Tensor(a) self, SymInt[] size) -> Tensor(a)"""
+    return reshape_to(ctx, self, ctx.val().shape, size)
+
+
+@translates(aten.flatten.using_ints)
+def aten_flatten(ctx: Ctx, self: ir.Value, start_dim: int = 0, end_dim: int = -1) -> ir.Value:
+    """flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)"""
+    return reshape_to(ctx, self, ctx.val().shape)
+
+
+@translates(aten.unflatten.int)
+def aten_unflatten(ctx: Ctx, self: ir.Value, dim: int, sizes: Sequence[int | ir.Value]) -> ir.Value:
+    """unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)"""
+    return reshape_to(ctx, self, ctx.val().shape)
+
+
+@translates(aten.transpose.int)
+def aten_transpose(ctx: Ctx, self: ir.Value, dim0: int, dim1: int) -> ir.Value:
+    """transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)"""
+    r = rank(self)
+    if r < 2:
+        return ctx.op.Identity(self)
+    perm = list(range(r))
+    perm[dim0 % r], perm[dim1 % r] = perm[dim1 % r], perm[dim0 % r]
+    return ctx.op.Transpose(self, perm=perm)
+
+
+@translates(aten.t.default)
+def aten_t(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """t(Tensor(a) self) -> Tensor(a)"""
+    return aten_transpose(ctx, self, 0, 1)
+
+
+@translates(aten.permute.default)
+def aten_permute(ctx: Ctx, self: ir.Value, dims: Sequence[int]) -> ir.Value:
+    """permute(Tensor(a) self, int[] dims) -> Tensor(a)"""
+    r = rank(self)
+    return ctx.op.Transpose(self, perm=[d % r for d in dims]) if r else ctx.op.Identity(self)
+
+
+@translates(aten.unsqueeze.default)
+def aten_unsqueeze(ctx: Ctx, self: ir.Value, dim: int) -> ir.Value:
+    """unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"""
+    return ctx.op.Unsqueeze(self, ctx.const([dim % (rank(self) + 1)]))
+
+
+@translates(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
+def aten_squeeze(ctx: Ctx, self: ir.Value, dim: int | Sequence[int] | None = None) -> ir.Value:
+    """squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a): only size-1 dims are removed."""
+    r = rank(self)
+    dims = range(r) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    in_shape = input_val(ctx).shape
+    axes = [d % r for d in dims if r and isinstance(in_shape[d], int) and in_shape[d] == 1]
+    if not axes:
+        return ctx.op.Identity(self)
+    return ctx.op.Squeeze(self, ctx.const(axes))
+
+
+@translates(aten.expand.default)
+def aten_expand(ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value], *, implicit: bool = False) -> ir.Value:
+    """expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
+
+    -1 keeps the input's dim: it becomes 1 for ONNX Expand's bidirectional broadcast.
+    """
+    sizes = [1 if isinstance(s, int) and s == -1 else s for s in size]
+    return ctx.op.Expand(self, ctx.shape_tensor(sizes))
+
+
+@translates(aten.expand_as.default)
+def aten_expand_as(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
+    """expand_as(Tensor(a) self, Tensor other) -> Tensor(a)"""
+    return ctx.op.Expand(self, ctx.op.Shape(other))
+
+
+@translates(aten.slice.Tensor)
+def aten_slice(
+    ctx: Ctx, self: ir.Value, dim: int = 0, start: int | ir.Value | None = None,
+    end: int | ir.Value | None = None, step: int | ir.Value = 1,
+) -> ir.Value:
+    """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)"""
+    r = rank(self)
+    dim = dim % r if r else 0
+    start = 0 if start is None else start
+    end = INT64_MAX if end is None else end
+    in_dim = input_val(ctx).shape[dim]
+    if isinstance(start, int) and start == 0 and isinstance(step, int) and step == 1:
+        if isinstance(end, int) and isinstance(in_dim, int) and end >= in_dim:
+            return ctx.op.Identity(self)
+        if isinstance(end, int) and end == INT64_MAX:
+            return ctx.op.Identity(self)
+    return ctx.op.Slice(
+        self, ctx.shape_tensor([start]), ctx.shape_tensor([min(end, INT64_MAX) if isinstance(end, int) else end]),
+        ctx.const([dim]), ctx.shape_tensor([step]),
+    )
+
+
+@translates(aten.select.int)
+def aten_select(ctx: Ctx, self: ir.Value, dim: int, index: int | ir.Value) -> ir.Value:
+    """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
+    idx = ctx.const(index, ir.DataType.INT64) if isinstance(index, int) else index
+    return ctx.op.Gather(self, idx, axis=dim % rank(self))
+
+
+@translates(aten.cat.default, aten.concat.default)
+def aten_cat(ctx: Ctx, tensors: Sequence[ir.Value], dim: int = 0) -> ir.Value:
+    """cat(Tensor[] tensors, int dim=0) -> Tensor
+
+    torch skips 1-D empty tensors of shape (0,) (legacy behaviour); so does this translation.
+    Operands are cast to the promoted output dtype.
+    """
+    out_dtype = ctx.out_dtype()
+    inputs = []
+    for t in tensors:
+        if t.shape is not None and list(t.shape) == [0] and rank(tensors[0]) != 1:
+            continue
+        inputs.append(t if t.dtype == out_dtype else ctx.op.Cast(t, to=out_dtype))
+    r = rank(inputs[0]) if inputs else 1
+    if len(inputs) == 1:
+        return ctx.op.Identity(inputs[0])
+    return ctx.op.Concat(*inputs, axis=dim % r)
+
+
+def _split_at(ctx: Ctx, self: ir.Value, dim: int, sizes: Sequence[int | ir.Value]) -> tuple[ir.Value, ...]:
+    if len(sizes) == 1:
+        return (ctx.op.Identity(self),)
+    return ctx.op.Split(self, ctx.shape_tensor(list(sizes)), axis=dim, _outputs=len(sizes))
+
+
+@translates(aten.split.Tensor)
+def aten_split(ctx: Ctx, self: ir.Value, split_size: int | ir.Value, dim: int = 0) -> tuple[ir.Value, ...]:
+    """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]"""
+    dim = dim % rank(self)
+    outs = ctx.val()
+    sizes = [o.shape[dim] for o in outs]
+    if all(isinstance(s, int) for s in sizes):
+        return _split_at(ctx, self, dim, sizes)
+    if isinstance(split_size, int):  # dynamic length: slice chunk by chunk
+        return tuple(
+            ctx.op.Slice(self, ctx.const([i * split_size]),
+                         ctx.const([(i + 1) * split_size if i < len(outs) - 1 else INT64_MAX]),
+                         ctx.const([dim]))
+            for i in range(len(outs))
+        )
+    ctx.unsupported("split with a symbolic split_size and a dynamic number of chunks")
+    raise AssertionError
+
+
+@translates(aten.split_with_sizes.default, aten.split.sizes)
+def aten_split_with_sizes(ctx: Ctx, self: ir.Value, split_sizes: Sequence[int | ir.Value], dim: int = 0) -> tuple[ir.Value, ...]:
+    """split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]"""
+    return _split_at(ctx, self, dim % rank(self), split_sizes)
+
+
+@translates(aten.chunk.default)
+def aten_chunk(ctx: Ctx, self: ir.Value, chunks: int, dim: int = 0) -> tuple[ir.Value, ...]:
+    """chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
+    dim = dim % rank(self)
+    sizes = [o.shape[dim] for o in ctx.val()]
+    if all(isinstance(s, int) for s in sizes):
+        return _split_at(ctx, self, dim, sizes)
+    ctx.unsupported("chunk along a dynamic dimension")
+    raise AssertionError
+
+
+@translates(aten.unbind.int)
+def aten_unbind(ctx: Ctx, self: ir.Value, dim: int = 0) -> tuple[ir.Value, ...]:
+    """unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"""
+    dim = dim % rank(self)
+    n = len(ctx.val())
+    axes = ctx.const([dim])
+    if n == 1:
+        return (ctx.op.Squeeze(self, axes),)
+    parts = ctx.op.Split(self, axis=dim, num_outputs=n, _outputs=n)
+    return tuple(ctx.op.Squeeze(p, axes) for p in parts)
+
+
+@translates(aten.stack.default)
+def aten_stack(ctx: Ctx, tensors: Sequence[ir.Value], dim: int = 0) -> ir.Value:
+    """stack(Tensor[] tensors, int dim=0) -> Tensor"""
+    axis = dim % (rank(tensors[0]) + 1)
+    axes = ctx.const([axis])
+    out_dtype = ctx.out_dtype()
+    parts = [ctx.op.Unsqueeze(t if t.dtype == out_dtype else ctx.op.Cast(t, to=out_dtype), axes) for t in tensors]
+    return parts[0] if len(parts) == 1 else ctx.op.Concat(*parts, axis=axis)

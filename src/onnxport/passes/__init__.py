@@ -1,0 +1,27 @@
+"""Graph passes run after translation (``optimize=True``), one pass per file.
+
+The cleanup passes are onnx_ir's own (``onnx_ir.passes.common``); onnxport adds constant folding
+and fusions to standard ONNX ops (``passes/fusions/``).
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+import onnx_ir.passes.common as common
+
+from onnxport.passes.constant_folding import FoldConstantsPass
+
+
+def optimize(model: ir.Model) -> ir.Model:
+    """Run onnxport's default pass pipeline on ``model`` in place and return it."""
+    passes = ir.passes.PassManager(
+        [
+            FoldConstantsPass(),
+            common.IdentityEliminationPass(),
+            common.CommonSubexpressionEliminationPass(),
+            common.RemoveUnusedNodesPass(),
+            common.RemoveUnusedOpsetsPass(),
+        ]
+    )
+    passes(model)
+    return model

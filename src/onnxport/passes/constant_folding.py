@@ -1,0 +1,147 @@
+"""Fold small constant subexpressions (and ``Shape`` of static shapes) into constants.
+
+Only nodes whose inputs are all small constants (≤ ``MAX_ELEMENTS`` elements) are folded, so weights
+are never copied. Each supported op is evaluated with numpy following its ONNX spec section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+
+MAX_ELEMENTS = 4096
+
+
+def _attr(node: ir.Node, name: str, default: Any) -> Any:
+    attr = node.attributes.get(name)
+    return default if attr is None else attr.value
+
+
+def _slice(node: ir.Node, x: np.ndarray, starts: Any, ends: Any, axes: Any = None, steps: Any = None) -> np.ndarray:
+    axes = range(len(starts)) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    index = [slice(None)] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        index[int(a)] = slice(int(s), int(e), int(st))
+    return x[tuple(index)]
+
+
+def _reshape(node: ir.Node, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
+    shape = [x.shape[i] if (d == 0 and not _attr(node, "allowzero", 0)) else int(d) for i, d in enumerate(shape)]
+    return x.reshape(shape)
+
+
+def _unsqueeze(node: ir.Node, x: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    out_rank = x.ndim + len(axes)
+    for a in sorted(int(a) % out_rank for a in axes):
+        x = np.expand_dims(x, a)
+    return x
+
+
+def _squeeze(node: ir.Node, x: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
+    return np.squeeze(x) if axes is None else np.squeeze(x, axis=tuple(int(a) for a in axes))
+
+
+_EVAL: dict[str, Callable[..., np.ndarray]] = {
+    "Add": lambda n, a, b: a + b,
+    "Sub": lambda n, a, b: a - b,
+    "Mul": lambda n, a, b: a * b,
+    "Neg": lambda n, a: -a,
+    "Equal": lambda n, a, b: np.equal(a, b),
+    "Less": lambda n, a, b: np.less(a, b),
+    "Greater": lambda n, a, b: np.greater(a, b),
+    "Not": lambda n, a: np.logical_not(a),
+    "And": lambda n, a, b: np.logical_and(a, b),
+    "Or": lambda n, a, b: np.logical_or(a, b),
+    "Where": lambda n, c, a, b: np.where(c, a, b),
+    "Max": lambda n, *xs: np.maximum.reduce(xs) if len(xs) > 1 else xs[0],
+    "Min": lambda n, *xs: np.minimum.reduce(xs) if len(xs) > 1 else xs[0],
+    "Cast": lambda n, a: a.astype(ir.DataType(_attr(n, "to", 1)).numpy()),
+    "Concat": lambda n, *xs: np.concatenate(xs, axis=_attr(n, "axis", 0)),
+    "Reshape": _reshape,
+    "Unsqueeze": _unsqueeze,
+    "Squeeze": _squeeze,
+    "Slice": _slice,
+    "Gather": lambda n, x, i: np.take(x, i, axis=_attr(n, "axis", 0)),
+    "Identity": lambda n, a: a,
+    "Range": lambda n, s, e, d: np.arange(s, e, d, dtype=np.result_type(s)),
+    "Expand": lambda n, x, s: x * np.ones([int(d) for d in s], dtype=x.dtype),
+    "ConstantOfShape": lambda n, s: np.full([int(d) for d in s], np.asarray(_attr(n, "value", ir.tensor(np.zeros(1, np.float32))).numpy()).reshape(-1)[0]),
+}
+
+
+def _const(value: ir.Value | None) -> np.ndarray | None:
+    """The numpy value of a small constant (Constant output or small initializer)."""
+    if value is None:
+        return None
+    tensor = value.const_value
+    if tensor is None or tensor.size > MAX_ELEMENTS:
+        return None
+    return tensor.numpy()
+
+
+def _static_shape(value: ir.Value | None) -> list[int] | None:
+    if value is None or value.shape is None:
+        return None
+    dims = list(value.shape)
+    return dims if all(isinstance(d, int) for d in dims) else None
+
+
+class FoldConstantsPass(ir.passes.InPlacePass):
+    """Replace constant-input nodes (and ``Shape`` of statically shaped values) with ``Constant``s."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        modified = False
+        graph = model.graph
+        for node in list(graph):
+            array = self._evaluate(node)
+            if array is None:
+                continue
+            out = node.outputs[0]
+            if out.is_graph_output():
+                continue
+            tensor = ir.tensor(np.ascontiguousarray(array), dtype=out.dtype or None)
+            const = ir.Node("", "Constant", [], attributes=[ir.AttrTensor("value", tensor)], num_outputs=1)
+            const.metadata_props.update(node.metadata_props)
+            new = const.outputs[0]
+            new.const_value = tensor
+            new.dtype = tensor.dtype
+            new.shape = ir.Shape(tensor.shape)
+            graph.insert_before(node, const)
+            out.replace_all_uses_with(new)
+            new.name = out.name
+            graph.remove(node, safe=False)
+            modified = True
+        return ir.passes.PassResult(model, modified)
+
+    def _evaluate(self, node: ir.Node) -> np.ndarray | None:
+        if node.domain != "" or len(node.outputs) != 1:
+            return None
+        if node.op_type == "Shape":
+            shape = _static_shape(node.inputs[0])
+            if shape is None:
+                return None
+            start, end = _attr(node, "start", 0), _attr(node, "end", None)
+            return np.asarray(shape[start:end], dtype=np.int64)
+        if node.op_type == "Size":
+            shape = _static_shape(node.inputs[0])
+            return None if shape is None else np.asarray(int(np.prod(shape)), dtype=np.int64)
+        fn = _EVAL.get(node.op_type)
+        if fn is None or not node.inputs:
+            return None
+        values = [_const(v) if v is not None else None for v in node.inputs]
+        if any(v is None and inp is not None for v, inp in zip(values, node.inputs)):
+            return None
+        try:
+            result = np.asarray(fn(node, *values))
+        except (ValueError, TypeError, IndexError):  # leave an op numpy cannot evaluate to onnxruntime
+            return None
+        if result.size > MAX_ELEMENTS:
+            return None
+        out_dtype = node.outputs[0].dtype
+        if out_dtype is not None and result.dtype != out_dtype.numpy():
+            result = result.astype(out_dtype.numpy())
+        return result

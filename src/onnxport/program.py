@@ -1,0 +1,183 @@
+"""ONNXProgram: the exported ``onnx_ir.Model``, saving it, and running it in onnxruntime."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx_ir as ir
+import torch
+
+from onnxport.errors import InputError, SaveError, VerificationError
+
+if TYPE_CHECKING:
+    import onnx
+    import onnxruntime as ort
+    from torch.export import ExportedProgram
+
+# Protobuf cannot serialize a message over 2 GiB; past this the weights go to external data.
+PROTOBUF_LIMIT = 2 * 1024**3
+
+
+def initializer_bytes(model: ir.Model) -> int:
+    """Total size of the main graph's initializers, in bytes."""
+    return sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
+
+
+class ONNXProgram:
+    """An exported ONNX model with the ExportedProgram it came from.
+
+    Attributes:
+        model: The ONNX model (``onnx_ir.Model``); initializers share memory with the torch weights.
+        exported_program: The ``torch.export.ExportedProgram`` that was translated (``None`` when
+            loaded from a file).
+        status: The :class:`onnxport._export.ExportStatus` of the export (steps, timings, errors).
+    """
+
+    def __init__(self, model: ir.Model, exported_program: ExportedProgram | None, status: Any = None) -> None:
+        self.model = model
+        self.exported_program = exported_program
+        self.status = status
+        self._session: ort.InferenceSession | None = None
+        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+
+    def __repr__(self) -> str:
+        return f"ONNXProgram(\n{self.model}\n)"
+
+    @property
+    def model_proto(self) -> onnx.ModelProto:
+        """The model as an ``onnx.ModelProto`` (a full copy, weights included)."""
+        return ir.serde.serialize_model(self.model)
+
+    # -- save --------------------------------------------------------------------------------
+    def save(
+        self,
+        destination: str | os.PathLike[str],
+        *,
+        include_initializers: bool = True,
+        keep_initializers_as_inputs: bool = False,
+        external_data: bool | None = None,
+    ) -> None:
+        """Write the model to ``destination`` (and ``<destination>.data`` with external data).
+
+        Behaviour as ``torch.onnx.ONNXProgram.save``: ``external_data=None`` writes the weights to
+        a separate file when they exceed 2 GB (the protobuf limit). Weights are streamed tensor by
+        tensor (``onnx_ir.save``), never gathered into one protobuf. The files are written in a
+        temporary folder beside ``destination`` and moved into place, so a failure leaves nothing.
+
+        Raises:
+            SaveError: The destination folder does not exist or is not writable, or writing failed.
+        """
+        path = Path(destination)
+        folder = path.parent if str(path.parent) else Path(".")
+        if path.is_dir():
+            raise SaveError(f"Cannot save the ONNX model to {path}: it is a directory; give a file path such as {path / 'model.onnx'}.")
+        if not folder.is_dir():
+            raise SaveError(f"Cannot save the ONNX model to {path}: folder {folder} does not exist. Create it first.")
+        if not os.access(folder, os.W_OK):
+            raise SaveError(f"Cannot save the ONNX model to {path}: folder {folder} is not writable. Choose another path.")
+        if external_data is None:
+            external_data = include_initializers and initializer_bytes(self.model) > PROTOBUF_LIMIT
+        data_name = f"{path.name}.data"
+        try:
+            tmp = tempfile.mkdtemp(prefix=".onnxport-", dir=folder)
+        except OSError as e:
+            raise SaveError(f"Cannot write in {folder}: {e}") from e
+        try:
+            with self._initializers_for_save(include_initializers, keep_initializers_as_inputs):
+                ir.save(self.model, os.path.join(tmp, path.name), external_data=data_name if external_data else None)
+            if external_data:
+                os.replace(os.path.join(tmp, data_name), folder / data_name)
+            os.replace(os.path.join(tmp, path.name), path)
+        except OSError as e:
+            raise SaveError(f"Writing the ONNX model to {path} failed: {e}") from e
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def _initializers_for_save(self, include: bool, as_inputs: bool) -> Iterator[None]:
+        graph = self.model.graph
+        saved = dict(graph.initializers)
+        added: list[ir.Value] = []
+        if as_inputs:
+            added = [v for v in saved.values() if not v.is_graph_input()]
+            graph.inputs.extend(added)
+        if not include:
+            graph.initializers.clear()
+        try:
+            yield
+        finally:
+            for value in added:
+                graph.inputs.remove(value)
+            if not include:
+                for value in saved.values():
+                    graph.register_initializer(value)
+
+    # -- run ---------------------------------------------------------------------------------
+    def _inference_session(self) -> ort.InferenceSession:
+        if self._session is None:
+            self._session = make_session(self.model, self)
+        return self._session
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
+        """Run the model in onnxruntime: torch tensors in (nested as for the model), tensors out.
+
+        Raises:
+            InputError: The number of tensors does not match the graph inputs.
+        """
+        session = self._inference_session()
+        leaves = [x for x in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+        names = [i.name for i in session.get_inputs()]
+        if len(leaves) != len(names):
+            raise InputError(f"The ONNX model takes {len(names)} tensor inputs {names}; got {len(leaves)} tensors.")
+        feeds = {name: _to_numpy(t) for name, t in zip(names, leaves)}
+        outputs = session.run(None, feeds)
+        return [torch.from_numpy(np.asarray(o)) for o in outputs]
+
+    def release(self) -> None:
+        """Drop the onnxruntime session (and any temporary file it needed)."""
+        self._session = None
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+
+def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return tensor.view(torch.uint16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
+
+
+def make_session(model: ir.Model, owner: ONNXProgram | None = None, providers: Sequence[str] = ("CPUExecutionProvider",)) -> ort.InferenceSession:
+    """An onnxruntime session for an in-memory model; through a temporary file past 2 GB.
+
+    Raises:
+        VerificationError: onnxruntime refused to load the model.
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        if initializer_bytes(model) < PROTOBUF_LIMIT:
+            data = ir.serde.serialize_model(model).SerializeToString()
+            return ort.InferenceSession(data, options, providers=list(providers))
+        tmp = tempfile.TemporaryDirectory(prefix="onnxport-")
+        if owner is not None:
+            owner._tempdir = tmp
+        path = os.path.join(tmp.name, "model.onnx")
+        ir.save(model, path, external_data="model.onnx.data")
+        return ort.InferenceSession(path, options, providers=list(providers))
+    except Exception as e:  # onnxruntime raises its own exception types
+        if isinstance(e, (InputError, SaveError)):
+            raise
+        raise VerificationError(f"onnxruntime could not load the exported model: {e}") from e

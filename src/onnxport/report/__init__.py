@@ -1,0 +1,1 @@
+"""Markdown reports of an export, written on success and on failure."""

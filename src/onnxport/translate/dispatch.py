@@ -1,0 +1,176 @@
+"""Calling one translation for one FX node: arguments, type promotion, naming and metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import onnx_ir as ir
+import torch
+import torch.fx
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+from onnxport.errors import NodeError, OnnxportError, TranslationError
+from onnxport.translate.context import Ctx, ir_dtype
+from onnxport.translate.registry import Promote, Translation
+
+_PROMOTION_KIND = {
+    Promote.DEFAULT: ELEMENTWISE_TYPE_PROMOTION_KIND.NO_OPMATH,
+    Promote.INT_TO_FLOAT: ELEMENTWISE_TYPE_PROMOTION_KIND.INT_TO_FLOAT,
+}
+
+# metadata_props keys, as documented for torch.onnx.export(dynamo=True) (see
+# ../shared/reference/002: "Metadata"), so tools reading torch.onnx models read ours.
+KEY_NAMESPACE = "namespace"
+KEY_CLASS_HIERARCHY = "pkg.torch.onnx.class_hierarchy"
+KEY_FX_NODE = "pkg.torch.onnx.fx_node"
+KEY_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
+KEY_STACK_TRACE = "pkg.torch.onnx.stack_trace"
+
+
+def convert_arg(arg: Any, env: Mapping[torch.fx.Node, Any]) -> Any:
+    """Map FX arguments to translation arguments: nodes → their ir.Value(s), containers recursed."""
+    if isinstance(arg, torch.fx.Node):
+        return env[arg]
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(convert_arg(a, env) for a in arg) if isinstance(arg, tuple) else [
+            convert_arg(a, env) for a in arg
+        ]
+    return arg
+
+
+def _fake(arg: Any) -> Any:
+    """The FakeTensor / Python number an FX argument stands for (for dtype promotion)."""
+    if isinstance(arg, torch.fx.Node):
+        val = arg.meta.get("val")
+        # A symbolic scalar promotes like a Python scalar of its kind.
+        for sym, py in ((torch.SymBool, True), (torch.SymInt, 1), (torch.SymFloat, 1.0)):
+            if isinstance(val, sym):
+                return py
+        return val
+    return arg
+
+
+def _promote(
+    ctx: Ctx,
+    translation: Translation,
+    node: torch.fx.Node,
+    args: list[Any],
+    kwargs: dict[str, Any],
+) -> None:
+    """Cast tensor operands and materialize scalar operands in the promoted dtype, in place."""
+    schema = getattr(node.target, "_schema", None)
+    names = [a.name for a in schema.arguments] if schema is not None else []
+    slots: list[tuple[str, int | str, Any]] = []  # (kind, index-or-name, fx arg)
+    for i, fx_arg in enumerate(node.args):
+        name = names[i] if i < len(names) else str(i)
+        if _promotable(translation, name, fx_arg):
+            slots.append(("pos", i, fx_arg))
+    for name, fx_arg in node.kwargs.items():
+        if _promotable(translation, name, fx_arg):
+            slots.append(("kw", name, fx_arg))
+    fakes = [_fake(a) for _, _, a in slots]
+    if not fakes or not any(isinstance(f, torch.Tensor) for f in fakes):
+        return
+    _, dtype = elementwise_dtypes(*fakes, type_promotion_kind=_PROMOTION_KIND[translation.promote])
+    target = ir_dtype(dtype)
+    for kind, key, fx_arg in slots:
+        container: Any = args if kind == "pos" else kwargs
+        value = container[key]
+        if isinstance(value, ir.Value):
+            if value.dtype != target:
+                cast = ctx.op.Cast(value, to=target)
+                cast.dtype = target
+                container[key] = cast
+        elif isinstance(value, (bool, int, float)):
+            container[key] = ctx.const(value, target)
+
+
+def _promotable(translation: Translation, name: str, fx_arg: Any) -> bool:
+    """Whether an argument takes part in promotion: named in ``promote_args``, or else any
+    Tensor / Python number argument (``alpha`` excluded: it scales, it does not promote)."""
+    if translation.promote_args:
+        if name not in translation.promote_args:
+            return False
+    elif name == "alpha":
+        return False
+    if isinstance(fx_arg, torch.fx.Node):
+        return isinstance(
+            fx_arg.meta.get("val"), (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)
+        )
+    return isinstance(fx_arg, (bool, int, float))
+
+
+def stamp_metadata(nodes: list[ir.Node], fx_node: torch.fx.Node) -> None:
+    """Write namespace, class hierarchy, FX node, name scopes and stack trace on ONNX nodes."""
+    if not nodes:
+        return
+    stack = fx_node.meta.get("nn_module_stack") or {}
+    classes: list[str] = []
+    scopes: list[str] = []
+    parent = None
+    for path, cls in stack.values():
+        classes.append(cls if isinstance(cls, str) else f"{cls.__module__}.{cls.__qualname__}")
+        scopes.append(path if parent is None or not parent else path[len(parent) + 1 :])
+        parent = path
+    target = str(fx_node.target)
+    props = {
+        KEY_NAMESPACE: "/".join([*classes, f"{fx_node.name}: {target}"]),
+        KEY_CLASS_HIERARCHY: repr([*classes, target]),
+        KEY_FX_NODE: fx_node.format_node(),
+        KEY_NAME_SCOPES: repr([*scopes, fx_node.name]),
+    }
+    trace = fx_node.meta.get("stack_trace")
+    if trace:
+        props[KEY_STACK_TRACE] = trace
+    for node in nodes:
+        node.metadata_props.update(props)
+        if node.name is None:
+            node.name = f"{fx_node.name}/{node.op_type}"
+
+
+def call_translation(
+    ctx: Ctx,
+    translation: Translation,
+    node: torch.fx.Node,
+    env: Mapping[torch.fx.Node, Any],
+    set_meta: Callable[[ir.Value, Any, str], None],
+) -> Any:
+    """Translate one ``call_function`` FX node; return its ir.Value or tuple of ir.Values.
+
+    Raises:
+        UnsupportedOpError: The translation refused the case (``ctx.unsupported``).
+        TranslationError: The translation raised any other exception.
+    """
+    ctx.node = node
+    args = [convert_arg(a, env) for a in node.args]
+    kwargs = {k: convert_arg(v, env) for k, v in node.kwargs.items()}
+    try:
+        if translation.promote is not Promote.NONE:
+            _promote(ctx, translation, node, args, kwargs)
+        result = translation.fn(ctx, *args, **kwargs)
+    except NodeError as e:
+        if e.node is None:
+            raise type(e)(e.message, node) from e
+        raise
+    except OnnxportError:
+        raise
+    except Exception as e:  # any bug in a translation becomes an error naming node and source
+        raise TranslationError(
+            f"Translating {node.target} failed: {type(e).__name__}: {e}", node, translation.name
+        ) from e
+    finally:
+        created = ctx.op.take_nodes()
+        stamp_metadata(created, node)
+        ctx.node = None
+    fresh = {id(v) for n in created for v in n.outputs}
+    val = node.meta.get("val")
+    if isinstance(result, (tuple, list)):
+        vals = val if isinstance(val, (tuple, list)) else [None] * len(result)
+        for i, (value, v) in enumerate(zip(result, vals)):
+            if isinstance(value, ir.Value) and id(value) in fresh:
+                set_meta(value, v, f"{node.name}_{i}")
+        return tuple(result)
+    if isinstance(result, ir.Value) and id(result) in fresh:
+        set_meta(result, val, node.name)
+    return result

@@ -1,0 +1,244 @@
+"""Walk an ExportedProgram's FX graph once and build the ONNX graph (onnx_ir)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import onnx_ir as ir
+import torch
+import torch.fx
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+
+from onnxport.errors import InputError, UnsupportedOpError
+from onnxport.translate.context import Ctx, ir_dtype
+from onnxport.translate.dispatch import call_translation
+from onnxport.translate.registry import Registry
+
+KEY_INPUT_KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
+KEY_INPUT_PERSISTENT = "pkg.torch.export.graph_signature.InputSpec.persistent"
+KEY_OUTPUT_KIND = "pkg.torch.export.graph_signature.OutputSpec.kind"
+KEY_ORIGINAL_NAME = "pkg.torch.onnx.original_node_name"
+KEY_GRAPH_SIGNATURE = "pkg.torch.export.ExportedProgram.graph_signature"
+KEY_RANGE_CONSTRAINTS = "pkg.torch.export.ExportedProgram.range_constraints"
+
+# FX targets handled by the walker itself rather than by a translation.
+STRUCTURAL_TARGETS = frozenset({operator.getitem})
+
+
+class DimNamer:
+    """Names symbolic dimensions: user names for input dims, derived expressions kept symbolic.
+
+    Args:
+        names: Symbol name (``"s72"``) → user dim name (``"batch"``).
+    """
+
+    def __init__(self, names: Mapping[str, str] | None = None) -> None:
+        self._names = dict(names or {})
+
+    def __call__(self, dim: Any) -> int | ir.SymbolicDim:
+        if isinstance(dim, int):
+            return dim
+        expr = dim.node.expr if isinstance(dim, torch.SymInt) else dim
+        if expr.is_number:
+            return int(expr)
+        if expr.is_Symbol:
+            return ir.SymbolicDim(self._names.get(str(expr), str(expr)))
+        subs = {s: _symbol(self._names.get(str(s), str(s))) for s in expr.free_symbols}
+        return ir.SymbolicDim(str(expr.xreplace(subs)))
+
+
+def _symbol(name: str) -> Any:
+    import sympy
+
+    return sympy.Symbol(name, integer=True, positive=True)
+
+
+def unsupported_targets(ep: ExportedProgram, registry: Registry, opset: int) -> dict[Any, list[torch.fx.Node]]:
+    """Every ``call_function`` target without a translation at ``opset``, with its nodes, in one pass."""
+    missing: dict[Any, list[torch.fx.Node]] = {}
+    for node in ep.graph.nodes:
+        if node.op == "call_function" and node.target not in STRUCTURAL_TARGETS:
+            if registry.get(node.target, opset) is None:
+                missing.setdefault(node.target, []).append(node)
+    return missing
+
+
+def unsupported_error(missing: Mapping[Any, list[torch.fx.Node]], registry: Registry) -> UnsupportedOpError:
+    """One error listing every untranslated op with a count, and how to add a translation."""
+    lines = [f"{len(missing)} operator(s) have no ONNX translation in onnxport:"]
+    for target, nodes in missing.items():
+        extra = ""
+        if registry.is_registered(target):
+            since = min(t.since for t in registry.translations_for(target))
+            extra = f" (translated from opset {since}; raise opset_version)"
+        lines.append(f"  - {target}: {len(nodes)} node(s), e.g. {nodes[0].name}{extra}")
+    first = next(iter(missing.values()))[0]
+    lines.append(
+        "Register a translation for it: "
+        "@onnxport.translates(<op>.default) def fn(ctx, ...): return ctx.op.<OnnxOp>(...)"
+    )
+    return UnsupportedOpError("\n".join(lines), first)
+
+
+class GraphTranslator:
+    """Builds one ``ir.Graph`` from one FX graph (the ExportedProgram's)."""
+
+    def __init__(self, ep: ExportedProgram, registry: Registry, opset: int, dims: DimNamer) -> None:
+        self.ep = ep
+        self.registry = registry
+        self.opset = opset
+        self.dims = dims
+        self.graph = ir.Graph([], [], nodes=[], opset_imports={"": opset}, name="main_graph")
+        self.ctx = Ctx(self.graph, opset)
+        self.env: dict[torch.fx.Node, Any] = {}
+
+    # -- values ------------------------------------------------------------------------------
+    def set_meta(self, value: ir.Value, val: Any, name: str | None) -> None:
+        """Name a value and give it the dtype and shape of the FakeTensor / SymInt it stands for."""
+        if name is not None:
+            value.name = name
+        if isinstance(val, torch.Tensor):
+            value.dtype = ir_dtype(val.dtype)
+            value.shape = ir.Shape([self.dims(d) for d in val.shape])
+        elif isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
+            value.dtype = ir.DataType.INT64
+            value.shape = ir.Shape([])
+        elif isinstance(val, (torch.SymFloat, float)):
+            value.dtype = ir.DataType.FLOAT
+            value.shape = ir.Shape([])
+        elif isinstance(val, (torch.SymBool, bool)):
+            value.dtype = ir.DataType.BOOL
+            value.shape = ir.Shape([])
+
+    def _new_value(self, name: str, val: Any) -> ir.Value:
+        value = ir.Value(name=name)
+        self.set_meta(value, val, None)
+        return value
+
+    # -- walk --------------------------------------------------------------------------------
+    def translate(
+        self, input_names: Mapping[str, str], output_names: Sequence[str] | None
+    ) -> ir.Graph:
+        """Translate placeholders, call_function nodes and the output node, in graph order.
+
+        Args:
+            input_names: Placeholder name → graph input name (default: the placeholder name).
+            output_names: Names of the user outputs, or ``None`` for the FX names.
+        """
+        sig = self.ep.graph_signature
+        specs = {spec.arg.name: spec for spec in sig.input_specs if hasattr(spec.arg, "name")}
+        for node in self.ep.graph.nodes:
+            if node.op == "placeholder":
+                spec = specs[node.name]
+                if spec.kind == InputKind.USER_INPUT:
+                    self._user_input(node, input_names.get(node.name, node.name))
+                else:
+                    self._initializer(node, spec)
+            elif node.op == "call_function":
+                self._call(node)
+            elif node.op == "output":
+                self._outputs(node, output_names)
+            elif node.op == "get_attr":
+                self.env[node] = getattr(self.ep.graph_module, node.target)
+        return self.graph
+
+    def _user_input(self, node: torch.fx.Node, name: str) -> None:
+        val = node.meta.get("val")
+        if not isinstance(val, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)):
+            self.env[node] = val  # a Python constant torch.export specialized
+            return
+        value = self._new_value(name, val)
+        value.metadata_props[KEY_INPUT_KIND] = InputKind.USER_INPUT.name
+        if name != node.name:
+            value.metadata_props[KEY_ORIGINAL_NAME] = node.name
+        self.graph.inputs.append(value)
+        self.env[node] = value
+
+    def _initializer(self, node: torch.fx.Node, spec: Any) -> None:
+        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+            tensor = self.ep.state_dict.get(spec.target)
+            if tensor is None:  # non-persistent buffer
+                tensor = self.ep.constants[spec.target]
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            tensor = self.ep.constants[spec.target]
+        else:
+            raise UnsupportedOpError(
+                f"Graph input {node.name} of kind {spec.kind.name} is not supported "
+                "(custom objects and effect tokens cannot be expressed in ONNX).",
+                node,
+            )
+        if not isinstance(tensor, torch.Tensor):
+            raise UnsupportedOpError(f"Constant {spec.target} is a {type(tensor).__name__}, not a tensor.", node)
+        value = self._initializer_value(spec.target, tensor.detach())
+        value.metadata_props[KEY_INPUT_KIND] = spec.kind.name
+        if spec.kind == InputKind.BUFFER:
+            value.metadata_props[KEY_INPUT_PERSISTENT] = str(bool(spec.persistent))
+        value.metadata_props[KEY_ORIGINAL_NAME] = node.name
+        self.env[node] = value
+
+    def _initializer_value(self, name: str, tensor: torch.Tensor) -> ir.Value:
+        if name in self.graph.initializers:  # the same tensor lifted twice
+            return self.graph.initializers[name]
+        data = ir.tensor_adapters.TorchTensor(tensor, name=name)  # shares memory, no copy
+        value = ir.Value(
+            name=name,
+            shape=ir.Shape(tuple(tensor.shape)),
+            type=ir.TensorType(ir_dtype(tensor.dtype)),
+            const_value=data,
+        )
+        self.graph.register_initializer(value)
+        return value
+
+    def _call(self, node: torch.fx.Node) -> None:
+        if node.target is operator.getitem:
+            source, index = node.args
+            value = self.env[source][index]
+            if isinstance(value, ir.Value) and value.producer() is not None:
+                if value.name is None or value.name.startswith(f"{source.name}_"):
+                    value.name = node.name
+            self.env[node] = value
+            return
+        translation = self.registry.get(node.target, self.opset)
+        if translation is None:
+            raise unsupported_error({node.target: [node]}, self.registry)
+        self.env[node] = call_translation(self.ctx, translation, node, self.env, self.set_meta)
+
+    def _outputs(self, node: torch.fx.Node, output_names: Sequence[str] | None) -> None:
+        specs = self.ep.graph_signature.output_specs
+        results = node.args[0]
+        user = [(r, s) for r, s in zip(results, specs) if s.kind == OutputKind.USER_OUTPUT]
+        if output_names is not None and len(output_names) > len(user):
+            raise InputError(
+                f"output_names has {len(output_names)} names but the model has {len(user)} outputs."
+            )
+        for i, (result, spec) in enumerate(user):
+            value = self.env[result] if isinstance(result, torch.fx.Node) else result
+            fx_name = result.name if isinstance(result, torch.fx.Node) else f"output_{i}"
+            name = output_names[i] if output_names is not None and i < len(output_names) else fx_name
+            value = self._as_output(value, result, name)
+            value.metadata_props[KEY_OUTPUT_KIND] = spec.kind.name
+            if name != fx_name:
+                value.metadata_props[KEY_ORIGINAL_NAME] = fx_name
+            self.graph.outputs.append(value)
+
+    def _as_output(self, value: Any, result: Any, name: str) -> ir.Value:
+        """The value to list as a graph output, behind an Identity when it cannot be one itself."""
+        if not isinstance(value, ir.Value):
+            value = self.ctx.const(value)
+        needs_identity = (
+            value.is_graph_input()
+            or value.is_initializer()
+            or value.is_graph_output()
+            or value.const_value is not None
+            or (value.name != name and name in {v.name for v in self.graph.outputs})
+        )
+        if needs_identity:
+            self.ctx.node = result if isinstance(result, torch.fx.Node) else None
+            value = self.ctx.op.Identity(value)
+            self.ctx.op.take_nodes()
+            self.set_meta(value, result.meta.get("val") if isinstance(result, torch.fx.Node) else None, None)
+        value.name = name
+        return value

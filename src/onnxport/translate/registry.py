@@ -1,0 +1,185 @@
+"""The translation registry: ``OpOverload`` → translation functions, selected by opset.
+
+A translation is declared with :func:`translates`; the decorator only *marks* the function. The
+default registry is built once per process by :func:`default_registry` from the op modules listed
+explicitly in :mod:`onnxport.ops` (no import side effects, no module-level mutable state).
+
+Opset selection follows the ONNX versioning rule used by torch.onnx's ``_registration.py`` and
+tinygrad's ``nn/onnx.py``: among the encodings registered for a target, the one with the highest
+``since`` that is ≤ the target opset wins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from onnxport.errors import InputError
+
+MIN_OPSET = 18
+MAX_OPSET = 26
+DEFAULT_OPSET = 23
+
+
+class Promote(enum.Enum):
+    """How the dispatcher promotes the tensor and scalar arguments of an elementwise op.
+
+    Mirrors ``torch._prims_common.ELEMENTWISE_TYPE_PROMOTION_KIND`` (without opmath upcasts).
+    """
+
+    NONE = "none"
+    DEFAULT = "default"  # all operands to the common dtype
+    INT_TO_FLOAT = "int_to_float"  # common dtype, integral/bool → default float dtype
+
+
+@dataclasses.dataclass(frozen=True)
+class Translation:
+    """One registered translation of an operator.
+
+    Attributes:
+        target: The ``torch._ops.OpOverload`` (or Python callable such as ``operator.mul``).
+        fn: ``fn(ctx, *args, **kwargs) -> ir.Value | tuple[ir.Value, ...]``.
+        since: Lowest ONNX opset this encoding is valid for.
+        promote: Type promotion applied by the dispatcher before calling ``fn``.
+        promote_args: Names of the arguments promoted (empty: every Tensor/Scalar argument).
+    """
+
+    target: Any
+    fn: Callable[..., Any]
+    since: int = MIN_OPSET
+    promote: Promote = Promote.NONE
+    promote_args: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.fn.__module__}.{self.fn.__qualname__}"
+
+
+_MARK = "__onnxport_translations__"
+
+
+def _check_target(target: Any) -> None:
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        raise InputError(
+            f"{target} is an OpOverloadPacket; register an overload such as "
+            f"{target}.default (the registry is keyed by torch._ops.OpOverload)."
+        )
+
+
+def translates(
+    *targets: Any,
+    since: int = MIN_OPSET,
+    promote: Promote | str = Promote.NONE,
+    promote_args: Iterable[str] = (),
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a function as the translation of one or more ATen overloads.
+
+    Args:
+        *targets: ``torch._ops.OpOverload`` objects (``aten.gelu.default``), or Python callables
+            such as ``operator.mul`` for symbolic-int arithmetic.
+        since: Lowest opset the encoding is valid for.
+        promote: Type promotion done by the dispatcher (see :class:`Promote`).
+        promote_args: Argument names to promote; default all Tensor/Scalar arguments.
+
+    Raises:
+        InputError: A target is an ``OpOverloadPacket`` instead of an overload.
+    """
+    for target in targets:
+        _check_target(target)
+    promote = Promote(promote)
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        entries = list(getattr(fn, _MARK, ()))
+        entries.extend(
+            Translation(t, fn, since, promote, tuple(promote_args)) for t in targets
+        )
+        setattr(fn, _MARK, tuple(entries))
+        return fn
+
+    return mark
+
+
+class Registry:
+    """A mapping from operator targets to their opset-versioned translations.
+
+    Use :func:`default_registry` for onnxport's own translations; :meth:`copy` it to add custom ones
+    for one export without touching the shared default.
+    """
+
+    def __init__(self) -> None:
+        self._table: dict[Any, list[Translation]] = {}
+
+    def register(self, translation: Translation) -> None:
+        """Add a translation; a later registration with the same ``since`` overrides an earlier one."""
+        _check_target(translation.target)
+        entries = [e for e in self._table.get(translation.target, []) if e.since != translation.since]
+        entries.append(translation)
+        entries.sort(key=lambda e: e.since)
+        self._table[translation.target] = entries
+
+    def register_module(self, module: ModuleType) -> None:
+        """Register every function in ``module`` marked with :func:`translates`."""
+        for value in vars(module).values():
+            for translation in getattr(value, _MARK, ()):
+                self.register(translation)
+
+    def get(self, target: Any, opset: int) -> Translation | None:
+        """Return the translation with the highest ``since`` ≤ ``opset``, or ``None``."""
+        best = None
+        for entry in self._table.get(target, ()):
+            if entry.since <= opset:
+                best = entry
+        return best
+
+    def is_registered(self, target: Any) -> bool:
+        return target in self._table
+
+    def translations_for(self, target: Any) -> tuple[Translation, ...]:
+        return tuple(self._table.get(target, ()))
+
+    def targets(self) -> frozenset[Any]:
+        return frozenset(self._table)
+
+    def copy(self) -> Registry:
+        new = Registry()
+        new._table = {k: list(v) for k, v in self._table.items()}
+        return new
+
+
+@functools.cache
+def default_registry() -> Registry:
+    """onnxport's translations, built once per process. Do not mutate: :meth:`Registry.copy` it."""
+    from onnxport.ops import OP_MODULES
+
+    registry = Registry()
+    for module in OP_MODULES:
+        registry.register_module(module)
+    return registry
+
+
+def check_opset(opset_version: int | None) -> int:
+    """Validate the requested opset and return the one to translate to.
+
+    Raises:
+        OpsetError: ``opset_version`` is outside the supported range.
+    """
+    from onnxport.errors import OpsetError
+
+    if opset_version is None:
+        return DEFAULT_OPSET
+    if not isinstance(opset_version, int) or isinstance(opset_version, bool):
+        raise OpsetError(f"opset_version must be an int, got {opset_version!r}.")
+    if opset_version > MAX_OPSET:
+        raise OpsetError(
+            f"opset_version={opset_version} is newer than onnxport supports ({MIN_OPSET}..{MAX_OPSET}); "
+            f"onnxruntime 1.31 runs up to opset {MAX_OPSET}. Use opset_version={MAX_OPSET} or lower."
+        )
+    if opset_version < 1:
+        raise OpsetError(f"opset_version must be positive, got {opset_version}.")
+    return opset_version

@@ -1,0 +1,1 @@
+"""Verification of an exported model against eager PyTorch."""
