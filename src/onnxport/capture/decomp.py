@@ -28,11 +28,20 @@ def decomposition_table(translated: frozenset[Any]) -> Any:
     return table
 
 
+def call_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
+    """Every ``call_function`` node of the program, subgraphs of higher-order ops included."""
+    return [
+        node
+        for module in ep.graph_module.modules()
+        if isinstance(module, torch.fx.GraphModule)
+        for node in module.graph.nodes
+        if node.op == "call_function"
+    ]
+
+
 def needs_decomposition(ep: ExportedProgram, translated: frozenset[Any]) -> bool:
     """Whether the graph holds an op without translation, or one that mutates its inputs."""
-    for node in ep.graph.nodes:
-        if node.op != "call_function":
-            continue
+    for node in call_nodes(ep):
         target = node.target
         if target not in translated:
             return True

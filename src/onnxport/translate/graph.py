@@ -12,6 +12,7 @@ import torch.fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
+from onnxport.capture.decomp import call_nodes
 from onnxport.errors import InputError, UnsupportedOpError
 from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.dispatch import call_translation
@@ -24,8 +25,13 @@ KEY_ORIGINAL_NAME = "pkg.torch.onnx.original_node_name"
 KEY_GRAPH_SIGNATURE = "pkg.torch.export.ExportedProgram.graph_signature"
 KEY_RANGE_CONSTRAINTS = "pkg.torch.export.ExportedProgram.range_constraints"
 
+# Higher-order ops that only change autograd/autocast state around a subgraph: at inference their
+# subgraph is translated inline.
+INLINED_HOPS = frozenset(
+    {torch.ops.higher_order.wrap_with_set_grad_enabled, torch.ops.higher_order.wrap_with_autocast}
+)
 # FX targets handled by the walker itself rather than by a translation.
-STRUCTURAL_TARGETS = frozenset({operator.getitem})
+STRUCTURAL_TARGETS = frozenset({operator.getitem}) | INLINED_HOPS
 
 
 class DimNamer:
@@ -59,8 +65,8 @@ def _symbol(name: str) -> Any:
 def unsupported_targets(ep: ExportedProgram, registry: Registry, opset: int) -> dict[Any, list[torch.fx.Node]]:
     """Every ``call_function`` target without a translation at ``opset``, with its nodes, in one pass."""
     missing: dict[Any, list[torch.fx.Node]] = {}
-    for node in ep.graph.nodes:
-        if node.op == "call_function" and node.target not in STRUCTURAL_TARGETS:
+    for node in call_nodes(ep):
+        if node.target not in STRUCTURAL_TARGETS:
             if registry.get(node.target, opset) is None:
                 missing.setdefault(node.target, []).append(node)
     return missing
@@ -201,10 +207,30 @@ class GraphTranslator:
                     value.name = node.name
             self.env[node] = value
             return
+        if node.target in INLINED_HOPS:
+            self.env[node] = self._inline(node)
+            return
         translation = self.registry.get(node.target, self.opset)
         if translation is None:
             raise unsupported_error({node.target: [node]}, self.registry)
         self.env[node] = call_translation(self.ctx, translation, node, self.env, self.set_meta)
+
+    def _inline(self, node: torch.fx.Node) -> tuple[Any, ...]:
+        """Translate a HOP's subgraph in place; return its outputs."""
+        index = next(i for i, a in enumerate(node.args) if isinstance(a, torch.fx.Node) and a.op == "get_attr")
+        submodule = self.env[node.args[index]]
+        operands = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args[index + 1 :]]
+        placeholders = iter(operands)
+        for sub in submodule.graph.nodes:
+            if sub.op == "placeholder":
+                self.env[sub] = next(placeholders)
+            elif sub.op == "call_function":
+                self._call(sub)
+            elif sub.op == "get_attr":
+                self.env[sub] = getattr(submodule, sub.target)
+            elif sub.op == "output":
+                return tuple(self.env[a] if isinstance(a, torch.fx.Node) else a for a in sub.args[0])
+        return ()
 
     def _outputs(self, node: torch.fx.Node, output_names: Sequence[str] | None) -> None:
         specs = self.ep.graph_signature.output_specs
