@@ -19,6 +19,7 @@ from onnxport.capture.strategies import Attempt, capture
 from onnxport.errors import InputError, OnnxportError
 from onnxport.program import ONNXProgram
 from onnxport.translate import graph as graph_mod
+from onnxport.translate.opset_check import check_opset as check_graph_opset
 from onnxport.translate.registry import MIN_OPSET, Registry, check_opset, default_registry
 
 
@@ -223,6 +224,7 @@ def _export(
         translator = graph_mod.GraphTranslator(ep, registry, target_opset, graph_mod.DimNamer(names))
         n_user_out = sum(1 for s in ep.graph_signature.output_specs if s.kind.name == "USER_OUTPUT")
         graph = translator.translate(input_map, output_names or _output_names(ep, n_user_out))
+        check_graph_opset(graph, target_opset)
         graph.metadata_props[graph_mod.KEY_GRAPH_SIGNATURE] = str(ep.graph_signature)
         graph.metadata_props[graph_mod.KEY_RANGE_CONSTRAINTS] = str(ep.range_constraints)
         model_ir = ir.Model(graph, ir_version=_ir_version(target_opset), producer_name="onnxport",
