@@ -8,7 +8,14 @@ import pytest
 import torch
 
 import onnxport
-from onnxport.errors import CaptureError, InputError, OpsetError, SaveError, TranslationError, UnsupportedOpError
+from onnxport.errors import (
+    CaptureError,
+    InputError,
+    OpsetError,
+    SaveError,
+    TranslationError,
+    UnsupportedOpError,
+)
 
 
 class AddOne(torch.nn.Module):

@@ -14,7 +14,8 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from onnxport.capture import decomp, dynamic_shapes as dyn
+from onnxport.capture import decomp
+from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.strategies import Attempt, capture
 from onnxport.errors import InputError, OnnxportError
 from onnxport.program import ONNXProgram

@@ -74,7 +74,7 @@ def _promote(
         return
     _, dtype = elementwise_dtypes(*fakes, type_promotion_kind=_PROMOTION_KIND[translation.promote])
     target = ir_dtype(dtype)
-    for kind, key, fx_arg in slots:
+    for kind, key, _ in slots:
         container: Any = args if kind == "pos" else kwargs
         value = container[key]
         if isinstance(value, ir.Value):
