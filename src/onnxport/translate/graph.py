@@ -15,7 +15,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from onnxport.capture.decomp import call_nodes
 from onnxport.errors import InputError, UnsupportedOpError
 from onnxport.translate.context import Ctx, ir_dtype
-from onnxport.translate.dispatch import call_translation
+from onnxport.translate.dispatch import call_translation, stamp_metadata
 from onnxport.translate.registry import Registry
 
 KEY_INPUT_KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
@@ -244,16 +244,17 @@ class GraphTranslator:
             value = self.env[result] if isinstance(result, torch.fx.Node) else result
             fx_name = result.name if isinstance(result, torch.fx.Node) else f"output_{i}"
             name = output_names[i] if output_names is not None and i < len(output_names) else fx_name
-            value = self._as_output(value, result, name)
+            value = self._as_output(value, result if isinstance(result, torch.fx.Node) else node, name)
             value.metadata_props[KEY_OUTPUT_KIND] = spec.kind.name
             if name != fx_name:
                 value.metadata_props[KEY_ORIGINAL_NAME] = fx_name
             self.graph.outputs.append(value)
 
-    def _as_output(self, value: Any, result: Any, name: str) -> ir.Value:
+    def _as_output(self, value: Any, source: torch.fx.Node, name: str) -> ir.Value:
         """The value to list as a graph output, behind an Identity when it cannot be one itself."""
         if not isinstance(value, ir.Value):
             value = self.ctx.const(value)
+            stamp_metadata(self.ctx.op.take_nodes(), source)
         needs_identity = (
             value.is_graph_input()
             or value.is_initializer()
@@ -262,9 +263,9 @@ class GraphTranslator:
             or (value.name != name and name in {v.name for v in self.graph.outputs})
         )
         if needs_identity:
-            self.ctx.node = result if isinstance(result, torch.fx.Node) else None
-            value = self.ctx.op.Identity(value)
-            self.ctx.op.take_nodes()
-            self.set_meta(value, result.meta.get("val") if isinstance(result, torch.fx.Node) else None, None)
+            inner = value
+            value = self.ctx.op.Identity(inner)
+            stamp_metadata(self.ctx.op.take_nodes(), source)
+            value.dtype, value.shape = inner.dtype, inner.shape
         value.name = name
         return value
