@@ -51,7 +51,12 @@ def _version_callback(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", help="Print onnxport's version and exit.", callback=_version_callback, is_eager=True),
+        typer.Option(
+            "--version",
+            help="Print onnxport's version and exit.",
+            callback=_version_callback,
+            is_eager=True,
+        ),
     ] = False,
 ) -> None:
     """Export PyTorch models to ONNX with onnxport.
@@ -83,7 +88,9 @@ class Progress:
         start = time.perf_counter()
         with self.console.status(f"{text}…"):
             yield
-        self.console.print(Text.assemble(("✓ ", "green"), f"{text} ({time.perf_counter() - start:.1f} s)"))
+        self.console.print(
+            Text.assemble(("✓ ", "green"), f"{text} ({time.perf_counter() - start:.1f} s)")
+        )
 
 
 # -- export ----------------------------------------------------------------------------------
@@ -112,13 +119,22 @@ def export_command(
     ],
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", metavar="OUT.onnx", help="The ONNX file to write (its folder must exist).",
-                     show_default=False),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="OUT.onnx",
+            help="The ONNX file to write (its folder must exist).",
+            show_default=False,
+        ),
     ],
     opset: Annotated[
         int | None,
-        typer.Option("--opset", metavar="N", help="Target ONNX opset (default 23; below 18 through the "
-                     "ONNX version converter).", show_default=False),
+        typer.Option(
+            "--opset",
+            metavar="N",
+            help="Target ONNX opset (default 23; below 18 through the ONNX version converter).",
+            show_default=False,
+        ),
     ] = None,
     dynamic: Annotated[
         list[str] | None,
@@ -131,21 +147,37 @@ def export_command(
         ),
     ] = None,
     verify: Annotated[
-        bool, typer.Option("--verify", help="Run the model in onnxruntime on the example inputs and compare "
-                           "with eager PyTorch; a mismatch fails the export (no file is written).")
+        bool,
+        typer.Option(
+            "--verify",
+            help="Run the model in onnxruntime on the example inputs and compare "
+            "with eager PyTorch; a mismatch fails the export (no file is written).",
+        ),
     ] = False,
     optimize: Annotated[
-        bool, typer.Option("--optimize/--no-optimize", help="Run onnxport's graph passes (folding, cleanup, fusions).")
+        bool,
+        typer.Option(
+            "--optimize/--no-optimize",
+            help="Run onnxport's graph passes (folding, cleanup, fusions).",
+        ),
     ] = True,
     external_data: Annotated[
         bool | None,
-        typer.Option("--external-data/--no-external-data", help="Write the weights to OUT.onnx.data beside the "
-                     "model (default: only when they exceed the 2 GB protobuf limit).", show_default=False),
+        typer.Option(
+            "--external-data/--no-external-data",
+            help="Write the weights to OUT.onnx.data beside the "
+            "model (default: only when they exceed the 2 GB protobuf limit).",
+            show_default=False,
+        ),
     ] = None,
     report: Annotated[
         Path | None,
-        typer.Option("--report", metavar="PATH", help="Write a markdown report of every step (also on failure).",
-                     show_default=False),
+        typer.Option(
+            "--report",
+            metavar="PATH",
+            help="Write a markdown report of every step (also on failure).",
+            show_default=False,
+        ),
     ] = None,
 ) -> None:
     """Export a PyTorch model to ONNX.
@@ -221,7 +253,9 @@ def run_export(spec: str, options: ExportOptions, out: Console, err: Console) ->
     try:
         program, data_file = _export_and_save(loaded, dynamic_shapes, options, progress)
     except OnnxportError as e:
-        hint = "" if options.report else "\nRun again with --report PATH for a report of every step."
+        hint = (
+            "" if options.report else "\nRun again with --report PATH for a report of every step."
+        )
         _fail(err, f"{e}{hint}", EXIT_EXPORT_FAILED)
     print_summary(out, program, loaded, options, data_file)
 
@@ -231,10 +265,14 @@ def _check_destination(path: Path) -> None:
     from onnxport.errors import SaveError
 
     if path.is_dir():
-        raise SaveError(f"Cannot save the ONNX model to {path}: it is a directory; give a file path such as {path / 'model.onnx'}.")
+        raise SaveError(
+            f"Cannot save the ONNX model to {path}: it is a directory; give a file path such as {path / 'model.onnx'}."
+        )
     folder = path.parent
     if not folder.is_dir():
-        raise SaveError(f"Cannot save the ONNX model to {path}: folder {folder} does not exist. Create it first.")
+        raise SaveError(
+            f"Cannot save the ONNX model to {path}: folder {folder} does not exist. Create it first."
+        )
 
 
 def _export_and_save(
@@ -250,8 +288,13 @@ def _export_and_save(
 
     with progress.phase("capturing and translating"):
         program = onnxport.export(
-            loaded.model, loaded.args, loaded.kwargs, dynamic_shapes=dynamic_shapes,
-            opset_version=options.opset, optimize=options.optimize, report=options.report or False,
+            loaded.model,
+            loaded.args,
+            loaded.kwargs,
+            dynamic_shapes=dynamic_shapes,
+            opset_version=options.opset,
+            optimize=options.optimize,
+            report=options.report or False,
         )
     external = options.external_data
     if external is None:
@@ -285,7 +328,8 @@ def _verify(program: Any, loaded: LoadedSpec) -> None:
         status.verification = verify_program(program, loaded.model, loaded.args, loaded.kwargs)
         if not status.verification.passed:
             raise VerificationError(
-                "The ONNX model's outputs differ from eager PyTorch:\n" + status.verification.summary()
+                "The ONNX model's outputs differ from eager PyTorch:\n"
+                + status.verification.summary()
             )
 
 
@@ -330,10 +374,15 @@ def _value_rows(values: Sequence[ir.Value]) -> list[tuple[str, str, str]]:
 def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
     """Rows as aligned, space-separated columns (plain text, stable in logs and tests)."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))] if rows else []
-    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
+    return [
+        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip()
+        for row in rows
+    ]
 
 
-def summary_lines(program: Any, loaded: LoadedSpec, options: ExportOptions, data_file: Path | None) -> list[str]:
+def summary_lines(
+    program: Any, loaded: LoadedSpec, options: ExportOptions, data_file: Path | None
+) -> list[str]:
     """The summary printed after a successful export, one string per line."""
     from onnxport.program import initializer_bytes
 
@@ -347,7 +396,10 @@ def summary_lines(program: Any, loaded: LoadedSpec, options: ExportOptions, data
     facts = [
         ("Opset:", str(model.opset_imports.get("", "?"))),
         ("Nodes:", str(nodes)),
-        ("Weights:", f"{format_bytes(initializer_bytes(model))} in {len(model.graph.initializers)} initializers"),
+        (
+            "Weights:",
+            f"{format_bytes(initializer_bytes(model))} in {len(model.graph.initializers)} initializers",
+        ),
         ("Export time:", f"{status.total_seconds:.2f} s ({steps})"),
         ("Output:", str(options.output)),
     ]
@@ -359,13 +411,17 @@ def summary_lines(program: Any, loaded: LoadedSpec, options: ExportOptions, data
     if status.verification is not None:
         lines += ["Verification (onnxruntime vs eager PyTorch):"]
         lines += _table(
-            [(o.name, f"max abs diff {o.max_abs_diff:.3g}", "pass" if o.passed else "FAIL")
-             for o in status.verification.outputs]
+            [
+                (o.name, f"max abs diff {o.max_abs_diff:.3g}", "pass" if o.passed else "FAIL")
+                for o in status.verification.outputs
+            ]
         )
     return lines
 
 
-def print_summary(out: Console, program: Any, loaded: LoadedSpec, options: ExportOptions, data_file: Path | None) -> None:
+def print_summary(
+    out: Console, program: Any, loaded: LoadedSpec, options: ExportOptions, data_file: Path | None
+) -> None:
     """Print :func:`summary_lines`, the first line in green."""
     lines = summary_lines(program, loaded, options, data_file)
     out.print(Text(lines[0], style="bold green"))

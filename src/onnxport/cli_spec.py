@@ -83,7 +83,9 @@ def load_spec(spec: str) -> LoadedSpec:
     path_text, sep, factory = spec.rpartition(":")
     if not sep or not path_text or "/" in factory or "\\" in factory:
         if spec.endswith(".py") and Path(spec).is_file():
-            raise SpecError(f"SPEC {spec!r} names a Python file but no factory: write {spec}:FUNCTION.")
+            raise SpecError(
+                f"SPEC {spec!r} names a Python file but no factory: write {spec}:FUNCTION."
+            )
         raise SpecError(
             f"SPEC {spec!r} not found: give an existing Hugging Face model folder or path/to/file.py:factory."
         )
@@ -99,17 +101,25 @@ def load_factory(path: Path, name: str) -> LoadedSpec:
     if not path.is_file():
         raise SpecError(f"SPEC file {path} not found (SPEC is path/to/file.py:factory).")
     if not _IDENTIFIER.match(name):
-        raise SpecError(f"SPEC factory {name!r} is not a Python function name (SPEC is path/to/file.py:factory).")
+        raise SpecError(
+            f"SPEC factory {name!r} is not a Python function name (SPEC is path/to/file.py:factory)."
+        )
     with _importable_from(path.resolve().parent):
         module = _import_file(path)
         factory = getattr(module, name, None)
         if factory is None:
-            defined = sorted(k for k, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__)
+            defined = sorted(
+                k
+                for k, v in vars(module).items()
+                if inspect.isfunction(v) and v.__module__ == module.__name__
+            )
             raise SpecError(
                 f"{path} has no function {name!r}. Functions defined there: {', '.join(defined) or 'none'}."
             )
         if not callable(factory):
-            raise SpecError(f"{path}:{name} is a {type(factory).__name__}, not a function returning {FACTORY_RETURNS}.")
+            raise SpecError(
+                f"{path}:{name} is a {type(factory).__name__}, not a function returning {FACTORY_RETURNS}."
+            )
         try:
             result = factory()
         except Exception as e:  # the user's code: report it as a SPEC problem, not a crash
@@ -149,7 +159,9 @@ def _importable_from(folder: Path) -> Iterator[None]:
 
 def _unpack_factory_result(result: Any, where: str) -> LoadedSpec:
     if not isinstance(result, (tuple, list)) or not 2 <= len(result) <= 4:
-        got = f"a {len(result)}-tuple" if isinstance(result, (tuple, list)) else type(result).__name__
+        got = (
+            f"a {len(result)}-tuple" if isinstance(result, (tuple, list)) else type(result).__name__
+        )
         raise SpecError(f"{where}() must return {FACTORY_RETURNS}; it returned {got}.")
     model, args, kwargs, dynamic_shapes = (*result, None, None)[:4]
     from torch.export import ExportedProgram
@@ -162,12 +174,18 @@ def _unpack_factory_result(result: Any, where: str) -> LoadedSpec:
     if isinstance(args, torch.Tensor):
         args = (args,)
     if not isinstance(args, (tuple, list)):
-        raise SpecError(f"{where}() returned a {type(args).__name__} as args; expected a tuple of example inputs.")
+        raise SpecError(
+            f"{where}() returned a {type(args).__name__} as args; expected a tuple of example inputs."
+        )
     if kwargs is None:
         kwargs = {}
     if not isinstance(kwargs, Mapping):
-        raise SpecError(f"{where}() returned a {type(kwargs).__name__} as kwargs; expected a dict (or None).")
-    return LoadedSpec(model, tuple(args), dict(kwargs), dynamic_shapes, f"{type(model).__name__} from {where}")
+        raise SpecError(
+            f"{where}() returned a {type(kwargs).__name__} as kwargs; expected a dict (or None)."
+        )
+    return LoadedSpec(
+        model, tuple(args), dict(kwargs), dynamic_shapes, f"{type(model).__name__} from {where}"
+    )
 
 
 # -- Hugging Face folder ----------------------------------------------------------------------
@@ -191,7 +209,9 @@ def load_hf_folder(folder: Path) -> LoadedSpec:
     try:
         import transformers
     except ImportError as e:
-        raise SpecError(f"Loading {folder} needs transformers: pip install 'onnxport[hf]' ({e}).") from e
+        raise SpecError(
+            f"Loading {folder} needs transformers: pip install 'onnxport[hf]' ({e})."
+        ) from e
     try:
         with _quiet_transformers(transformers):
             model = transformers.AutoModel.from_pretrained(folder)
@@ -233,7 +253,9 @@ def hf_example_inputs(config: Any) -> tuple[dict[str, torch.Tensor], dict[str, A
     image_size = getattr(config, "image_size", None)
     channels = getattr(config, "num_channels", None)
     if image_size is not None and channels is not None:
-        height, width = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
+        height, width = (
+            (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
+        )
         pixels = torch.randn(HF_BATCH, channels, height, width, generator=generator)
         return {"pixel_values": pixels}, {"pixel_values": dict(VISION_AXES)}
     vocab_size = getattr(config, "vocab_size", None)
@@ -313,11 +335,17 @@ def apply_dynamic(loaded: LoadedSpec, overrides: Mapping[str, AxisNames]) -> Any
     from torch.export import ExportedProgram
 
     if isinstance(loaded.model, ExportedProgram):
-        raise SpecError("--dynamic cannot change an ExportedProgram: its dynamic shapes were fixed when it was exported.")
+        raise SpecError(
+            "--dynamic cannot change an ExportedProgram: its dynamic shapes were fixed when it was exported."
+        )
     try:
-        bound = inspect.signature(loaded.model.forward).bind(*loaded.args, **loaded.kwargs).arguments
+        bound = (
+            inspect.signature(loaded.model.forward).bind(*loaded.args, **loaded.kwargs).arguments
+        )
     except (TypeError, ValueError) as e:
-        raise SpecError(f"The example inputs do not match {type(loaded.model).__name__}.forward: {e}") from e
+        raise SpecError(
+            f"The example inputs do not match {type(loaded.model).__name__}.forward: {e}"
+        ) from e
     names = list(bound)
     current = loaded.dynamic_shapes
     if isinstance(current, (list, tuple)):
@@ -328,10 +356,14 @@ def apply_dynamic(loaded: LoadedSpec, overrides: Mapping[str, AxisNames]) -> Any
         merged = {}
     for name, axes in overrides.items():
         if name not in bound:
-            raise SpecError(f"--dynamic names input {name!r}, but the model's inputs are: {', '.join(names) or 'none'}.")
+            raise SpecError(
+                f"--dynamic names input {name!r}, but the model's inputs are: {', '.join(names) or 'none'}."
+            )
         value = bound[name]
         if not isinstance(value, torch.Tensor):
-            raise SpecError(f"--dynamic names input {name!r}, which is a {type(value).__name__}, not a tensor.")
+            raise SpecError(
+                f"--dynamic names input {name!r}, which is a {type(value).__name__}, not a tensor."
+            )
         too_big = [axis for axis in axes if axis >= value.dim()]
         if too_big:
             raise SpecError(
