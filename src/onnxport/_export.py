@@ -192,9 +192,9 @@ def _export(
         leaves: list[tuple[str, dict[int, str]]] = []
     elif isinstance(model, torch.nn.Module):
         combined = dyn.bind_inputs(model.forward, args, kwargs)
-        leaves = dyn.leaf_names(combined, dynamic_shapes)
+        leaves = dyn.leaf_names(model.forward, combined, dynamic_shapes)
         with status.step("capture"):
-            ep = capture(model, args, kwargs, dyn.to_torch_export(dynamic_shapes), status.capture_attempts)
+            ep = capture(model, args, kwargs, dyn.to_torch_export(dynamic_shapes, combined), status.capture_attempts)
     else:
         raise InputError(
             f"model must be a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}. "

@@ -132,11 +132,8 @@ class ONNXProgram:
             InputError: The number of tensors does not match the graph inputs.
         """
         session = self._inference_session()
-        leaves = [x for x in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
         names = [i.name for i in session.get_inputs()]
-        if len(leaves) != len(names):
-            raise InputError(f"The ONNX model takes {len(names)} tensor inputs {names}; got {len(leaves)} tensors.")
-        feeds = {name: _to_numpy(t) for name, t in zip(names, leaves)}
+        feeds = _feeds(names, args, kwargs)
         outputs = session.run(None, feeds)
         return [torch.from_numpy(np.asarray(o)) for o in outputs]
 
@@ -146,6 +143,39 @@ class ONNXProgram:
         if self._tempdir is not None:
             self._tempdir.cleanup()
             self._tempdir = None
+
+
+def _tensor_leaves(value: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
+    paths, _ = torch.utils._pytree.tree_flatten_with_path(value)
+    out = []
+    for path, leaf in paths:
+        if isinstance(leaf, torch.Tensor):
+            keys = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
+            out.append((".".join([prefix, *keys]), leaf))
+    return out
+
+
+def _feeds(names: list[str], args: tuple, kwargs: dict) -> dict[str, np.ndarray]:
+    """Graph input name → array. Keyword tensors bind by name (``input_dict.tensor_x``) when the
+    graph's inputs carry the default names; otherwise every tensor binds in order, as torch.export
+    flattens ``(args, kwargs)``.
+
+    Raises:
+        InputError: The number of tensors does not match the graph inputs.
+    """
+    positional = [t for t in torch.utils._pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
+    keyword = [item for key, value in kwargs.items() for item in _tensor_leaves(value, key)]
+    if len(positional) + len(keyword) != len(names):
+        raise InputError(
+            f"The ONNX model takes {len(names)} tensor inputs {names}; got {len(positional) + len(keyword)} tensors."
+        )
+    feeds = {name: _to_numpy(t) for name, t in zip(names, positional)}
+    rest = names[len(positional) :]
+    if {k for k, _ in keyword} == set(rest):
+        feeds.update({k: _to_numpy(t) for k, t in keyword})
+    else:
+        feeds.update({name: _to_numpy(t) for name, (_, t) in zip(rest, keyword)})
+    return feeds
 
 
 def _to_numpy(tensor: torch.Tensor) -> np.ndarray:

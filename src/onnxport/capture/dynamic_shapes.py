@@ -30,11 +30,23 @@ def _convert(spec: Any, path: str) -> Any:
     return spec
 
 
-def to_torch_export(dynamic_shapes: Any) -> Any:
-    """The ``dynamic_shapes`` argument to give torch.export."""
+def to_torch_export(dynamic_shapes: Any, combined: Mapping[str, Any] | None = None) -> Any:
+    """The ``dynamic_shapes`` argument to give torch.export.
+
+    A dict keyed by input names gets ``None`` (static) for the inputs it does not mention
+    (torch.export wants every input named, e.g. a ``use_cache=False`` keyword).
+    """
     if dynamic_shapes is None:
         return None
-    return _convert(dynamic_shapes, "dynamic_shapes")
+    converted = _convert(dynamic_shapes, "dynamic_shapes")
+    if isinstance(converted, dict) and combined is not None:
+        unknown = [k for k in converted if k not in combined]
+        if unknown:
+            raise InputError(
+                f"dynamic_shapes names {unknown}, which are not inputs of forward; inputs: {list(combined)}."
+            )
+        converted = {name: converted.get(name) for name in combined}
+    return converted
 
 
 def _dim_name(dim: Any) -> str | None:
@@ -64,7 +76,12 @@ def _axis_names(spec: Any) -> AxisNames:
 
 
 def bind_inputs(forward: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """Forward-parameter name → example input, as torch.export binds them (signature order)."""
+    """Forward-parameter name → example input, in the order torch.export flattens them: the
+    positional arguments, then the keyword arguments in the order given.
+
+    Raises:
+        InputError: The inputs do not bind to ``forward``'s signature.
+    """
     try:
         sig = inspect.signature(forward)
         bound = sig.bind(*args, **kwargs)
@@ -79,11 +96,20 @@ def bind_inputs(forward: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) ->
         if param.kind is inspect.Parameter.VAR_POSITIONAL:
             for i, v in enumerate(value):
                 combined[f"{name}_{i}"] = v
-        elif param.kind is inspect.Parameter.VAR_KEYWORD:
-            combined.update(value)
-        else:
+        elif param.kind is not inspect.Parameter.VAR_KEYWORD and name not in kwargs:
             combined[name] = value
+    combined.update(kwargs)
     return combined
+
+
+def signature_order(forward: Any, combined: Mapping[str, Any]) -> list[str]:
+    """The names of ``combined`` in forward-signature order (how a tuple ``dynamic_shapes`` binds)."""
+    try:
+        params = list(inspect.signature(forward).parameters)
+    except (TypeError, ValueError):
+        return list(combined)
+    order = {name: i for i, name in enumerate(params)}
+    return sorted(combined, key=lambda n: order.get(n, len(order)))
 
 
 def _signature(forward: Any) -> str:
@@ -93,14 +119,14 @@ def _signature(forward: Any) -> str:
         return "(...)"
 
 
-def leaf_names(combined: Mapping[str, Any], dynamic_shapes: Any) -> list[tuple[str, AxisNames]]:
+def leaf_names(forward: Any, combined: Mapping[str, Any], dynamic_shapes: Any) -> list[tuple[str, AxisNames]]:
     """For every tensor leaf of the inputs (pytree order): its dotted path and its named axes.
 
     Paths use the forward signature's names and the container keys/indices:
     ``tensor_x``, ``input_dict.tensor_x``, ``input_list.0``.
     """
     if isinstance(dynamic_shapes, (list, tuple)):
-        specs: Mapping[str, Any] = dict(zip(combined, dynamic_shapes))
+        specs: Mapping[str, Any] = dict(zip(signature_order(forward, combined), dynamic_shapes))
     elif isinstance(dynamic_shapes, Mapping):
         specs = dynamic_shapes
     else:

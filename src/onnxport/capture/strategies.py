@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.fx.experimental._config
 from torch.export import ExportedProgram
 
 from onnxport.errors import CaptureError, user_source_line
@@ -32,12 +33,20 @@ class Attempt:
         return self.error is None
 
 
+def _size_oblivious() -> Any:
+    """Do not specialize dims of size 0/1 in the example inputs (a batch of 1 stays dynamic), as
+    torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``."""
+    return torch.fx.experimental._config.patch(backed_size_oblivious=True)
+
+
 def _nonstrict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
-    return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+    with _size_oblivious():
+        return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
 
 
 def _strict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
-    return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=True)
+    with _size_oblivious():
+        return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=True)
 
 
 STRATEGIES: tuple[tuple[str, Callable[..., ExportedProgram]], ...] = (
@@ -46,9 +55,10 @@ STRATEGIES: tuple[tuple[str, Callable[..., ExportedProgram]], ...] = (
 )
 
 
-def _first_cause(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
+def _first_cause(error: BaseException, max_lines: int = 8) -> str:
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    shown = "\n".join(lines[:max_lines]) + ("\n..." if len(lines) > max_lines else "")
+    return f"{type(error).__name__}: {shown}"
 
 
 def capture(

@@ -147,3 +147,12 @@ def aten_var(ctx: Ctx, self: ir.Value, dim: Sequence[int] | None = None, *, corr
     var = ctx.op.Div(sq, denom)
     assert ctx.node is not None
     return ctx.op.Sqrt(var) if ctx.node.target is aten.std.correction else var
+
+
+@translates(aten.cumsum.default)
+def aten_cumsum(ctx: Ctx, self: ir.Value, dim: int, *, dtype: Any = None) -> ir.Value:
+    """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor (bool/int inputs sum as int64)."""
+    x = _in_dtype(ctx, self)
+    if rank(x) == 0:
+        return ctx.op.Identity(x)
+    return ctx.op.CumSum(x, ctx.const(dim % rank(x)))

@@ -63,14 +63,21 @@ def reshape_to(ctx: Ctx, x: ir.Value, out_shape: Sequence[Any], sizes: Sequence[
             target.append(-1)
             unknown.append(i)
     if len(unknown) > 1 or (unknown and has_zero):
-        for i in unknown:
+        # Resolve from the sizes the op was called with, then from equal input dims; at most one
+        # dim may stay -1 (and none with allowzero).
+        for i in list(unknown):
+            if sizes is not None and i < len(sizes) and isinstance(sizes[i], ir.Value):
+                target[i] = sizes[i]
+                unknown.remove(i)
+        for i in list(unknown):
+            if len(unknown) == 1 and not has_zero:
+                break
             match = next((j for j, d in enumerate(in_shape) if _expr(d) == _expr(out_shape[i])), None)
             if match is not None:
                 target[i] = dim_value(ctx, x, match)
-            elif sizes is not None and i < len(sizes) and isinstance(sizes[i], ir.Value):
-                target[i] = sizes[i]
-            else:
-                ctx.unsupported(f"cannot derive output dim {i} ({out_shape[i]}) of the reshape")
+                unknown.remove(i)
+        if len(unknown) > 1 or (unknown and has_zero):
+            ctx.unsupported(f"cannot derive output dims {[str(out_shape[i]) for i in unknown]} of the reshape")
     return ctx.op.Reshape(x, ctx.shape_tensor(target), allowzero=1 if has_zero else None)
 
 
@@ -260,3 +267,24 @@ def aten_stack(ctx: Ctx, tensors: Sequence[ir.Value], dim: int = 0) -> ir.Value:
     out_dtype = ctx.out_dtype()
     parts = [ctx.op.Unsqueeze(t if t.dtype == out_dtype else ctx.op.Cast(t, to=out_dtype), axes) for t in tensors]
     return parts[0] if len(parts) == 1 else ctx.op.Concat(*parts, axis=axis)
+
+
+@translates(aten.diff.default)
+def aten_diff(
+    ctx: Ctx, self: ir.Value, n: int = 1, dim: int = -1, prepend: ir.Value | None = None,
+    append: ir.Value | None = None,
+) -> ir.Value:
+    """diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor
+
+    x[1:] - x[:-1] along ``dim``, n times, after concatenating prepend/append (bool: xor, as torch).
+    """
+    r = rank(self)
+    axis = dim % r
+    parts = [p for p in (prepend, self, append) if p is not None]
+    x = parts[0] if len(parts) == 1 else ctx.op.Concat(*parts, axis=axis)
+    axes = ctx.const([axis])
+    for _ in range(n):
+        later = ctx.op.Slice(x, ctx.const([1]), ctx.const([INT64_MAX]), axes)
+        earlier = ctx.op.Slice(x, ctx.const([0]), ctx.const([-1]), axes)
+        x = ctx.op.Xor(later, earlier) if self.dtype == ir.DataType.BOOL else ctx.op.Sub(later, earlier)
+    return x

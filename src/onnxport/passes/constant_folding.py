@@ -113,7 +113,7 @@ class FoldConstantsPass(ir.passes.InPlacePass):
             graph.insert_before(node, const)
             out.replace_all_uses_with(new)
             new.name = out.name
-            graph.remove(node, safe=False)
+            graph.remove(node, safe=True)
             modified = True
         return ir.passes.PassResult(model, modified)
 

@@ -41,6 +41,15 @@ def ir_dtype(dtype: torch.dtype) -> ir.DataType:
     return _TORCH_TO_IR[dtype]
 
 
+# Ops whose output has the shape of their first input: the builder records it, so translations can
+# ask the rank of intermediate values (the dispatcher sets FX-node outputs from meta["val"]).
+SHAPE_PRESERVING = frozenset(
+    {"Cast", "Identity", "Neg", "Abs", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt",
+     "Reciprocal", "Sign", "Not", "Softmax", "LogSoftmax", "Gelu", "Floor", "Ceil", "Round",
+     "CumSum", "IsNaN", "IsInf", "LayerNormalization", "BatchNormalization", "Dropout"}
+)
+
+
 class OpBuilder:
     """Creates ONNX nodes in one graph: ``op.Add(a, b)``, ``op.Split(x, _outputs=2, axis=0)``.
 
@@ -78,6 +87,13 @@ class OpBuilder:
         node = ir.Node(domain, op_type, inputs, attributes=attributes, num_outputs=outputs)
         self._graph.append(node)
         self._nodes.append(node)
+        if op_type in SHAPE_PRESERVING and domain == "" and inputs and inputs[0] is not None:
+            out = node.outputs[0]
+            if inputs[0].shape is not None:
+                out.shape = inputs[0].shape
+            dtype = ir.DataType(attrs["to"]) if op_type == "Cast" else inputs[0].dtype
+            if dtype is not None:
+                out.dtype = dtype
         if outputs == 1:
             return node.outputs[0]
         return tuple(node.outputs)

@@ -1,0 +1,36 @@
+"""Ops the acceptance models reach that are not covered elsewhere: diff, cumsum."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import onnxport
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn: object) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)  # type: ignore[operator]
+
+
+CASES = {
+    "diff": (lambda x: torch.diff(x, dim=1), torch.randn(3, 5)),
+    "diff_n2_prepend": (lambda x: torch.diff(x, n=2, dim=0, prepend=x[:1]), torch.randn(4, 3)),
+    "diff_bool": (lambda x: torch.diff(x, dim=-1), torch.tensor([[True, False, False, True]])),
+    "cumsum": (lambda x: torch.cumsum(x, dim=1), torch.randn(2, 6)),
+    "cumsum_bool_to_int64": (lambda x: torch.cumsum(x, dim=0), torch.tensor([True, False, True])),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_matches_eager(name: str) -> None:
+    fn, x = CASES[name]
+    model = Fn(fn)
+    (out,) = onnxport.export(model, (x,))(x)
+    expected = model(x)
+    assert out.dtype == expected.dtype and out.shape == expected.shape
+    torch.testing.assert_close(out, expected)
