@@ -10,16 +10,19 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common
 
 from onnxport.passes.constant_folding import FoldConstantsPass
+from onnxport.passes.transposed_weights import TransposedWeightsPass
 
 
 def optimize(model: ir.Model) -> ir.Model:
     """Run onnxport's default pass pipeline on ``model`` in place and return it."""
     passes = ir.passes.PassManager(
         [
+            TransposedWeightsPass(),
             FoldConstantsPass(),
             common.IdentityEliminationPass(),
             common.CommonSubexpressionEliminationPass(),
             common.RemoveUnusedNodesPass(),
+            common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
             common.RemoveUnusedOpsetsPass(),
         ]
     )

@@ -1,7 +1,9 @@
 """Fold small constant subexpressions (and ``Shape`` of static shapes) into constants.
 
 Only nodes whose inputs are all small constants (≤ ``MAX_ELEMENTS`` elements) are folded, so weights
-are never copied. Each supported op is evaluated with numpy following its ONNX spec section.
+are never copied. Common shape-arithmetic ops are evaluated with numpy following their ONNX spec
+sections; any other deterministic op of the default domain is evaluated with ONNX's reference
+implementation (``onnx.reference``).
 """
 
 from __future__ import annotations
@@ -73,6 +75,25 @@ _EVAL: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
+# Never folded: random ops, and ops whose output depends on more than their inputs.
+NOT_FOLDED = frozenset(
+    {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+     "Bernoulli", "Dropout", "If", "Loop", "Scan", "Constant"}
+)
+
+
+def _reference(node: ir.Node, values: list[np.ndarray | None]) -> np.ndarray:
+    """Evaluate one node with ``onnx.reference`` (its ONNX reference implementation)."""
+    from onnx.reference import ReferenceEvaluator
+
+    proto = ir.serde.serialize_node(node)
+    feeds = {name: v for name, v in zip(proto.input, values) if name and v is not None}
+    try:
+        return ReferenceEvaluator(proto).run(None, feeds)[0]
+    except Exception as e:  # the reference implementation raises assorted types for unsupported cases
+        raise ValueError(str(e)) from e
+
+
 def _const(value: ir.Value | None) -> np.ndarray | None:
     """The numpy value of a small constant (Constant output or small initializer)."""
     if value is None:
@@ -81,6 +102,14 @@ def _const(value: ir.Value | None) -> np.ndarray | None:
     if tensor is None or tensor.size > MAX_ELEMENTS:
         return None
     return tensor.numpy()
+
+
+def _would_copy(value: ir.Value | None) -> bool:
+    """Folding would keep both a weight and a derived copy: an initializer (beyond a few elements)
+    with other users stays, so the node is not folded."""
+    if value is None or not value.is_initializer() or value.const_value is None:
+        return False
+    return value.const_value.size > 64 and len(value.uses()) > 1
 
 
 def _static_shape(value: ir.Value | None) -> list[int] | None:
@@ -129,14 +158,16 @@ class FoldConstantsPass(ir.passes.InPlacePass):
         if node.op_type == "Size":
             shape = _static_shape(node.inputs[0])
             return None if shape is None else np.asarray(int(np.prod(shape)), dtype=np.int64)
-        fn = _EVAL.get(node.op_type)
-        if fn is None or not node.inputs:
+        if not node.inputs or node.op_type in NOT_FOLDED:
             return None
         values = [_const(v) if v is not None else None for v in node.inputs]
         if any(v is None and inp is not None for v, inp in zip(values, node.inputs)):
             return None
+        if any(_would_copy(v) for v in node.inputs):
+            return None
+        fn = _EVAL.get(node.op_type)
         try:
-            result = np.asarray(fn(node, *values))
+            result = np.asarray(fn(node, *values) if fn is not None else _reference(node, values))
         except (ValueError, TypeError, IndexError):  # leave an op numpy cannot evaluate to onnxruntime
             return None
         if result.size > MAX_ELEMENTS:

@@ -1,0 +1,73 @@
+"""Graph passes: each with a positive case and a near-miss negative case, checked numerically."""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+import torch
+
+import onnxport
+
+
+class Linear3d(torch.nn.Module):
+    def __init__(self, tie: bool = False) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(16, 8)
+        self.fc = torch.nn.Linear(8, 16, bias=False)
+        if tie:
+            self.fc.weight = self.embed.weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.embed(ids))
+
+
+def _ops(program: onnxport.ONNXProgram) -> list[str]:
+    return [n.op_type for n in program.model.graph]
+
+
+def test_transposed_weight_becomes_lazy_initializer() -> None:
+    model = Linear3d().eval()
+    ids = torch.tensor([[1, 2, 3], [4, 5, 9]])
+    program = onnxport.export(model, (ids,))
+    assert "Transpose" not in _ops(program)
+    weight = program.model.graph.initializers["fc.weight.T"]
+    assert isinstance(weight.const_value, ir.LazyTensor)  # not materialized during export
+    assert "fc.weight" not in program.model.graph.initializers
+    assert tuple(weight.shape) == (8, 16)
+    torch.testing.assert_close(program(ids)[0], model(ids).detach())
+
+
+def test_tied_weight_keeps_its_transpose() -> None:
+    model = Linear3d(tie=True).eval()
+    ids = torch.tensor([[1, 2, 3]])
+    program = onnxport.export(model, (ids,))
+    assert "Transpose" in _ops(program)  # the weight is also gathered: one copy only
+    assert "fc.weight.T" not in program.model.graph.initializers
+    torch.testing.assert_close(program(ids)[0], model(ids).detach())
+
+
+class PositionIds(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.shape[1]).unsqueeze(0).expand(x.shape[0], -1)
+        return x + positions
+
+
+def test_static_shapes_fold_to_constants() -> None:
+    x = torch.randn(2, 5)
+    program = onnxport.export(PositionIds(), (x,))
+    assert _ops(program) == ["Add"]  # arange/unsqueeze/expand folded, the constant an initializer
+    torch.testing.assert_close(program(x)[0], PositionIds()(x))
+
+
+def test_dynamic_shapes_do_not_fold() -> None:
+    x = torch.randn(2, 5)
+    program = onnxport.export(PositionIds(), (x,), dynamic_shapes=({0: "batch", 1: "seq"},))
+    assert "Range" in _ops(program) and "Shape" in _ops(program)
+    x2 = torch.randn(3, 7)
+    torch.testing.assert_close(program(x2)[0], PositionIds()(x2))
+
+
+def test_optimize_false_keeps_translation_as_is() -> None:
+    x = torch.randn(2, 5)
+    program = onnxport.export(PositionIds(), (x,), optimize=False)
+    assert "Add" in _ops(program) and len(_ops(program)) > 1
+    torch.testing.assert_close(program(x)[0], PositionIds()(x))
