@@ -13,7 +13,6 @@ import math
 import onnx_ir as ir
 import torch
 
-from onnxport.ops.shape import rank
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -49,7 +48,7 @@ def aten_scaled_dot_product_attention(
     else:
         e = ctx.op.Cast(ctx.op.Shape(query, start=-1), to=query.dtype)
         scale_value = ctx.const(scale, query.dtype) if scale is not None else ctx.op.Reciprocal(ctx.op.Sqrt(e))
-    perm = list(range(rank(key)))
+    perm = list(range(len(q_shape)))
     perm[-1], perm[-2] = perm[-2], perm[-1]
     scores = ctx.op.MatMul(ctx.op.Mul(query, scale_value), ctx.op.Transpose(key, perm=perm))
     keep: ir.Value | None = None  # boolean "attend" mask, for zeroing fully masked rows
@@ -68,3 +67,25 @@ def aten_scaled_dot_product_attention(
     else:
         probs = ctx.op.Softmax(scores, axis=-1)
     return ctx.op.MatMul(probs, value)
+
+
+@translates(aten.scaled_dot_product_attention.default, since=23)
+def aten_scaled_dot_product_attention_23(
+    ctx: Ctx, query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value | None = None,
+    dropout_p: float = 0.0, is_causal: bool = False, *, scale: float | None = None, enable_gqa: bool = False,
+) -> ir.Value:
+    """scaled_dot_product_attention(...) -> Tensor: ONNX Attention (opset 23).
+
+    Attention-23 takes 4-D (batch, heads, sequence, head_size) inputs, boolean ("attend") or additive
+    masks, broadcasts key/value heads for grouped-query attention, and gives 0 on fully masked rows
+    like torch's math backend. Other ranks use the explicit encoding.
+    """
+    if dropout_p != 0.0:
+        ctx.unsupported("attention dropout (dropout_p > 0) only exists in training; call model.eval()")
+    if not all(v.shape is not None and len(v.shape) == 4 for v in (query, key, value)):
+        return aten_scaled_dot_product_attention(
+            ctx, query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+        )
+    return ctx.op.Attention(
+        query, key, value, attn_mask, is_causal=int(is_causal), scale=None if scale is None else float(scale)
+    )
