@@ -10,6 +10,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common
 
 from onnxport.passes.constant_folding import FoldConstantsPass
+from onnxport.passes.fusions.conv_batchnorm import ConvBatchNormPass
 from onnxport.passes.transposed_weights import TransposedWeightsPass
 
 
@@ -19,6 +20,7 @@ def optimize(model: ir.Model) -> ir.Model:
         [
             TransposedWeightsPass(),
             FoldConstantsPass(),
+            ConvBatchNormPass(),
             common.IdentityEliminationPass(),
             common.CommonSubexpressionEliminationPass(),
             common.RemoveUnusedNodesPass(),
