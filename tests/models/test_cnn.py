@@ -59,9 +59,13 @@ def test_graph(cnn: tuple[SmallCNN, onnxport.ONNXProgram]) -> None:
     assert input_shapes(program) == {"x": ("batch", 3, "height", "width")}
     assert program.model.graph.outputs[0].shape == ("batch", 10)
     check_onnx(program)
+    # Optimized: every BatchNormalization is folded into its Conv.
+    assert "BatchNormalization" not in {n.op_type for n in program.model.graph}
+    model = cnn[0]
+    unoptimized = onnxport.export(model, (torch.randn(*SHAPES[0]),), dynamic_shapes=DYNAMIC, optimize=False)
     kinds = {
         name: value.metadata_props.get("pkg.torch.export.graph_signature.InputSpec.kind")
-        for name, value in program.model.graph.initializers.items()
+        for name, value in unoptimized.model.graph.initializers.items()
     }
     assert kinds["features.0.weight"] == "PARAMETER"
     assert kinds["features.1.running_mean"] == "BUFFER"
