@@ -11,6 +11,7 @@ import onnx_ir.passes.common as common
 
 from onnxport.passes.constant_folding import FoldConstantsPass
 from onnxport.passes.fusions.conv_batchnorm import ConvBatchNormPass
+from onnxport.passes.fusions.rms_norm import RMSNormFusionPass
 from onnxport.passes.transposed_weights import TransposedWeightsPass
 
 
@@ -21,6 +22,7 @@ def optimize(model: ir.Model) -> ir.Model:
             TransposedWeightsPass(),
             FoldConstantsPass(),
             ConvBatchNormPass(),
+            RMSNormFusionPass(),
             common.IdentityEliminationPass(),
             common.CommonSubexpressionEliminationPass(),
             common.RemoveUnusedNodesPass(),

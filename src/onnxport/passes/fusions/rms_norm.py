@@ -1,0 +1,104 @@
+"""Fuse the hand-written RMS norm (Llama, Mistral, Qwen, T5) into ONNX RMSNormalization (opset 23).
+
+Matched: ``w · (x · 1/√(mean(x², axis=-1, keepdims) + ε))``, the translation of
+``x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight`` (e.g. transformers'
+``LlamaRMSNorm``), with the products in either operand order. RMSNormalization-23 computes
+``x / √(mean(x²) + ε) · scale`` over the axes from ``axis`` on (ONNX operator spec).
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+MIN_OPSET = 23
+
+
+def _producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
+    node = value.producer() if value is not None else None
+    return node if node is not None and node.op_type == op_type and node.domain == "" else None
+
+
+def _scalar(value: ir.Value | None) -> float | None:
+    if value is None or value.const_value is None or value.const_value.size != 1:
+        return None
+    return float(value.const_value.numpy().reshape(-1)[0])
+
+
+def _is_square_of(node: ir.Node | None, x: ir.Value) -> bool:
+    if node is None:
+        return False
+    if node.op_type == "Mul":
+        return node.inputs[0] is x and node.inputs[1] is x
+    if node.op_type == "Pow":
+        return node.inputs[0] is x and _scalar(node.inputs[1]) == 2.0
+    return False
+
+
+def _match(mul_w: ir.Node) -> tuple[ir.Value, ir.Value, float, list[ir.Node]] | None:
+    """(x, weight, epsilon, matched nodes) when ``mul_w`` ends an RMS norm."""
+    for w_index in (0, 1):
+        weight, normed = mul_w.inputs[w_index], mul_w.inputs[1 - w_index]
+        if weight is None or weight.const_value is None or weight.shape is None or len(weight.shape) != 1:
+            continue
+        mul_x = _producer(normed, "Mul")
+        if mul_x is None:
+            continue
+        for x_index in (0, 1):
+            x, inv = mul_x.inputs[x_index], mul_x.inputs[1 - x_index]
+            recip = _producer(inv, "Reciprocal")
+            sqrt = _producer(recip.inputs[0], "Sqrt") if recip else None
+            add = _producer(sqrt.inputs[0], "Add") if sqrt else None
+            if add is None or x is None:
+                continue
+            for m_index in (0, 1):
+                mean = _producer(add.inputs[m_index], "ReduceMean")
+                eps = _scalar(add.inputs[1 - m_index])
+                if mean is None or eps is None or mean.inputs[0] is None:
+                    continue
+                axes = _scalar(mean.inputs[1]) if len(mean.inputs) > 1 else None
+                keep = mean.attributes.get("keepdims")
+                rank = len(x.shape) if x.shape is not None else None
+                if axes is None or rank is None or int(axes) % rank != rank - 1 or (keep is not None and keep.value == 0):
+                    continue
+                square = mean.inputs[0].producer()
+                if not _is_square_of(square, x):
+                    continue
+                nodes = [square, mean, add, sqrt, recip, mul_x]  # type: ignore[list-item]
+                return x, weight, eps, nodes  # type: ignore[return-value]
+    return None
+
+
+class RMSNormFusionPass(ir.passes.InPlacePass):
+    """Replace the RMS-norm subgraph by one RMSNormalization node (opset ≥ 23)."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        if model.opset_imports.get("", 0) < MIN_OPSET:
+            return ir.passes.PassResult(model, False)
+        graph = model.graph
+        modified = False
+        for node in list(graph):
+            if node.graph is None or node.op_type != "Mul" or node.domain != "":
+                continue
+            match = _match(node)
+            if match is None:
+                continue
+            x, weight, eps, inner = match
+            if any(len(n.outputs[0].uses()) != 1 or n.outputs[0].is_graph_output() for n in inner[1:]):
+                continue  # an intermediate is used elsewhere
+            fused = ir.Node(
+                "", "RMSNormalization", [x, weight],
+                attributes=[ir.AttrInt64("axis", -1), ir.AttrFloat32("epsilon", eps)], num_outputs=1,
+            )
+            fused.metadata_props.update(node.metadata_props)
+            graph.insert_before(node, fused)
+            out = fused.outputs[0]
+            out.dtype, out.shape = node.outputs[0].dtype, node.outputs[0].shape
+            node.outputs[0].replace_all_uses_with(out, replace_graph_outputs=True)
+            out.name = node.outputs[0].name
+            square = inner[0]
+            removable = [node, *reversed(inner[1:])]
+            if len(square.outputs[0].uses()) == 1:
+                removable.append(square)
+            graph.remove(removable, safe=True)
+            modified = True
+        return ir.passes.PassResult(model, modified)
