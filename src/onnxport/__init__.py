@@ -22,7 +22,16 @@ from onnxport.errors import (
 )
 from onnxport.program import ONNXProgram
 from onnxport.translate.context import Ctx
-from onnxport.translate.registry import Promote, Registry, default_registry, translates
+from onnxport.translate.registry import (
+    Promote,
+    Registry,
+    Translation,
+    default_registry,
+    is_registered,
+    register_translation,
+    translates,
+    translations_for,
+)
 
 __all__ = [
     "CaptureError",
@@ -40,7 +49,11 @@ __all__ = [
     "UnsupportedOpError",
     "VerificationError",
     "__version__",
+    "Translation",
     "default_registry",
     "export",
+    "is_registered",
+    "register_translation",
     "translates",
+    "translations_for",
 ]

@@ -21,7 +21,7 @@ from onnxport.errors import InputError, OnnxportError
 from onnxport.program import ONNXProgram
 from onnxport.translate import graph as graph_mod
 from onnxport.translate.opset_check import check_opset as check_graph_opset
-from onnxport.translate.registry import MIN_OPSET, Registry, check_opset, default_registry
+from onnxport.translate.registry import MIN_OPSET, Registry, check_opset, registry_for_export
 
 
 @dataclasses.dataclass
@@ -113,6 +113,7 @@ def export(
     export_params: bool = True,
     external_data: bool | None = None,
     registry: Registry | None = None,
+    custom_translations: Any = None,
     verbose: bool | None = None,
 ) -> ONNXProgram:
     """Export a PyTorch model to ONNX; parameters mean what they mean in ``torch.onnx.export``.
@@ -137,6 +138,8 @@ def export(
         export_params: With ``f``: include the weights in the saved file.
         external_data: With ``f``: force (True) or forbid (False) external data; default past 2 GB.
         registry: Translations to use instead of :func:`onnxport.default_registry`.
+        custom_translations: ``{torch.ops.ns.op.overload: fn}`` or a :class:`Registry`, used for
+            this export only and preferred over onnxport's own translations.
         verbose: Accepted for torch.onnx compatibility; progress goes to the CLI instead.
 
     Returns:
@@ -157,7 +160,7 @@ def export(
     program: ONNXProgram | None = None
     try:
         program = _export(model, args, kwargs, status, dynamic_shapes, input_names, output_names,
-                          opset_version, optimize, verify, registry)
+                          opset_version, optimize, verify, registry_for_export(registry, custom_translations))
         if f is not None:
             with status.step("save"):
                 program.save(f, include_initializers=export_params, external_data=external_data)
@@ -180,11 +183,10 @@ def _export(
     opset_version: int | None,
     optimize: bool,
     verify: bool,
-    registry: Registry | None,
+    registry: Registry,
 ) -> ONNXProgram:
     opset = check_opset(opset_version)
     target_opset = max(opset, MIN_OPSET)
-    registry = registry or default_registry()
     args, kwargs = _normalize_inputs(args, kwargs)
 
     if isinstance(model, ExportedProgram):

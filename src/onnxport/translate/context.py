@@ -53,14 +53,15 @@ SHAPE_PRESERVING = frozenset(
 class OpBuilder:
     """Creates ONNX nodes in one graph: ``op.Add(a, b)``, ``op.Split(x, _outputs=2, axis=0)``.
 
-    Keyword arguments are node attributes, except ``_outputs`` (number of outputs) and
-    ``_domain``. ``None`` inputs are kept as empty (omitted optional) inputs; trailing ``None``
+    Keyword arguments are node attributes, except ``_outputs`` (number of outputs), ``_domain``
+    and ``_version`` (the custom domain's opset version, default 1, imported by the model). ``None`` inputs are kept as empty (omitted optional) inputs; trailing ``None``
     inputs are dropped. Every node created is recorded in :attr:`nodes` until :meth:`take_nodes`.
     """
 
     def __init__(self, graph: ir.Graph) -> None:
         self._graph = graph
         self._nodes: list[ir.Node] = []
+        self.domains: dict[str, int] = {}  # custom domains used → opset version
 
     def __getattr__(self, op_type: str) -> Any:
         if op_type.startswith("_"):
@@ -76,6 +77,9 @@ class OpBuilder:
     ) -> Any:
         outputs = attrs.pop("_outputs", 1)
         domain = attrs.pop("_domain", "")
+        version = attrs.pop("_version", 1)
+        if domain not in ("", "ai.onnx"):
+            self.domains.setdefault(domain, int(version))
         inputs = list(inputs)
         while inputs and inputs[-1] is None:
             inputs.pop()

@@ -82,9 +82,14 @@ def unsupported_error(missing: Mapping[Any, list[torch.fx.Node]], registry: Regi
             extra = f" (translated from opset {since}; raise opset_version)"
         lines.append(f"  - {target}: {len(nodes)} node(s), e.g. {nodes[0].name}{extra}")
     first = next(iter(missing.values()))[0]
+    example = next(iter(missing))
+    name = f"torch.ops.{example}" if isinstance(example, torch._ops.OpOverload) else str(example)
     lines.append(
-        "Register a translation for it: "
-        "@onnxport.translates(<op>.default) def fn(ctx, ...): return ctx.op.<OnnxOp>(...)"
+        "Register a translation, e.g.:\n"
+        f"  @onnxport.register_translation({name})\n"
+        "  def translate(ctx, *args, **kwargs):  # args as in the op's schema; tensors are onnx_ir.Value\n"
+        "      return ctx.op.<OnnxOp>(...)        # or ctx.op.MyOp(..., _domain=\"com.example\")\n"
+        "or pass custom_translations={op: translate} to onnxport.export for this export only."
     )
     return UnsupportedOpError("\n".join(lines), first)
 
@@ -149,6 +154,8 @@ class GraphTranslator:
                 self._outputs(node, output_names)
             elif node.op == "get_attr":
                 self.env[node] = getattr(self.ep.graph_module, node.target)
+        for domain, version in self.ctx.op.domains.items():
+            self.graph.opset_imports.setdefault(domain, version)
         return self.graph
 
     def _user_input(self, node: torch.fx.Node, name: str) -> None:

@@ -48,6 +48,7 @@ class Translation:
         since: Lowest ONNX opset this encoding is valid for.
         promote: Type promotion applied by the dispatcher before calling ``fn``.
         promote_args: Names of the arguments promoted (empty: every Tensor/Scalar argument).
+        custom: Registered by the user: wins over onnxport's own translations at every opset.
     """
 
     target: Any
@@ -55,6 +56,7 @@ class Translation:
     since: int = MIN_OPSET
     promote: Promote = Promote.NONE
     promote_args: tuple[str, ...] = ()
+    custom: bool = False
 
     @property
     def name(self) -> str:
@@ -116,9 +118,13 @@ class Registry:
         self._table: dict[Any, list[Translation]] = {}
 
     def register(self, translation: Translation) -> None:
-        """Add a translation; a later registration with the same ``since`` overrides an earlier one."""
+        """Add a translation; a later registration with the same ``since`` (and origin) overrides an
+        earlier one."""
         _check_target(translation.target)
-        entries = [e for e in self._table.get(translation.target, []) if e.since != translation.since]
+        entries = [
+            e for e in self._table.get(translation.target, [])
+            if (e.since, e.custom) != (translation.since, translation.custom)
+        ]
         entries.append(translation)
         entries.sort(key=lambda e: e.since)
         self._table[translation.target] = entries
@@ -129,11 +135,28 @@ class Registry:
             for translation in getattr(value, _MARK, ()):
                 self.register(translation)
 
+    def register_translation(
+        self, target: Any, fn: Callable[..., Any], *, since: int = MIN_OPSET,
+        promote: Promote | str = Promote.NONE, promote_args: tuple[str, ...] = (),
+    ) -> None:
+        """Register a user translation of ``target`` (an ``OpOverload`` such as
+        ``torch.ops.mylib.op.default``); it wins over onnxport's own translation of the same target.
+
+        Raises:
+            InputError: ``target`` is an ``OpOverloadPacket`` or ``fn`` is not callable.
+        """
+        if not callable(fn):
+            raise InputError(f"The translation registered for {target} must be callable, got {type(fn).__name__}.")
+        self.register(Translation(target, fn, since, Promote(promote), tuple(promote_args), custom=True))
+
     def get(self, target: Any, opset: int) -> Translation | None:
-        """Return the translation with the highest ``since`` ≤ ``opset``, or ``None``."""
+        """Return the translation with the highest ``since`` ≤ ``opset``, or ``None``.
+
+        User (custom) translations are preferred over onnxport's own at any opset.
+        """
         best = None
         for entry in self._table.get(target, ()):
-            if entry.since <= opset:
+            if entry.since <= opset and (best is None or entry.custom or not best.custom):
                 best = entry
         return best
 
@@ -154,13 +177,84 @@ class Registry:
 
 @functools.cache
 def default_registry() -> Registry:
-    """onnxport's translations, built once per process. Do not mutate: :meth:`Registry.copy` it."""
+    """The process-wide registry: onnxport's translations (built once per process) plus whatever
+    :func:`register_translation` added without an explicit ``registry``."""
     from onnxport.ops import OP_MODULES
 
     registry = Registry()
     for module in OP_MODULES:
         registry.register_module(module)
     return registry
+
+
+def register_translation(
+    target: Any, fn: Callable[..., Any] | None = None, *, since: int = MIN_OPSET,
+    registry: Registry | None = None, promote: Promote | str = Promote.NONE,
+) -> Any:
+    """Register a translation for a custom op (or override one of onnxport's).
+
+    Usable directly, ``register_translation(torch.ops.mylib.op.default, fn)``, or as a decorator,
+    ``@register_translation(torch.ops.mylib.op.default)``. ``fn(ctx, *args, **kwargs)`` receives the
+    op's arguments as in its schema (tensors as ``onnx_ir.Value``) and returns the output value(s),
+    built with ``ctx.op.<OnnxOp>(...)``; ops of another domain take ``_domain="com.example"`` and
+    the model gets that domain's opset import.
+
+    Args:
+        target: The ``OpOverload`` (``torch.ops.mylib.op.default``).
+        fn: The translation; omitted for decorator use.
+        since: Lowest opset the translation is valid for.
+        registry: Where to register; default: the process-wide :func:`default_registry`, used by
+            every later export. Pass a :class:`Registry` (or use ``export(custom_translations=)``)
+            to scope the translation to some exports only.
+        promote: Type promotion the dispatcher applies first (see :class:`Promote`).
+
+    Raises:
+        InputError: ``target`` is an ``OpOverloadPacket`` (name the overload, ``.default``).
+    """
+    _check_target(target)
+    destination = registry if registry is not None else default_registry()
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        destination.register_translation(target, fn, since=since, promote=promote)
+        return fn
+
+    return register if fn is None else register(fn)
+
+
+def is_registered(target: Any, registry: Registry | None = None) -> bool:
+    """Whether ``target`` has a translation in ``registry`` (default: the process-wide one)."""
+    return (registry or default_registry()).is_registered(target)
+
+
+def translations_for(target: Any, registry: Registry | None = None) -> tuple[Translation, ...]:
+    """Every translation registered for ``target`` (all opsets), in ``since`` order."""
+    return (registry or default_registry()).translations_for(target)
+
+
+def registry_for_export(registry: Registry | None, custom_translations: Any) -> Registry:
+    """The registry one export uses: ``registry`` (or the default) plus ``custom_translations``,
+    a ``{target: fn}`` mapping or a :class:`Registry` whose entries win over the base ones.
+
+    Raises:
+        InputError: ``custom_translations`` is neither a mapping nor a Registry.
+    """
+    base = registry or default_registry()
+    if not custom_translations:
+        return base
+    merged = base.copy()
+    if isinstance(custom_translations, Registry):
+        for target in custom_translations.targets():
+            for entry in custom_translations.translations_for(target):
+                merged.register(dataclasses.replace(entry, custom=True))
+    elif isinstance(custom_translations, dict):
+        for target, fn in custom_translations.items():
+            merged.register_translation(target, fn)
+    else:
+        raise InputError(
+            "custom_translations must be a dict {torch.ops.<ns>.<op>.<overload>: fn} or an onnxport.Registry, "
+            f"got {type(custom_translations).__name__}."
+        )
+    return merged
 
 
 def check_opset(opset_version: int | None) -> int:
