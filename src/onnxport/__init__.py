@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 from onnxport._export import ExportStatus, export
 from onnxport.errors import (
     CaptureError,
+    DynamicShapesError,
     InputError,
     NodeError,
     OnnxportError,
@@ -36,6 +37,7 @@ from onnxport.translate.registry import (
 __all__ = [
     "CaptureError",
     "Ctx",
+    "DynamicShapesError",
     "ExportStatus",
     "InputError",
     "NodeError",

@@ -17,7 +17,7 @@ from torch.export.graph_signature import InputKind
 from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.strategies import Attempt, capture
-from onnxport.errors import InputError, OnnxportError
+from onnxport.errors import CaptureError, InputError, OnnxportError
 from onnxport.program import ONNXProgram
 from onnxport.translate import graph as graph_mod
 from onnxport.translate.opset_check import check_opset as check_graph_opset
@@ -104,6 +104,8 @@ def export(
     *,
     f: str | os.PathLike[str] | None = None,
     dynamic_shapes: Any = None,
+    dynamic_axes: Mapping[str, Any] | None = None,
+    dynamic: bool = False,
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
     opset_version: int | None = None,
@@ -126,6 +128,10 @@ def export(
         f: If given, the ONNX file to write (as ``ONNXProgram.save(f)``).
         dynamic_shapes: As for ``torch.export.export`` (``Dim``, ``Dim.AUTO``/``Dim.DYNAMIC``), or
             strings naming the dims: ``{"x": {0: "batch"}}``. Named dims keep their names in ONNX.
+            A dict may be keyed by forward-parameter names or by ``input_names``.
+        dynamic_axes: The TorchScript exporter's form, ``{"input_ids": {0: "batch", 1: "seq"}}``
+            or ``{"input_ids": [0, 1]}``, converted for you.
+        dynamic: Make every axis of every input dynamic (``Dim.AUTO``) except those the model fixes.
         input_names: Graph input names, one per tensor input (default: forward-signature names
             with pytree paths, ``input_dict.tensor_x``).
         output_names: Graph output names (default: output keys, or the FX node names).
@@ -159,8 +165,9 @@ def export(
     status = ExportStatus()
     program: ONNXProgram | None = None
     try:
-        program = _export(model, args, kwargs, status, dynamic_shapes, input_names, output_names,
-                          opset_version, optimize, verify, registry_for_export(registry, custom_translations))
+        program = _export(model, args, kwargs, status, (dynamic_shapes, dynamic_axes, dynamic), input_names,
+                          output_names, opset_version, optimize, verify,
+                          registry_for_export(registry, custom_translations))
         if f is not None:
             with status.step("save"):
                 program.save(f, include_initializers=export_params, external_data=external_data)
@@ -177,7 +184,7 @@ def _export(
     args: Any,
     kwargs: Any,
     status: ExportStatus,
-    dynamic_shapes: Any,
+    dynamic_spec: tuple[Any, Any, bool],
     input_names: Sequence[str] | None,
     output_names: Sequence[str] | None,
     opset_version: int | None,
@@ -187,6 +194,7 @@ def _export(
 ) -> ONNXProgram:
     opset = check_opset(opset_version)
     target_opset = max(opset, MIN_OPSET)
+    dynamic_shapes, dynamic_axes, dynamic = dynamic_spec
     args, kwargs = _normalize_inputs(args, kwargs)
 
     if isinstance(model, ExportedProgram):
@@ -194,9 +202,15 @@ def _export(
         leaves: list[tuple[str, dict[int, str]]] = []
     elif isinstance(model, torch.nn.Module):
         combined = dyn.bind_inputs(model.forward, args, kwargs)
-        leaves = dyn.leaf_names(model.forward, combined, dynamic_shapes)
+        export_shapes, leaves = dyn.resolve(
+            model.forward, combined, dynamic_shapes=dynamic_shapes, dynamic_axes=dynamic_axes,
+            dynamic=dynamic, input_names=input_names, output_names=output_names,
+        )
         with status.step("capture"):
-            ep = capture(model, args, kwargs, dyn.to_torch_export(dynamic_shapes, combined), status.capture_attempts)
+            try:
+                ep = capture(model, args, kwargs, export_shapes, status.capture_attempts)
+            except CaptureError as e:
+                raise dyn.explain_violation(e, leaves) from e.__cause__
     else:
         raise InputError(
             f"model must be a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}. "

@@ -7,7 +7,7 @@ the message says *what* failed, *where* in the user's code, and *what to do*.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch.fx
@@ -22,7 +22,28 @@ class InputError(OnnxportError, ValueError):
 
 
 class CaptureError(OnnxportError):
-    """``torch.export`` could not capture the model with any strategy."""
+    """``torch.export`` could not capture the model with any strategy.
+
+    Attributes:
+        cause: The kind of the first real cause: ``"data-dependent guard"``,
+            ``"unsupported Python construct"``, ``"constraint violation"`` or ``"error"``.
+        source_line: The user's source line of that cause (``File "...", line N`` and the code),
+            or ``None`` when torch gave no user frame.
+        attempts: The :class:`onnxport.capture.strategies.Attempt` list, one per strategy tried.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        cause: str = "error",
+        source_line: str | None = None,
+        attempts: list[Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.source_line = source_line
+        self.attempts = list(attempts or [])
 
 
 class OpsetError(OnnxportError, ValueError):
@@ -31,10 +52,6 @@ class OpsetError(OnnxportError, ValueError):
 
 class SaveError(OnnxportError, OSError):
     """The ONNX model could not be written."""
-
-
-class VerificationError(OnnxportError):
-    """The ONNX model does not match eager PyTorch, or onnxruntime refused it."""
 
 
 def user_source_line(node: torch.fx.Node | None) -> str | None:
@@ -90,3 +107,48 @@ class TranslationError(NodeError):
         if translation:
             message = f"{message}\nTranslation: {translation}"
         super().__init__(message, node)
+
+
+class UnsupportedOpsError(UnsupportedOpError):
+    """Several FX targets have no translation; found in one pass before translation.
+
+    Attributes:
+        ops: One :class:`onnxport.translate.preflight.UnsupportedOp` row per target (count, example
+            node, source line, how to register a translation), in graph order.
+    """
+
+    def __init__(self, message: str, ops: list[Any]) -> None:
+        self.ops = list(ops)
+        super().__init__(message, ops[0].example if ops else None)
+
+
+class VerificationError(NodeError):
+    """The ONNX model does not match eager PyTorch.
+
+    When the divergence was localized, ``node`` is the first FX node whose ONNX counterpart differs
+    beyond tolerance and ``source_line`` the user's line that produced it.
+
+    Attributes:
+        result: The :class:`onnxport.verify.compare.VerificationResult`, when one was computed.
+    """
+
+    def __init__(self, message: str, node: torch.fx.Node | None = None, result: Any = None) -> None:
+        self.result = result
+        super().__init__(message, node)
+
+
+class ModelCheckError(VerificationError):
+    """``onnx.checker.check_model(full_check=True)`` rejected the model, or onnxruntime refused to
+    load it.
+
+    Attributes:
+        check: ``"onnx.checker"`` or ``"onnxruntime load"``.
+    """
+
+    def __init__(self, message: str, check: str) -> None:
+        self.check = check
+        super().__init__(message)
+
+
+class DynamicShapesError(InputError):
+    """``dynamic_shapes`` cannot be honoured: the model fixes or relates dims declared dynamic."""

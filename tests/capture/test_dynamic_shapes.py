@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch.export import Dim
 
@@ -54,3 +55,99 @@ def test_dynamic_shapes_as_tuple_with_kwargs_order() -> None:
     a, b = torch.randn(5, 3), torch.randn(3)
     (out,) = program(a=a, b=b) if [v.name for v in program.model.graph.inputs] == ["a", "b"] else program(b=b, a=a)
     torch.testing.assert_close(out, a * 2 + b.sum())
+
+
+class AddRows(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x + y
+
+
+def _run_two_shapes(program: onnxport.ONNXProgram, shapes: list[tuple[int, int]]) -> None:
+    for rows, cols in shapes:
+        x, y = torch.randn(rows, cols), torch.randn(rows, cols)
+        torch.testing.assert_close(program(x, y)[0], x + y)
+
+
+def test_dynamic_axes_legacy_form_keyed_by_input_names() -> None:
+    program = onnxport.export(
+        AddRows(), (torch.randn(4, 3), torch.randn(4, 3)),
+        input_names=["a", "b"], output_names=["out"],
+        dynamic_axes={"a": {0: "batch"}, "b": [0], "out": {0: "batch"}},
+    )
+    shapes = {v.name: v.shape for v in program.model.graph.inputs}
+    assert shapes["a"] == ("batch", 3) and shapes["b"] == ("batch", 3)
+    assert program.model.graph.outputs[0].shape == ("batch", 3)
+    _run_two_shapes(program, [(2, 3), (7, 3)])
+
+
+def test_dynamic_shapes_keyed_by_input_names() -> None:
+    program = onnxport.export(
+        AddRows(), (torch.randn(4, 3), torch.randn(4, 3)), input_names=["a", "b"],
+        dynamic_shapes={"a": {0: "rows"}, "b": {0: "rows"}},
+    )
+    assert program.model.graph.inputs[0].shape == ("rows", 3)
+    _run_two_shapes(program, [(1, 3), (9, 3)])
+
+
+def test_dynamic_true_makes_every_axis_dynamic() -> None:
+    program = onnxport.export(AddRows(), (torch.randn(4, 3), torch.randn(4, 3)), dynamic=True)
+    for value in program.model.graph.inputs:
+        assert [str(d) for d in value.shape] == ["x_dim_0", "x_dim_1"]  # x and y are unified
+    _run_two_shapes(program, [(2, 5), (6, 1)])
+
+
+def test_dynamic_true_keeps_axes_the_model_fixes() -> None:
+    class FixedCols(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(6, 2)  # fixes the last axis to 6
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x)
+
+    model = FixedCols()
+    program = onnxport.export(model, (torch.randn(4, 6),), dynamic=True)
+    assert [str(d) for d in program.model.graph.inputs[0].shape] == ["x_dim_0", "6"]
+    x = torch.randn(5, 6)
+    torch.testing.assert_close(program(x)[0], model(x).detach())
+
+
+def test_specialized_dim_is_explained_with_input_and_axis() -> None:
+    class Reshape4(torch.nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return x.reshape(4, -1) + y
+
+    with pytest.raises(onnxport.DynamicShapesError) as info:
+        onnxport.export(Reshape4(), (torch.randn(4, 3), torch.randn(4, 3)),
+                        dynamic_shapes={"x": {0: "batch"}, "y": {0: "batch2"}})
+    text = str(info.value)
+    assert "input 'y' axis 0 ('batch2')" in text and "specialized it to be a constant (4)" in text
+    assert "Dim.STATIC" in text
+
+
+def test_conflicting_dims_are_explained_with_torch_suggested_fix() -> None:
+    with pytest.raises(onnxport.DynamicShapesError) as info:
+        onnxport.export(AddRows(), (torch.randn(4, 3), torch.randn(4, 3)),
+                        dynamic_shapes={"x": {0: Dim("b")}, "y": {0: Dim("c")}})
+    text = str(info.value)
+    assert "input 'y' axis 0 ('c')" in text and "input 'x' axis 0 ('b')" in text
+    assert "must always be equal" in text and "c = b" in text
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dynamic_shapes": {"z": {0: "batch"}}}, "dynamic_shapes names 'z', which is not an input"),
+        ({"dynamic_shapes": {"x": {2: "batch"}}}, "axis 2 ('batch') of input 'x', which has only 2 dimensions"),
+        ({"dynamic_shapes": {"x": {5: Dim.AUTO}}}, "axis 5 of input 'x', which has only 2 dimensions"),
+        ({"dynamic_shapes": {"x": [Dim.AUTO]}}, "for input 'x' lists 1 dims; the tensor has 2"),
+        ({"dynamic_axes": {"q": [0]}}, "dynamic_axes names 'q', which is neither an input"),
+        ({"dynamic_axes": {"x": "batch"}}, "dynamic_axes['x'] must be a dict"),
+        ({"dynamic": True, "dynamic_shapes": {"x": {0: "b"}}}, "Give only one of dynamic_shapes, dynamic"),
+    ],
+    ids=["unknown_name", "axis_beyond_rank", "auto_axis_beyond_rank", "list_wrong_rank", "legacy_unknown",
+         "legacy_bad_axes", "two_forms"],
+)
+def test_bad_specs_name_the_input_and_axis(kwargs: dict, message: str) -> None:
+    with pytest.raises(onnxport.InputError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("]", r"\]")):
+        onnxport.export(AddRows(), (torch.randn(4, 3), torch.randn(4, 3)), **kwargs)

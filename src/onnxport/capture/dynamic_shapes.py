@@ -8,6 +8,7 @@ strings (``{0: "batch_size"}``), as torch.onnx.export(dynamo=True) does. A strin
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,14 +20,14 @@ from onnxport.errors import InputError
 AxisNames = dict[int, str]
 
 
-def _convert(spec: Any, path: str) -> Any:
+def _convert(spec: Any) -> Any:
     """Replace string dims by ``Dim.DYNAMIC`` recursively."""
     if isinstance(spec, str):
         return Dim.DYNAMIC
     if isinstance(spec, Mapping):
-        return {k: _convert(v, f"{path}.{k}") for k, v in spec.items()}
+        return {k: _convert(v) for k, v in spec.items()}
     if isinstance(spec, (list, tuple)):
-        return type(spec)(_convert(v, f"{path}.{i}") for i, v in enumerate(spec))
+        return type(spec)(_convert(v) for v in spec)
     return spec
 
 
@@ -38,15 +39,135 @@ def to_torch_export(dynamic_shapes: Any, combined: Mapping[str, Any] | None = No
     """
     if dynamic_shapes is None:
         return None
-    converted = _convert(dynamic_shapes, "dynamic_shapes")
+    converted = _convert(dynamic_shapes)
     if isinstance(converted, dict) and combined is not None:
-        unknown = [k for k in converted if k not in combined]
-        if unknown:
-            raise InputError(
-                f"dynamic_shapes names {unknown}, which are not inputs of forward; inputs: {list(combined)}."
-            )
         converted = {name: converted.get(name) for name in combined}
     return converted
+
+
+def tensor_leaves(combined: Mapping[str, Any]) -> list[tuple[str, torch.Tensor]]:
+    """Every tensor of the inputs with its dotted path (``input_dict.tensor_x``), in pytree order."""
+    out: list[tuple[str, AxisNames]] = []
+    tensors: list[torch.Tensor] = []
+    for name, value in combined.items():
+        _walk(value, None, name, out, tensors)
+    return [(path, t) for (path, _), t in zip(out, tensors)]
+
+
+def _spec_for(value: Any, path: str, leaf_axes: Mapping[str, Mapping[int, Any]]) -> Any:
+    """A dynamic_shapes subtree for ``value`` holding ``leaf_axes[path]`` at its tensor leaves."""
+    if isinstance(value, torch.Tensor):
+        axes = leaf_axes.get(path)
+        return dict(axes) if axes else None
+    if isinstance(value, Mapping):
+        return {k: _spec_for(v, f"{path}.{k}", leaf_axes) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_spec_for(v, f"{path}.{i}", leaf_axes) for i, v in enumerate(value))
+    return None
+
+
+def _legacy_axes(axes: Any, name: str) -> dict[int, str]:
+    """``dynamic_axes`` entry (``{0: "batch"}`` or ``[0, 1]``) → axis → dim name."""
+    if isinstance(axes, Mapping):
+        return {int(a): str(n) for a, n in axes.items()}
+    if isinstance(axes, (list, tuple)):
+        return {int(a): f"{name}_dim_{int(a)}" for a in axes}
+    raise InputError(f"dynamic_axes[{name!r}] must be a dict {{axis: name}} or a list of axes, got {axes!r}.")
+
+
+def resolve(
+    forward: Any,
+    combined: Mapping[str, Any],
+    *,
+    dynamic_shapes: Any = None,
+    dynamic_axes: Mapping[str, Any] | None = None,
+    dynamic: bool = False,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+) -> tuple[Any, list[tuple[str, AxisNames]]]:
+    """Turn any of the three ways to declare dynamic dims into torch.export's ``dynamic_shapes``.
+
+    Args:
+        dynamic_shapes: As for torch.export (by forward-parameter name, or positionally), with
+            strings allowed as dim names; a dict may also be keyed by ``input_names``.
+        dynamic_axes: The TorchScript exporter's form, ``{"input_ids": {0: "batch", 1: "seq"}}``
+            or ``{"input_ids": [0, 1]}``, keyed by input names (outputs' entries are ignored: output
+            dims follow from the inputs).
+        dynamic: Every axis of every tensor input dynamic (``Dim.AUTO``), except those the model
+            fixes.
+
+    Returns:
+        The spec for torch.export and, per tensor input leaf, its path and named axes.
+
+    Raises:
+        InputError: Several forms given, unknown input names, or an axis beyond an input's rank.
+    """
+    given = [n for n, v in (("dynamic_shapes", dynamic_shapes), ("dynamic_axes", dynamic_axes), ("dynamic", dynamic)) if v]
+    if len(given) > 1:
+        raise InputError(f"Give only one of {', '.join(given)}: they all declare the dynamic dims.")
+    leaves = tensor_leaves(combined)
+    paths = [p for p, _ in leaves]
+    by_input_name = dict(zip(input_names or (), paths))
+    spec = dynamic_shapes
+    if dynamic:
+        spec = {n: _spec_for(v, n, {p: {a: Dim.AUTO for a in range(t.dim())} for p, t in leaves}) for n, v in combined.items()}
+    elif dynamic_axes:
+        leaf_axes: dict[str, dict[int, Any]] = {}
+        for key, axes in dynamic_axes.items():
+            path = by_input_name.get(key, key)
+            if path in paths:
+                leaf_axes[path] = _legacy_axes(axes, key)
+            elif key not in (output_names or ()):
+                raise InputError(f"dynamic_axes names {key!r}, which is neither an input ({', '.join(by_input_name or paths)}) nor in output_names.")
+        spec = {n: _spec_for(v, n, leaf_axes) for n, v in combined.items()}
+    elif isinstance(dynamic_shapes, Mapping) and any(k not in combined for k in dynamic_shapes):
+        leaf_axes = {}
+        for key, axes in dynamic_shapes.items():
+            if key in combined:
+                continue
+            if key not in by_input_name:
+                raise InputError(
+                    f"dynamic_shapes names {key!r}, which is not an input: forward takes {list(combined)}"
+                    + (f", input_names are {list(input_names)}" if input_names else "") + "."
+                )
+            leaf_axes[by_input_name[key]] = axes
+        spec = {n: dynamic_shapes[n] if n in dynamic_shapes else _spec_for(v, n, leaf_axes) for n, v in combined.items()}
+    named = leaf_names(forward, combined, spec)
+    for (path, tensor), (_, axes) in zip(leaves, named):
+        for axis, name in axes.items():
+            if not -tensor.dim() <= axis < tensor.dim():
+                raise InputError(
+                    f"dynamic_shapes declares axis {axis} ({name!r}) of input {path!r}, which has only "
+                    f"{tensor.dim()} dimensions (shape {list(tensor.shape)})."
+                )
+    _check_ranks(spec, combined, forward)
+    return to_torch_export(spec, combined), named
+
+
+def _check_ranks(spec: Any, combined: Mapping[str, Any], forward: Any) -> None:
+    """Unnamed dims (Dim.AUTO/DYNAMIC) beyond a tensor's rank are errors too."""
+    if isinstance(spec, (list, tuple)):
+        spec = dict(zip(signature_order(forward, combined), spec))
+    if not isinstance(spec, Mapping):
+        return
+
+    def walk(value: Any, sub: Any, path: str) -> None:
+        if isinstance(value, torch.Tensor):
+            axes = list(sub) if isinstance(sub, Mapping) else list(range(len(sub))) if isinstance(sub, (list, tuple)) else []
+            if isinstance(sub, (list, tuple)) and len(sub) != value.dim():
+                raise InputError(f"dynamic_shapes for input {path!r} lists {len(sub)} dims; the tensor has {value.dim()} (shape {list(value.shape)}).")
+            for axis in axes:
+                if not isinstance(axis, int) or not -value.dim() <= axis < value.dim():
+                    raise InputError(f"dynamic_shapes declares axis {axis!r} of input {path!r}, which has only {value.dim()} dimensions (shape {list(value.shape)}).")
+        elif isinstance(value, Mapping) and isinstance(sub, Mapping):
+            for k, v in value.items():
+                walk(v, sub.get(k), f"{path}.{k}")
+        elif isinstance(value, (list, tuple)) and isinstance(sub, (list, tuple)):
+            for i, v in enumerate(value):
+                walk(v, sub[i] if i < len(sub) else None, f"{path}.{i}")
+
+    for name, value in combined.items():
+        walk(value, spec.get(name), name)
 
 
 def _dim_name(dim: Any) -> str | None:
@@ -137,17 +258,21 @@ def leaf_names(forward: Any, combined: Mapping[str, Any], dynamic_shapes: Any) -
     return out
 
 
-def _walk(value: Any, spec: Any, path: str, out: list[tuple[str, AxisNames]]) -> None:
+def _walk(
+    value: Any, spec: Any, path: str, out: list[tuple[str, AxisNames]], tensors: list[torch.Tensor] | None = None
+) -> None:
     if isinstance(value, torch.Tensor):
         out.append((path, _axis_names(spec)))
+        if tensors is not None:
+            tensors.append(value)
     elif isinstance(value, Mapping):
         for k, v in value.items():
             sub = spec.get(k) if isinstance(spec, Mapping) else None
-            _walk(v, sub, f"{path}.{k}", out)
+            _walk(v, sub, f"{path}.{k}", out, tensors)
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             sub = spec[i] if isinstance(spec, (list, tuple)) and i < len(spec) else None
-            _walk(v, sub, f"{path}.{i}", out)
+            _walk(v, sub, f"{path}.{i}", out, tensors)
     elif isinstance(value, (int, float, bool, str)) or value is None:
         return
     else:
@@ -156,24 +281,66 @@ def _walk(value: Any, spec: Any, path: str, out: list[tuple[str, AxisNames]]) ->
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, torch.Tensor):
                 out.append((f"{path}.{i}", {}))
+                if tensors is not None:
+                    tensors.append(leaf)
 
 
 def symbol_names(
     user_inputs: Sequence[torch.fx.Node], leaves: Sequence[tuple[str, AxisNames]]
 ) -> dict[str, str]:
-    """Symbol (``"s72"``) → user dim name, read off the placeholders' FakeTensor shapes."""
+    """Symbol (``"s72"``) → ONNX dim name, read off the placeholders' FakeTensor shapes.
+
+    User names win; a symbol the user did not name (``Dim.AUTO``, ``Dim.DYNAMIC``, ``dynamic=True``)
+    is named after its first input and axis: ``input_ids_dim_1``.
+    """
     names: dict[str, str] = {}
-    for node, (_, axes) in zip(user_inputs, leaves):
+    unnamed: dict[str, str] = {}
+    for node, (path, axes) in zip(user_inputs, leaves):
         val = node.meta.get("val")
         if not isinstance(val, torch.Tensor):
             continue
-        for axis, name in axes.items():
-            if axis >= val.dim():
-                raise InputError(
-                    f"dynamic_shapes names axis {axis} ({name!r}) of input {node.name}, "
-                    f"which has only {val.dim()} dimensions."
-                )
-            dim = val.shape[axis]
-            if isinstance(dim, torch.SymInt) and dim.node.expr.is_Symbol:
-                names.setdefault(str(dim.node.expr), name)
-    return names
+        axes = {axis % max(val.dim(), 1): name for axis, name in axes.items()}
+        for axis, dim in enumerate(val.shape):
+            if not (isinstance(dim, torch.SymInt) and dim.node.expr.is_Symbol):
+                continue
+            symbol = str(dim.node.expr)
+            if axis in axes:
+                names.setdefault(symbol, axes[axis])
+            else:
+                unnamed.setdefault(symbol, f"{path}_dim_{axis}")
+    return {**unnamed, **names}
+
+
+_DIM_REF = re.compile(r"(?:L|inputs)((?:\[[^\]]+\])+)\.(?:size\(\)|shape)\[(\d+)\]")
+
+
+def explain_violation(error: Exception, leaves: Sequence[tuple[str, AxisNames]]) -> Exception:
+    """Rewrite torch.export's constraint-violation error in terms of the user's inputs and axes.
+
+    ``L['x'].size()[0]`` / ``inputs['x'].shape[0]`` become ``input 'x' axis 0 ("batch")``; torch's
+    suggested fixes are kept. Any other capture error is returned unchanged.
+    """
+    cause = error.__cause__
+    text = str(cause) if cause is not None else ""
+    if "Constraints violated" not in text and "specialized" not in text:
+        return error
+    names = {path: axes for path, axes in leaves}
+
+    def readable(match: re.Match[str]) -> str:
+        keys = [k.strip("'\"") for k in re.findall(r"\[([^\]]+)\]", match.group(1))]
+        if keys and keys[0] in ("kwargs", "args") and len(keys) > 1:
+            keys = keys[1:]
+        path, axis = ".".join(keys), int(match.group(2))
+        label = names.get(path, {}).get(axis)
+        return f"input {path!r} axis {axis}" + (f" ({label!r})" if label else "")
+
+    lines = [_DIM_REF.sub(readable, line) for line in text.splitlines()]
+    body = "\n".join(line for line in lines if line.strip() and "draft_export" not in line and "TORCH_LOGS" not in line.split("!")[-1])
+    from onnxport.errors import DynamicShapesError
+
+    return DynamicShapesError(
+        "dynamic_shapes cannot be honoured: the model constrains dims declared dynamic.\n"
+        f"{body}\n"
+        "Fix: declare those axes static (leave them out, or use Dim.STATIC), use Dim.AUTO to let "
+        "torch.export decide, or apply the suggested fixes above."
+    )
