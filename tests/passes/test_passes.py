@@ -71,3 +71,16 @@ def test_optimize_false_keeps_translation_as_is() -> None:
     program = onnxport.export(PositionIds(), (x,), optimize=False)
     assert "Add" in _ops(program) and len(_ops(program)) > 1
     torch.testing.assert_close(program(x)[0], PositionIds()(x))
+
+
+def test_folded_scalars_keep_rank_zero() -> None:
+    class ScalarMath(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            limit = torch.tensor(3) * 2 - 1  # folds to a 0-D constant
+            return x * limit
+
+    x = torch.randn(4)
+    program = onnxport.export(ScalarMath(), (x,))
+    constants = [v for v in program.model.graph.initializers.values() if v.const_value is not None]
+    assert all(v.const_value.numpy().ndim == 0 for v in constants)
+    torch.testing.assert_close(program(x)[0], x * 5)

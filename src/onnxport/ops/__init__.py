@@ -5,6 +5,7 @@ from __future__ import annotations
 from onnxport.ops import (
     activation,
     attention,
+    control_flow,
     conv,
     conversion,
     creation,
@@ -21,6 +22,7 @@ from onnxport.ops import (
 OP_MODULES = (
     activation,
     attention,
+    control_flow,
     conv,
     conversion,
     creation,

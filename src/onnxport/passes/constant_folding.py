@@ -132,7 +132,7 @@ class FoldConstantsPass(ir.passes.InPlacePass):
             out = node.outputs[0]
             if out.is_graph_output():
                 continue
-            tensor = ir.tensor(np.ascontiguousarray(array), dtype=out.dtype or None)
+            tensor = ir.tensor(np.array(array, order="C", copy=True), dtype=out.dtype or None)  # keeps 0-D shapes
             const = ir.Node("", "Constant", [], attributes=[ir.AttrTensor("value", tensor)], num_outputs=1)
             const.metadata_props.update(node.metadata_props)
             new = const.outputs[0]

@@ -46,7 +46,11 @@ def ir_dtype(dtype: torch.dtype) -> ir.DataType:
 SHAPE_PRESERVING = frozenset(
     {"Cast", "Identity", "Neg", "Abs", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt",
      "Reciprocal", "Sign", "Not", "Softmax", "LogSoftmax", "Gelu", "Floor", "Ceil", "Round",
-     "CumSum", "IsNaN", "IsInf", "LayerNormalization", "BatchNormalization", "Dropout"}
+     "CumSum", "IsNaN", "IsInf", "LayerNormalization", "BatchNormalization", "Dropout",
+     "ScatterElements", "ScatterND", "Trilu", "Clip", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
+     "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Elu", "LeakyRelu", "HardSigmoid",
+     "HardSwish", "Mish", "BitwiseNot", "InstanceNormalization", "GroupNormalization",
+     "RMSNormalization"}
 )
 
 
@@ -122,6 +126,12 @@ class Ctx:
         self.op = OpBuilder(graph)
         self.opset = opset
         self.node: torch.fx.Node | None = None
+        # Set by the graph translator: subgraph(module, operands, inputs=(), name=...) -> ir.Graph
+        # translates an FX GraphModule into an ONNX subgraph (If/Loop/Scan bodies).
+        self.subgraph: Any = None
+        # Set by the graph translator: inline(module, operands) -> outputs translates an FX
+        # GraphModule into the current graph.
+        self.inline: Any = None
         self._const_cache: dict[tuple[Any, ...], ir.Value] = {}
 
     # -- constants ---------------------------------------------------------------------------

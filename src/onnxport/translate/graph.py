@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import onnx_ir as ir
+import onnx_ir.passes.common as common_passes
 import torch
 import torch.fx
 from torch.export import ExportedProgram
@@ -97,20 +98,27 @@ def unsupported_error(missing: Mapping[Any, list[torch.fx.Node]], registry: Regi
 class GraphTranslator:
     """Builds one ``ir.Graph`` from one FX graph (the ExportedProgram's)."""
 
-    def __init__(self, ep: ExportedProgram, registry: Registry, opset: int, dims: DimNamer) -> None:
+    def __init__(
+        self, ep: ExportedProgram, registry: Registry, opset: int, dims: DimNamer,
+        graph: ir.Graph | None = None, prefix: str = "",
+    ) -> None:
         self.ep = ep
         self.registry = registry
         self.opset = opset
         self.dims = dims
-        self.graph = ir.Graph([], [], nodes=[], opset_imports={"": opset}, name="main_graph")
+        self.graph = graph if graph is not None else ir.Graph([], [], nodes=[], opset_imports={"": opset}, name="main_graph")
+        self.prefix = prefix  # names of a subgraph's values: "<hop node>/<fx node>"
         self.ctx = Ctx(self.graph, opset)
+        self.ctx.subgraph = self.subgraph
+        self.ctx.inline = self.run_body
         self.env: dict[torch.fx.Node, Any] = {}
+        self.has_subgraphs = False
 
     # -- values ------------------------------------------------------------------------------
     def set_meta(self, value: ir.Value, val: Any, name: str | None) -> None:
         """Name a value and give it the dtype and shape of the FakeTensor / SymInt it stands for."""
         if name is not None:
-            value.name = name
+            value.name = f"{self.prefix}{name}"
         if isinstance(val, torch.Tensor):
             value.dtype = ir_dtype(val.dtype)
             value.shape = ir.Shape([self.dims(d) for d in val.shape])
@@ -156,6 +164,8 @@ class GraphTranslator:
                 self.env[node] = getattr(self.ep.graph_module, node.target)
         for domain, version in self.ctx.op.domains.items():
             self.graph.opset_imports.setdefault(domain, version)
+        if self.has_subgraphs:  # values of If/Loop/Scan bodies must not shadow outer names
+            common_passes.NameFixPass()(ir.Model(self.graph, ir_version=10))
         return self.graph
 
     def _user_input(self, node: torch.fx.Node, name: str) -> None:
@@ -227,17 +237,61 @@ class GraphTranslator:
         index = next(i for i, a in enumerate(node.args) if isinstance(a, torch.fx.Node) and a.op == "get_attr")
         submodule = self.env[node.args[index]]
         operands = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args[index + 1 :]]
+        return self.run_body(submodule, operands)
+
+    def run_body(self, module: torch.fx.GraphModule, operands: Sequence[Any]) -> tuple[Any, ...]:
+        """Translate ``module``'s nodes into this translator's graph, its placeholders bound to
+        ``operands`` in order; return its outputs."""
         placeholders = iter(operands)
-        for sub in submodule.graph.nodes:
+        for sub in module.graph.nodes:
             if sub.op == "placeholder":
                 self.env[sub] = next(placeholders)
             elif sub.op == "call_function":
                 self._call(sub)
             elif sub.op == "get_attr":
-                self.env[sub] = getattr(submodule, sub.target)
+                self.env[sub] = getattr(module, sub.target)
             elif sub.op == "output":
-                return tuple(self.env[a] if isinstance(a, torch.fx.Node) else a for a in sub.args[0])
+                result = sub.args[0]
+                result = result if isinstance(result, (list, tuple)) else (result,)
+                return tuple(self.env[a] if isinstance(a, torch.fx.Node) else a for a in result)
         return ()
+
+    def subgraph(
+        self, module: torch.fx.GraphModule, operands: Sequence[Any], inputs: Sequence[ir.Value] = (),
+        name: str = "subgraph", extra_outputs: Any = None,
+    ) -> ir.Graph:
+        """Translate ``module`` into a new ONNX graph (an If/Loop/Scan body).
+
+        Args:
+            module: The FX subgraph.
+            operands: What its placeholders stand for: values of this graph (captured from the
+                outer scope, as ONNX allows) or the new graph's own ``inputs``.
+            inputs: The new graph's formal inputs.
+            name: Prefix of the subgraph's value names (ONNX names are unique across scopes).
+            extra_outputs: Optional ``fn(ctx, outputs) -> outputs`` run with the subgraph's ``Ctx``
+                before its outputs are set (e.g. a Loop body evaluating its condition).
+        """
+        graph = ir.Graph(list(inputs), [], nodes=[], name=name)
+        child = GraphTranslator(self.ep, self.registry, self.opset, self.dims, graph, f"{self.prefix}{name}/")
+        child.env = self.env  # FX nodes are unique objects; outer values stay reachable
+        outputs = list(child.run_body(module, operands))
+        if extra_outputs is not None:
+            outputs = list(extra_outputs(child.ctx, outputs))
+        seen: set[int] = set()
+        for out in outputs:
+            value = out if isinstance(out, ir.Value) else child.ctx.const(out)
+            producer = value.producer()
+            if producer is None or producer.graph is not graph or id(value) in seen:
+                inner = value
+                value = child.ctx.op.Identity(inner)
+                value.dtype, value.shape = inner.dtype, inner.shape
+            seen.add(id(value))
+            graph.outputs.append(value)
+        stamp_metadata(child.ctx.op.take_nodes(), next(iter(module.graph.nodes)))
+        for domain, version in child.ctx.op.domains.items():
+            self.ctx.op.domains.setdefault(domain, version)
+        self.has_subgraphs = True
+        return graph
 
     def _outputs(self, node: torch.fx.Node, output_names: Sequence[str] | None) -> None:
         specs = self.ep.graph_signature.output_specs
