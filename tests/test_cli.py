@@ -388,15 +388,15 @@ def test_export_hf_folder_minilm(tmp_path: pathlib.Path) -> None:
 def test_verification_mismatch_writes_nothing(
     factory_file: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from onnxport.verify import compare
+    from onnxport.verify import api, compare
 
     def mismatching(*args: object, **kwargs: object) -> compare.VerificationResult:
         bad = compare.OutputComparison(
             "relu", (2, 3), (2, 3), torch.float32, torch.float32, 0.5, 1.0, False
         )
-        return compare.VerificationResult([bad])
+        return compare.VerificationResult([compare.InputSetResult("example inputs", {}, [bad])])
 
-    monkeypatch.setattr(compare, "verify_program", mismatching)
+    monkeypatch.setattr(api, "verify", mismatching)
     out = tmp_path / "m.onnx"
     report = tmp_path / "report.md"
     result = invoke("export", f"{factory_file}:make", "-o", out, "--verify", "--report", report)
@@ -405,7 +405,7 @@ def test_verification_mismatch_writes_nothing(
     assert "Traceback" not in result.output
     assert not out.exists()
     text = report.read_text(encoding="utf-8")
-    assert "**Result: failure**" in text and "- [ ] verify" in text
+    assert "**Result: failure**" in text and "- [ ] accuracy" in text
 
 
 def test_progress_on_a_terminal_shows_done_steps() -> None:

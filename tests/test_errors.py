@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,15 +120,19 @@ def test_opset_below_18_that_cannot_be_converted() -> None:
 
 
 def test_capture_failure_is_capture_error() -> None:
-    class DataDependent(torch.nn.Module):
+    class Uncapturable(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            if x.sum() > 0:  # a branch on data: neither strategy can capture it
-                return x + 1
-            return x - 1
+            sys._getframe()  # strict (Dynamo) cannot trace this builtin
+            if type(x) is not torch.Tensor:  # non-strict and draft export trace FakeTensors
+                raise TypeError("expected a plain torch.Tensor")
+            return x + 1
 
     with pytest.raises(CaptureError, match="could not capture") as info:
-        onnxport.export(DataDependent(), (torch.randn(3),))
-    assert "strict=False" in str(info.value) and "strict=True" in str(info.value)
+        onnxport.export(Uncapturable(), (torch.randn(3),))
+    text = str(info.value)
+    assert "strict=False" in text and "strict=True" in text and "draft_export" in text
+    assert info.value.cause == "unsupported Python construct"
+    assert "sys._getframe()" in text and "test_errors.py" in text
 
 
 def test_wrong_number_of_input_names() -> None:

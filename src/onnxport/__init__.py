@@ -13,12 +13,14 @@ from onnxport.errors import (
     CaptureError,
     DynamicShapesError,
     InputError,
+    ModelCheckError,
     NodeError,
     OnnxportError,
     OpsetError,
     SaveError,
     TranslationError,
     UnsupportedOpError,
+    UnsupportedOpsError,
     VerificationError,
 )
 from onnxport.program import ONNXProgram
@@ -33,6 +35,7 @@ from onnxport.translate.registry import (
     translates,
     translations_for,
 )
+from onnxport.verify.api import verify
 
 __all__ = [
     "CaptureError",
@@ -40,6 +43,7 @@ __all__ = [
     "DynamicShapesError",
     "ExportStatus",
     "InputError",
+    "ModelCheckError",
     "NodeError",
     "ONNXProgram",
     "OnnxportError",
@@ -49,6 +53,7 @@ __all__ = [
     "SaveError",
     "TranslationError",
     "UnsupportedOpError",
+    "UnsupportedOpsError",
     "VerificationError",
     "__version__",
     "Translation",
@@ -58,4 +63,5 @@ __all__ = [
     "register_translation",
     "translates",
     "translations_for",
+    "verify",
 ]

@@ -20,6 +20,7 @@ from onnxport.capture.strategies import Attempt, capture
 from onnxport.errors import CaptureError, InputError, OnnxportError
 from onnxport.program import ONNXProgram
 from onnxport.translate import graph as graph_mod
+from onnxport.translate import preflight
 from onnxport.translate.opset_check import check_opset as check_graph_opset
 from onnxport.translate.registry import MIN_OPSET, Registry, check_opset, registry_for_export
 
@@ -43,6 +44,11 @@ class ExportStatus:
     decomposed: bool = False
     error: BaseException | None = None
     verification: Any = None
+    # For the report: the programs before/after decomposition and the pre-flight findings.
+    captured_program: ExportedProgram | None = None
+    decomposed_program: ExportedProgram | None = None
+    unsupported: list[Any] = dataclasses.field(default_factory=list)
+    program: Any = None  # the ONNXProgram once built (the report reads it when verification fails)
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[Step]:
@@ -217,14 +223,17 @@ def _export(
             "Wrap a function in an nn.Module whose forward calls it."
         )
 
+    status.captured_program = ep
     translated = registry.targets() | graph_mod.STRUCTURAL_TARGETS
     with status.step("decompose"):
         ep, status.decomposed = decomp.decompose(ep, translated)
+    status.decomposed_program = ep
 
+    with status.step("pre-flight"):
+        status.unsupported = preflight.find_unsupported(ep, registry, target_opset)
+        if status.unsupported:
+            raise preflight.unsupported_ops_error(status.unsupported, registry)
     with status.step("translate"):
-        missing = graph_mod.unsupported_targets(ep, registry, target_opset)
-        if missing:
-            raise graph_mod.unsupported_error(missing, registry)
         tensor_inputs = [n for n in _user_input_nodes(ep) if isinstance(n.meta.get("val"), torch.Tensor)]
         if len(leaves) != len(tensor_inputs):
             leaves = [(n.name, {}) for n in tensor_inputs]
@@ -258,11 +267,11 @@ def _export(
         with status.step(f"convert to opset {opset}"):
             model_ir = convert_opset(model_ir, opset)
     program = ONNXProgram(model_ir, ep, status)
+    status.program = program
     if verify:
-        from onnxport.verify.compare import verify_program
+        from onnxport.verify.api import verify_export
 
-        with status.step("verify"):
-            status.verification = verify_program(program, model, args, kwargs, raise_on_mismatch=True)
+        verify_export(program, model, args, kwargs, status)  # steps: checks, onnxruntime load, accuracy
     return program
 
 

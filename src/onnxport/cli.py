@@ -66,6 +66,13 @@ def _root(
     * `export SPEC -o OUT.onnx`: export a model given by a factory file (`file.py:factory`) or a
       local Hugging Face model folder; see `onnxport export --help`.
 
+    * `verify MODEL.onnx SPEC`: check an ONNX file and compare it with the PyTorch model
+      (`--localize` names the first diverging node).
+
+    * `inspect MODEL.onnx`: inputs/outputs, opsets, op histogram, weights, metadata.
+
+    * `report SPEC`: export and write a markdown report of every step.
+
     Exit codes: 0 success, 1 the export failed (message in red, no traceback), 2 bad command line
     or SPEC.
     """
@@ -315,22 +322,16 @@ def _export_and_save(
 
 
 def _verify(program: Any, loaded: LoadedSpec) -> None:
-    """Compare with eager as ``onnxport.export(verify=True)`` does, recording a ``verify`` step.
+    """Check and compare with eager as ``onnxport.export(verify=True)`` does, recording the
+    checker, onnxruntime load and accuracy steps.
 
     Raises:
-        VerificationError: onnxruntime refused the model or an output differs beyond tolerance.
+        ModelCheckError: onnx.checker or onnxruntime refused the model.
+        VerificationError: An output differs beyond tolerance (the first diverging node named).
     """
-    from onnxport.errors import VerificationError
-    from onnxport.verify.compare import verify_program
+    from onnxport.verify.api import verify_export
 
-    status = program.status
-    with status.step("verify"):
-        status.verification = verify_program(program, loaded.model, loaded.args, loaded.kwargs)
-        if not status.verification.passed:
-            raise VerificationError(
-                "The ONNX model's outputs differ from eager PyTorch:\n"
-                + status.verification.summary()
-            )
+    verify_export(program, loaded.model, loaded.args, loaded.kwargs, program.status)
 
 
 def _fail(err: Console, message: str, code: int) -> NoReturn:
@@ -427,6 +428,19 @@ def print_summary(
     out.print(Text(lines[0], style="bold green"))
     for line in lines[1:]:
         out.print(Text(line))
+
+
+def _register_commands() -> None:
+    """The commands that live in their own modules (imported here, after ``app`` exists)."""
+    from onnxport.cli_inspect import inspect_command
+    from onnxport.cli_verify import report_command, verify_command
+
+    app.command("verify")(verify_command)
+    app.command("inspect")(inspect_command)
+    app.command("report")(report_command)
+
+
+_register_commands()
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import numpy as np
 import onnx_ir as ir
 import torch
 
-from onnxport.errors import InputError, SaveError, VerificationError
+from onnxport.errors import InputError, ModelCheckError, SaveError
 
 if TYPE_CHECKING:
     import onnx
@@ -137,6 +137,46 @@ class ONNXProgram:
         outputs = session.run(None, feeds)
         return [torch.from_numpy(np.asarray(o)) for o in outputs]
 
+    def verify(
+        self,
+        args: Any = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        inputs: Sequence[Any] | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        localize: bool = False,
+        reference: Any = None,
+    ) -> Any:
+        """Compare with eager PyTorch; see :func:`onnxport.verify` (same arguments and result).
+
+        Returns:
+            A :class:`onnxport.verify.compare.VerificationResult` (``.passed``, ``.input_sets``,
+            ``.localization``).
+
+        Raises:
+            ModelCheckError: onnx.checker or onnxruntime refused the model.
+            InputError: No eager reference, or inputs that do not fit.
+        """
+        from onnxport.verify.api import verify
+
+        return verify(self, args, kwargs, inputs=inputs, rtol=rtol, atol=atol, localize=localize,
+                      reference=reference)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ONNXProgram:
+        """Load an ONNX file (external data included) as a program without ExportedProgram.
+
+        Raises:
+            InputError: The file does not exist or is not an ONNX model.
+        """
+        if not Path(path).is_file():
+            raise InputError(f"ONNX file {path} not found.")
+        try:
+            return cls(ir.load(path), None)
+        except Exception as e:  # protobuf's DecodeError and others
+            raise InputError(f"{path} is not a readable ONNX model: {type(e).__name__}: {e}") from e
+
     def release(self) -> None:
         """Drop the onnxruntime session (and any temporary file it needed)."""
         self._session = None
@@ -191,7 +231,7 @@ def make_session(model: ir.Model, owner: ONNXProgram | None = None, providers: S
     """An onnxruntime session for an in-memory model; through a temporary file past 2 GB.
 
     Raises:
-        VerificationError: onnxruntime refused to load the model.
+        ModelCheckError: onnxruntime refused to load the model.
     """
     import onnxruntime as ort
 
@@ -210,4 +250,4 @@ def make_session(model: ir.Model, owner: ONNXProgram | None = None, providers: S
     except Exception as e:  # onnxruntime raises its own exception types
         if isinstance(e, (InputError, SaveError)):
             raise
-        raise VerificationError(f"onnxruntime could not load the exported model: {e}") from e
+        raise ModelCheckError(f"onnxruntime could not load the exported model: {e}", "onnxruntime load") from e

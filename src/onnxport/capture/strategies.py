@@ -1,7 +1,11 @@
 """Capture an ``nn.Module`` as an ``ExportedProgram`` with torch.export, trying strategies in order.
 
 The order follows torch.onnx's ``_capture_strategies.py``: non-strict first (traces Python as is), then
-strict (TorchDynamo bytecode analysis). Every attempt is recorded for the report.
+strict (TorchDynamo bytecode analysis), then draft export (``torch.export._draft_export``), which
+gets past data-dependent guards by specializing on the example values and lists what it
+specialized. Every attempt is recorded for the report; when all fail, the error names the first
+real cause (data-dependent guard, unsupported Python construct, constraint violation) and the
+user's source line.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +32,9 @@ class Attempt:
     seconds: float
     error: BaseException | None = None
     traceback: str | None = None
+    cause: str | None = None
+    source_line: str | None = None
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def success(self) -> bool:
@@ -49,16 +57,65 @@ def _strict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: A
         return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=True)
 
 
+def _draft(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
+    from torch.export._draft_export import draft_export
+
+    with _size_oblivious():
+        return draft_export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+
+
 STRATEGIES: tuple[tuple[str, Callable[..., ExportedProgram]], ...] = (
     ("torch.export.export(strict=False)", _nonstrict),
     ("torch.export.export(strict=True)", _strict),
+    ("torch.export._draft_export.draft_export", _draft),
 )
+
+DATA_DEPENDENT = "data-dependent guard"
+UNSUPPORTED_CONSTRUCT = "unsupported Python construct"
+CONSTRAINT_VIOLATION = "constraint violation"
+OTHER = "error"
+# Causes that say what is wrong with the model, in the order they are preferred.
+REAL_CAUSES = (DATA_DEPENDENT, UNSUPPORTED_CONSTRUCT, CONSTRAINT_VIOLATION)
+
+
+def classify(error: BaseException) -> str:
+    """The kind of a capture failure: one of :data:`REAL_CAUSES`, or ``"error"``."""
+    from torch._dynamo.exc import Unsupported, UserError
+    from torch.fx.experimental.symbolic_shapes import (
+        ConstraintViolationError,
+        GuardOnDataDependentSymNode,
+    )
+
+    for e in _chain(error):
+        if isinstance(e, GuardOnDataDependentSymNode):
+            return DATA_DEPENDENT
+        if isinstance(e, ConstraintViolationError) or (
+            isinstance(e, UserError) and "Constraints violated" in str(e)
+        ):
+            return CONSTRAINT_VIOLATION
+        if isinstance(e, Unsupported):
+            return DATA_DEPENDENT if "Data-dependent" in str(e) else UNSUPPORTED_CONSTRUCT
+    return OTHER
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    e: BaseException | None = error
+    while e is not None and e not in seen:
+        seen.append(e)
+        e = e.__cause__ or e.__context__
+    return seen
 
 
 def _first_cause(error: BaseException, max_lines: int = 8) -> str:
     lines = [line for line in str(error).strip().splitlines() if line.strip()]
     shown = "\n".join(lines[:max_lines]) + ("\n..." if len(lines) > max_lines else "")
     return f"{type(error).__name__}: {shown}"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def capture(
@@ -70,29 +127,97 @@ def capture(
 ) -> ExportedProgram:
     """Run the capture strategies until one succeeds; record each in ``attempts``.
 
+    A program from draft export is returned with a ``UserWarning`` (and ``Attempt.warnings``) for
+    every value it specialized: the ONNX model then holds only the branch taken by the example
+    inputs.
+
+    Args:
+        model: The module to capture (not modified).
+        args: Positional example inputs.
+        kwargs: Keyword example inputs.
+        dynamic_shapes: As for ``torch.export.export``.
+        attempts: Receives one :class:`Attempt` per strategy tried.
+
+    Returns:
+        The first ``ExportedProgram`` a strategy produced.
+
     Raises:
-        CaptureError: Every strategy failed; the message gives the first strategy's cause.
+        CaptureError: Every strategy failed; the message names the first real cause (its kind
+            and the user's source line) and lists every attempt.
     """
     for name, strategy in STRATEGIES:
         start = time.perf_counter()
         try:
             ep = strategy(model, args, kwargs, dynamic_shapes)
         except Exception as e:  # recorded and re-raised below as CaptureError
-            attempts.append(Attempt(name, time.perf_counter() - start, e, traceback.format_exc()))
+            attempts.append(
+                Attempt(name, time.perf_counter() - start, e, traceback.format_exc(), classify(e),
+                        source_line(e))
+            )
             if _is_user_error(e):
                 break
             continue
-        attempts.append(Attempt(name, time.perf_counter() - start))
+        attempt = Attempt(name, time.perf_counter() - start, warnings=_draft_warnings(ep))
+        attempts.append(attempt)
+        if attempt.warnings:
+            warnings.warn(
+                "onnxport captured the model with draft export, which specialized on the example "
+                "inputs:\n" + "\n".join(attempt.warnings),
+                UserWarning,
+                stacklevel=3,
+            )
         return ep
-    first = attempts[0].error
-    assert first is not None
-    tried = ", ".join(a.strategy for a in attempts)
-    raise CaptureError(
-        f"torch.export could not capture the model (tried {tried}).\n"
-        f"First cause: {_first_cause(first)}\n"
-        f"{_source_hint(first)}"
-        "Fix the model code named above, or check that args/kwargs/dynamic_shapes match forward()."
-    ) from first
+    raise capture_error(attempts)
+
+
+def capture_error(attempts: list[Attempt]) -> CaptureError:
+    """The error for a capture where every attempt failed: first real cause, source line, attempts."""
+    failed = [a for a in attempts if a.error is not None]
+    real = [a for a in failed if a.cause in REAL_CAUSES]
+    first = real[0] if real else failed[0]
+    assert first.error is not None
+    tried = "\n".join(f"  - {a.strategy}: {_first_line(a.error)}" for a in failed if a.error)
+    where = f"Source:\n  {first.source_line}\n" if first.source_line else ""
+    advice = {
+        DATA_DEPENDENT: "Control flow or shapes depend on tensor values: use torch.cond, "
+        "torch._check, or compute the value outside the model.",
+        UNSUPPORTED_CONSTRUCT: "Rewrite the Python construct named above in plain torch code.",
+        CONSTRAINT_VIOLATION: "dynamic_shapes declares a dim dynamic that the code specializes: "
+        "mark it static or fix the code that depends on its value.",
+    }.get(first.cause or OTHER, "Fix the model code named above, or check that "
+          "args/kwargs/dynamic_shapes match forward().")
+    error = CaptureError(
+        f"torch.export could not capture the model; first cause ({first.cause}, "
+        f"{first.strategy}):\n{_first_cause(first.error)}\n{where}"
+        f"Attempts:\n{tried}\n{advice}",
+        cause=first.cause or OTHER,
+        source_line=first.source_line,
+        attempts=attempts,
+    )
+    error.__cause__ = first.error
+    return error
+
+
+def _draft_warnings(ep: ExportedProgram) -> list[str]:
+    """What draft export specialized (empty for other strategies or a sound draft export)."""
+    report = getattr(ep, "_report", None)
+    if report is None or report.successful():
+        return []
+    out = []
+    for failure in report.failures:
+        if failure.xfail:
+            continue
+        data = failure.data if isinstance(failure.data, dict) else {}
+        frames = data.get("user_stack") or []
+        where = ""
+        if frames:
+            frame = frames[-1]
+            filename = report.str_to_filename.get(frame.get("filename"), frame.get("filename"))
+            where = f' at File "{filename}", line {frame.get("line")}'
+        what = data.get("expr")
+        detail = f"{what} assumed {data.get('result')}" if what is not None else ""
+        out.append(f"{failure.failure_type.name}{where}: {detail}".rstrip(": "))
+    return out
 
 
 def _is_user_error(error: BaseException) -> bool:
@@ -101,16 +226,34 @@ def _is_user_error(error: BaseException) -> bool:
 
     if isinstance(error, TypeError) and "argument" in str(error):
         return True
-    return isinstance(error, UserError) and "dynamic_shapes" in str(error)
+    # A constraint violation means the model fixes or relates dims declared dynamic: another
+    # strategy (draft export above all) would only hide it behind a specialized graph.
+    text = str(error)
+    return isinstance(error, UserError) and ("dynamic_shapes" in text or "Constraints violated" in text)
 
 
-def _source_hint(error: BaseException) -> str:
-    frames = traceback.extract_tb(error.__traceback__)
-    user = [f for f in frames if "site-packages/torch" not in f.filename and "onnxport" not in f.filename]
-    if not user:
-        return ""
-    f = user[-1]
-    return f'Source: File "{f.filename}", line {f.lineno}, in {f.name}\n  {f.line}\n'
+def _is_library_frame(filename: str) -> bool:
+    return any(part in filename for part in ("site-packages/torch", "/torch/", "onnxport", "<frozen"))
 
 
-__all__ = ["Attempt", "capture", "user_source_line"]
+def source_line(error: BaseException) -> str | None:
+    """The user's innermost source line for a capture error: Dynamo's recorded user stack when
+    present, else the traceback's last frame outside torch and onnxport.
+
+    Returns:
+        ``File "f.py", line N, in fn`` and the code line, or ``None``.
+    """
+    for e in _chain(error):
+        stack = getattr(e, "real_stack", None)
+        if stack:
+            frame = stack[-1]
+            return f'File "{frame.filename}", line {frame.lineno}, in {frame.name}\n    {frame.line or ""}'.rstrip()
+    for e in _chain(error):
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if not _is_library_frame(f.filename)]
+        if frames:
+            f = frames[-1]
+            return f'File "{f.filename}", line {f.lineno}, in {f.name}\n    {f.line or ""}'.rstrip()
+    return None
+
+
+__all__ = ["Attempt", "capture", "capture_error", "classify", "source_line", "user_source_line"]

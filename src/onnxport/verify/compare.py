@@ -1,13 +1,25 @@
-"""Compare an ONNXProgram's onnxruntime outputs with eager PyTorch, output by output."""
+"""Compare onnxruntime results with eager PyTorch: values, shapes, dtypes, NaN-aware, per dtype.
+
+The rules for one tensor pair (expected = eager, actual = ONNX):
+
+- shapes and dtypes must be equal;
+- finite positions pass when ``|actual - expected| <= atol + rtol * |expected|`` (:data:`TOLERANCES`
+  per dtype unless ``rtol``/``atol`` are given; integer and bool tensors must be equal);
+- where eager is NaN, ONNX NaN matches; a finite ONNX value there is *not* a failure but is
+  counted in ``nan_ignored`` and explained: eager's own result is undefined at that position (a
+  fully-masked attention row is the common case);
+- where eager is ±inf, ONNX must give the same infinity;
+- a NaN or infinity in ONNX where eager is finite is a failure.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import torch
-
-from onnxport.errors import VerificationError
 
 # (rtol, atol) per dtype: float32 allows for onnxruntime's fused kernels and reassociated sums.
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
@@ -15,12 +27,50 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float32: (1e-3, 1e-4),
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (2e-2, 2e-2),
+    torch.complex64: (1e-3, 1e-4),
+    torch.complex128: (1e-7, 1e-7),
 }
+
+# Upper edges of the |diff| histogram buckets; the last bucket is everything above 1e-1.
+HISTOGRAM_EDGES = (0.0, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
+
+
+def tolerance(dtype: torch.dtype, rtol: float | None = None, atol: float | None = None) -> tuple[float, float]:
+    """``(rtol, atol)`` for ``dtype``: the given values, else :data:`TOLERANCES` (0, 0 for exact dtypes)."""
+    default = TOLERANCES.get(dtype, (0.0, 0.0))
+    return (default[0] if rtol is None else rtol, default[1] if atol is None else atol)
+
+
+def _bucket_labels() -> list[str]:
+    labels = ["== 0"]
+    for low, high in zip(HISTOGRAM_EDGES[1:], HISTOGRAM_EDGES[2:]):
+        labels.append(f"[{low:.0e}, {high:.0e})")
+    labels.insert(1, f"(0, {HISTOGRAM_EDGES[1]:.0e})")
+    labels.append(f">= {HISTOGRAM_EDGES[-1]:.0e}")
+    return labels
+
+
+HISTOGRAM_LABELS = tuple(_bucket_labels())
 
 
 @dataclasses.dataclass
 class OutputComparison:
-    """One output: its name, shapes and dtypes on both sides, and the largest differences."""
+    """One output (or intermediate value) compared with eager.
+
+    Attributes:
+        name: The ONNX value name.
+        expected_shape, actual_shape: Eager's and onnxruntime's shapes.
+        expected_dtype, actual_dtype: Eager's and onnxruntime's dtypes.
+        max_abs_diff: Largest ``|actual - expected|`` over positions compared (``inf`` when the
+            shapes differ or a non-finite value mismatches).
+        max_rel_diff: Largest ``|actual - expected| / |expected|``.
+        passed: Shapes, dtypes and values all within tolerance.
+        rtol, atol: The tolerance applied.
+        mismatched: Number of positions beyond tolerance.
+        histogram: ``(bucket label, count)`` pairs of ``|diff|`` over finite positions.
+        nan_ignored: Positions where eager is NaN and ONNX is finite (not failures; see module doc).
+        notes: Explanations (NaN/inf handling, shape or dtype mismatch).
+    """
 
     name: str
     expected_shape: tuple[int, ...]
@@ -30,80 +80,203 @@ class OutputComparison:
     max_abs_diff: float
     max_rel_diff: float
     passed: bool
+    rtol: float = 0.0
+    atol: float = 0.0
+    mismatched: int = 0
+    histogram: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    nan_ignored: int = 0
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: name, shape, dtype, max abs/rel diff, verdict."""
+        verdict = "" if self.passed else "  MISMATCH"
+        text = (
+            f"{self.name}: shape {list(self.actual_shape)} {str(self.actual_dtype).removeprefix('torch.')}, "
+            f"max abs diff {self.max_abs_diff:.3g}, max rel diff {self.max_rel_diff:.3g}"
+            f" (rtol {self.rtol:g}, atol {self.atol:g}){verdict}"
+        )
+        return "; ".join([text, *self.notes])
+
+
+def compare_tensors(
+    name: str, expected: torch.Tensor, actual: torch.Tensor, rtol: float | None = None, atol: float | None = None
+) -> OutputComparison:
+    """Compare one eager tensor with one onnxruntime tensor with the rules of this module.
+
+    Args:
+        name: The value's name (for messages).
+        expected: Eager's tensor, any shape and dtype.
+        actual: onnxruntime's tensor.
+        rtol, atol: Override the dtype's tolerance.
+
+    Returns:
+        The :class:`OutputComparison`.
+    """
+    e = expected.detach().cpu()
+    a = actual.detach().cpu()
+    r, t = tolerance(e.dtype, rtol, atol)
+    result = OutputComparison(name, tuple(e.shape), tuple(a.shape), e.dtype, a.dtype, 0.0, 0.0, True, r, t)
+    if result.expected_shape != result.actual_shape:
+        result.passed = False
+        result.max_abs_diff = result.max_rel_diff = math.inf
+        result.notes.append(f"shape differs: eager {list(e.shape)}, ONNX {list(a.shape)}")
+        return result
+    if e.dtype != a.dtype:
+        result.passed = False
+        result.notes.append(f"dtype differs: eager {e.dtype}, ONNX {a.dtype}")
+    if e.numel() == 0:
+        return result
+    if e.is_complex() or a.is_complex():
+        e, a = torch.view_as_real(e.to(torch.complex128)), torch.view_as_real(a.to(torch.complex128))
+    ef, af = e.double(), a.double()
+    e_nan, a_nan = torch.isnan(ef), torch.isnan(af)
+    e_inf, a_inf = torch.isinf(ef), torch.isinf(af)
+    finite = ~(e_nan | e_inf)
+    # Non-finite rules.
+    nan_ok = e_nan & a_nan
+    nan_ignored = e_nan & ~a_nan & ~a_inf
+    inf_ok = e_inf & (ef == af)
+    bad_nonfinite = (e_nan & a_inf) | (e_inf & ~inf_ok) | (finite & (a_nan | a_inf))
+    result.nan_ignored = int(nan_ignored.sum())
+    n_nan = int(e_nan.sum())
+    if n_nan:
+        result.notes.append(
+            f"eager is NaN at {n_nan} position(s): ONNX is NaN at {int(nan_ok.sum())}, finite at "
+            f"{result.nan_ignored} (eager's result is undefined there, e.g. a fully-masked attention "
+            "row; not counted as a mismatch)"
+        )
+    n_inf = int(e_inf.sum())
+    if n_inf:
+        result.notes.append(f"eager is ±inf at {n_inf} position(s): ONNX matches at {int(inf_ok.sum())}")
+    onnx_only = int((finite & (a_nan | a_inf)).sum())
+    if onnx_only:
+        result.notes.append(f"ONNX is NaN/inf at {onnx_only} position(s) where eager is finite")
+    both_finite = finite & ~(a_nan | a_inf)
+    diff = (ef - af).abs()[both_finite]
+    ref = ef.abs()[both_finite]
+    if diff.numel():
+        result.max_abs_diff = float(diff.max())
+        result.max_rel_diff = float((diff / ref.clamp_min(1e-12)).max())
+    beyond = diff > (t + r * ref)
+    result.mismatched = int(beyond.sum()) + int(bad_nonfinite.sum())
+    if bad_nonfinite.any():
+        result.max_abs_diff = result.max_rel_diff = math.inf
+    result.histogram = histogram(diff)
+    result.passed = result.passed and result.mismatched == 0
+    return result
+
+
+def histogram(diff: torch.Tensor) -> list[tuple[str, int]]:
+    """``(label, count)`` of ``|diff|`` values per decade bucket (see :data:`HISTOGRAM_LABELS`)."""
+    if diff.numel() == 0:
+        return []
+    counts = [int((diff == 0).sum())]
+    edges = HISTOGRAM_EDGES
+    for low, high in zip(edges, edges[1:]):
+        counts.append(int(((diff > low) & (diff < high)).sum()) if low == 0 else int(((diff >= low) & (diff < high)).sum()))
+    counts.append(int((diff >= edges[-1]).sum()))
+    return [(label, c) for label, c in zip(HISTOGRAM_LABELS, counts) if c]
 
 
 @dataclasses.dataclass
-class VerificationResult:
-    """Every output's comparison; ``passed`` when all pass."""
+class InputSetResult:
+    """The comparison of every output on one set of inputs.
 
+    Attributes:
+        label: ``"example inputs"``, ``"generated: batch=3, sequence=9"`` or ``"inputs[i]"``.
+        shapes: Input name → shape fed.
+        outputs: One :class:`OutputComparison` per output.
+    """
+
+    label: str
+    shapes: dict[str, tuple[int, ...]]
     outputs: list[OutputComparison]
 
     @property
     def passed(self) -> bool:
         return all(o.passed for o in self.outputs)
 
+
+@dataclasses.dataclass
+class CheckResult:
+    """One model check (``onnx.checker`` full check, onnxruntime load): truthful outcome and time."""
+
+    name: str
+    passed: bool
+    seconds: float
+    detail: str = ""
+
+
+@dataclasses.dataclass
+class VerificationResult:
+    """Everything :func:`onnxport.verify` found.
+
+    Attributes:
+        input_sets: One :class:`InputSetResult` per input set (the example inputs first).
+        checks: The model checks run (checker, onnxruntime load).
+        localization: With ``localize=True``: a :class:`onnxport.verify.localize.Localization`.
+        sessions: onnxruntime sessions created (1 per verification, with or without localization).
+    """
+
+    input_sets: list[InputSetResult]
+    checks: list[CheckResult] = dataclasses.field(default_factory=list)
+    localization: Any = None
+    sessions: int = 0
+
+    @property
+    def outputs(self) -> list[OutputComparison]:
+        """The comparisons on the example inputs (the first input set)."""
+        return self.input_sets[0].outputs if self.input_sets else []
+
+    @property
+    def passed(self) -> bool:
+        return all(s.passed for s in self.input_sets) and all(c.passed for c in self.checks)
+
     @property
     def max_abs_diff(self) -> float:
-        return max((o.max_abs_diff for o in self.outputs), default=0.0)
+        return max((o.max_abs_diff for s in self.input_sets for o in s.outputs), default=0.0)
 
     def summary(self) -> str:
-        return "\n".join(
-            f"{o.name}: shape {list(o.actual_shape)} {o.actual_dtype}, max abs diff {o.max_abs_diff:.3g}"
-            f"{'' if o.passed else '  MISMATCH'}"
-            for o in self.outputs
-        )
+        """Plain-text lines: per input set and output, then the localized node if any."""
+        lines = []
+        for check in self.checks:
+            lines.append(f"{check.name}: {'ok' if check.passed else 'FAILED'}{' - ' + check.detail if check.detail else ''}")
+        for s in self.input_sets:
+            lines.append(f"[{s.label}] " + ", ".join(f"{k} {list(v)}" for k, v in s.shapes.items()))
+            lines.extend("  " + o.summary() for o in s.outputs)
+        if self.localization is not None:
+            lines.append(self.localization.summary())
+        return "\n".join(lines)
 
 
-def eager_outputs(model: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    """Run the model in eager PyTorch and flatten its outputs to tensors (pytree order)."""
-    from torch.export import ExportedProgram
-
-    module = model.module() if isinstance(model, ExportedProgram) else model
-    with torch.no_grad():
-        out = module(*args, **kwargs)
-    return [x for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
-
-
-def compare(names: list[str], expected: list[torch.Tensor], actual: list[torch.Tensor]) -> VerificationResult:
-    """Compare values, shapes and dtypes with the tolerances in :data:`TOLERANCES`."""
-    if len(expected) != len(actual):
-        raise VerificationError(f"The ONNX model returned {len(actual)} outputs; eager returned {len(expected)}.")
-    results = []
-    for name, e, a in zip(names, expected, actual):
-        e = e.detach().cpu()
-        shape_ok = tuple(e.shape) == tuple(a.shape)
-        dtype_ok = e.dtype == a.dtype
-        if shape_ok and e.numel():
-            ef, af = e.double(), a.double()
-            both_nan = torch.isnan(ef) & torch.isnan(af)
-            same_inf = torch.isinf(ef) & (ef == af)
-            diff = (ef - af).abs().masked_fill(both_nan | same_inf, 0)
-            diff = diff.nan_to_num(nan=float("inf"))
-            max_abs = float(diff.max())
-            max_rel = float((diff / ef.abs().clamp_min(1e-12)).max())
-            rtol, atol = TOLERANCES.get(e.dtype, (0.0, 0.0))
-            values_ok = bool((diff <= atol + rtol * ef.abs().nan_to_num(0)).all())
-        else:
-            max_abs = max_rel = 0.0 if shape_ok else float("inf")
-            values_ok = shape_ok
-        results.append(
-            OutputComparison(name, tuple(e.shape), tuple(a.shape), e.dtype, a.dtype, max_abs, max_rel,
-                             shape_ok and dtype_ok and values_ok)
-        )
-    return VerificationResult(results)
-
-
-def verify_program(program: Any, model: Any, args: tuple, kwargs: dict, *, raise_on_mismatch: bool = False) -> VerificationResult:
-    """Run ``program`` in onnxruntime and ``model`` in eager on the same inputs and compare.
+def compare_outputs(
+    names: Sequence[str],
+    expected: Sequence[torch.Tensor],
+    actual: Sequence[torch.Tensor],
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> list[OutputComparison]:
+    """Compare outputs pairwise (names from the ONNX graph).
 
     Raises:
-        VerificationError: onnxruntime cannot load the model, or (``raise_on_mismatch``) an output
-            differs in shape, dtype or beyond tolerance.
+        VerificationError: The number of outputs differs.
     """
-    expected = eager_outputs(model, args, kwargs)
-    actual = program(*args, **kwargs)
-    names = [o.name for o in program.model.graph.outputs]
-    result = compare(names, expected, actual)
-    if raise_on_mismatch and not result.passed:
-        raise VerificationError("The ONNX model's outputs differ from eager PyTorch:\n" + result.summary())
-    return result
+    from onnxport.errors import VerificationError
+
+    if len(expected) != len(actual):
+        raise VerificationError(f"The ONNX model returned {len(actual)} outputs; eager returned {len(expected)}.")
+    return [compare_tensors(n, e, a, rtol, atol) for n, e, a in zip(names, expected, actual)]
+
+
+__all__ = [
+    "HISTOGRAM_LABELS",
+    "TOLERANCES",
+    "CheckResult",
+    "InputSetResult",
+    "OutputComparison",
+    "VerificationResult",
+    "compare_outputs",
+    "compare_tensors",
+    "histogram",
+    "tolerance",
+]

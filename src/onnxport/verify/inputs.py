@@ -1,0 +1,176 @@
+"""Input sets for verification: normalizing user-given sets, and generating one with other dynamic dims.
+
+For a dynamic model, verifying only on the example inputs misses every bug that shows only at another
+shape (a dim baked into a Reshape, a broadcast that only works for batch 2). :func:`second_input_set`
+builds a set where every symbolic dim of the graph inputs takes another value allowed by the
+ExportedProgram's ``range_constraints`` (the example value + 1, or - 1 at the upper bound). Values are
+the example tensors' own values repeated cyclically along the resized axes, so token ids stay in
+the vocabulary and masks stay masks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
+
+InputSet = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+def normalize(args: Any, kwargs: Mapping[str, Any] | None) -> InputSet:
+    """``(args, kwargs)`` with ``args`` a tuple (one tensor becomes a 1-tuple) and ``kwargs`` a dict."""
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    return tuple(args), dict(kwargs or {})
+
+
+def normalize_sets(inputs: Sequence[Any] | None) -> list[InputSet]:
+    """Each item of ``inputs`` is an args tuple (or one tensor), or an ``(args, kwargs)`` pair whose
+    second element is a dict.
+
+    Raises:
+        InputError: An item is neither.
+    """
+    from onnxport.errors import InputError
+
+    sets = []
+    for i, item in enumerate(inputs or ()):
+        if isinstance(item, torch.Tensor):
+            sets.append(normalize(item, None))
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
+            sets.append(normalize(item[0], item[1]))
+        elif isinstance(item, (tuple, list)):
+            sets.append(normalize(tuple(item), None))
+        elif isinstance(item, Mapping):
+            sets.append(((), dict(item)))
+        else:
+            raise InputError(
+                f"inputs[{i}] is a {type(item).__name__}; give an args tuple, a kwargs dict or an "
+                "(args, kwargs) pair."
+            )
+    return sets
+
+
+def shapes_of(args: tuple[Any, ...], kwargs: Mapping[str, Any], names: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """Input name → shape of each tensor leaf of ``(args, kwargs)``, names in graph-input order."""
+    leaves = [t for t in torch.utils._pytree.tree_leaves((args, dict(kwargs))) if isinstance(t, torch.Tensor)]
+    names = list(names) + [f"input_{i}" for i in range(len(names), len(leaves))]
+    return {n: tuple(t.shape) for n, t in zip(names, leaves)}
+
+
+def _user_placeholders(ep: ExportedProgram) -> list[torch.fx.Node]:
+    user = {s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT}
+    return [n for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
+
+
+def _choose(value: int, lower: int, upper: Any) -> int | None:
+    """Another value for a dim: value + 1 if allowed, else value - 1, never 0 or 1 (specialized)."""
+    for candidate in (value + 1, value - 1, value + 2):
+        if candidate >= max(lower, 2) and (upper is None or candidate <= upper) and candidate != value:
+            return candidate
+    return None
+
+
+def _upper(bound: Any) -> int | None:
+    """A finite integer bound, or ``None`` for ``int_oo``/``oo``."""
+    if getattr(bound, "is_finite", True) is False or getattr(bound, "is_infinite", False):
+        return None
+    try:
+        return int(bound)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+
+
+def second_input_set(ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[InputSet, dict[str, int]] | None:
+    """Example inputs with every symbolic input dim changed, or ``None`` for a static model.
+
+    Args:
+        ep: The ExportedProgram the ONNX model was translated from.
+        args, kwargs: The example inputs.
+
+    Returns:
+        ``((args, kwargs), {symbol: new value})``, or ``None`` when no input dim is symbolic or no
+        other value satisfies the range constraints.
+    """
+    flat = ep._graph_module_flat_inputs(args, dict(kwargs))
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    by_id = {id(v): p for v, p in zip(flat, placeholders)}
+    user = set(_user_placeholders(ep))
+    example: dict[Any, int] = {}
+    for value, node in zip(flat, placeholders):
+        val = node.meta.get("val")
+        if node not in user or not isinstance(val, torch.Tensor) or not isinstance(value, torch.Tensor):
+            continue
+        for dim, size in zip(val.shape, value.shape):
+            if isinstance(dim, torch.SymInt) and dim.node.expr.is_Symbol:
+                example[dim.node.expr] = int(size)
+    if not example:
+        return None
+    ranges = {str(k): v for k, v in ep.range_constraints.items()}
+    new: dict[Any, int] = {}
+    for symbol, size in example.items():
+        vr = ranges.get(str(symbol))
+        lower = int(vr.lower) if vr is not None else 2
+        choice = _choose(size, lower, _upper(vr.upper) if vr is not None else None)
+        if choice is None:
+            return None
+        new[symbol] = choice
+
+    import sympy
+
+    def resize(leaf: Any) -> Any:
+        node = by_id.get(id(leaf))
+        if node is None or not isinstance(leaf, torch.Tensor):
+            return leaf
+        val = node.meta["val"]
+        out = leaf
+        for axis, dim in enumerate(val.shape):
+            if not isinstance(dim, torch.SymInt):
+                continue
+            size = sympy.sympify(dim.node.expr.xreplace(new))
+            if not size.is_number:
+                return leaf
+            index = torch.arange(int(size)) % max(leaf.shape[axis], 1)
+            out = out.index_select(axis, index)
+        return out
+
+    new_args, new_kwargs = torch.utils._pytree.tree_map(resize, (tuple(args), dict(kwargs)))
+    return (tuple(new_args), dict(new_kwargs)), {str(k): v for k, v in new.items()}
+
+
+def second_input_set_from_onnx(graph_inputs: Sequence[Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[InputSet, dict[str, int]] | None:
+    """Like :func:`second_input_set` for a model without ExportedProgram (loaded from a file): every
+    named symbolic dim of the ONNX graph inputs takes its example value + 1.
+
+    Args:
+        graph_inputs: The ONNX graph inputs (``onnx_ir.Value``), in feed order.
+        args, kwargs: The example inputs; their tensor leaves bind to the graph inputs in order.
+
+    Returns:
+        ``((args, kwargs), {dim name: new value})`` or ``None`` when no input dim is symbolic.
+    """
+    leaves = [t for t in torch.utils._pytree.tree_leaves((tuple(args), dict(kwargs))) if isinstance(t, torch.Tensor)]
+    plan: dict[int, list[tuple[int, str]]] = {}
+    example: dict[str, int] = {}
+    for leaf, value in zip(leaves, graph_inputs):
+        for axis, dim in enumerate(value.shape or ()):
+            if not isinstance(dim, int) and dim.value and axis < leaf.dim():
+                plan.setdefault(id(leaf), []).append((axis, dim.value))
+                example.setdefault(dim.value, int(leaf.shape[axis]))
+    if not example:
+        return None
+    new = {name: size + 1 for name, size in example.items()}
+
+    def resize(leaf: Any) -> Any:
+        for axis, name in plan.get(id(leaf), ()):
+            leaf = leaf.index_select(axis, torch.arange(new[name]) % max(leaf.shape[axis], 1))
+        return leaf
+
+    new_args, new_kwargs = torch.utils._pytree.tree_map(resize, (tuple(args), dict(kwargs)))
+    return (tuple(new_args), dict(new_kwargs)), new
+
+
+__all__ = ["InputSet", "normalize", "normalize_sets", "second_input_set", "second_input_set_from_onnx", "shapes_of"]
