@@ -122,6 +122,7 @@ def export(
     external_data: bool | None = None,
     registry: Registry | None = None,
     custom_translations: Any = None,
+    modules_as_functions: Any = None,
     verbose: bool | None = None,
 ) -> ONNXProgram:
     """Export a PyTorch model to ONNX; parameters mean what they mean in ``torch.onnx.export``.
@@ -152,6 +153,9 @@ def export(
         registry: Translations to use instead of :func:`onnxport.default_registry`.
         custom_translations: ``{torch.ops.ns.op.overload: fn}`` or a :class:`Registry`, used for
             this export only and preferred over onnxport's own translations.
+        modules_as_functions: Module types (classes, or class names such as
+            ``"LlamaDecoderLayer"``) whose instances become calls to ONNX local functions, one
+            function per distinct body, shared by identical blocks.
         verbose: Accepted for torch.onnx compatibility; progress goes to the CLI instead.
 
     Returns:
@@ -173,7 +177,7 @@ def export(
     try:
         program = _export(model, args, kwargs, status, (dynamic_shapes, dynamic_axes, dynamic), input_names,
                           output_names, opset_version, optimize, verify,
-                          registry_for_export(registry, custom_translations))
+                          registry_for_export(registry, custom_translations), modules_as_functions)
         if f is not None:
             with status.step("save"):
                 program.save(f, include_initializers=export_params, external_data=external_data)
@@ -197,6 +201,7 @@ def _export(
     optimize: bool,
     verify: bool,
     registry: Registry,
+    modules_as_functions: Any = None,
 ) -> ONNXProgram:
     opset = check_opset(opset_version)
     target_opset = max(opset, MIN_OPSET)
@@ -260,7 +265,12 @@ def _export(
         from onnxport.passes import optimize as run_passes
 
         with status.step("optimize"):
-            run_passes(model_ir)
+            run_passes(model_ir, modules_as_functions)
+    elif modules_as_functions:
+        from onnxport.passes.module_functions import ModuleFunctionsPass
+
+        with status.step("modules as functions"):
+            ModuleFunctionsPass(modules_as_functions)(model_ir)
     if opset != target_opset:
         from onnxport.passes.opset_conversion import convert_opset
 

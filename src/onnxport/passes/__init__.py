@@ -6,23 +6,33 @@ and fusions to standard ONNX ops (``passes/fusions/``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import onnx_ir as ir
 import onnx_ir.passes.common as common
 
 from onnxport.passes.constant_folding import FoldConstantsPass
 from onnxport.passes.fusions.conv_batchnorm import ConvBatchNormPass
 from onnxport.passes.fusions.rms_norm import RMSNormFusionPass
+from onnxport.passes.module_functions import ModuleFunctionsPass
 from onnxport.passes.transposed_weights import TransposedWeightsPass
 
 
-def optimize(model: ir.Model) -> ir.Model:
-    """Run onnxport's default pass pipeline on ``model`` in place and return it."""
+def optimize(model: ir.Model, modules_as_functions: Iterable[str | type] | None = None) -> ir.Model:
+    """Run onnxport's default pass pipeline on ``model`` in place and return it.
+
+    Args:
+        modules_as_functions: Module types to outline as ONNX local functions; done before CSE
+            so that identical blocks keep identical bodies.
+    """
+    outline = [ModuleFunctionsPass(modules_as_functions)] if modules_as_functions else []
     passes = ir.passes.PassManager(
         [
             TransposedWeightsPass(),
             FoldConstantsPass(),
             ConvBatchNormPass(),
             RMSNormFusionPass(),
+            *outline,
             common.IdentityEliminationPass(),
             common.CommonSubexpressionEliminationPass(),
             common.RemoveUnusedNodesPass(),
