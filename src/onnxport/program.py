@@ -238,7 +238,8 @@ def make_session(model: ir.Model, owner: ONNXProgram | None = None, providers: S
     options = ort.SessionOptions()
     options.log_severity_level = 3
     try:
-        if initializer_bytes(model) < PROTOBUF_LIMIT:
+        on_disk = any(isinstance(v.const_value, ir.ExternalTensor) for v in model.graph.initializers.values())
+        if initializer_bytes(model) < PROTOBUF_LIMIT and not on_disk:
             data = ir.serde.serialize_model(model).SerializeToString()
             return ort.InferenceSession(data, options, providers=list(providers))
         tmp = tempfile.TemporaryDirectory(prefix="onnxport-")

@@ -212,8 +212,10 @@ def _draft_warnings(ep: ExportedProgram) -> list[str]:
         where = ""
         if frames:
             frame = frames[-1]
-            filename = report.str_to_filename.get(frame.get("filename"), frame.get("filename"))
-            where = f' at File "{filename}", line {frame.get("line")}'
+            filename = report.str_to_filename.get(frame.get("filename"))
+            where = f' at File "{filename}", line {frame.get("line")}' if filename else f' at line {frame.get("line")}'
+            if frame.get("loc"):
+                where += f" ({frame['loc'].strip()})"
         what = data.get("expr")
         detail = f"{what} assumed {data.get('result')}" if what is not None else ""
         out.append(f"{failure.failure_type.name}{where}: {detail}".rstrip(": "))

@@ -8,10 +8,11 @@ may be ``onnx_ir.LazyTensor``s computed on serialization) and the same bytes fee
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import onnx_ir as ir
@@ -28,17 +29,21 @@ def _first_lines(error: BaseException, n: int = 6) -> str:
     return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
 
 
-def _with_outputs(model: ir.Model, extra: Sequence[ir.Value]) -> Any:
-    """Serialize ``model`` with ``extra`` values appended as graph outputs; the in-memory model is
-    restored before returning."""
+@contextlib.contextmanager
+def _with_outputs(model: ir.Model, extra: Sequence[ir.Value]) -> Iterator[ir.Model]:
+    """``model`` with ``extra`` values appended as graph outputs, restored on exit."""
     graph = model.graph
     graph.outputs.extend(extra)
     try:
-        proto = ir.serde.serialize_model(model)
+        yield model
     finally:
         for _ in extra:
             graph.outputs.pop()
-    return proto
+
+
+def _on_disk(model: ir.Model) -> bool:
+    """Whether some initializer is still in an external data file (a model loaded from disk)."""
+    return any(isinstance(v.const_value, ir.ExternalTensor) for v in model.graph.initializers.values())
 
 
 def checked_session(
@@ -72,20 +77,18 @@ def checked_session(
     from onnxport.program import PROTOBUF_LIMIT, initializer_bytes
 
     checks = checks if checks is not None else []
-    large = initializer_bytes(model) >= PROTOBUF_LIMIT
     start = time.perf_counter()
-    path = None
-    if large:
-        tmp = tempfile.TemporaryDirectory(prefix="onnxport-")
-        if tempdir_owner is not None:
-            tempdir_owner._tempdir = tmp
-        path = os.path.join(tmp.name, "model.onnx")
-        proto = _with_outputs(model, extra_outputs)
-        # Weights were serialized into the proto; write them out once as external data.
-        onnx.save_model(proto, path, save_as_external_data=True, location="model.onnx.data")
-        data: Any = path
-    else:
-        data = _with_outputs(model, extra_outputs).SerializeToString()
+    data: Any
+    with _with_outputs(model, extra_outputs):
+        if initializer_bytes(model) >= PROTOBUF_LIMIT or _on_disk(model):
+            # Past 2 GB, or weights in another file: write the model once (weights streamed).
+            tmp = tempfile.TemporaryDirectory(prefix="onnxport-")
+            if tempdir_owner is not None:
+                tempdir_owner._tempdir = tmp
+            data = os.path.join(tmp.name, "model.onnx")
+            ir.save(model, data, external_data="model.onnx.data")
+        else:
+            data = ir.serde.serialize_model(model).SerializeToString()
     try:
         onnx.checker.check_model(data, full_check=True)  # bytes or path: no second serialization
     except Exception as e:  # onnx raises ValidationError / InferenceError

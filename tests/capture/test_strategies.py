@@ -1,0 +1,125 @@
+"""Acceptance 3: capture fallbacks (non-strict → strict → draft export), every attempt recorded and
+shown in the report; the error when all fail names the first real cause and the source line."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import onnxport
+from onnxport.capture import strategies
+
+
+class NeedsStrict(torch.nn.Module):
+    """Non-strict traces FakeTensors, so the exact-type check fails; Dynamo sees a torch.Tensor."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if type(x) is not torch.Tensor:
+            raise TypeError("expected a plain torch.Tensor")
+        return x * 2
+
+
+class NeedsNonStrict(torch.nn.Module):
+    """Dynamo cannot trace ``sys._getframe``; non-strict runs it as plain Python."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        sys._getframe()
+        return x + 1
+
+
+class DataDependent(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:  # branch on data
+            return x + 1
+        return x - 1
+
+
+def test_nonstrict_fails_strict_captures(tmp_path: Path) -> None:
+    report = tmp_path / "r.md"
+    x = torch.randn(3)
+    program = onnxport.export(NeedsStrict(), (x,), report=report)
+    torch.testing.assert_close(program(x)[0], x * 2)
+    attempts = program.status.capture_attempts
+    assert [a.strategy for a in attempts] == ["torch.export.export(strict=False)", "torch.export.export(strict=True)"]
+    assert isinstance(attempts[0].error, TypeError) and attempts[0].cause == "error"
+    assert attempts[1].success
+    md = report.read_text(encoding="utf-8")
+    assert "  - [ ] `torch.export.export(strict=False)` failed: TypeError: expected a plain torch.Tensor" in md
+    assert "  - [x] `torch.export.export(strict=True)` succeeded" in md
+    assert "## Capture tracebacks" in md and "<summary>torch.export.export(strict=False)</summary>" in md
+
+
+def test_strict_fails_nonstrict_captures(tmp_path: Path) -> None:
+    x = torch.randn(3)
+    with pytest.raises(Exception) as info:  # strict alone cannot capture it
+        strategies._strict(NeedsNonStrict(), (x,), {}, None)
+    assert strategies.classify(info.value) == strategies.UNSUPPORTED_CONSTRUCT
+    assert "sys._getframe()" in (strategies.source_line(info.value) or "")
+
+    report = tmp_path / "r.md"
+    program = onnxport.export(NeedsNonStrict(), (x,), report=report)
+    torch.testing.assert_close(program(x)[0], x + 1)
+    assert [a.success for a in program.status.capture_attempts] == [True]
+    md = report.read_text(encoding="utf-8")
+    assert "  - [x] `torch.export.export(strict=False)` succeeded" in md
+    assert "| `torch.export.export(strict=False)` | success |" in md
+
+
+def test_draft_export_specializes_with_a_warning(tmp_path: Path) -> None:
+    x = torch.ones(3)
+    # Draft export leaves torch.sym_ite(item, 1, 0) in the graph; translate it for this export.
+    registry = onnxport.default_registry().copy()
+    registry.register_translation(
+        torch.sym_ite, lambda ctx, c, a, b: ctx.op.Where(c, ctx.const(a), ctx.const(b))
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = onnxport.export(DataDependent(), (x,), report=tmp_path / "r.md", registry=registry)
+    attempts = program.status.capture_attempts
+    assert [a.cause for a in attempts] == ["data-dependent guard", "data-dependent guard", None]
+    assert attempts[2].strategy == "torch.export._draft_export.draft_export" and attempts[2].success
+    assert len(attempts[2].warnings) == 1
+    assert "if x.sum() > 0:" in attempts[2].warnings[0] and "DATA_DEPENDENT_ERROR" in attempts[2].warnings[0]
+    assert any("specialized on the example inputs" in str(w.message) for w in caught)
+    torch.testing.assert_close(program(x)[0], x + 1)  # the branch taken by the example
+    md = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "Draft export specialized on the example inputs" in md
+    assert "(data-dependent guard)" in md
+
+
+def test_all_fail_names_first_real_cause_and_source_line(tmp_path: Path) -> None:
+    class Uncapturable(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            sys._getframe()  # the construct strict export rejects
+            if type(x) is not torch.Tensor:
+                raise TypeError("expected a plain torch.Tensor")
+            return x
+
+    report = tmp_path / "r.md"
+    with pytest.raises(onnxport.CaptureError) as info:
+        onnxport.export(Uncapturable(), (torch.randn(3),), report=report)
+    err = info.value
+    assert err.cause == "unsupported Python construct"
+    assert err.source_line is not None and "sys._getframe()  # the construct strict export rejects" in err.source_line
+    assert [a.strategy for a in err.attempts] == [s for s, _ in strategies.STRATEGIES]
+    text = str(err)
+    assert "first cause (unsupported Python construct, torch.export.export(strict=True))" in text
+    assert "torch.export._draft_export.draft_export: TypeError: expected a plain torch.Tensor" in text
+    md = report.read_text(encoding="utf-8")
+    assert "**Result: failure**" in md and "- [ ] capture" in md
+    assert md.count("  - [ ] `torch.export") == 3
+
+
+def test_constraint_violation_is_classified() -> None:
+    class Slices(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + torch.ones(8)  # forces dim 1 == 8
+
+    dim = torch.export.Dim("seq")
+    with pytest.raises(Exception) as info:
+        strategies._nonstrict(Slices(), (torch.randn(2, 8),), {}, {"x": {1: dim}})
+    assert strategies.classify(info.value) == strategies.CONSTRAINT_VIOLATION
