@@ -30,6 +30,7 @@ def optimize(model: ir.Model, modules_as_functions: Iterable[str | type] | None 
         [
             TransposedWeightsPass(),
             FoldConstantsPass(),
+            common.RemoveUnusedNodesPass(),  # fusions match single-use values
             ConvBatchNormPass(),
             RMSNormFusionPass(),
             *outline,
