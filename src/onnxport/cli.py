@@ -116,14 +116,6 @@ class ExportOptions:
 
 @app.command("export")
 def export_command(
-    spec: Annotated[
-        str,
-        typer.Argument(
-            metavar="SPEC",
-            help="`path/to/file.py:factory` or a local Hugging Face model folder (see above).",
-            show_default=False,
-        ),
-    ],
     output: Annotated[
         Path,
         typer.Option(
@@ -134,6 +126,14 @@ def export_command(
             show_default=False,
         ),
     ],
+    spec: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="SPEC",
+            help="`path/to/file.py:factory` or a local Hugging Face model folder (see above).",
+            show_default=False,
+        ),
+    ] = None,
     opset: Annotated[
         int | None,
         typer.Option(
@@ -186,6 +186,27 @@ def export_command(
             show_default=False,
         ),
     ] = None,
+    hf: Annotated[
+        Path | None,
+        typer.Option(
+            "--hf",
+            metavar="FOLDER",
+            help="Export a local Hugging Face model folder for a task (onnxport.hf, docs/hf.md): "
+            "-o is then an output folder, written with the ONNX model(s), config and tokenizer files.",
+            show_default=False,
+        ),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            metavar="TASK",
+            help="With --hf: feature-extraction, fill-mask, text-classification, token-classification, "
+            "question-answering, image-classification, text-generation, text2text-generation, "
+            "automatic-speech-recognition (default: from the architecture).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Export a PyTorch model to ONNX.
 
@@ -220,6 +241,10 @@ def export_command(
     """
     from onnxport.cli_spec import parse_dynamic_options
 
+    if hf is not None or spec is None:
+        from onnxport.cli_hf import hf_command
+
+        return hf_command(spec, hf, task, output, opset, optimize, verify)
     try:
         parsed_dynamic = parse_dynamic_options(dynamic or [])
     except SpecError as e:

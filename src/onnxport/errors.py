@@ -152,3 +152,9 @@ class ModelCheckError(VerificationError):
 
 class DynamicShapesError(InputError):
     """``dynamic_shapes`` cannot be honoured: the model fixes or relates dims declared dynamic."""
+
+
+class HFError(InputError):
+    """A Hugging Face model folder cannot be exported: missing or malformed ``config.json``, an
+    architecture transformers does not know, missing weights, or a task the model does not support.
+    """

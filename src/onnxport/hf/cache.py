@@ -1,0 +1,213 @@
+"""Export wrappers: small ``nn.Module``\\ s whose forward takes and returns flat tensors.
+
+A language model's KV cache is a transformers ``DynamicCache`` object, which torch.export only
+accepts when registered with pytree. The wrappers here take the cache as a list of ``(key, value)``
+tensors, build a fresh ``DynamicCache`` inside ``forward``, call the model and return its logits
+followed by the updated keys and values, so nothing needs registering and the graph inputs and
+outputs are plain tensors named as onnxruntime-genai and Optimum name them (``docs/hf.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+
+def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) -> Any:
+    """Put each layer's ``(key, value)`` into ``cache`` (a ``DynamicCache``) without a concat.
+
+    ``DynamicLayer.update`` concatenates onto a 1-D empty tensor, which torch allows but ONNX's
+    Concat does not (all inputs must have the same rank); so the layer is initialized and then
+    given the tensors directly.
+    """
+    for layer, (key, value) in zip(cache.layers, past_key_values, strict=True):
+        layer.lazy_initialization(key, value)
+        layer.keys, layer.values = key, value
+        if hasattr(layer, "cumulative_length"):
+            layer.cumulative_length = key.shape[-2]
+    return cache
+
+
+def empty_cross_cache(config: Any) -> Any:
+    """An empty ``DynamicCache`` for cross-attention whose first update stores the tensors as they
+    are (``DynamicLayer.update`` would concatenate them onto a 1-D empty tensor; see
+    :func:`fill_cache`)."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    class _StoreFirstLayer(DynamicLayer):
+        def update(
+            self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+        ) -> Any:
+            if self.is_initialized:
+                return super().update(key_states, value_states, *args, **kwargs)
+            self.lazy_initialization(key_states, value_states)
+            self.keys, self.values = key_states, value_states
+            return self.keys, self.values
+
+    cache = DynamicCache(config=config)
+    cache.layers = [_StoreFirstLayer() for _ in cache.layers]
+    return cache
+
+
+def flatten_cache(cache: Any) -> list[torch.Tensor]:
+    """``[key0, value0, key1, value1, ...]`` of a ``DynamicCache``."""
+    flat: list[torch.Tensor] = []
+    for layer in cache.layers:
+        flat += [layer.keys, layer.values]
+    return flat
+
+
+def new_cache(config: Any) -> Any:
+    """An empty ``DynamicCache`` with one layer per decoder layer of ``config``."""
+    from transformers import DynamicCache
+
+    return DynamicCache(config=config)
+
+
+class TextModel(torch.nn.Module):
+    """Encoder-style text model: returns the task's outputs as a tuple.
+
+    With ``pooling`` (sentence-transformers mean pooling), ``sentence_embedding`` follows
+    ``last_hidden_state``: the mean of the token states weighted by the attention mask,
+    L2-normalized when the folder's modules include ``Normalize``.
+    """
+
+    def __init__(
+        self, model: torch.nn.Module, outputs: Sequence[str], pooling: dict[str, Any] | None
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.outputs = tuple(outputs)
+        self.normalize = bool(pooling and pooling.get("normalize"))
+        self.pooling = pooling is not None
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, ...]:
+        extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra)
+        result = [out[name] for name in self.outputs]
+        if self.pooling:
+            result.append(mean_pooling(out["last_hidden_state"], attention_mask, self.normalize))
+        return tuple(result)
+
+
+def mean_pooling(
+    hidden: torch.Tensor, attention_mask: torch.Tensor, normalize: bool
+) -> torch.Tensor:
+    """Sentence-transformers mean pooling: masked mean over tokens (then L2 norm if asked)."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    if normalize:
+        pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+    return pooled
+
+
+class VisionModel(torch.nn.Module):
+    """Image model: ``pixel_values`` → the task's outputs."""
+
+    def __init__(self, model: torch.nn.Module, outputs: Sequence[str]) -> None:
+        super().__init__()
+        self.model = model
+        self.outputs = tuple(outputs)
+
+    def forward(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.model(pixel_values=pixel_values)
+        return tuple(out[name] for name in self.outputs)
+
+
+class CausalLMWithCache(torch.nn.Module):
+    """Decoder-only LM step: ``(input_ids, attention_mask, position_ids, past)`` →
+    ``(logits, present.0.key, present.0.value, ...)``.
+
+    ``attention_mask`` covers past and new tokens (``past_sequence + sequence``); the past may be
+    empty (the first step).
+    """
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        past_key_values: list[tuple[torch.Tensor, torch.Tensor]],
+    ) -> tuple[torch.Tensor, ...]:
+        cache = fill_cache(new_cache(self.model.config), past_key_values)
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        return (out.logits, *flatten_cache(out.past_key_values))
+
+
+class Seq2SeqEncoder(torch.nn.Module):
+    """Encoder of a text encoder-decoder: ``(input_ids, attention_mask)`` → ``last_hidden_state``."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.encoder = model.get_encoder()
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+
+class SpeechEncoder(torch.nn.Module):
+    """Encoder of a Whisper-style model: ``input_features`` → ``last_hidden_state``."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.encoder = model.get_encoder()
+
+    def forward(self, input_features: torch.Tensor) -> torch.Tensor:
+        return self.encoder(input_features=input_features).last_hidden_state
+
+
+class Seq2SeqDecoderWithCache(torch.nn.Module):
+    """Decoder step of an encoder-decoder with a self-attention cache.
+
+    ``(input_ids, encoder_hidden_states, [encoder_attention_mask,] past)`` →
+    ``(logits, present.0.decoder.key, present.0.decoder.value, ...)``. Cross-attention keys and
+    values are computed from ``encoder_hidden_states`` in every step (the cross-attention cache
+    starts empty), so one model serves the first and the later steps.
+    """
+
+    def __init__(self, model: torch.nn.Module, *, with_encoder_mask: bool) -> None:
+        super().__init__()
+        self.model = model
+        self.with_encoder_mask = with_encoder_mask
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        encoder_hidden_states: torch.Tensor,
+        encoder_attention_mask: torch.Tensor | None = None,
+        past_key_values: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+    ) -> tuple[torch.Tensor, ...]:
+        from transformers import DynamicCache, EncoderDecoderCache
+
+        config = self.model.config
+        cache = EncoderDecoderCache(
+            fill_cache(DynamicCache(config=config), past_key_values or []),
+            empty_cross_cache(config),
+        )
+        extra = {} if encoder_attention_mask is None else {"attention_mask": encoder_attention_mask}
+        out = self.model(
+            encoder_outputs=(encoder_hidden_states,),
+            decoder_input_ids=input_ids,
+            past_key_values=cache,
+            use_cache=True,
+            **extra,
+        )
+        return (out.logits, *flatten_cache(out.past_key_values.self_attention_cache))

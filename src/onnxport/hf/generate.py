@@ -1,0 +1,149 @@
+"""Greedy decoding driven through onnxruntime with the exported cache models.
+
+These loops are what an application does with ``model.onnx`` (decoder-only) or
+``encoder_model.onnx`` + ``decoder_model.onnx``: feed the new token, the grown attention mask, the
+positions and the previous step's ``present.*`` as ``past_key_values.*``. They follow
+``transformers``' greedy ``generate`` (positions from the attention mask, finished rows padded), so
+their token ids can be compared with ``model.generate(..., do_sample=False)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def _ids(value: Any) -> set[int]:
+    if value is None:
+        return set()
+    if isinstance(value, (list, tuple)):
+        return {int(v) for v in value}
+    return {int(value)}
+
+
+def _empty_past(session: Any, batch: int, prefix: str) -> dict[str, np.ndarray]:
+    """Zero-length past for every ``past_key_values.*`` input of the session."""
+    feeds = {}
+    for value in session.get_inputs():
+        if value.name.startswith(prefix):
+            _, heads, _, dim = value.shape
+            dtype = np.float16 if "float16" in value.type else np.float32
+            feeds[value.name] = np.zeros((batch, heads, 0, dim), dtype=dtype)
+    return feeds
+
+
+def _next_past(session: Any, outputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """``present.X`` outputs renamed to the ``past_key_values.X`` inputs."""
+    names = [o.name for o in session.get_outputs()]
+    return {
+        "past_key_values" + name[len("present") :]: value
+        for name, value in zip(names, outputs, strict=True)
+        if name.startswith("present")
+    }
+
+
+def _choose(
+    logits: np.ndarray, unfinished: np.ndarray, eos: set[int], pad: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    tokens = logits[:, -1, :].argmax(-1).astype(np.int64)
+    if eos:
+        fill = pad if pad is not None else min(eos)
+        tokens = np.where(unfinished, tokens, fill)
+        unfinished = unfinished & ~np.isin(tokens, list(eos))
+    return tokens, unfinished
+
+
+def greedy_causal_lm(
+    session: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    max_new_tokens: int,
+    *,
+    eos_token_id: Any = None,
+    pad_token_id: int | None = None,
+) -> torch.Tensor:
+    """Greedy decoding with a decoder-only ``model.onnx`` (inputs ``input_ids``, ``attention_mask``,
+    ``position_ids``, ``past_key_values.{i}.key/value``).
+
+    Args:
+        session: An ``onnxruntime.InferenceSession`` of the exported model.
+        input_ids: ``(batch, prompt)`` prompt ids, left-padded.
+        attention_mask: ``(batch, prompt)``, 0 at padding.
+        max_new_tokens: How many tokens to generate.
+        eos_token_id: An id or ids ending a row (then padded with ``pad_token_id``).
+        pad_token_id: The id appended to finished rows.
+
+    Returns:
+        ``(batch, prompt + generated)`` ids, as ``model.generate`` returns them.
+    """
+    ids = input_ids.numpy().astype(np.int64)
+    mask = attention_mask.numpy().astype(np.int64)
+    batch = ids.shape[0]
+    eos = _ids(eos_token_id)
+    feeds: dict[str, np.ndarray] = {
+        "input_ids": ids,
+        **_empty_past(session, batch, "past_key_values"),
+    }
+    sequences = ids
+    unfinished = np.ones(batch, dtype=bool)
+    for _ in range(max_new_tokens):
+        positions = np.cumsum(mask, -1) - 1
+        positions = np.where(mask == 0, 1, positions)[:, -feeds["input_ids"].shape[1] :]
+        feeds.update(attention_mask=mask, position_ids=positions.astype(np.int64))
+        outputs = session.run(None, feeds)
+        tokens, unfinished = _choose(outputs[0], unfinished, eos, pad_token_id)
+        sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
+        if not unfinished.any():
+            break
+        mask = np.concatenate([mask, np.ones((batch, 1), dtype=np.int64)], axis=1)
+        feeds = {"input_ids": tokens[:, None], **_next_past(session, outputs)}
+    return torch.from_numpy(sequences)
+
+
+def greedy_seq2seq(
+    encoder: Any,
+    decoder: Any,
+    encoder_inputs: dict[str, torch.Tensor],
+    decoder_start_token_id: int,
+    max_new_tokens: int,
+    *,
+    eos_token_id: Any = None,
+    pad_token_id: int | None = None,
+) -> torch.Tensor:
+    """Greedy decoding with ``encoder_model.onnx`` + ``decoder_model.onnx``.
+
+    Args:
+        encoder: Session of the encoder (``input_ids`` + ``attention_mask``, or ``input_features``).
+        decoder: Session of the decoder with cache.
+        encoder_inputs: The encoder's inputs by name.
+        decoder_start_token_id: The first decoder token.
+        max_new_tokens: How many tokens to generate.
+        eos_token_id: An id or ids ending a row.
+        pad_token_id: The id appended to finished rows.
+
+    Returns:
+        ``(batch, 1 + generated)`` decoder ids starting with ``decoder_start_token_id``.
+    """
+    feeds_in = {k: v.numpy() for k, v in encoder_inputs.items()}
+    (hidden,) = encoder.run(None, feeds_in)
+    batch = hidden.shape[0]
+    eos = _ids(eos_token_id)
+    start = np.full((batch, 1), decoder_start_token_id, dtype=np.int64)
+    decoder_names = {i.name for i in decoder.get_inputs()}
+    fixed = {"encoder_hidden_states": hidden}
+    if "encoder_attention_mask" in decoder_names:
+        fixed["encoder_attention_mask"] = feeds_in["attention_mask"].astype(np.int64)
+    feeds = {"input_ids": start, **_empty_past(decoder, batch, "past_key_values")}
+    sequences = start
+    unfinished = np.ones(batch, dtype=bool)
+    for _ in range(max_new_tokens):
+        outputs = decoder.run(None, {**fixed, **feeds})
+        tokens, unfinished = _choose(outputs[0], unfinished, eos, pad_token_id)
+        sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
+        if not unfinished.any():
+            break
+        feeds = {"input_ids": tokens[:, None], **_next_past(decoder, outputs)}
+    return torch.from_numpy(sequences)

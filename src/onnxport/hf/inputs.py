@@ -1,0 +1,370 @@
+"""Components to export for a task, their example inputs, dynamic axes and graph names.
+
+A task exports one component (``model``) or two (``encoder_model`` + ``decoder_model``). Each
+:class:`Component` builds inputs for any :class:`Sizes`, so the export uses one set of sizes and
+the validation fresh ones (another batch, sequence and past length, including an empty past).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from onnxport.errors import HFError
+from onnxport.hf import cache as wrappers
+from onnxport.hf.loading import LoadedModel
+
+BATCH = "batch"
+SEQUENCE = "sequence"
+PAST = "past_sequence"
+TOTAL = "total_sequence"
+ENCODER_SEQUENCE = "encoder_sequence"
+DEFAULT_IMAGE = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """The sizes of one input set. ``past`` is the cached length (0 on the first step)."""
+
+    batch: int = 2
+    sequence: int = 8
+    past: int = 3
+    encoder_sequence: int = 6
+    seed: int = 0
+
+    def describe(self) -> str:
+        return f"batch={self.batch} sequence={self.sequence} past={self.past}"
+
+
+EXPORT_SIZES = Sizes()
+# Fresh shapes for validation: an empty past (first step) and a longer one, other batch/sequence.
+CHECK_SIZES = (Sizes(3, 5, 0, 7, seed=1), Sizes(1, 4, 6, 9, seed=2))
+
+
+@dataclasses.dataclass
+class Component:
+    """One ONNX model to write.
+
+    Attributes:
+        name: File stem (``model``, ``encoder_model``, ``decoder_model``).
+        module: The ``nn.Module`` exported (a wrapper from :mod:`onnxport.hf.cache`).
+        make_inputs: Sizes → keyword inputs of ``module.forward``.
+        dynamic_shapes: torch.export dynamic shapes, dims named as in the ONNX graph.
+        input_names: Graph input names (``None``: onnxport's defaults).
+        output_names: Graph output names.
+    """
+
+    name: str
+    module: torch.nn.Module
+    make_inputs: Callable[[Sizes], dict[str, Any]]
+    dynamic_shapes: dict[str, Any]
+    input_names: list[str] | None
+    output_names: list[str]
+
+
+def _generator(sizes: Sizes) -> torch.Generator:
+    return torch.Generator().manual_seed(1000 + sizes.seed)
+
+
+def token_ids(config: Any, batch: int, sequence: int, generator: torch.Generator) -> torch.Tensor:
+    """Random ids below ``vocab_size`` (at least 3, past the usual special ids)."""
+    vocab = getattr(config, "vocab_size", None)
+    if not vocab:
+        raise HFError(
+            f"Config of {config.model_type!r} has no vocab_size; cannot build token inputs."
+        )
+    low = 3 if vocab > 6 else 0
+    return torch.randint(low, vocab, (batch, sequence), generator=generator, dtype=torch.int64)
+
+
+def left_padded_mask(batch: int, length: int, pad: int = 2) -> torch.Tensor:
+    """Ones, except the first ``pad`` positions of row 0 when the batch has several rows."""
+    mask = torch.ones(batch, length, dtype=torch.int64)
+    if batch > 1 and length > pad:
+        mask[0, :pad] = 0
+    return mask
+
+
+def position_ids_from_mask(mask: torch.Tensor, sequence: int) -> torch.Tensor:
+    """Positions as transformers' ``generate`` derives them: cumsum of the mask − 1, 1 at padding;
+    the last ``sequence`` columns."""
+    positions = mask.long().cumsum(-1) - 1
+    positions = positions.masked_fill(mask == 0, 1)
+    return positions[:, -sequence:]
+
+
+# -- encoder-style text and vision ------------------------------------------------------------
+def text_component(loaded: LoadedModel) -> Component:
+    config = loaded.model.config
+    outputs = list(loaded.task.outputs)
+    module = wrappers.TextModel(loaded.model, outputs, loaded.pooling)
+    forward = inspect.signature(loaded.model.forward).parameters
+    with_types = "token_type_ids" in forward and bool(getattr(config, "type_vocab_size", 0))
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        gen = _generator(sizes)
+        inputs = {
+            "input_ids": token_ids(config, sizes.batch, sizes.sequence, gen),
+            "attention_mask": left_padded_mask(sizes.batch, sizes.sequence),
+        }
+        if with_types:
+            inputs["token_type_ids"] = torch.zeros(sizes.batch, sizes.sequence, dtype=torch.int64)
+        return inputs
+
+    axes = {0: BATCH, 1: SEQUENCE}
+    dynamic = {"input_ids": axes, "attention_mask": axes}
+    if with_types:
+        dynamic["token_type_ids"] = axes
+    if loaded.pooling is not None:
+        outputs.append("sentence_embedding")
+    return Component("model", module, make, dynamic, None, outputs)
+
+
+def image_size(loaded: LoadedModel) -> tuple[int, int]:
+    """(height, width): the image processor's size, else the config's ``image_size``, else 64."""
+    config = loaded.model.config
+    if loaded.folder is not None and (loaded.folder / "preprocessor_config.json").is_file():
+        processor = json.loads((loaded.folder / "preprocessor_config.json").read_text())
+        size = processor.get("crop_size") or processor.get("size")
+        if isinstance(size, dict) and "height" in size and "width" in size:
+            return int(size["height"]), int(size["width"])
+        if isinstance(size, dict) and "shortest_edge" in size:
+            return int(size["shortest_edge"]), int(size["shortest_edge"])
+        if isinstance(size, int):
+            return size, size
+    value = getattr(config, "image_size", None)
+    if isinstance(value, int):
+        return value, value
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return int(value[0]), int(value[1])
+    return DEFAULT_IMAGE, DEFAULT_IMAGE
+
+
+def vision_component(loaded: LoadedModel) -> Component:
+    """``pixel_values`` dynamic in batch, and in height/width for convolutional models (no
+    ``patch_size``: patch models check the image size against their position embeddings)."""
+    config = loaded.model.config
+    height, width = image_size(loaded)
+    channels = getattr(config, "num_channels", 3)
+    resizable = getattr(config, "patch_size", None) is None
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        gen = _generator(sizes)
+        grow = 8 * sizes.seed if resizable else 0
+        return {
+            "pixel_values": torch.randn(
+                sizes.batch, channels, height + grow, width + grow, generator=gen
+            )
+        }
+
+    axes = {0: BATCH, 2: "height", 3: "width"} if resizable else {0: BATCH}
+    module = wrappers.VisionModel(loaded.model, loaded.task.outputs)
+    return Component("model", module, make, {"pixel_values": axes}, None, list(loaded.task.outputs))
+
+
+# -- decoder-only language models --------------------------------------------------------------
+def cache_shapes(run: Callable[[], Any]) -> list[tuple[int, int]]:
+    """Run ``run()`` (returns a DynamicCache) eagerly; each layer's (heads, head_dim)."""
+    with torch.no_grad():
+        cache = run()
+    return [(layer.keys.shape[1], layer.keys.shape[3]) for layer in cache.layers]
+
+
+def past_names(layers: int, prefix: str, part: str = "") -> list[str]:
+    """``prefix.{i}[.part].key`` / ``.value`` for every layer."""
+    middle = f".{part}" if part else ""
+    return [f"{prefix}.{i}{middle}.{kind}" for i in range(layers) for kind in ("key", "value")]
+
+
+def causal_lm_component(loaded: LoadedModel) -> Component:
+    model = loaded.model
+    config = model.config
+
+    def probe() -> Any:
+        ids = torch.zeros(1, 2, dtype=torch.int64)
+        return model(
+            input_ids=ids, past_key_values=wrappers.new_cache(config), use_cache=True
+        ).past_key_values
+
+    shapes = cache_shapes(probe)
+    layers = len(shapes)
+    dtype = next(model.parameters()).dtype
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        gen = _generator(sizes)
+        mask = left_padded_mask(sizes.batch, sizes.past + sizes.sequence)
+        past = [
+            tuple(
+                torch.randn(sizes.batch, heads, sizes.past, dim, generator=gen, dtype=dtype)
+                for _ in range(2)
+            )
+            for heads, dim in shapes
+        ]
+        return {
+            "input_ids": token_ids(config, sizes.batch, sizes.sequence, gen),
+            "attention_mask": mask,
+            "position_ids": position_ids_from_mask(mask, sizes.sequence),
+            "past_key_values": past,
+        }
+
+    kv_axes = {0: BATCH, 2: PAST}
+    dynamic = {
+        "input_ids": {0: BATCH, 1: SEQUENCE},
+        "attention_mask": {0: BATCH, 1: TOTAL},
+        "position_ids": {0: BATCH, 1: SEQUENCE},
+        "past_key_values": [(dict(kv_axes), dict(kv_axes)) for _ in range(layers)],
+    }
+    names = ["input_ids", "attention_mask", "position_ids", *past_names(layers, "past_key_values")]
+    outputs = ["logits", *past_names(layers, "present")]
+    return Component("model", wrappers.CausalLMWithCache(model), make, dynamic, names, outputs)
+
+
+# -- encoder-decoder ---------------------------------------------------------------------------
+def seq2seq_components(loaded: LoadedModel) -> list[Component]:
+    """``encoder_model`` and ``decoder_model`` (with self-attention cache)."""
+    from transformers import DynamicCache, EncoderDecoderCache
+
+    model = loaded.model
+    config = model.config
+    speech = loaded.task.kind == "speech-seq2seq"
+    dtype = next(model.parameters()).dtype
+
+    if speech:
+        mels = config.num_mel_bins
+        frames = 2 * config.max_source_positions
+        encoder = wrappers.SpeechEncoder(model)
+
+        def make_encoder(sizes: Sizes) -> dict[str, Any]:
+            gen = _generator(sizes)
+            return {
+                "input_features": torch.randn(sizes.batch, mels, frames, generator=gen, dtype=dtype)
+            }
+
+        encoder_dynamic: dict[str, Any] = {"input_features": {0: BATCH}}
+    else:
+        encoder = wrappers.Seq2SeqEncoder(model)
+
+        def make_encoder(sizes: Sizes) -> dict[str, Any]:
+            gen = _generator(sizes)
+            return {
+                "input_ids": token_ids(config, sizes.batch, sizes.encoder_sequence, gen),
+                "attention_mask": left_padded_mask(sizes.batch, sizes.encoder_sequence),
+            }
+
+        axes = {0: BATCH, 1: ENCODER_SEQUENCE}
+        encoder_dynamic = {"input_ids": axes, "attention_mask": dict(axes)}
+
+    with torch.no_grad():
+        hidden = encoder(**make_encoder(Sizes(batch=1)))
+    encoder_length = hidden.shape[1]
+    width = hidden.shape[-1]
+
+    def probe() -> Any:
+        cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
+        start = torch.zeros(1, 2, dtype=torch.int64)
+        extra = (
+            {} if speech else {"attention_mask": torch.ones(1, encoder_length, dtype=torch.int64)}
+        )
+        out = model(
+            encoder_outputs=(hidden,),
+            decoder_input_ids=start,
+            past_key_values=cache,
+            use_cache=True,
+            **extra,
+        )
+        return out.past_key_values.self_attention_cache
+
+    shapes = cache_shapes(probe)
+    layers = len(shapes)
+
+    def make_decoder(sizes: Sizes) -> dict[str, Any]:
+        gen = _generator(sizes)
+        length = encoder_length if speech else sizes.encoder_sequence
+        inputs: dict[str, Any] = {
+            "input_ids": token_ids(config, sizes.batch, sizes.sequence, gen),
+            "encoder_hidden_states": torch.randn(
+                sizes.batch, length, width, generator=gen, dtype=dtype
+            ),
+            "encoder_attention_mask": None if speech else left_padded_mask(sizes.batch, length),
+        }
+        inputs["past_key_values"] = [
+            tuple(
+                torch.randn(sizes.batch, heads, sizes.past, dim, generator=gen, dtype=dtype)
+                for _ in range(2)
+            )
+            for heads, dim in shapes
+        ]
+        if speech:
+            del inputs["encoder_attention_mask"]
+        return inputs
+
+    kv_axes = {0: BATCH, 2: PAST}
+    decoder_dynamic: dict[str, Any] = {
+        "input_ids": {0: BATCH, 1: SEQUENCE},
+        "encoder_hidden_states": {0: BATCH} if speech else {0: BATCH, 1: ENCODER_SEQUENCE},
+    }
+    names = ["input_ids", "encoder_hidden_states"]
+    if not speech:
+        decoder_dynamic["encoder_attention_mask"] = {0: BATCH, 1: ENCODER_SEQUENCE}
+        names.append("encoder_attention_mask")
+    decoder_dynamic["past_key_values"] = [(dict(kv_axes), dict(kv_axes)) for _ in range(layers)]
+    names += past_names(layers, "past_key_values", "decoder")
+    decoder = wrappers.Seq2SeqDecoderWithCache(model, with_encoder_mask=not speech)
+    return [
+        Component(
+            "encoder_model", encoder, make_encoder, encoder_dynamic, None, ["last_hidden_state"]
+        ),
+        Component(
+            "decoder_model",
+            decoder,
+            make_decoder,
+            decoder_dynamic,
+            names,
+            ["logits", *past_names(layers, "present", "decoder")],
+        ),
+    ]
+
+
+def components(loaded: LoadedModel) -> list[Component]:
+    """The components to export for ``loaded.task``."""
+    kind = loaded.task.kind
+    if kind == "text":
+        return [text_component(loaded)]
+    if kind == "vision":
+        return [vision_component(loaded)]
+    if kind == "causal-lm":
+        return [causal_lm_component(loaded)]
+    return seq2seq_components(loaded)
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """Files copied beside the ONNX models: config, generation config, tokenizer, processor,
+    sentence-transformers module configs (paths relative to ``folder``)."""
+    names = [
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "added_tokens.json",
+        "vocab.txt",
+        "vocab.json",
+        "merges.txt",
+        "spiece.model",
+        "sentencepiece.bpe.model",
+        "tokenizer.model",
+        "preprocessor_config.json",
+        "processor_config.json",
+        "chat_template.jinja",
+        "modules.json",
+        "sentence_bert_config.json",
+        "config_sentence_transformers.json",
+        "1_Pooling/config.json",
+    ]
+    return [Path(n) for n in names if (folder / n).is_file()]

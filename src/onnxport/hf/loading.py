@@ -1,0 +1,188 @@
+"""Load a local transformers model folder (config.json + safetensors) offline, with clear errors."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from onnxport.errors import HFError
+from onnxport.hf.tasks import Task, get_task, infer_task
+
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
+
+
+@dataclasses.dataclass
+class LoadedModel:
+    """A model loaded for one task.
+
+    Attributes:
+        model: The transformers model, in eval mode.
+        task: The task it was loaded for.
+        folder: The folder it came from (``None`` when a model object was given).
+        pooling: Sentence-transformers pooling (``{"mode": "mean", "normalize": bool}``) when the
+            folder has a ``1_Pooling`` module, else ``None``.
+    """
+
+    model: Any
+    task: Task
+    folder: Path | None
+    pooling: dict[str, Any] | None = None
+
+
+def import_transformers() -> Any:
+    """Import transformers with the hub switched off (``HF_HUB_OFFLINE=1`` unless already set)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import transformers
+    except ImportError as e:  # pragma: no cover - transformers is a declared extra
+        raise HFError(f"onnxport.hf needs transformers: pip install 'onnxport[hf]' ({e}).") from e
+    return transformers
+
+
+def read_config(folder: Path) -> Any:
+    """Check the folder and return its ``PretrainedConfig``.
+
+    Raises:
+        HFError: The folder or its config.json is missing, config.json is not JSON or has no
+            ``model_type``, or transformers does not know the model type.
+    """
+    if not folder.is_dir():
+        raise HFError(f"{folder} is not a folder; give a local Hugging Face model folder.")
+    path = folder / "config.json"
+    if not path.is_file():
+        raise HFError(
+            f"{folder} has no config.json: a Hugging Face model folder needs config.json and "
+            "*.safetensors (save one with model.save_pretrained(folder))."
+        )
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise HFError(f"{path} is not valid JSON ({e}); fix or re-save the config.") from e
+    if not isinstance(raw, dict) or not isinstance(raw.get("model_type"), str):
+        raise HFError(
+            f'{path} has no "model_type" string; transformers cannot tell which model it describes.'
+        )
+    transformers = import_transformers()
+    model_type = raw["model_type"]
+    if model_type not in transformers.CONFIG_MAPPING:
+        raise HFError(
+            f"{path}: model_type {model_type!r} is unknown to transformers "
+            f"{transformers.__version__}; upgrade transformers or fix the config."
+        )
+    for arch in raw.get("architectures") or []:
+        if not hasattr(transformers, arch):
+            raise HFError(
+                f"{path}: architecture {arch!r} is unknown to transformers {transformers.__version__}; "
+                'fix "architectures" in config.json or upgrade transformers.'
+            )
+    try:
+        return transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
+    except Exception as e:  # transformers raises ValueError, KeyError, TypeError, OSError ...
+        raise HFError(f"transformers could not read {path}: {type(e).__name__}: {e}") from e
+
+
+def check_weights(folder: Path) -> None:
+    """Raise :class:`HFError` when the folder has no weight file."""
+    if not any(any(folder.glob(p)) for p in WEIGHT_PATTERNS):
+        raise HFError(
+            f"{folder} has no weights (*.safetensors or pytorch_model*.bin) beside config.json; "
+            "save the model with model.save_pretrained(folder)."
+        )
+
+
+def read_pooling(folder: Path) -> dict[str, Any] | None:
+    """Sentence-transformers mean pooling (and normalization) from ``modules.json`` / ``1_Pooling``."""
+    pooling_config = folder / "1_Pooling" / "config.json"
+    if not pooling_config.is_file():
+        return None
+    try:
+        pooling = json.loads(pooling_config.read_text(encoding="utf-8"))
+        modules = (
+            json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+            if (folder / "modules.json").is_file()
+            else []
+        )
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise HFError(
+            f"{folder}: sentence-transformers module config is not valid JSON ({e})."
+        ) from e
+    if not pooling.get("pooling_mode_mean_tokens"):
+        return None  # only mean pooling is exported; other modes keep last_hidden_state only
+    normalize = any(str(m.get("type", "")).endswith(".Normalize") for m in modules)
+    return {"mode": "mean", "normalize": normalize}
+
+
+@contextlib.contextmanager
+def _quiet(transformers: Any) -> Iterator[None]:
+    logging = transformers.utils.logging
+    enabled = logging.is_progress_bar_enabled()
+    verbosity = logging.get_verbosity()
+    logging.disable_progress_bar()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if enabled:
+            logging.enable_progress_bar()
+
+
+def load(folder: Path, task: str | None = None) -> LoadedModel:
+    """Load ``folder`` for ``task`` (inferred from the architecture when ``None``).
+
+    Raises:
+        HFError: See :func:`read_config` and :func:`check_weights`; or transformers fails to load
+            the weights (missing tensors, wrong shapes) or the model has no class for the task.
+    """
+    folder = Path(folder)
+    config = read_config(folder)
+    check_weights(folder)
+    resolved = get_task(task) if task else infer_task(config)
+    transformers = import_transformers()
+    auto = getattr(transformers, resolved.auto_class)
+    try:
+        with _quiet(transformers):
+            model = auto.from_pretrained(folder, local_files_only=True)
+    except ValueError as e:
+        if "Unrecognized configuration class" in str(e):
+            raise HFError(
+                f"{type(config).__name__} ({config.model_type}) has no {resolved.auto_class} model: "
+                f"task {resolved.name!r} is not available for it."
+            ) from e
+        raise HFError(f"transformers could not load {folder}: {type(e).__name__}: {e}") from e
+    except Exception as e:
+        raise HFError(f"transformers could not load {folder}: {type(e).__name__}: {e}") from e
+    model.eval()
+    pooling = read_pooling(folder) if resolved.name == "feature-extraction" else None
+    return LoadedModel(model, resolved, folder, pooling)
+
+
+def from_model(model: Any, task: str | None = None) -> LoadedModel:
+    """Wrap an already loaded transformers model (the task inferred from its class when ``None``)."""
+    if task:
+        resolved = get_task(task)
+    else:
+        config = getattr(model, "config", None)
+        if config is None:
+            raise HFError(
+                f"{type(model).__name__} is not a transformers model (it has no .config)."
+            )
+        resolved = infer_task(_ArchConfig(config, type(model).__name__))
+    model.eval()
+    return LoadedModel(model, resolved, None, None)
+
+
+class _ArchConfig:
+    """A config view whose ``architectures`` is the model's own class name."""
+
+    def __init__(self, config: Any, arch: str) -> None:
+        self._config = config
+        self.architectures = [arch]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._config, name)

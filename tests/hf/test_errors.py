@@ -1,0 +1,110 @@
+"""Acceptance: a broken model folder gets a clear HFError (an InputError) and no output folder."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+from typer.testing import CliRunner
+
+import onnxport.hf
+from onnxport.cli import app
+from onnxport.errors import HFError, InputError
+from onnxport.hf.tasks import infer_task
+
+BERT = {
+    "model_type": "bert",
+    "architectures": ["BertModel"],
+    "vocab_size": 99,
+    "hidden_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 4,
+    "intermediate_size": 37,
+}
+
+
+def _folder(tmp_path: pathlib.Path, config: str | None, weights: bool = True) -> pathlib.Path:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    if config is not None:
+        (folder / "config.json").write_text(config)
+    if weights:
+        (folder / "model.safetensors").write_bytes(b"not really")
+    return folder
+
+
+CASES = {
+    "missing config": (None, True, "has no config.json"),
+    "malformed config": ('{"model_type": "bert",', True, "is not valid JSON"),
+    "config without model_type": ('{"hidden_size": 3}', True, 'no "model_type"'),
+    "unknown model type": (
+        '{"model_type": "frobnicator"}',
+        True,
+        "model_type 'frobnicator' is unknown",
+    ),
+    "unknown architecture": (
+        json.dumps({**BERT, "architectures": ["BertForTimeTravel"]}),
+        True,
+        "architecture 'BertForTimeTravel' is unknown",
+    ),
+    "missing weights": (json.dumps(BERT), False, "has no weights"),
+    "corrupt weights": (json.dumps(BERT), True, "could not load"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_folder(case: str, tmp_path: pathlib.Path) -> None:
+    config, weights, message = CASES[case]
+    folder = _folder(tmp_path, config, weights)
+    out = tmp_path / "out"
+    with pytest.raises(HFError, match=message) as info:
+        onnxport.hf.export(folder, output_dir=out)
+    assert isinstance(info.value, InputError)
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no staging folder left
+
+
+def test_cli_bad_folder_exit_2_no_output(tmp_path: pathlib.Path) -> None:
+    folder = _folder(tmp_path, json.dumps(BERT), weights=False)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["export", "--hf", str(folder), "-o", str(out)])
+    assert result.exit_code == 2
+    assert "has no weights" in result.output
+    assert not out.exists()
+
+
+def test_unknown_task_and_nonempty_output(tmp_path: pathlib.Path) -> None:
+    folder = _folder(tmp_path, json.dumps(BERT))
+    with pytest.raises(HFError, match="Unknown task 'summarize'. Known tasks: feature-extraction"):
+        onnxport.hf.export(folder, "summarize")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("x")
+    with pytest.raises(HFError, match="exists and is not empty"):
+        onnxport.hf.export(folder, output_dir=busy)
+    assert [p.name for p in busy.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize(
+    ("arch", "extra", "task"),
+    [
+        ("BertModel", {}, "feature-extraction"),
+        ("BertForMaskedLM", {}, "fill-mask"),
+        ("RobertaForSequenceClassification", {}, "text-classification"),
+        ("DistilBertForTokenClassification", {}, "token-classification"),
+        ("ElectraForQuestionAnswering", {}, "question-answering"),
+        ("ViTForImageClassification", {}, "image-classification"),
+        ("GPT2LMHeadModel", {}, "text-generation"),
+        ("LlamaForCausalLM", {}, "text-generation"),
+        ("T5ForConditionalGeneration", {}, "text2text-generation"),
+        ("WhisperForConditionalGeneration", {"num_mel_bins": 80}, "automatic-speech-recognition"),
+    ],
+)
+def test_infer_task(arch: str, extra: dict, task: str) -> None:
+    class Config:
+        architectures = [arch]
+
+    for key, value in extra.items():
+        setattr(Config, key, value)
+    assert infer_task(Config()).name == task
