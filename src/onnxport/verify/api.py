@@ -158,8 +158,9 @@ def _dim_label(program: Any, symbol: str) -> str:
     ep = program.exported_program
     if ep is None:
         return symbol
-    user = [n for n in ep.graph.nodes if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)
-            and n.name in {s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"}]
+    names = {s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"}
+    user = [n for n in ep.graph.nodes
+            if n.op == "placeholder" and n.name in names and isinstance(n.meta.get("val"), torch.Tensor)]
     for node, value in zip(user, program.model.graph.inputs):
         for dim, onnx_dim in zip(node.meta["val"].shape, value.shape or ()):
             if isinstance(dim, torch.SymInt) and str(dim.node.expr) == symbol and not isinstance(onnx_dim, int):
