@@ -59,8 +59,8 @@ def inspect_tables(model: ir.Model, path: Path) -> list[Table]:
     for v in graph.initializers.values():
         tensor = v.const_value
         if isinstance(tensor, ir.ExternalTensor):
-            external[tensor.location] += 1
-            external_bytes[tensor.location] += _tensor_bytes(tensor)
+            external[str(tensor.location)] += 1
+            external_bytes[str(tensor.location)] += _tensor_bytes(tensor)
     if external:
         for location, count in external.items():
             file = path.parent / location

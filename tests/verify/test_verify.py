@@ -114,6 +114,26 @@ def test_nan_in_eager_end_to_end() -> None:
     assert out.nan_ignored == 0 and "eager is NaN at 1 position(s): ONNX is NaN at 1, finite at 0" in out.notes[0]
 
 
+def test_fully_masked_attention_row() -> None:
+    class ManualAttention(torch.nn.Module):
+        def forward(self, q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            scores = (q @ q.transpose(-1, -2)).masked_fill(~mask, float("-inf"))
+            return scores.softmax(-1) @ q
+
+    q = torch.randn(1, 4, 8, generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(1, 4, 4, dtype=torch.bool)
+    mask[0, 2, :] = False  # row 2 attends to nothing: eager softmax gives NaN
+    result = onnxport.export(ManualAttention(), (q, mask)).verify((q, mask))
+    out = result.outputs[0]
+    assert result.passed and out.max_abs_diff < 1e-5
+    assert out.notes == [
+        "eager is NaN at 8 position(s): ONNX is NaN at 8, finite at 0 (eager's own result is undefined "
+        "there, e.g. a fully-masked attention row: NaN matches NaN, a finite ONNX value is not counted "
+        "as a mismatch)"
+    ]
+    assert sum(c for _, c in out.histogram) == 4 * 8 - 8  # finite positions only
+
+
 def _program_with(node_attrs: dict[str, Any], domain: str = "") -> onnxport.ONNXProgram:
     x = ir.Value(name="x", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape([2]))
     node = ir.Node(domain, "Relu", [x], attributes=[ir.AttrString(k, v) for k, v in node_attrs.items()])

@@ -157,8 +157,8 @@ def compare_tensors(
     if n_nan:
         result.notes.append(
             f"eager is NaN at {n_nan} position(s): ONNX is NaN at {int(nan_ok.sum())}, finite at "
-            f"{result.nan_ignored} (eager's result is undefined there, e.g. a fully-masked attention "
-            "row; not counted as a mismatch)"
+            f"{result.nan_ignored} (eager's own result is undefined there, e.g. a fully-masked "
+            "attention row: NaN matches NaN, a finite ONNX value is not counted as a mismatch)"
         )
     n_inf = int(e_inf.sum())
     if n_inf:
