@@ -138,9 +138,19 @@ def validate_component(part: hf_inputs.Component, program: Any, atol: float) -> 
         actual = program(**feeds)
         expected = eager(part.module, feeds)
         checks += compare_outputs(
-            part.name, sizes.describe(), part.output_names, actual, expected, atol
+            part.name, describe(feeds), part.output_names, actual, expected, atol
         )
     return checks
+
+
+def describe(feeds: dict[str, Any]) -> str:
+    """``input_ids 3x5, past 0``: the first input's shape and the past length (cache models)."""
+    name, first = next(iter(feeds.items()))
+    text = f"{name} {'x'.join(str(d) for d in first.shape)}"
+    past = feeds.get("past_key_values")
+    if past:
+        text += f", past {past[0][0].shape[2]}"
+    return text
 
 
 def _check_output_dir(output_dir: str | Path) -> Path:

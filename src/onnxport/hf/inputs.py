@@ -38,9 +38,6 @@ class Sizes:
     encoder_sequence: int = 6
     seed: int = 0
 
-    def describe(self) -> str:
-        return f"batch={self.batch} sequence={self.sequence} past={self.past}"
-
 
 EXPORT_SIZES = Sizes()
 # Fresh shapes for validation: an empty past (first step) and a longer one, other batch/sequence.
