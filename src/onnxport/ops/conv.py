@@ -57,10 +57,13 @@ def aten_convolution(
         return _conv(ctx, input, weight, bias, stride, padding, dilation, groups)
     n = rank(weight) - 2
     pads = _expand(padding, n)
-    return ctx.op.ConvTranspose(
-        input, weight, bias, strides=_expand(stride, n), pads=pads + pads, dilations=_expand(dilation, n),
+    unbatched = rank(input) == n + 1
+    x = ctx.op.Unsqueeze(input, ctx.const([0])) if unbatched else input
+    out = ctx.op.ConvTranspose(
+        x, weight, bias, strides=_expand(stride, n), pads=pads + pads, dilations=_expand(dilation, n),
         output_padding=_expand(output_padding, n), group=int(groups),
     )
+    return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
 
 
 @translates(aten.conv_transpose1d.default, aten.conv_transpose2d.input, aten.conv_transpose3d.input)

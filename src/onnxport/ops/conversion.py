@@ -49,14 +49,6 @@ def aten_dropout(ctx: Ctx, input: ir.Value, p: float, train: bool) -> ir.Value:
     return input
 
 
-@translates(aten.native_dropout.default)
-def aten_native_dropout(ctx: Ctx, input: ir.Value, p: float, train: bool | None) -> tuple[ir.Value, ir.Value]:
-    """native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)"""
-    if train and p > 0:
-        ctx.unsupported("dropout in training mode is random; call model.eval() before export")
-    return input, ctx.op.Expand(ctx.const(True), ctx.op.Shape(input))
-
-
 @translates(
     aten._assert_tensor_metadata.default, aten._assert_scalar.default, aten.sym_constrain_range_for_size.default,
     aten._assert_async.msg, aten.sym_constrain_range.default,

@@ -37,7 +37,7 @@ def aten_arange(ctx: Ctx, *args: Any, **kwargs: Any) -> ir.Value:
     if all(isinstance(v, int) for v in (start, end, step)):
         import numpy as np
 
-        return ctx.const(np.arange(start, end, step), dtype)
+        return ctx.op.Identity(ctx.const(np.arange(start, end, step), dtype))
     return ctx.op.Range(_scalar(ctx, start, dtype), _scalar(ctx, end, dtype), _scalar(ctx, step, dtype))
 
 

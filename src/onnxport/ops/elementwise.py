@@ -164,6 +164,7 @@ def aten_div_mode(ctx: Ctx, self: ir.Value, other: ir.Value, *, rounding_mode: s
         return ctx.op.Div(self, other)
     if self.dtype in _FLOAT_TYPES:
         quotient = ctx.op.Div(self, other)
+        quotient.dtype = self.dtype
         return ctx.op.Floor(quotient) if rounding_mode == "floor" else _trunc(ctx, quotient)
     quotient = ctx.op.Div(self, other)  # truncation toward zero for integers
     if rounding_mode == "trunc":
@@ -308,7 +309,13 @@ def aten_minimum(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
 @translates(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
             promote=Promote.DEFAULT, promote_args=("self", "other"))
 def aten_where(ctx: Ctx, condition: ir.Value, self: ir.Value, other: ir.Value) -> ir.Value:
-    """where.self(Tensor condition, Tensor self, Tensor other) -> Tensor"""
+    """where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+
+    With two Python scalars (where.Scalar) no tensor promotes them: they take the output dtype.
+    """
+    dtype = ctx.out_dtype()
+    self = self if isinstance(self, ir.Value) else ctx.const(self, dtype)
+    other = other if isinstance(other, ir.Value) else ctx.const(other, dtype)
     return ctx.op.Where(_to_bool(ctx, condition), self, other)
 
 

@@ -50,3 +50,26 @@ def aten_baddbmm(
         return prod
     base = self if beta == 1 else ctx.op.Mul(self, ctx.const(beta, self.dtype))
     return ctx.op.Add(base, prod)
+
+
+@translates(aten.addmv.default)
+def aten_addmv(ctx: Ctx, self: ir.Value, mat: ir.Value, vec: ir.Value, *, beta: float = 1, alpha: float = 1) -> ir.Value:
+    """addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+    return _scaled_sum(ctx, self, ctx.op.MatMul(mat, vec), beta, alpha)
+
+
+@translates(aten.addbmm.default)
+def aten_addbmm(ctx: Ctx, self: ir.Value, batch1: ir.Value, batch2: ir.Value, *, beta: float = 1, alpha: float = 1) -> ir.Value:
+    """addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor: Σ_b batch1[b] @ batch2[b]."""
+    prod = ctx.op.ReduceSum(ctx.op.MatMul(batch1, batch2), ctx.const([0]), keepdims=0)
+    return _scaled_sum(ctx, self, prod, beta, alpha)
+
+
+def _scaled_sum(ctx: Ctx, self: ir.Value, prod: ir.Value, beta: float, alpha: float) -> ir.Value:
+    """beta·self + alpha·prod; beta = 0 ignores self (NaN included), as torch does."""
+    if alpha != 1:
+        prod = ctx.op.Mul(prod, ctx.const(alpha, self.dtype))
+    if beta == 0:
+        return ctx.op.Add(prod, ctx.op.Expand(ctx.const(0, self.dtype), ctx.op.Shape(self)))
+    base = self if beta == 1 else ctx.op.Mul(self, ctx.const(beta, self.dtype))
+    return ctx.op.Add(base, prod)

@@ -49,12 +49,21 @@ def aten_avg_pool(
     divisor_override: int | None = None,
 ) -> ir.Value:
     """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
-    if divisor_override is not None:
-        ctx.unsupported("avg_pool with divisor_override has no ONNX AveragePool equivalent")
     n = {aten.avg_pool1d.default: 1, aten.avg_pool2d.default: 2, aten.avg_pool3d.default: 3}[ctx.node.target]  # type: ignore[union-attr,index]
     x, unbatched = _batched(ctx, self, n)
     attrs = _pool_attrs(n, kernel_size, stride, padding, ceil_mode)
-    out = ctx.op.AveragePool(x, count_include_pad=int(count_include_pad), **attrs)
+    if divisor_override is not None:
+        # Window sum / divisor: the mean counting padding, times the kernel size, is the sum
+        # (ceil_mode windows past the padding would count fewer elements).
+        if ceil_mode:
+            ctx.unsupported("avg_pool with divisor_override and ceil_mode")
+        mean = ctx.op.AveragePool(x, count_include_pad=1, **attrs)
+        size = 1
+        for k in attrs["kernel_shape"]:
+            size *= k
+        out = ctx.op.Mul(mean, ctx.const(size / divisor_override, self.dtype))
+    else:
+        out = ctx.op.AveragePool(x, count_include_pad=int(count_include_pad), **attrs)
     return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
 
 
@@ -74,6 +83,94 @@ def aten_adaptive_avg_pool(ctx: Ctx, self: ir.Value, output_size: Sequence[int])
     elif all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
         kernel = [s // o for s, o in zip(spatial, output_size)]
         out = ctx.op.AveragePool(x, kernel_shape=kernel, strides=kernel)
+    elif all(isinstance(s, int) for s in spatial):
+        out = _adaptive_bins(ctx, x, spatial, output_size)  # type: ignore[arg-type]
     else:
-        ctx.unsupported(f"adaptive_avg_pool from {spatial} to {list(output_size)} (non-uniform bins)")
+        ctx.unsupported(f"adaptive_avg_pool from dynamic {spatial} to {list(output_size)} (non-uniform bins)")
     return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
+
+
+def _with_indices(ctx: Ctx, n: int, self: ir.Value, kernel_size: Sequence[int], stride: Sequence[int],
+                  padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool) -> tuple[ir.Value, ir.Value]:
+    """MaxPool's Indices index the whole (N, C, *spatial) tensor; torch's index one (n, c) plane:
+    the plane offset is removed with Mod by the plane size."""
+    x, unbatched = _batched(ctx, self, n)
+    attrs = _pool_attrs(n, kernel_size, stride, padding, ceil_mode)
+    values, indices = ctx.op.MaxPool(x, dilations=_expand(dilation, n), _outputs=2, **attrs)
+    plane = ctx.op.ReduceProd(ctx.op.Shape(x, start=2), keepdims=0)
+    indices = ctx.op.Mod(indices, plane)
+    if unbatched:
+        zero = ctx.const([0])
+        return ctx.op.Squeeze(values, zero), ctx.op.Squeeze(indices, zero)
+    return values, indices
+
+
+@translates(aten.max_pool2d_with_indices.default)
+def aten_max_pool2d_with_indices(
+    ctx: Ctx, self: ir.Value, kernel_size: Sequence[int], stride: Sequence[int] = (),
+    padding: Sequence[int] = (0,), dilation: Sequence[int] = (1,), ceil_mode: bool = False,
+) -> tuple[ir.Value, ir.Value]:
+    """max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"""
+    return _with_indices(ctx, 2, self, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+@translates(aten.max_pool3d_with_indices.default)
+def aten_max_pool3d_with_indices(
+    ctx: Ctx, self: ir.Value, kernel_size: Sequence[int], stride: Sequence[int] = (),
+    padding: Sequence[int] = (0,), dilation: Sequence[int] = (1,), ceil_mode: bool = False,
+) -> tuple[ir.Value, ir.Value]:
+    """max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"""
+    return _with_indices(ctx, 3, self, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+@translates(aten.max_pool2d_with_indices_backward.default)
+def aten_max_pool2d_with_indices_backward(
+    ctx: Ctx, grad_output: ir.Value, self: ir.Value, kernel_size: Sequence[int], stride: Sequence[int],
+    padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool, indices: ir.Value,
+) -> ir.Value:
+    """max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+
+    Each output gradient is added at its argmax (plane-local ``indices``): ScatterElements with
+    reduction "add" on the flattened planes.
+    """
+    lead = ctx.op.Shape(self, start=0, end=-2)
+    flat_shape = ctx.op.Concat(lead, ctx.const([-1]), axis=0)
+    zeros = ctx.op.Reshape(ctx.op.Expand(ctx.const(0, grad_output.dtype), ctx.op.Shape(self)), flat_shape)
+    grads = ctx.op.Reshape(grad_output, flat_shape)
+    idx = ctx.op.Reshape(indices, flat_shape)
+    out = ctx.op.ScatterElements(zeros, idx, grads, axis=rank(self) - 2, reduction="add")
+    return ctx.op.Reshape(out, ctx.op.Shape(self))
+
+
+@translates(aten.adaptive_max_pool2d.default, aten.adaptive_max_pool1d.default, aten.adaptive_max_pool3d.default)
+def aten_adaptive_max_pool(ctx: Ctx, self: ir.Value, output_size: Sequence[int]) -> tuple[ir.Value, ir.Value]:
+    """adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
+
+    Uniform bins only (input sizes divisible by the output sizes): MaxPool with kernel = stride.
+    """
+    n = len(output_size)
+    spatial = list(input_val(ctx).shape)[-n:]
+    if not all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
+        ctx.unsupported(f"adaptive_max_pool from {spatial} to {list(output_size)} (non-uniform bins)")
+    kernel = [s // o for s, o in zip(spatial, output_size)]
+    return _with_indices(ctx, n, self, kernel, kernel, [0] * n, [1] * n, False)
+
+
+def _adaptive_bins(ctx: Ctx, x: ir.Value, spatial: Sequence[int], output_size: Sequence[int]) -> ir.Value:
+    """Mean over PyTorch's adaptive bins [⌊i·in/out⌋, ⌈(i+1)·in/out⌉) (aten AdaptiveAveragePooling),
+    one spatial dim at a time: the bins are rectangles, so the mean is separable."""
+    n = len(spatial)
+    out = x
+    for d, (size, bins) in enumerate(zip(spatial, output_size)):
+        axis = 2 + d
+        if size == bins:
+            continue
+        parts = []
+        for i in range(bins):
+            start = (i * size) // bins
+            end = -((-(i + 1) * size) // bins)
+            piece = ctx.op.Slice(out, ctx.const([start]), ctx.const([end]), ctx.const([axis]))
+            parts.append(ctx.op.ReduceMean(piece, ctx.const([axis]), keepdims=1))
+        out = parts[0] if len(parts) == 1 else ctx.op.Concat(*parts, axis=axis)
+    del n
+    return out

@@ -90,7 +90,7 @@ def _arg(ctx: Ctx, op: str, self: ir.Value, dim: int | None, keepdim: bool) -> i
         out = ctx.op.node(op, [flat], {"axis": 0, "keepdims": 0})
         return ctx.op.Reshape(out, ctx.const([1] * rank(self))) if keepdim else out
     if rank(self) == 0:
-        return ctx.const(0)
+        return ctx.op.Identity(ctx.const(0))
     return ctx.op.node(op, [self], {"axis": dim % rank(self), "keepdims": int(keepdim), "select_last_index": 0})
 
 

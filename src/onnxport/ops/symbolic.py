@@ -98,3 +98,19 @@ def sym_neg(ctx: Ctx, a: Any) -> ir.Value:
 def sym_float(ctx: Ctx, a: Any) -> ir.Value:
     """sym_float(a): a SymInt as a float scalar."""
     return _operand(ctx, a, ir.DataType.FLOAT)
+
+
+@translates(torch.sym_ite)
+def sym_ite(ctx: Ctx, b: Any, t: Any, f: Any) -> ir.Value:
+    """sym_ite(b, t, f): t if b else f, on symbolic scalars."""
+    dtype = _dtype_of(t, f)
+    cond = b if isinstance(b, ir.Value) else ctx.const(bool(b))
+    if cond.dtype != ir.DataType.BOOL:
+        cond = ctx.op.Cast(cond, to=ir.DataType.BOOL)
+    return ctx.op.Where(cond, _operand(ctx, t, dtype), _operand(ctx, f, dtype))
+
+
+@translates(torch.sym_not)
+def sym_not(ctx: Ctx, a: Any) -> ir.Value:
+    """sym_not(a) on a SymBool."""
+    return ctx.op.Not(a if isinstance(a, ir.Value) else ctx.const(bool(a)))

@@ -54,6 +54,23 @@ SHAPE_PRESERVING = frozenset(
 )
 
 
+# Ops whose (first) output has the element type of their first input (Where: of its second): the
+# builder records it, so translations can ask the dtype of intermediate values.
+DTYPE_PRESERVING = SHAPE_PRESERVING | frozenset(
+    {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Reshape", "Transpose",
+     "Squeeze", "Unsqueeze", "Expand", "Slice", "Gather", "GatherElements", "GatherND", "Concat",
+     "Tile", "Pad", "Flatten", "Split", "TopK", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+     "ReduceProd", "ReduceL1", "ReduceL2", "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool",
+     "AveragePool", "GlobalAveragePool", "Resize", "Compress", "BitwiseAnd", "BitwiseOr",
+     "BitwiseXor", "And", "Or", "Xor", "DepthToSpace", "SpaceToDepth", "GridSample", "Col2Im",
+     "Trilu", "Range"}
+)
+
+
+_BOOL_OUTPUT = frozenset({"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "IsNaN", "IsInf", "Not"})
+_INT64_OUTPUT = frozenset({"Shape", "Size", "NonZero", "ArgMax", "ArgMin"})
+
+
 class OpBuilder:
     """Creates ONNX nodes in one graph: ``op.Add(a, b)``, ``op.Split(x, _outputs=2, axis=0)``.
 
@@ -99,9 +116,20 @@ class OpBuilder:
             out = node.outputs[0]
             if inputs[0].shape is not None:
                 out.shape = inputs[0].shape
-            dtype = ir.DataType(attrs["to"]) if op_type == "Cast" else inputs[0].dtype
+            dtype = (ir.DataType(attrs["to"]) if op_type == "Cast"
+                     else ir.DataType.BOOL if op_type in _BOOL_OUTPUT else inputs[0].dtype)
             if dtype is not None:
                 out.dtype = dtype
+        elif op_type in DTYPE_PRESERVING and domain == "" and inputs and inputs[0] is not None:
+            if inputs[0].dtype is not None:
+                node.outputs[0].dtype = inputs[0].dtype
+        elif op_type == "Where" and domain == "" and len(inputs) == 3 and inputs[1] is not None:
+            if inputs[1].dtype is not None:
+                node.outputs[0].dtype = inputs[1].dtype
+        elif op_type in _BOOL_OUTPUT and domain == "":
+            node.outputs[0].dtype = ir.DataType.BOOL
+        elif op_type in _INT64_OUTPUT and domain == "":
+            node.outputs[0].dtype = ir.DataType.INT64
         if outputs == 1:
             return node.outputs[0]
         return tuple(node.outputs)

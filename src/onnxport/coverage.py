@@ -1,0 +1,266 @@
+"""Operator coverage: which Core ATen overloads onnxport translates, and how OpInfo samples fare.
+
+``python -m onnxport.coverage run``   runs the OpInfo samples (every dtype onnxport tests) and
+                                      writes ``docs/coverage_results.json``; about 1 h on 2 cores.
+``python -m onnxport.coverage write`` regenerates ``docs/coverage.md`` from the registry and
+                                      that JSON (seconds).
+``python -m onnxport.coverage check`` exits 1 when ``docs/coverage.md`` is stale (CI runs the
+                                      same check as a test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from onnxport.translate.registry import MAX_OPSET, Registry, default_registry
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+RESULTS = DOCS / "coverage_results.json"
+MARKDOWN = DOCS / "coverage.md"
+DTYPE_ORDER = ("float32", "float16", "bfloat16", "int32", "int64", "bool")
+SAMPLES_PER_CASE = 3
+
+
+def core_aten_overloads() -> list[torch._ops.OpOverload]:
+    """Every ``aten`` overload tagged ``torch.Tag.core``, sorted by name.
+
+    Enumerated from the registered schemas (``torch._C._jit_get_all_schemas``): ``dir(torch.ops.aten)``
+    only lists the packets some code already touched, so it depends on what was imported.
+    """
+    found = {}
+    for schema in torch._C._jit_get_all_schemas():
+        if not schema.name.startswith("aten::"):
+            continue
+        packet = getattr(torch.ops.aten, schema.name.removeprefix("aten::"), None)
+        if not isinstance(packet, torch._ops.OpOverloadPacket):
+            continue
+        op = getattr(packet, schema.overload_name or "default", None)
+        if isinstance(op, torch._ops.OpOverload) and torch.Tag.core in op.tags:
+            found[str(op)] = op
+    return [found[k] for k in sorted(found)]
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    module = getattr(target, "__module__", "") or ""
+    return f"{module}.{getattr(target, '__name__', repr(target))}".lstrip(".")
+
+
+def _reasons() -> dict[Any, str]:
+    from onnxport.ops.unsupported import REASONS
+
+    return dict(REASONS)
+
+
+# -- running ----------------------------------------------------------------------------------
+
+def _run_case(args: tuple[str, str, int]) -> tuple[str, str, list[list[Any]]]:
+    import logging
+    import warnings
+
+    from onnxport.testing import opinfo as oi
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    name, dtype_name, limit = args
+    info = oi.op_db()[name]
+    out: list[list[Any]] = []
+    try:
+        samples = oi.samples(info, getattr(torch, dtype_name), limit)
+    except Exception as e:  # the OpInfo cannot build samples for this dtype on CPU
+        return name, dtype_name, [["sample_error", f"{type(e).__name__}: {e}"[:200], []]]
+    for sample in samples:
+        result = oi.run_sample(info, sample, optimize=False)
+        if result.status == "skip":
+            continue
+        out.append([result.status, result.detail[:200] if not result.passed else "", list(result.aten_ops)])
+    return name, dtype_name, out
+
+
+def run(dtypes: Sequence[str], limit: int, jobs: int, names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run every (OpInfo, dtype) case and merge the outcome into ``docs/coverage_results.json``."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from onnxport.testing import opinfo as oi
+
+    cases = [(n, oi.DTYPE_NAMES[d], limit) for n, d in oi.iter_cases(names, [getattr(torch, x) for x in dtypes])]
+    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"samples_per_case": limit, "results": {}}
+    start = time.perf_counter()
+    with ProcessPoolExecutor(jobs) as pool:
+        for i, (name, dtype_name, out) in enumerate(pool.map(_run_case, cases, chunksize=2)):
+            data["results"].setdefault(name, {})[dtype_name] = out
+            if (i + 1) % 200 == 0:
+                print(f"{i + 1}/{len(cases)} cases, {time.perf_counter() - start:.0f} s", flush=True)
+    data["samples_per_case"] = limit
+    data["results"] = {k: dict(sorted(v.items())) for k, v in sorted(data["results"].items())}
+    RESULTS.write_text(json.dumps(data, indent=0, sort_keys=False) + "\n")
+    print(f"{len(cases)} cases in {time.perf_counter() - start:.0f} s → {RESULTS}")
+    return data
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+def _rate(passed: int, total: int) -> str:
+    return f"{passed}/{total}" if total else "–"
+
+
+def _opsets(registry: Registry, target: Any) -> str:
+    sinces = sorted({t.since for t in registry.translations_for(target)})
+    return ", ".join(f"{s}+" for s in sinces) if sinces else ""
+
+
+def render(registry: Registry | None = None, results: dict[str, Any] | None = None) -> str:
+    """The markdown of ``docs/coverage.md`` (deterministic for a given registry and results)."""
+    registry = registry or default_registry()
+    if results is None:
+        results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"results": {}}
+    reasons = _reasons()
+    core = core_aten_overloads()
+    core_set = set(core)
+
+    per_op: dict[str, dict[str, list[int]]] = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
+    per_dtype: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    per_info: dict[str, dict[str, list[int]]] = {}
+    for info_name, by_dtype in results.get("results", {}).items():
+        per_info[info_name] = {}
+        for dtype_name, samples in by_dtype.items():
+            counts = [0, 0]
+            for status, _detail, ops in samples:
+                ok = status == "pass"
+                counts[0] += ok
+                counts[1] += 1
+                for op in ops:
+                    per_op[op][dtype_name][0] += ok
+                    per_op[op][dtype_name][1] += 1
+            per_info[info_name][dtype_name] = counts
+            per_dtype[dtype_name][0] += counts[0]
+            per_dtype[dtype_name][1] += counts[1]
+
+    def dtype_cells(target: Any) -> str:
+        stats = per_op.get(_target_name(target), {})
+        return " | ".join(_rate(*stats[d]) if d in stats else "–" for d in DTYPE_ORDER)
+
+    translated = [op for op in core if registry.is_registered(op) and op not in reasons]
+    refused = [op for op in core if op in reasons]
+    missing = [op for op in core if not registry.is_registered(op)]
+    lines = [
+        "# Operator coverage",
+        "",
+        "Generated by `python -m onnxport.coverage write` from the translation registry and",
+        "`docs/coverage_results.json` (written by `python -m onnxport.coverage run`: every OpInfo of",
+        "`torch.testing._internal.common_methods_invocations.op_db`, each dtype it supports among",
+        f"{', '.join(DTYPE_ORDER)}, up to {results.get('samples_per_case', SAMPLES_PER_CASE)} samples each,",
+        "exported without optimization, run in onnxruntime and compared with eager).",
+        "Do not edit by hand; `tests/test_coverage_doc.py` fails when this file is stale.",
+        "",
+        "## Summary",
+        "",
+        f"- Core ATen overloads (`torch.Tag.core`, torch {torch.__version__.split('+')[0]}): {len(core)}",
+        f"  - translated: {len(translated)}",
+        f"  - not translated, with the reason below: {len(refused)}",
+        f"  - without translation: {len(missing)}",
+        f"- Other ops translated directly (kept whole by the decomposition step): "
+        f"{sum(1 for t in registry.targets() if t not in core_set)}",
+        "",
+        "OpInfo samples passing, per dtype (a sample passes when values, shapes and dtypes match eager):",
+        "",
+        "| dtype | passing / attempted | rate |",
+        "|---|---|---|",
+    ]
+    for d in DTYPE_ORDER:
+        p, t = per_dtype.get(d, [0, 0])
+        lines.append(f"| {d} | {p}/{t} | {100 * p / t:.1f}% |" if t else f"| {d} | – | – |")
+    header = "| op | status | opsets | " + " | ".join(DTYPE_ORDER) + " |"
+    rule = "|---|---|---|" + "---|" * len(DTYPE_ORDER)
+    lines += [
+        "",
+        "The dtype columns count the OpInfo samples whose exported graph contains the op",
+        "(passing/attempted); – means no sample reached it in that dtype.",
+        "",
+        "## Core ATen overloads",
+        "",
+        header,
+        rule,
+    ]
+    for op in core:
+        if op in reasons:
+            status = "not translated (see below)"
+        elif registry.is_registered(op):
+            status = "translated"
+        else:
+            status = "**missing**"
+        lines.append(f"| `{op}` | {status} | {_opsets(registry, op)} | {dtype_cells(op)} |")
+    lines += ["", "## Not translated, and why", ""]
+    for op in refused:
+        lines.append(f"- `{op}`: {reasons[op]}.")
+    others = sorted((t for t in registry.targets() if t not in core_set), key=_target_name)
+    lines += [
+        "",
+        "## Other ops translated directly",
+        "",
+        "High-level ops kept whole (one ONNX op or a better pattern than their decomposition), and",
+        "the Python `operator`/`sym_*` functions of dynamic shapes.",
+        "",
+        header,
+        rule,
+    ]
+    for target in others:
+        status = "not translated (see above)" if target in reasons else "translated"
+        lines.append(f"| `{_target_name(target)}` | {status} | {_opsets(registry, target)} | {dtype_cells(target)} |")
+    lines += [
+        "",
+        "## OpInfo pass rates",
+        "",
+        "Samples passing/attempted per OpInfo and dtype (– : dtype not supported by the OpInfo).",
+        "",
+        "| OpInfo | " + " | ".join(DTYPE_ORDER) + " |",
+        "|---|" + "---|" * len(DTYPE_ORDER),
+    ]
+    for info_name in sorted(per_info):
+        cells = [_rate(*per_info[info_name][d]) if d in per_info[info_name] else "–" for d in DTYPE_ORDER]
+        lines.append(f"| `{info_name}` | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"Opsets: translations are selected per target opset (18–{MAX_OPSET}); "
+                 "`18+, 20+` means one encoding from opset 18 and a newer one from 20.")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m onnxport.coverage", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_run = sub.add_parser("run", help="run the OpInfo samples and write docs/coverage_results.json")
+    p_run.add_argument("--dtypes", nargs="*", default=list(DTYPE_ORDER))
+    p_run.add_argument("--samples", type=int, default=SAMPLES_PER_CASE)
+    p_run.add_argument("--jobs", type=int, default=2)
+    p_run.add_argument("--ops", nargs="*", default=None, help="OpInfo names (default: all)")
+    sub.add_parser("write", help="regenerate docs/coverage.md")
+    sub.add_parser("check", help="exit 1 if docs/coverage.md is stale")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        run(args.dtypes, args.samples, args.jobs, args.ops)
+        MARKDOWN.write_text(render())
+        return 0
+    if args.command == "write":
+        MARKDOWN.write_text(render())
+        return 0
+    fresh = render()
+    if not MARKDOWN.exists() or MARKDOWN.read_text() != fresh:
+        print(f"{MARKDOWN} is stale: run `python -m onnxport.coverage write`.", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,264 @@
+"""More math: log2/log10, isinf, atan2.out, var.dim, cumprod, logcumsumexp, distances
+(_cdist_forward, _pdist_forward)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+import torch
+
+from onnxport.ops.elementwise import _FLOAT_TYPES, aten_atan2
+from onnxport.ops.reduction import aten_var
+from onnxport.ops.shape import input_val, rank
+from onnxport.translate.context import Ctx
+from onnxport.translate.registry import Promote, translates
+
+aten = torch.ops.aten
+
+
+@translates(aten.log2.default, promote=Promote.INT_TO_FLOAT)
+def aten_log2(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """log2(Tensor self) -> Tensor: ln(x)/ln 2."""
+    return ctx.op.Div(ctx.op.Log(self), ctx.const(math.log(2.0), self.dtype))
+
+
+@translates(aten.log10.default, promote=Promote.INT_TO_FLOAT)
+def aten_log10(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """log10(Tensor self) -> Tensor: ln(x)/ln 10."""
+    return ctx.op.Div(ctx.op.Log(self), ctx.const(math.log(10.0), self.dtype))
+
+
+@translates(aten.isinf.default)
+def aten_isinf(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """isinf(Tensor self) -> Tensor (integers and bools are never infinite)."""
+    if self.dtype not in _FLOAT_TYPES:
+        return ctx.op.Expand(ctx.const(False), ctx.op.Shape(self))
+    x = self if self.dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE) else ctx.op.Cast(self, to=ir.DataType.FLOAT)
+    return ctx.op.IsInf(x)
+
+
+@translates(aten.atan2.out, promote=Promote.INT_TO_FLOAT, promote_args=("self", "other"))
+def aten_atan2_out(ctx: Ctx, self: ir.Value, other: ir.Value, *, out: ir.Value | None = None) -> ir.Value:
+    """atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+
+    Functional graphs hold no ``out=`` calls; when one appears the result is computed as atan2 and
+    ``out`` (only a destination buffer) is ignored.
+    """
+    return aten_atan2(ctx, self, other)
+
+
+@translates(aten.var.dim)
+def aten_var_dim(ctx: Ctx, self: ir.Value, dim: Sequence[int] | None = None, unbiased: bool = True, keepdim: bool = False) -> ir.Value:
+    """var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor"""
+    return aten_var(ctx, self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+@translates(aten.cumprod.default)
+def aten_cumprod(ctx: Ctx, self: ir.Value, dim: int, *, dtype: Any = None) -> ir.Value:
+    """cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+
+    ONNX has no CumProd: a masked product over a lower-triangular (n, n) selection along ``dim``
+    (``out[i] = Π_{j≤i} x[j]``), with ones where j > i; exact, including zeros and signs.
+    """
+    out_dtype = ctx.out_dtype()
+    x = self if self.dtype == out_dtype else ctx.op.Cast(self, to=out_dtype)
+    r = rank(self)
+    if r == 0:
+        return ctx.op.Identity(x)
+    axis = dim % r
+    n = ctx.op.Shape(x, start=axis, end=axis + 1)
+    # x moved to the last axis, then (..., 1, n) against a (n, n) lower-triangular mask.
+    perm = [i for i in range(r) if i != axis] + [axis]
+    xt = ctx.op.Transpose(x, perm=perm) if axis != r - 1 else x
+    tri = ctx.op.Trilu(ctx.op.Expand(ctx.const(True), ctx.op.Concat(n, n, axis=0)), upper=0)
+    rows = ctx.op.Unsqueeze(xt, ctx.const([-2]))  # (..., 1, n)
+    work = rows if out_dtype not in (ir.DataType.BOOL,) else ctx.op.Cast(rows, to=ir.DataType.INT64)
+    picked = ctx.op.Where(tri, work, ctx.const(1, work.dtype))  # (..., n, n)
+    prod = ctx.op.ReduceProd(picked, ctx.const([-1]), keepdims=0)
+    if work is not rows:
+        prod = ctx.op.Cast(prod, to=out_dtype)
+    if axis == r - 1:
+        return prod
+    return ctx.op.Transpose(prod, perm=[perm.index(i) for i in range(r)])
+
+
+@translates(aten.logcumsumexp.default)
+def aten_logcumsumexp(ctx: Ctx, self: ir.Value, dim: int) -> ir.Value:
+    """logcumsumexp(Tensor self, int dim) -> Tensor: m + log(cumsum(exp(x − m))), m the max along dim."""
+    r = rank(self)
+    if r == 0:
+        return ctx.op.Identity(self)
+    axis = ctx.const([dim % r])
+    m = ctx.op.ReduceMax(self, axis, keepdims=1)
+    m = ctx.op.Where(ctx.op.IsInf(m), ctx.const(0, self.dtype), m)
+    return ctx.op.Add(ctx.op.Log(ctx.op.CumSum(ctx.op.Exp(ctx.op.Sub(self, m)), ctx.const(dim % r))), m)
+
+
+def _p_norm(ctx: Ctx, diff: ir.Value, p: float, axis: int) -> ir.Value:
+    axes = ctx.const([axis])
+    if p == 2:
+        return ctx.op.Sqrt(ctx.op.ReduceSum(ctx.op.Mul(diff, diff), axes, keepdims=0))
+    a = ctx.op.Abs(diff)
+    if p == 1:
+        return ctx.op.ReduceSum(a, axes, keepdims=0)
+    if p == 0:
+        nonzero = ctx.op.Cast(ctx.op.Not(ctx.op.Equal(a, ctx.const(0, diff.dtype))), to=diff.dtype)
+        return ctx.op.ReduceSum(nonzero, axes, keepdims=0)
+    if math.isinf(p):
+        return ctx.op.ReduceMax(a, axes, keepdims=0)
+    summed = ctx.op.ReduceSum(ctx.op.Pow(a, ctx.const(p, diff.dtype)), axes, keepdims=0)
+    return ctx.op.Pow(summed, ctx.const(1.0 / p, diff.dtype))
+
+
+@translates(aten._cdist_forward.default)
+def aten_cdist_forward(ctx: Ctx, x1: ir.Value, x2: ir.Value, p: float, compute_mode: int | None = None) -> ir.Value:
+    """_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor
+
+    ‖x1ᵢ − x2ⱼ‖ₚ over every pair by broadcasting (…, P, 1, M) − (…, 1, R, M): exact for every p
+    (torch's matmul shortcut for p = 2 is only a speed trade-off).
+    """
+    diff = ctx.op.Sub(ctx.op.Unsqueeze(x1, ctx.const([-2])), ctx.op.Unsqueeze(x2, ctx.const([-3])))
+    return _p_norm(ctx, diff, float(p), -1)
+
+
+@translates(aten._pdist_forward.default)
+def aten_pdist_forward(ctx: Ctx, self: ir.Value, p: float = 2.0) -> ir.Value:
+    """_pdist_forward(Tensor self, float p=2.) -> Tensor: distances of the row pairs i < j, row-major."""
+    n = input_val(ctx).shape[0]
+    if not isinstance(n, int):
+        ctx.unsupported("pdist over a dynamic number of rows")
+    i, j = np.triu_indices(n, k=1)
+    a = ctx.op.Gather(self, ctx.const(i.astype(np.int64)), axis=0)
+    b = ctx.op.Gather(self, ctx.const(j.astype(np.int64)), axis=0)
+    return _p_norm(ctx, ctx.op.Sub(a, b), float(p), -1)
+
+
+@translates(aten.linalg_vector_norm.default)
+def aten_linalg_vector_norm(
+    ctx: Ctx, self: ir.Value, ord: float = 2, dim: Sequence[int] | None = None, keepdim: bool = False, *,
+    dtype: Any = None,
+) -> ir.Value:
+    """linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+
+    ord 2 → ReduceL2, 1 → ReduceL1, ±inf → max/min of |x|, 0 → count of non-zeros, else
+    (Σ|x|^p)^(1/p) (PyTorch docs, torch.linalg.vector_norm).
+    """
+    out_dtype = ctx.out_dtype()
+    x = self if self.dtype == out_dtype else ctx.op.Cast(self, to=out_dtype)
+    r = rank(self)
+    if r == 0:
+        x = ctx.op.Reshape(x, ctx.const([1]))
+        dim, keep = [0], False
+    else:
+        dim = list(range(r)) if dim is None or (not isinstance(dim, int) and len(dim) == 0) else (
+            [dim] if isinstance(dim, int) else list(dim))
+        keep = keepdim
+    axes = ctx.const([d % max(r, 1) for d in dim])
+    k = int(keep)
+    p = float(ord)
+    if p == 2:
+        return ctx.op.ReduceL2(x, axes, keepdims=k)
+    a = ctx.op.Abs(x)
+    if p == 1:
+        return ctx.op.ReduceSum(a, axes, keepdims=k)
+    if math.isinf(p):
+        return ctx.op.ReduceMax(a, axes, keepdims=k) if p > 0 else ctx.op.ReduceMin(a, axes, keepdims=k)
+    if p == 0:
+        nz = ctx.op.Cast(ctx.op.Not(ctx.op.Equal(a, ctx.const(0, out_dtype))), to=out_dtype)
+        return ctx.op.ReduceSum(nz, axes, keepdims=k)
+    summed = ctx.op.ReduceSum(ctx.op.Pow(a, ctx.const(p, out_dtype)), axes, keepdims=k)
+    return ctx.op.Pow(summed, ctx.const(1.0 / p, out_dtype))
+
+
+@translates(aten.var_mean.correction)
+def aten_var_mean(
+    ctx: Ctx, self: ir.Value, dim: Sequence[int] | None = None, *, correction: float | None = None, keepdim: bool = False,
+) -> tuple[ir.Value, ir.Value]:
+    """var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
+    var = aten_var(ctx, self, dim, correction=correction, keepdim=keepdim)
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0) or rank(self) == 0:
+        mean = ctx.op.ReduceMean(self, keepdims=int(keepdim)) if rank(self) else ctx.op.Identity(self)
+    else:
+        dims = [dim] if isinstance(dim, int) else list(dim)
+        mean = ctx.op.ReduceMean(self, ctx.const([d % rank(self) for d in dims]), keepdims=int(keepdim))
+    return var, mean
+
+
+@translates(aten.round.decimals)
+def aten_round_decimals(ctx: Ctx, self: ir.Value, *, decimals: int = 0) -> ir.Value:
+    """round.decimals(Tensor self, *, int decimals) -> Tensor: round(x·10^d)/10^d, half to even."""
+    scale = ctx.const(10.0 ** decimals, self.dtype)
+    return ctx.op.Div(ctx.op.Round(ctx.op.Mul(self, scale)), scale)
+
+
+@translates(aten.erfc.default, promote=Promote.INT_TO_FLOAT)
+def aten_erfc(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """erfc(Tensor self) -> Tensor: 1 − erf(x)."""
+    return ctx.op.Sub(ctx.const(1, self.dtype), ctx.op.Erf(self))
+
+
+@translates(aten.exp2.default, promote=Promote.INT_TO_FLOAT)
+def aten_exp2(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """exp2(Tensor self) -> Tensor: 2^x."""
+    return ctx.op.Pow(ctx.const(2.0, self.dtype), self)
+
+
+@translates(aten.copysign.Tensor, aten.copysign.Scalar, promote=Promote.INT_TO_FLOAT)
+def aten_copysign(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
+    """copysign.Tensor(Tensor self, Tensor other) -> Tensor: |x| with the sign of other (−0 counts negative)."""
+    negative = ctx.op.Or(ctx.op.Less(other, ctx.const(0, other.dtype)),
+                         ctx.op.Less(ctx.op.Reciprocal(other), ctx.const(0, other.dtype)))
+    a = ctx.op.Abs(self)
+    return ctx.op.Where(negative, ctx.op.Neg(a), a)
+
+
+@translates(aten.fmax.default, promote=Promote.DEFAULT)
+def aten_fmax(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
+    """fmax(Tensor self, Tensor other) -> Tensor: maximum ignoring NaN (NaN only if both are)."""
+    return _nan_ignoring(ctx, "Max", self, other)
+
+
+@translates(aten.fmin.default, promote=Promote.DEFAULT)
+def aten_fmin(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
+    """fmin(Tensor self, Tensor other) -> Tensor: minimum ignoring NaN (NaN only if both are)."""
+    return _nan_ignoring(ctx, "Min", self, other)
+
+
+def _nan_ignoring(ctx: Ctx, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    if a.dtype not in _FLOAT_TYPES:
+        return ctx.op.node(op, [a, b], {})
+    out = ctx.op.node(op, [a, b], {})
+    out = ctx.op.Where(ctx.op.IsNaN(a), b, out)
+    return ctx.op.Where(ctx.op.IsNaN(b), ctx.op.Where(ctx.op.IsNaN(a), b, a), out)
+
+
+@translates(aten.hypot.default, promote=Promote.DEFAULT)
+def aten_hypot(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
+    """hypot(Tensor self, Tensor other) -> Tensor: √(x² + y²)."""
+    return ctx.op.Sqrt(ctx.op.Add(ctx.op.Mul(self, self), ctx.op.Mul(other, other)))
+
+
+@translates(aten.ldexp.Tensor, promote=Promote.INT_TO_FLOAT)
+def aten_ldexp(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
+    """ldexp.Tensor(Tensor self, Tensor other) -> Tensor: x · 2^e."""
+    return ctx.op.Mul(self, ctx.op.Pow(ctx.const(2.0, self.dtype), other))
+
+
+@translates(aten._conj.default, aten._conj_physical.default, aten.conj_physical.default, aten.resolve_conj.default,
+            aten.resolve_neg.default)
+def aten_conj_real(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """_conj(Tensor(a) self) -> Tensor(a): identity on real tensors (complex ones are unsupported)."""
+    if self.dtype in (ir.DataType.COMPLEX64, ir.DataType.COMPLEX128):
+        ctx.unsupported("complex tensors (onnxport has no complex-number encoding)")
+    return ctx.op.Identity(self)
+
+
+@translates(aten.dist.default, promote=Promote.DEFAULT, promote_args=("self", "other"))
+def aten_dist(ctx: Ctx, self: ir.Value, other: ir.Value, p: float = 2) -> ir.Value:
+    """dist(Tensor self, Tensor other, Scalar p=2) -> Tensor: ‖self − other‖ₚ over all elements."""
+    diff = ctx.op.Reshape(ctx.op.Sub(self, other), ctx.const([-1]))
+    return _p_norm(ctx, diff, float(p), 0)

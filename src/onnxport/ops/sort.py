@@ -1,0 +1,187 @@
+"""Sorting and selection: sort, topk, argsort (via sort), nonzero, kthvalue-free helpers.
+
+ONNX TopK returns, among equal elements, the one with the lower index first (ONNX operator spec,
+TopK), which is the order of torch's stable sort; sort is TopK with k = the dim's length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx_ir as ir
+import torch
+
+from onnxport.ops.shape import rank
+from onnxport.translate.context import Ctx
+from onnxport.translate.registry import translates
+
+aten = torch.ops.aten
+
+# ORT's TopK kernels: float, double, float16 (since 1.x), int32, int64, uint8/int8. Others go via float.
+_TOPK_TYPES = {ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.INT32, ir.DataType.INT64,
+               ir.DataType.FLOAT16}
+
+
+def _topk(ctx: Ctx, x: ir.Value, k: ir.Value, axis: int, largest: bool, sorted_: bool) -> tuple[ir.Value, ir.Value]:
+    dtype = x.dtype
+    work = x if dtype in _TOPK_TYPES else ctx.op.Cast(x, to=ir.DataType.FLOAT)
+    values, indices = ctx.op.TopK(work, k, axis=axis, largest=int(largest), sorted=int(sorted_), _outputs=2)
+    if work is not x:
+        values = ctx.op.Cast(values, to=dtype)
+    return values, indices
+
+
+@translates(aten.sort.default)
+def aten_sort(ctx: Ctx, self: ir.Value, dim: int = -1, descending: bool = False) -> tuple[ir.Value, ir.Value]:
+    """sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"""
+    r = rank(self)
+    if r == 0:
+        return ctx.op.Identity(self), ctx.op.Identity(ctx.const(0))
+    axis = dim % r
+    k = ctx.op.Shape(self, start=axis, end=axis + 1)
+    return _topk(ctx, self, k, axis, descending, True)
+
+
+@translates(aten.sort.stable)
+def aten_sort_stable(
+    ctx: Ctx, self: ir.Value, *, stable: bool | None = None, dim: int = -1, descending: bool = False,
+) -> tuple[ir.Value, ir.Value]:
+    """sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"""
+    return aten_sort(ctx, self, dim, descending)
+
+
+@translates(aten.topk.default)
+def aten_topk(
+    ctx: Ctx, self: ir.Value, k: int | ir.Value, dim: int = -1, largest: bool = True, sorted: bool = True,
+) -> tuple[ir.Value, ir.Value]:
+    """topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+
+    ``sorted=False`` still sorts: torch leaves the order unspecified, sorted is one valid order.
+    """
+    r = rank(self)
+    if r == 0:
+        return ctx.op.Identity(self), ctx.op.Identity(ctx.const(0))
+    return _topk(ctx, self, ctx.shape_tensor([k]), dim % r, largest, True)
+
+
+@translates(aten.argsort.default, aten.argsort.stable)
+def aten_argsort(ctx: Ctx, self: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
+    """argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor (also argsort.stable)."""
+    if ctx.node is not None and ctx.node.target is aten.argsort.stable:
+        dim, descending = kwargs.get("dim", -1), kwargs.get("descending", False)
+    else:
+        dim = args[0] if args else kwargs.get("dim", -1)
+        descending = args[1] if len(args) > 1 else kwargs.get("descending", False)
+    return aten_sort(ctx, self, dim, descending)[1]
+
+
+@translates(aten.nonzero.default)
+def aten_nonzero(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """nonzero(Tensor self) -> Tensor: (N, rank) indices of the non-zero elements, row-major."""
+    if rank(self) == 0:
+        flag = ctx.op.Cast(ctx.op.Cast(self, to=ir.DataType.BOOL), to=ir.DataType.INT64)
+        return ctx.op.Expand(ctx.const([[0]], ir.DataType.INT64), ctx.op.Concat(
+            ctx.op.Reshape(flag, ctx.const([1])), ctx.const([0]), axis=0))
+    return ctx.op.Transpose(ctx.op.NonZero(self), perm=[1, 0])
+
+
+def _cum_extreme(ctx: Ctx, self: ir.Value, dim: int, largest: bool) -> tuple[ir.Value, ir.Value]:
+    """cummax/cummin over an (n, n) lower-triangular selection: for output i, the extreme of
+    x[0..i] and the last index reaching it (torch returns the last one on ties)."""
+    r = rank(self)
+    if r == 0:
+        return ctx.op.Identity(self), ctx.op.Identity(ctx.const(0))
+    axis = dim % r
+    perm = [i for i in range(r) if i != axis] + [axis]
+    x = ctx.op.Transpose(self, perm=perm) if axis != r - 1 else self
+    work = x if x.dtype in _TOPK_TYPES - {ir.DataType.FLOAT16} else ctx.op.Cast(x, to=ir.DataType.FLOAT)
+    n = ctx.op.Shape(self, start=axis, end=axis + 1)
+    tri = ctx.op.Trilu(ctx.op.Expand(ctx.const(True), ctx.op.Concat(n, n, axis=0)), upper=0)
+    fill = ctx.const(float("-inf") if largest else float("inf"), ir.DataType.FLOAT) if work.dtype == ir.DataType.FLOAT \
+        else ctx.const(torch.iinfo(torch.int64 if work.dtype == ir.DataType.INT64 else torch.int32).min if largest
+                       else torch.iinfo(torch.int64 if work.dtype == ir.DataType.INT64 else torch.int32).max, work.dtype)
+    rows = ctx.op.Where(tri, ctx.op.Unsqueeze(work, ctx.const([-2])), fill)  # (..., n, n)
+    reduce = "ReduceMax" if largest else "ReduceMin"
+    values = ctx.op.node(reduce, [rows, ctx.const([-1])], {"keepdims": 1})
+    # Last index reaching the extreme: NaN counts as the extreme (torch propagates NaN).
+    hit = ctx.op.And(tri, ctx.op.Or(ctx.op.Equal(rows, values), ctx.op.IsNaN(rows))) if work.dtype == ir.DataType.FLOAT \
+        else ctx.op.And(tri, ctx.op.Equal(rows, values))
+    positions = ctx.op.Range(ctx.const(0), ctx.op.Squeeze(n, ctx.const([0])), ctx.const(1))
+    idx = ctx.op.ReduceMax(ctx.op.Where(hit, positions, ctx.const(-1)), ctx.const([-1]), keepdims=0)
+    nan_seen = None
+    values = ctx.op.Squeeze(values, ctx.const([-1]))
+    if work.dtype == ir.DataType.FLOAT:
+        nan_seen = ctx.op.Cast(ctx.op.CumSum(ctx.op.Cast(ctx.op.IsNaN(work), to=ir.DataType.INT32), ctx.const(-1)),
+                               to=ir.DataType.BOOL)
+        values = ctx.op.Where(nan_seen, ctx.const(float("nan")), values)
+    if work is not x:
+        values = ctx.op.Cast(values, to=x.dtype)
+    if axis != r - 1:
+        inverse = [perm.index(i) for i in range(r)]
+        values, idx = ctx.op.Transpose(values, perm=inverse), ctx.op.Transpose(idx, perm=inverse)
+    return values, idx
+
+
+@translates(aten.cummax.default)
+def aten_cummax(ctx: Ctx, self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
+    """cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
+    return _cum_extreme(ctx, self, dim, True)
+
+
+@translates(aten.cummin.default)
+def aten_cummin(ctx: Ctx, self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
+    """cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
+    return _cum_extreme(ctx, self, dim, False)
+
+
+@translates(aten.kthvalue.default)
+def aten_kthvalue(ctx: Ctx, self: ir.Value, k: int | ir.Value, dim: int = -1, keepdim: bool = False) -> tuple[ir.Value, ir.Value]:
+    """kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices): k-th smallest."""
+    r = rank(self)
+    if r == 0:
+        return ctx.op.Identity(self), ctx.op.Identity(ctx.const(0))
+    axis = dim % r
+    values, indices = _topk(ctx, self, ctx.shape_tensor([k]), axis, False, True)
+    pos = ctx.op.Sub(ctx.shape_tensor([k]), ctx.const([1]))
+    v = ctx.op.Gather(values, pos, axis=axis)
+    i = ctx.op.Gather(indices, pos, axis=axis)
+    if not keepdim:
+        v, i = ctx.op.Squeeze(v, ctx.const([axis])), ctx.op.Squeeze(i, ctx.const([axis]))
+    return v, i
+
+
+def _search(ctx: Ctx, boundaries: ir.Value, values: ir.Value, right: bool, out_int32: bool, inner: bool) -> ir.Value:
+    """Insertion index of each value: the count of boundaries < value (≤ with ``right``).
+
+    ``inner``: the boundaries are a batch of sorted rows matching the values' leading dims.
+    """
+    cmp = "LessOrEqual" if right else "Less"
+    b = ctx.op.Unsqueeze(boundaries, ctx.const([-2])) if inner else boundaries  # (..., 1, m) or (m,)
+    v = ctx.op.Unsqueeze(values, ctx.const([-1]))  # (..., n, 1)
+    hits = ctx.op.node(cmp, [b, v], {})
+    count = ctx.op.ReduceSum(ctx.op.Cast(hits, to=ir.DataType.INT64), ctx.const([-1]), keepdims=0)
+    return ctx.op.Cast(count, to=ir.DataType.INT32) if out_int32 else count
+
+
+@translates(aten.searchsorted.Tensor)
+def aten_searchsorted(
+    ctx: Ctx, sorted_sequence: ir.Value, self: ir.Value, *, out_int32: bool = False, right: bool = False,
+    side: str | None = None, sorter: ir.Value | None = None,
+) -> ir.Value:
+    """searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"""
+    if sorter is not None:
+        sorted_sequence = ctx.op.GatherElements(sorted_sequence, sorter, axis=-1)
+    right = right or side == "right"
+    inner = rank(sorted_sequence) > 1
+    values = self if self.dtype == sorted_sequence.dtype else ctx.op.Cast(self, to=sorted_sequence.dtype)
+    if rank(self) == 0:
+        values = ctx.op.Reshape(values, ctx.const([1]))
+        return ctx.op.Squeeze(_search(ctx, sorted_sequence, values, right, out_int32, inner), ctx.const([0]))
+    return _search(ctx, sorted_sequence, values, right, out_int32, inner)
+
+
+@translates(aten.bucketize.Tensor)
+def aten_bucketize(ctx: Ctx, self: ir.Value, boundaries: ir.Value, *, out_int32: bool = False, right: bool = False) -> ir.Value:
+    """bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor"""
+    values = self if self.dtype == boundaries.dtype else ctx.op.Cast(self, to=boundaries.dtype)
+    return _search(ctx, boundaries, values, right, out_int32, False)

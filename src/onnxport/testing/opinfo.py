@@ -1,0 +1,348 @@
+"""Run PyTorch OpInfo samples through an exporter and compare with eager.
+
+Shared by the op suite (``tests/ops``), the coverage generator (``onnxport.coverage``) and
+``bench/opinfo_compare.py``. Each sample becomes a module whose inputs are the sample's tensors
+(every other argument is baked in), exported, run in onnxruntime, and compared with eager on
+values, shapes and dtypes with the tolerances of :data:`TOLERANCES`.
+
+Needs ``torch.testing._internal`` (and its ``expecttest`` dependency): import lazily.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import textwrap
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+DTYPES: tuple[torch.dtype, ...] = (
+    torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool,
+)
+DTYPE_NAMES = {d: str(d).removeprefix("torch.") for d in DTYPES}
+
+# (rtol, atol) per dtype, onnxruntime vs eager. Half types compute in float32 in many ORT kernels
+# and round once, where eager rounds at every step; integers and bools are exact.
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float32: (2e-4, 2e-5),
+    torch.float64: (1e-7, 1e-7),
+    torch.float16: (2e-3, 2e-3),
+    torch.bfloat16: (1.6e-2, 1e-2),
+    torch.int32: (0, 0),
+    torch.int64: (0, 0),
+    torch.bool: (0, 0),
+}
+
+# OpInfos whose values are random: compared by shape, dtype and distribution, not values.
+RANDOM_OPS = frozenset({
+    "bernoulli", "normal", "normal.number_mean", "normal.in_place", "rand_like", "randn_like",
+    "randint_like", "randint", "randn", "rand", "multinomial", "uniform", "exponential",
+    "geometric", "log_normal", "cauchy", "nn.functional.dropout", "nn.functional.dropout2d",
+    "nn.functional.dropout3d", "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout.with_train",
+    "nn.functional.feature_alpha_dropout.without_train", "nn.functional.rrelu", "randperm",
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted",
+})
+# onnxruntime 1.31 has no kernels for RandomUniform(Like)/RandomNormal(Like)/Multinomial-22, so the
+# random ops are checked at opset 21 (their opset-22 encodings are the same nodes).
+RANDOM_OPSET = 21
+# Of these, the ones whose output is uninitialized memory: shape and dtype only.
+UNINITIALIZED_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"})
+
+
+@functools.cache
+def op_db() -> dict[str, Any]:
+    """OpInfo full name (``name`` or ``name.variant``) → OpInfo."""
+    from torch.testing._internal.common_methods_invocations import op_db as db
+
+    return {full_name(o): o for o in db}
+
+
+def full_name(opinfo: Any) -> str:
+    return f"{opinfo.name}.{opinfo.variant_test_name}" if opinfo.variant_test_name else opinfo.name
+
+
+def supported_dtypes(opinfo: Any) -> list[torch.dtype]:
+    supported = opinfo.supported_dtypes("cpu")
+    return [d for d in DTYPES if d in supported]
+
+
+def samples(opinfo: Any, dtype: torch.dtype, limit: int | None = None) -> list[Any]:
+    """The OpInfo's CPU samples for ``dtype``, generated from a fixed seed (so reproducible)."""
+    torch.manual_seed(0)
+    out = []
+    generator = iter(opinfo.sample_inputs("cpu", dtype, requires_grad=False))
+    try:
+        for sample in generator:
+            out.append(sample)
+            if limit is not None and len(out) >= limit:
+                break
+    finally:  # close now, not later inside some export's tracing context
+        close = getattr(generator, "close", None)
+        if close is not None:
+            close()
+    return out
+
+
+class OpCall(torch.nn.Module):
+    """``op(input, *args, **kwargs)`` with the tensors of the call as module inputs."""
+
+    def __init__(self, op: Callable[..., Any], structure: Any, tensor_slots: Sequence[int]) -> None:
+        super().__init__()
+        self.op = op
+        self.leaves, self.spec = pytree.tree_flatten(structure)
+        self.tensor_slots = list(tensor_slots)
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        leaves = list(self.leaves)
+        for slot, tensor in zip(self.tensor_slots, tensors):
+            leaves[slot] = tensor
+        inp, args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        return self.op(inp, *args, **kwargs)
+
+
+def as_module(opinfo: Any, sample: Any) -> tuple[OpCall, tuple[torch.Tensor, ...]]:
+    """The module calling ``opinfo.op`` on ``sample`` and its tensor inputs."""
+    structure = (sample.input, tuple(sample.args), dict(sample.kwargs))
+    leaves, _ = pytree.tree_flatten(structure)
+    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+    module = OpCall(opinfo.op, structure, slots)
+    return module, tuple(leaves[i] for i in slots)
+
+
+@dataclasses.dataclass
+class SampleResult:
+    """Outcome of one sample: ``status`` is pass, mismatch, export_error, unsupported or run_error."""
+
+    status: str
+    detail: str = ""
+    aten_ops: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+def _tensor_leaves(value: Any) -> list[torch.Tensor]:
+    return [x for x in pytree.tree_leaves(value) if isinstance(x, torch.Tensor)]
+
+
+def compare_outputs(name: str, expected: Sequence[torch.Tensor], actual: Sequence[torch.Tensor]) -> str:
+    """Return '' when every output matches (values, shapes, dtypes), else what differs."""
+    if len(expected) != len(actual):
+        return f"{len(actual)} outputs, eager has {len(expected)}"
+    random = name in RANDOM_OPS
+    for i, (exp, act) in enumerate(zip(expected, actual)):
+        if act.dtype != exp.dtype:
+            return f"output {i}: dtype {act.dtype}, eager {exp.dtype}"
+        if tuple(act.shape) != tuple(exp.shape):
+            return f"output {i}: shape {tuple(act.shape)}, eager {tuple(exp.shape)}"
+        if random:
+            problem = _compare_distribution(name, exp, act)
+        else:
+            problem = _compare_values(exp, act)
+        if problem:
+            return f"output {i}: {problem}"
+    return ""
+
+
+def _compare_values(exp: torch.Tensor, act: torch.Tensor) -> str:
+    if exp.is_complex() or act.is_complex():
+        exp, act = torch.view_as_real(exp), torch.view_as_real(act)
+    rtol, atol = TOLERANCES.get(exp.dtype, (1e-5, 1e-5))
+    try:
+        torch.testing.assert_close(act, exp, rtol=rtol, atol=atol, equal_nan=True, check_device=False)
+    except AssertionError as e:
+        return " ".join(str(e).split())[:300]
+    return ""
+
+
+def _compare_distribution(name: str, exp: torch.Tensor, act: torch.Tensor) -> str:
+    """Random outputs: finite where eager is, same support, and close moments on large samples."""
+    if name in UNINITIALIZED_OPS or exp.numel() == 0:
+        return ""
+    e, a = exp.double(), act.double()
+    if not bool(torch.isfinite(a).all()) and bool(torch.isfinite(e).all()):
+        return "non-finite random values"
+    lo, hi = float(e.min()), float(e.max())
+    spread = max(hi - lo, 1.0)
+    if float(a.min()) < lo - 4 * spread or float(a.max()) > hi + 4 * spread:
+        return f"random values in [{float(a.min())}, {float(a.max())}], eager [{lo}, {hi}]"
+    if exp.numel() >= 400:
+        std = float(e.std()) if e.numel() > 1 else 0.0
+        if abs(float(a.mean()) - float(e.mean())) > 0.25 * std + 0.05 * max(abs(float(e.mean())), 1.0):
+            return f"random mean {float(a.mean()):.4g}, eager {float(e.mean()):.4g}"
+    return ""
+
+
+def aten_targets(ep: Any) -> tuple[str, ...]:
+    """The ``call_function`` targets of a (decomposed) ExportedProgram, as strings."""
+    from onnxport.capture.decomp import call_nodes
+
+    return tuple(sorted({str(n.target) for n in call_nodes(ep) if isinstance(n.target, torch._ops.OpOverload)}))
+
+
+def run_sample(
+    opinfo: Any, sample: Any, *, optimize: bool = True, opset: int | None = None,
+    exporter: str = "onnxport",
+) -> SampleResult:
+    """Export one sample with ``exporter`` ("onnxport" or "torch.onnx"), run it, compare."""
+    from onnxport.errors import UnsupportedOpError
+
+    module, tensors = as_module(opinfo, sample)
+    name = full_name(opinfo)
+    try:
+        expected = _tensor_leaves(module(*tensors))
+    except Exception as e:  # a sample eager itself rejects (rare): not the exporter's failure
+        return SampleResult("skip", f"eager failed: {type(e).__name__}: {e}")
+    if not expected:
+        return SampleResult("skip", "no tensor output")
+    try:
+        if exporter == "onnxport":
+            import onnxport
+
+            if opset is None and name in RANDOM_OPS:
+                opset = RANDOM_OPSET
+            program = onnxport.export(module, tensors, opset_version=opset, optimize=optimize)
+            ops = aten_targets(program.exported_program)
+        else:
+            program = _torch_onnx_export(module, tensors, opset, optimize)
+            ops = ()
+    except UnsupportedOpError as e:
+        return SampleResult("unsupported", _short(e), _failing_target(e))
+    except Exception as e:
+        return SampleResult("export_error", f"{type(e).__name__}: {_short(e)}", _failing_target(e))
+    try:
+        actual = _run(program, tensors)
+    except Exception as e:
+        return SampleResult("run_error", f"{type(e).__name__}: {_short(e)}", ops)
+    finally:
+        if exporter == "onnxport":  # torch.onnx's release() runs gc.collect(): ~1 s per sample
+            program.release()
+    problem = compare_outputs(name, expected, actual)
+    return SampleResult("mismatch" if problem else "pass", problem, ops)
+
+
+def _run(program: Any, tensors: tuple) -> list[torch.Tensor]:
+    """``program(*tensors)``; bfloat16 outputs (which ``torch.from_numpy`` cannot take from
+    onnxruntime's ml_dtypes arrays) are converted through their uint16 bits."""
+    try:
+        return list(program(*tensors))
+    except (RuntimeError, TypeError) as e:
+        if "bfloat16" not in str(e) or not hasattr(program, "_inference_session"):
+            raise
+    import numpy as np
+
+    from onnxport.program import _feeds
+
+    session = program._inference_session()
+    outputs = session.run(None, _feeds([i.name for i in session.get_inputs()], tensors, {}))
+    out = []
+    for o in outputs:
+        o = np.asarray(o)
+        if o.dtype.name == "bfloat16":
+            out.append(torch.from_numpy(o.view(np.uint16).copy()).view(torch.bfloat16))
+        else:
+            out.append(torch.from_numpy(o))
+    return out
+
+
+def _failing_target(e: BaseException) -> tuple[str, ...]:
+    """The op an onnxport error names (its FX node's target), for per-overload attribution."""
+    node = getattr(e, "node", None)
+    target = getattr(node, "target", None)
+    return (str(target),) if isinstance(target, torch._ops.OpOverload) else ()
+
+
+def _torch_onnx_export(module: torch.nn.Module, tensors: tuple, opset: int | None, optimize: bool) -> Any:
+    import contextlib
+    import io
+    import warnings
+
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return torch.onnx.export(
+            module, tensors, dynamo=True, opset_version=opset, optimize=optimize, verbose=False,
+            report=False, verify=False,
+        )
+
+
+def _short(e: BaseException, n: int = 400) -> str:
+    text = " ".join(str(e).split())
+    return text[:n]
+
+
+def iter_cases(
+    names: Sequence[str] | None = None, dtypes: Sequence[torch.dtype] = DTYPES,
+) -> Iterator[tuple[str, torch.dtype]]:
+    """(OpInfo full name, dtype) for every OpInfo (or ``names``) and each supported dtype."""
+    db = op_db()
+    for name in names if names is not None else sorted(db):
+        for dtype in supported_dtypes(db[name]):
+            if dtype in dtypes:
+                yield name, dtype
+
+
+# -- reproduction scripts ---------------------------------------------------------------------
+
+_REPRO = '''\
+"""Reproduce onnxport OpInfo failure: {name} [{dtype}] sample {index} (optimize={optimize}).
+
+{detail}
+"""
+import torch
+import torch.utils._pytree as pytree
+
+import onnxport
+from onnxport.testing.opinfo import compare_outputs, op_db
+
+inp, args, kwargs = torch.load({data!r}, weights_only=False)
+opinfo = op_db()[{name!r}]
+
+
+class Model(torch.nn.Module):
+    def forward(self, *tensors):
+        leaves, spec = pytree.tree_flatten((inp, args, kwargs))
+        it = iter(tensors)
+        leaves = [next(it) if isinstance(x, torch.Tensor) else x for x in leaves]
+        i, a, k = pytree.tree_unflatten(leaves, spec)
+        return opinfo.op(i, *a, **k)
+
+
+tensors = tuple(x for x in pytree.tree_leaves((inp, args, kwargs)) if isinstance(x, torch.Tensor))
+model = Model()
+expected = [x for x in pytree.tree_leaves(model(*tensors)) if isinstance(x, torch.Tensor)]
+program = onnxport.export(model, tensors, opset_version={opset!r}, optimize={optimize!r})
+print(program.model)
+actual = program(*tensors)
+print(compare_outputs({name!r}, expected, actual) or "outputs match")
+'''
+
+
+def write_repro(
+    opinfo: Any, sample: Any, dtype: torch.dtype, index: int, optimize: bool, opset: int | None,
+    result: SampleResult, folder: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Write ``repro_<op>_<dtype>_<index>.py`` (and its ``.pt`` inputs) for a failing sample."""
+    folder = Path(folder or os.environ.get("ONNXPORT_REPRO_DIR", "onnxport_repro"))
+    folder.mkdir(parents=True, exist_ok=True)
+    name = full_name(opinfo)
+    stem = f"repro_{name.replace('.', '_')}_{DTYPE_NAMES.get(dtype, dtype)}_{index}_{'opt' if optimize else 'noopt'}"
+    data = folder / f"{stem}.pt"
+    torch.save((sample.input, tuple(sample.args), dict(sample.kwargs)), data)
+    script = folder / f"{stem}.py"
+    detail = textwrap.fill(f"{result.status}: {result.detail}", 96)
+    script.write_text(_REPRO.format(
+        name=name, dtype=DTYPE_NAMES.get(dtype, dtype), index=index, optimize=optimize, opset=opset,
+        detail=detail, data=str(data.resolve()),
+    ))
+    return script
+
+
+def format_exception(e: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(e), e)).strip()
