@@ -97,9 +97,10 @@ def _output_names(ep: ExportedProgram, n_user: int) -> list[str] | None:
     names = []
     for path, _ in paths:
         keys = [getattr(k, "key", getattr(k, "name", None)) for k in path]
-        if not keys or not all(isinstance(k, str) for k in keys):
+        str_keys = [k for k in keys if isinstance(k, str)]
+        if not keys or len(str_keys) != len(keys):
             return None
-        names.append(".".join(keys))
+        names.append(".".join(str_keys))
     return names if len(names) == n_user else None
 
 

@@ -44,7 +44,7 @@ class Attempt:
 def _size_oblivious() -> Any:
     """Do not specialize dims of size 0/1 in the example inputs (a batch of 1 stays dynamic), as
     torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``."""
-    return torch.fx.experimental._config.patch(backed_size_oblivious=True)
+    return torch.fx.experimental._config.patch(backed_size_oblivious=True)  # type: ignore[attr-defined]
 
 
 def _nonstrict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:

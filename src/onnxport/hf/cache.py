@@ -9,8 +9,8 @@ outputs are plain tensors named as onnxruntime-genai and Optimum name them (``do
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import torch
 
@@ -157,7 +157,7 @@ class Seq2SeqEncoder(torch.nn.Module):
 
     def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
-        self.encoder = model.get_encoder()
+        self.encoder = cast("Callable[[], torch.nn.Module]", model.get_encoder)()
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
@@ -168,7 +168,7 @@ class SpeechEncoder(torch.nn.Module):
 
     def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
-        self.encoder = model.get_encoder()
+        self.encoder = cast("Callable[[], torch.nn.Module]", model.get_encoder)()
 
     def forward(self, input_features: torch.Tensor) -> torch.Tensor:
         return self.encoder(input_features=input_features).last_hidden_state
@@ -197,7 +197,7 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
     ) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache, EncoderDecoderCache
 
-        config = self.model.config
+        config: Any = self.model.config
         cache = EncoderDecoderCache(
             fill_cache(DynamicCache(config=config), past_key_values or []),
             empty_cross_cache(config),

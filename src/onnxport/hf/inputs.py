@@ -235,7 +235,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     if speech:
         mels = config.num_mel_bins
         frames = 2 * config.max_source_positions
-        encoder = wrappers.SpeechEncoder(model)
+        encoder: torch.nn.Module = wrappers.SpeechEncoder(model)
 
         def make_encoder(sizes: Sizes) -> dict[str, Any]:
             gen = _generator(sizes)

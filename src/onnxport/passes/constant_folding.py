@@ -9,7 +9,7 @@ implementation (``onnx.reference``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import onnx_ir as ir
@@ -32,8 +32,8 @@ def _slice(node: ir.Node, x: np.ndarray, starts: Any, ends: Any, axes: Any = Non
 
 
 def _reshape(node: ir.Node, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
-    shape = [x.shape[i] if (d == 0 and not _attr(node, "allowzero", 0)) else int(d) for i, d in enumerate(shape)]
-    return x.reshape(shape)
+    dims = [x.shape[i] if (d == 0 and not _attr(node, "allowzero", 0)) else int(d) for i, d in enumerate(shape)]
+    return x.reshape(dims)
 
 
 def _unsqueeze(node: ir.Node, x: np.ndarray, axes: np.ndarray) -> np.ndarray:
@@ -58,7 +58,7 @@ _EVAL: dict[str, Callable[..., np.ndarray]] = {
     "Not": lambda n, a: np.logical_not(a),
     "And": lambda n, a, b: np.logical_and(a, b),
     "Or": lambda n, a, b: np.logical_or(a, b),
-    "Where": lambda n, c, a, b: np.where(c, a, b),
+    "Where": lambda n, c, a, b: cast(np.ndarray, np.where(c, a, b)),  # not the 1-argument overload
     "Max": lambda n, *xs: np.maximum.reduce(xs) if len(xs) > 1 else xs[0],
     "Min": lambda n, *xs: np.minimum.reduce(xs) if len(xs) > 1 else xs[0],
     "Cast": lambda n, a: a.astype(ir.DataType(_attr(n, "to", 1)).numpy()),
@@ -89,7 +89,8 @@ def _reference(node: ir.Node, values: list[np.ndarray | None]) -> np.ndarray:
     proto = ir.serde.serialize_node(node)
     feeds = {name: v for name, v in zip(proto.input, values) if name and v is not None}
     try:
-        return ReferenceEvaluator(proto).run(None, feeds)[0]
+        outputs = cast(list[np.ndarray], ReferenceEvaluator(proto).run(None, feeds))
+        return outputs[0]
     except Exception as e:  # the reference implementation raises assorted types for unsupported cases
         raise ValueError(str(e)) from e
 
@@ -116,7 +117,8 @@ def _static_shape(value: ir.Value | None) -> list[int] | None:
     if value is None or value.shape is None:
         return None
     dims = list(value.shape)
-    return dims if all(isinstance(d, int) for d in dims) else None
+    ints = [d for d in dims if isinstance(d, int)]
+    return ints if len(ints) == len(dims) else None
 
 
 class FoldConstantsPass(ir.passes.InPlacePass):
@@ -138,7 +140,7 @@ class FoldConstantsPass(ir.passes.InPlacePass):
             new = const.outputs[0]
             new.const_value = tensor
             new.dtype = tensor.dtype
-            new.shape = ir.Shape(tensor.shape)
+            new.shape = ir.Shape(tensor.shape)  # type: ignore[arg-type]
             graph.insert_before(node, const)
             out.replace_all_uses_with(new)
             new.name = out.name

@@ -65,7 +65,7 @@ def _attr_key(attr: ir.Attr) -> Any:
 
 def _signature(nodes: Sequence[ir.Node], inputs: Sequence[ir.Value]) -> tuple[Any, ...]:
     """A structural key: equal for blocks that compute the same function of their inputs."""
-    index = {id(v): ("in", i) for i, v in enumerate(inputs)}
+    index: dict[int, tuple[str | int, ...]] = {id(v): ("in", i) for i, v in enumerate(inputs)}
     key = []
     for n, node in enumerate(nodes):
         for k, out in enumerate(node.outputs):

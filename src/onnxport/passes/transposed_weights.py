@@ -46,7 +46,7 @@ class TransposedWeightsPass(ir.passes.InPlacePass):
             users = {id(user) for user, _ in weight.uses()}
             if users != {id(node)} or node.outputs[0].is_graph_output():
                 continue
-            shape = ir.Shape([tensor.shape[p] for p in perm])
+            shape = ir.Shape([tensor.shape[p] for p in perm])  # type: ignore[misc]
             name = f"{weight.name}.T"
             lazy = ir.LazyTensor(_transposed(tensor, perm), dtype=tensor.dtype, shape=shape, name=name)
             value = ir.Value(name=name, shape=shape, type=ir.TensorType(tensor.dtype), const_value=lazy)
@@ -54,6 +54,7 @@ class TransposedWeightsPass(ir.passes.InPlacePass):
             graph.register_initializer(value)
             node.outputs[0].replace_all_uses_with(value)
             graph.remove(node, safe=True)
+            assert weight.name is not None  # initializers are registered by name
             del graph.initializers[weight.name]
             modified = True
         return ir.passes.PassResult(model, modified)

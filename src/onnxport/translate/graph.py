@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
@@ -218,6 +218,7 @@ class GraphTranslator:
     def _call(self, node: torch.fx.Node) -> None:
         if node.target is operator.getitem:
             source, index = node.args
+            assert isinstance(source, torch.fx.Node)  # getitem's source is always a node's output
             value = self.env[source][index]
             if isinstance(value, ir.Value) and value.producer() is not None:
                 if value.name is None or value.name.startswith(f"{source.name}_"):
@@ -235,7 +236,7 @@ class GraphTranslator:
     def _inline(self, node: torch.fx.Node) -> tuple[Any, ...]:
         """Translate a HOP's subgraph in place; return its outputs."""
         index = next(i for i, a in enumerate(node.args) if isinstance(a, torch.fx.Node) and a.op == "get_attr")
-        submodule = self.env[node.args[index]]
+        submodule = self.env[cast(torch.fx.Node, node.args[index])]
         operands = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args[index + 1 :]]
         return self.run_body(submodule, operands)
 
@@ -295,7 +296,7 @@ class GraphTranslator:
 
     def _outputs(self, node: torch.fx.Node, output_names: Sequence[str] | None) -> None:
         specs = self.ep.graph_signature.output_specs
-        results = node.args[0]
+        results = cast(Sequence[torch.fx.node.Argument], node.args[0])
         user = [(r, s) for r, s in zip(results, specs) if s.kind == OutputKind.USER_OUTPUT]
         if output_names is not None and len(output_names) > len(user):
             raise InputError(

@@ -20,7 +20,7 @@ def _const(value: ir.Value | None) -> ir.TensorProtocol | None:
 
 
 def _lazy(name: str, like: ir.TensorProtocol, produce: Callable[[], np.ndarray]) -> ir.Value:
-    shape = ir.Shape(like.shape)
+    shape = ir.Shape(like.shape)  # type: ignore[arg-type]
     tensor = ir.LazyTensor(lambda: ir.tensor(produce(), dtype=like.dtype), dtype=like.dtype, shape=shape, name=name)
     return ir.Value(name=name, shape=shape, type=ir.TensorType(like.dtype), const_value=tensor)
 
@@ -59,8 +59,10 @@ class ConvBatchNormPass(ir.passes.InPlacePass):
                 b = bias.numpy() if bias is not None else np.zeros_like(mean.numpy())
                 return ((b - mean.numpy()) * factor() + shift.numpy()).astype(mean.numpy().dtype)
 
-            w_name = f"{conv.inputs[1].name}.bn_folded"
-            b_name = f"{(conv.inputs[2].name if bias is not None else conv.inputs[1].name + '.bias')}.bn_folded"
+            w_input, b_input = conv.inputs[1], conv.inputs[2] if bias is not None else None
+            assert w_input is not None and w_input.name is not None  # an initializer: _const(w_input) is not None
+            w_name = f"{w_input.name}.bn_folded"
+            b_name = f"{(b_input.name if b_input is not None else w_input.name + '.bias')}.bn_folded"
             w_value = _lazy(w_name, weight, new_weight)
             b_value = _lazy(b_name, mean, new_bias)  # type: ignore[arg-type]
             graph.register_initializer(w_value)
@@ -69,7 +71,9 @@ class ConvBatchNormPass(ir.passes.InPlacePass):
             fused.metadata_props.update(conv.metadata_props)
             graph.insert_before(conv, fused)
             out = fused.outputs[0]
-            out.dtype, out.shape = bn.outputs[0].dtype, bn.outputs[0].shape
+            if bn.outputs[0].dtype is not None:
+                out.dtype = bn.outputs[0].dtype
+            out.shape = bn.outputs[0].shape
             bn.outputs[0].replace_all_uses_with(out, replace_graph_outputs=True)
             out.name = bn.outputs[0].name
             graph.remove([bn, conv], safe=True)

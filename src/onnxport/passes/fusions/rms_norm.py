@@ -92,7 +92,9 @@ class RMSNormFusionPass(ir.passes.InPlacePass):
             fused.metadata_props.update(node.metadata_props)
             graph.insert_before(node, fused)
             out = fused.outputs[0]
-            out.dtype, out.shape = node.outputs[0].dtype, node.outputs[0].shape
+            if node.outputs[0].dtype is not None:
+                out.dtype = node.outputs[0].dtype
+            out.shape = node.outputs[0].shape
             node.outputs[0].replace_all_uses_with(out, replace_graph_outputs=True)
             out.name = node.outputs[0].name
             square = inner[0]
