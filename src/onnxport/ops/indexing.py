@@ -159,3 +159,16 @@ def aten_masked_select(ctx: Ctx, self: ir.Value, mask: ir.Value) -> ir.Value:
     flat = ctx.op.Reshape(ctx.op.Expand(self, shape), ctx.const([-1]))
     flat_mask = ctx.op.Reshape(ctx.op.Expand(mask, shape), ctx.const([-1]))
     return ctx.op.Compress(flat, flat_mask, axis=0)
+
+
+@translates(aten.one_hot.default)
+def aten_one_hot(ctx: Ctx, self: ir.Value, num_classes: int = -1) -> ir.Value:
+    """one_hot(Tensor self, int num_classes=-1) -> Tensor: ONNX OneHot with values [0, 1] (int64).
+
+    ``num_classes=-1`` means max(self) + 1, computed at run time.
+    """
+    if num_classes == -1:
+        depth = ctx.op.Add(ctx.op.ReduceMax(self, keepdims=0), ctx.const(1, self.dtype))
+    else:
+        depth = ctx.const(num_classes, self.dtype)
+    return ctx.op.OneHot(self, depth, ctx.const([0, 1]), axis=-1)

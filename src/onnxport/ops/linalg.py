@@ -73,3 +73,11 @@ def _scaled_sum(ctx: Ctx, self: ir.Value, prod: ir.Value, beta: float, alpha: fl
         return ctx.op.Add(prod, ctx.op.Expand(ctx.const(0, self.dtype), ctx.op.Shape(self)))
     base = self if beta == 1 else ctx.op.Mul(self, ctx.const(beta, self.dtype))
     return ctx.op.Add(base, prod)
+
+
+@translates(aten.einsum.default)
+def aten_einsum(ctx: Ctx, equation: str, tensors: list[ir.Value], *, path: list[int] | None = None) -> ir.Value:
+    """einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor: ONNX Einsum (same notation)."""
+    out_dtype = ctx.out_dtype()
+    operands = [t if t.dtype == out_dtype else ctx.op.Cast(t, to=out_dtype) for t in tensors]
+    return ctx.op.Einsum(*operands, equation=equation.replace(" ", ""))

@@ -131,6 +131,8 @@ def aten_pdist_forward(ctx: Ctx, self: ir.Value, p: float = 2.0) -> ir.Value:
     n = input_val(ctx).shape[0]
     if not isinstance(n, int):
         ctx.unsupported("pdist over a dynamic number of rows")
+    if n < 2:  # no pairs
+        return ctx.op.Identity(ctx.const(np.zeros(0, dtype=np.float32), ctx.out_dtype()))
     i, j = np.triu_indices(n, k=1)
     a = ctx.op.Gather(self, ctx.const(i.astype(np.int64)), axis=0)
     b = ctx.op.Gather(self, ctx.const(j.astype(np.int64)), axis=0)
