@@ -38,7 +38,7 @@ _UNARY_SAME = {
     aten.abs.default: "Abs",
     aten.neg.default: "Neg",
     aten.relu.default: "Relu",
-    aten.sign.default: "Sign",
+    
     aten.floor.default: "Floor",
     aten.ceil.default: "Ceil",
     aten.round.default: "Round",
@@ -67,6 +67,12 @@ for _target, _op in _UNARY_SAME.items():
     globals()[f"aten_{_target.__name__.replace('.', '_')}"] = translates(_target)(_unary(_op))
 for _target, _op in _UNARY_FLOAT.items():
     globals()[f"aten_{_target.__name__.replace('.', '_')}"] = translates(_target, promote=Promote.INT_TO_FLOAT)(_unary(_op))
+
+
+@translates(aten.sign.default)
+def aten_sign(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """sign(Tensor self) -> Tensor (of a bool, the bool itself)."""
+    return ctx.op.Identity(self) if self.dtype == ir.DataType.BOOL else ctx.op.Sign(self)
 
 
 @translates(aten.rsqrt.default, promote=Promote.INT_TO_FLOAT)
@@ -316,7 +322,10 @@ def aten_where(ctx: Ctx, condition: ir.Value, self: ir.Value, other: ir.Value) -
     dtype = ctx.out_dtype()
     self = self if isinstance(self, ir.Value) else ctx.const(self, dtype)
     other = other if isinstance(other, ir.Value) else ctx.const(other, dtype)
-    return ctx.op.Where(_to_bool(ctx, condition), self, other)
+    cond = _to_bool(ctx, condition)
+    if dtype == ir.DataType.BOOL:  # onnxruntime has no bool Where kernel: (c ∧ a) ∨ (¬c ∧ b)
+        return ctx.op.Or(ctx.op.And(cond, self), ctx.op.And(ctx.op.Not(cond), other))
+    return ctx.op.Where(cond, self, other)
 
 
 @translates(aten.clamp.default, aten.clamp.Tensor, promote=Promote.DEFAULT)

@@ -29,6 +29,10 @@ def _axes(ctx: Ctx, x: ir.Value, dim: int | Sequence[int] | None) -> ir.Value | 
 def _reduce(ctx: Ctx, op: str, x: ir.Value, dim: Any, keepdim: bool) -> ir.Value:
     if rank(x) == 0:
         return ctx.op.Identity(x)
+    if x.dtype == ir.DataType.BOOL and op in ("ReduceMax", "ReduceMin"):  # no bool kernels: via int32
+        as_int = ctx.op.Cast(x, to=ir.DataType.INT32)
+        out = ctx.op.node(op, [as_int, _axes(ctx, x, dim)], {"keepdims": int(bool(keepdim))})
+        return ctx.op.Cast(out, to=ir.DataType.BOOL)
     return ctx.op.node(op, [x, _axes(ctx, x, dim)], {"keepdims": int(bool(keepdim))})
 
 

@@ -22,7 +22,27 @@ _TOPK_TYPES = {ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.INT32, ir.Data
                ir.DataType.FLOAT16}
 
 
+_EXACT_KEY_TYPES = {ir.DataType.BOOL, ir.DataType.INT8, ir.DataType.UINT8, ir.DataType.INT16, ir.DataType.INT32}
+
+
 def _topk(ctx: Ctx, x: ir.Value, k: ir.Value, axis: int, largest: bool, sorted_: bool) -> tuple[ir.Value, ir.Value]:
+    """TopK whose ties come out in index order, as torch's (stable) CPU sort and topk give them.
+
+    onnxruntime's TopK does not order equal elements by index on large inputs, so small integer
+    types (and bool) sort the unique int64 key value·n ± index instead, and gather the values.
+    """
+    if x.dtype in _EXACT_KEY_TYPES:
+        n = ctx.op.Shape(x, start=axis, end=axis + 1)
+        n0 = ctx.op.Squeeze(n, ctx.const([0]))
+        shape = [1] * rank(x) if x.shape is not None else None
+        if shape is None:
+            ctx.unsupported("tie-stable topk on a value of unknown rank")
+        shape[axis] = -1
+        positions = ctx.op.Reshape(ctx.op.Range(ctx.const(0), n0, ctx.const(1)), ctx.const(shape))
+        tie = ctx.op.Sub(ctx.op.Sub(n0, ctx.const(1)), positions) if largest else positions
+        key = ctx.op.Add(ctx.op.Mul(ctx.op.Cast(x, to=ir.DataType.INT64), n0), tie)
+        _, indices = ctx.op.TopK(key, k, axis=axis, largest=int(largest), sorted=int(sorted_), _outputs=2)
+        return ctx.op.GatherElements(x, indices, axis=axis), indices
     dtype = x.dtype
     work = x if dtype in _TOPK_TYPES else ctx.op.Cast(x, to=ir.DataType.FLOAT)
     values, indices = ctx.op.TopK(work, k, axis=axis, largest=int(largest), sorted=int(sorted_), _outputs=2)
