@@ -41,14 +41,6 @@ def aten_identity(ctx: Ctx, self: ir.Value, *args: Any, **kwargs: Any) -> ir.Val
     return self
 
 
-@translates(aten.dropout.default, aten.feature_dropout.default, aten.alpha_dropout.default)
-def aten_dropout(ctx: Ctx, input: ir.Value, p: float, train: bool) -> ir.Value:
-    """dropout(Tensor input, float p, bool train) -> Tensor: identity at inference."""
-    if train and p > 0:
-        ctx.unsupported("dropout in training mode is random; call model.eval() before export")
-    return input
-
-
 @translates(
     aten._assert_tensor_metadata.default, aten._assert_scalar.default, aten.sym_constrain_range_for_size.default,
     aten._assert_async.msg, aten.sym_constrain_range.default,

@@ -297,3 +297,26 @@ def aten_resize(ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value], *, mem
 def aten_sym_is_contiguous(ctx: Ctx, self: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
     """sym_is_contiguous(Tensor self, MemoryFormat memory_format=contiguous_format) -> SymBool: True (ONNX values are contiguous)."""
     return ctx.op.Identity(ctx.const(True))
+
+
+@translates(aten.permute_copy.default)
+def aten_permute_copy(ctx: Ctx, self: ir.Value, dims: Sequence[int]) -> ir.Value:
+    """permute_copy(Tensor self, int[] dims) -> Tensor"""
+    r = rank(self)
+    return ctx.op.Transpose(self, perm=[d % r for d in dims]) if r else ctx.op.Identity(self)
+
+
+@translates(aten.view_copy.default)
+def aten_view_copy(ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value]) -> ir.Value:
+    """view_copy(Tensor self, SymInt[] size) -> Tensor"""
+    from onnxport.ops.shape import reshape_to
+
+    return reshape_to(ctx, self, ctx.val().shape, size)
+
+
+@translates(aten.unbind_copy.int)
+def aten_unbind_copy(ctx: Ctx, self: ir.Value, dim: int = 0) -> tuple[ir.Value, ...]:
+    """unbind_copy.int(Tensor self, int dim=0) -> Tensor[]"""
+    from onnxport.ops.shape import aten_unbind
+
+    return aten_unbind(ctx, self, dim)

@@ -264,3 +264,24 @@ def aten_dist(ctx: Ctx, self: ir.Value, other: ir.Value, p: float = 2) -> ir.Val
     """dist(Tensor self, Tensor other, Scalar p=2) -> Tensor: ‖self − other‖ₚ over all elements."""
     diff = ctx.op.Reshape(ctx.op.Sub(self, other), ctx.const([-1]))
     return _p_norm(ctx, diff, float(p), 0)
+
+
+@translates(aten.angle.default, promote=Promote.INT_TO_FLOAT)
+def aten_angle(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """angle(Tensor self) -> Tensor: of a real number, π where negative, else 0 (NaN stays NaN)."""
+    zero = ctx.const(0.0, self.dtype)
+    out = ctx.op.Where(ctx.op.Less(self, zero), ctx.const(math.pi, self.dtype), zero)
+    return ctx.op.Where(ctx.op.IsNaN(self), self, out)
+
+
+@translates(aten.signbit.default)
+def aten_signbit(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """signbit(Tensor self) -> Tensor: x < 0, and −0.0 (1/x < 0) for floats."""
+    if self.dtype == ir.DataType.BOOL:
+        return ctx.op.Expand(ctx.const(False), ctx.op.Shape(self))
+    zero = ctx.const(0, self.dtype)
+    negative = ctx.op.Less(self, zero)
+    if self.dtype not in _FLOAT_TYPES:
+        return negative
+    negative_zero = ctx.op.Less(ctx.op.Reciprocal(self), zero)
+    return ctx.op.Or(negative, ctx.op.And(ctx.op.Equal(self, zero), negative_zero))

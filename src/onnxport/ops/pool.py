@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import onnx_ir as ir
@@ -151,14 +152,22 @@ def aten_adaptive_max_pool(ctx: Ctx, self: ir.Value, output_size: Sequence[int])
     n = len(output_size)
     spatial = list(input_val(ctx).shape)[-n:]
     if not all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
-        ctx.unsupported(f"adaptive_max_pool from {spatial} to {list(output_size)} (non-uniform bins)")
+        indices_used = ctx.node is not None and any(
+            u.target is not operator.getitem or u.args[1] != 0 for u in ctx.node.users)
+        if indices_used or not all(isinstance(s, int) for s in spatial):
+            ctx.unsupported(f"adaptive_max_pool indices from {spatial} to {list(output_size)} (non-uniform bins)")
+        x, unbatched = _batched(ctx, self, n)
+        values = _adaptive_bins(ctx, x, spatial, output_size, "ReduceMax")  # type: ignore[arg-type]
+        values = ctx.op.Squeeze(values, ctx.const([0])) if unbatched else values
+        return values, ctx.op.Expand(ctx.const(0), ctx.op.Shape(values))  # indices unused
     kernel = [s // o for s, o in zip(spatial, output_size)]
     return _with_indices(ctx, n, self, kernel, kernel, [0] * n, [1] * n, False)
 
 
-def _adaptive_bins(ctx: Ctx, x: ir.Value, spatial: Sequence[int], output_size: Sequence[int]) -> ir.Value:
-    """Mean over PyTorch's adaptive bins [⌊i·in/out⌋, ⌈(i+1)·in/out⌉) (aten AdaptiveAveragePooling),
-    one spatial dim at a time: the bins are rectangles, so the mean is separable."""
+def _adaptive_bins(ctx: Ctx, x: ir.Value, spatial: Sequence[int], output_size: Sequence[int],
+                   reduce: str = "ReduceMean") -> ir.Value:
+    """Mean (or max) over PyTorch's adaptive bins [⌊i·in/out⌋, ⌈(i+1)·in/out⌉) (aten
+    AdaptiveAveragePooling), one spatial dim at a time: the bins are rectangles, so it separates."""
     n = len(spatial)
     out = x
     for d, (size, bins) in enumerate(zip(spatial, output_size)):
@@ -170,7 +179,7 @@ def _adaptive_bins(ctx: Ctx, x: ir.Value, spatial: Sequence[int], output_size: S
             start = (i * size) // bins
             end = -((-(i + 1) * size) // bins)
             piece = ctx.op.Slice(out, ctx.const([start]), ctx.const([end]), ctx.const([axis]))
-            parts.append(ctx.op.ReduceMean(piece, ctx.const([axis]), keepdims=1))
+            parts.append(ctx.op.node(reduce, [piece, ctx.const([axis])], {"keepdims": 1}))
         out = parts[0] if len(parts) == 1 else ctx.op.Concat(*parts, axis=axis)
     del n
     return out

@@ -218,3 +218,55 @@ def aten_multinomial(ctx: Ctx, self: ir.Value, num_samples: int, replacement: bo
         gumbel = ctx.op.Neg(ctx.op.Log(ctx.op.Neg(ctx.op.Log(uniform(ctx, ctx.op.Shape(p), 1e-20, 1.0)))))
         _, out = ctx.op.TopK(ctx.op.Add(logp, gumbel), ctx.const([int(num_samples)]), axis=-1, _outputs=2)
     return ctx.op.Squeeze(out, ctx.const([0])) if one_d else out
+
+
+def _keep_mask(ctx: Ctx, input: ir.Value, p: float, feature: bool) -> ir.Value:
+    """Bernoulli(1 − p) keep mask; per (N, C) channel for feature dropout (PyTorch docs, Dropout2d)."""
+    shape = ctx.op.Shape(input)
+    if feature:
+        r = len(ctx.val().shape)
+        shape = ctx.op.Concat(ctx.op.Shape(input, start=0, end=2), ctx.const([1] * (r - 2)), axis=0)
+    return ctx.op.GreaterOrEqual(uniform(ctx, shape), ctx.const(float(p)))
+
+
+@translates(aten.dropout.default, aten.feature_dropout.default)
+def aten_dropout(ctx: Ctx, input: ir.Value, p: float, train: bool) -> ir.Value:
+    """dropout(Tensor input, float p, bool train) -> Tensor
+
+    At inference (train False or p = 0) the input passes through; in training mode each element
+    (each channel for feature_dropout) is zeroed with probability p and the rest scaled by 1/(1−p).
+    """
+    if not train or p == 0:
+        return ctx.op.Identity(input)
+    if p >= 1:
+        return ctx.op.Mul(input, ctx.const(0, input.dtype))
+    feature = ctx.node is not None and ctx.node.target is aten.feature_dropout.default
+    keep = ctx.op.Cast(_keep_mask(ctx, input, p, feature), to=input.dtype)
+    return ctx.op.Mul(input, ctx.op.Mul(keep, ctx.const(1.0 / (1.0 - p), input.dtype)))
+
+
+@translates(aten.alpha_dropout.default, aten.feature_alpha_dropout.default)
+def aten_alpha_dropout(ctx: Ctx, input: ir.Value, p: float, train: bool) -> ir.Value:
+    """alpha_dropout(Tensor input, float p, bool train) -> Tensor
+
+    Training mode keeps SELU's mean and variance: x·(m·a) + a·α'·(m − 1 + p), m ~ Bernoulli(1 − p),
+    a = ((α'²p + 1)(1 − p))^−½, α' = 1.7580993408473766 (aten Dropout.cpp).
+    """
+    if not train or p == 0:
+        return ctx.op.Identity(input)
+    if p >= 1:
+        return ctx.op.Mul(input, ctx.const(0, input.dtype))
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    feature = ctx.node is not None and ctx.node.target is aten.feature_alpha_dropout.default
+    m = ctx.op.Cast(_keep_mask(ctx, input, p, feature), to=input.dtype)
+    b = ctx.op.Mul(ctx.op.Add(ctx.op.Sub(m, ctx.const(1.0, input.dtype)), ctx.const(p, input.dtype)),
+                   ctx.const(alpha * a, input.dtype))
+    return ctx.op.Add(ctx.op.Mul(input, ctx.op.Mul(m, ctx.const(a, input.dtype))), b)
+
+
+@translates(aten.normal_functional.default)
+def aten_normal_functional(ctx: Ctx, self: ir.Value, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> ir.Value:
+    """normal_functional(Tensor self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor"""
+    out = normal(ctx, ctx.op.Shape(self), mean, std)
+    return out if self.dtype == ir.DataType.FLOAT else ctx.op.Cast(out, to=self.dtype)

@@ -205,3 +205,4 @@ def _batch_flattened(ctx: Ctx, x: ir.Value, fn: object) -> ir.Value:
     flat = ctx.op.Reshape(x, ctx.op.Concat(ctx.const([-1]), chw, axis=0))
     out = fn(flat)  # type: ignore[operator]
     return ctx.op.Reshape(out, ctx.op.Concat(lead, ctx.op.Shape(out, start=1), axis=0))
+
