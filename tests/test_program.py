@@ -122,3 +122,29 @@ def test_model_proto_and_exported_program(exported: tuple) -> None:
     assert isinstance(proto, onnx.ModelProto)
     assert proto.opset_import[0].version == 23
     assert program.exported_program is not None
+
+
+def test_output_that_is_an_input_gets_its_own_name() -> None:
+    class PassThrough(torch.nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return x, x + y
+
+    x, y = torch.randn(2), torch.randn(2)
+    program = onnxport.export(PassThrough(), (x, y))
+    names = [v.name for v in program.model.graph.outputs]
+    assert names[0] == "x_output" and len(set(names) | {"x", "y"}) == 4
+    first, second = program(x, y)
+    torch.testing.assert_close(first, x)
+    torch.testing.assert_close(second, x + y)
+
+
+def test_bfloat16_in_and_out() -> None:
+    class Reshape(torch.nn.Module):  # onnxruntime's CPU kernels for bfloat16 are mostly data movement
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return x.reshape(-1, 1), x.float() * 2
+
+    x = torch.tensor([1.5, -2.25, 3.0], dtype=torch.bfloat16)
+    moved, scaled = onnxport.export(Reshape(), (x,))(x)
+    assert moved.dtype == torch.bfloat16 and moved.shape == (3, 1)
+    torch.testing.assert_close(moved, x.reshape(-1, 1))
+    torch.testing.assert_close(scaled, x.float() * 2)

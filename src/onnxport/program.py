@@ -135,7 +135,7 @@ class ONNXProgram:
         names = [i.name for i in session.get_inputs()]
         feeds = _feeds(names, args, kwargs)
         outputs = session.run(None, feeds)
-        return [torch.from_numpy(np.asarray(o)) for o in outputs]
+        return [to_torch(o) for o in outputs]
 
     def verify(
         self,
@@ -216,6 +216,14 @@ def _feeds(names: list[str], args: tuple, kwargs: dict) -> dict[str, np.ndarray]
     else:
         feeds.update({name: _to_numpy(t) for name, (_, t) in zip(rest, keyword)})
     return feeds
+
+
+def to_torch(array: Any) -> torch.Tensor:
+    """An onnxruntime output as a torch tensor (bfloat16 arrives as an ml_dtypes array)."""
+    array = np.asarray(array)
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
 
 
 def _to_numpy(tensor: torch.Tensor) -> np.ndarray:

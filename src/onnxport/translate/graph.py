@@ -329,5 +329,9 @@ class GraphTranslator:
             value = self.ctx.op.Identity(inner)
             stamp_metadata(self.ctx.op.take_nodes(), source)
             value.dtype, value.shape = inner.dtype, inner.shape
+            # An output returning an input unchanged cannot share the input's name.
+            taken = {v.name for v in self.graph.inputs} | set(self.graph.initializers)
+            while name in taken:
+                name = f"{name}_output"
         value.name = name
         return value

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch.export import ExportedProgram
 
 from onnxport.errors import InputError, VerificationError
+from onnxport.program import to_torch
 from onnxport.verify import inputs as inputs_mod
 from onnxport.verify import localize as localize_mod
 from onnxport.verify.compare import (
@@ -45,7 +45,7 @@ def _run(session: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: Seq
     feeds = _feeds([i.name for i in session.get_inputs()], args, kwargs)
     wanted = list(names) if names is not None else [o.name for o in session.get_outputs()]
     results = session.run(wanted, feeds)
-    return {n: torch.from_numpy(np.asarray(r)) for n, r in zip(wanted, results)}
+    return {n: to_torch(r) for n, r in zip(wanted, results)}
 
 
 def verify(
