@@ -148,3 +148,18 @@ def test_bfloat16_in_and_out() -> None:
     assert moved.dtype == torch.bfloat16 and moved.shape == (3, 1)
     torch.testing.assert_close(moved, x.reshape(-1, 1))
     torch.testing.assert_close(scaled, x.float() * 2)
+
+
+def test_repeated_output_gets_its_own_name() -> None:
+    class Twice(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            y = x * 3
+            return y, y
+
+    x = torch.randn(3)
+    program = onnxport.export(Twice(), (x,))
+    names = [v.name for v in program.model.graph.outputs]
+    assert len(set(names)) == 2
+    first, second = program(x)
+    torch.testing.assert_close(first, x * 3)
+    torch.testing.assert_close(second, x * 3)

@@ -133,9 +133,7 @@ class ONNXProgram:
         """
         session = self._inference_session()
         names = [i.name for i in session.get_inputs()]
-        feeds = _feeds(names, args, kwargs)
-        outputs = session.run(None, feeds)
-        return [to_torch(o) for o in outputs]
+        return run_session(session, _feeds(names, args, kwargs))
 
     def verify(
         self,
@@ -226,13 +224,36 @@ def to_torch(array: Any) -> torch.Tensor:
     return torch.from_numpy(array)
 
 
-def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
-    tensor = tensor.detach().cpu()
+def _to_numpy(tensor: torch.Tensor) -> Any:
+    """A feed for onnxruntime: a numpy array, or for bfloat16 (which numpy cannot carry into
+    onnxruntime) an OrtValue holding the bits."""
+    tensor = tensor.detach().cpu().contiguous()
     if tensor.dtype == torch.bfloat16:
-        import ml_dtypes
+        import onnxruntime as ort
 
-        return tensor.view(torch.uint16).numpy().view(ml_dtypes.bfloat16)
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(tensor.view(torch.int16).numpy(), 16)
     return tensor.numpy()
+
+
+def _ortvalue_to_torch(value: Any) -> torch.Tensor:
+    if value.data_type() == "tensor(bfloat16)":
+        import ctypes
+
+        n = int(np.prod(value.shape()))
+        bits = np.frombuffer((ctypes.c_int16 * n).from_address(value.data_ptr()), dtype=np.int16).copy()
+        return torch.from_numpy(bits.reshape(value.shape())).view(torch.bfloat16)
+    return torch.from_numpy(np.asarray(value.numpy()))
+
+
+def run_session(session: Any, feeds: dict[str, Any]) -> list[torch.Tensor]:
+    """Run an onnxruntime session; through OrtValues when bfloat16 flows in or out."""
+    import onnxruntime as ort
+
+    bf16_out = any(o.type == "tensor(bfloat16)" for o in session.get_outputs())
+    if bf16_out or any(isinstance(v, ort.OrtValue) for v in feeds.values()):
+        ort_feeds = {k: v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(v) for k, v in feeds.items()}
+        return [_ortvalue_to_torch(v) for v in session.run_with_ort_values(None, ort_feeds)]
+    return [to_torch(o) for o in session.run(None, feeds)]
 
 
 def make_session(model: ir.Model, owner: ONNXProgram | None = None, providers: Sequence[str] = ("CPUExecutionProvider",)) -> ort.InferenceSession:

@@ -235,45 +235,8 @@ def run_sample(
 
 
 def _run(program: Any, tensors: tuple) -> list[torch.Tensor]:
-    """``program(*tensors)``; with bfloat16 inputs or outputs, through OrtValues instead.
-
-    onnxruntime's numpy interface carries no bfloat16 (inputs: "Numpy_type 256 can't be
-    converted"; outputs: "No corresponding Numpy type"), so ``ONNXProgram.__call__`` cannot run
-    those models; the harness feeds and fetches their bits as OrtValues.
-    """
-    bf16_in = any(t.dtype == torch.bfloat16 for t in tensors)
-    if not bf16_in:
-        try:
-            return list(program(*tensors))
-        except (RuntimeError, TypeError) as e:
-            if "bfloat16" not in str(e) or not hasattr(program, "_inference_session"):
-                raise
-    return _run_ort_values(program, tensors)
-
-
-def _run_ort_values(program: Any, tensors: tuple) -> list[torch.Tensor]:
-    import ctypes
-
-    import numpy as np
-    import onnxruntime as ort
-
-    session = program._inference_session()
-    feeds = {}
-    for meta, t in zip(session.get_inputs(), tensors):
-        t = t.detach().contiguous()
-        if t.dtype == torch.bfloat16:
-            feeds[meta.name] = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(t.view(torch.int16).numpy(), 16)
-        else:
-            feeds[meta.name] = ort.OrtValue.ortvalue_from_numpy(t.numpy())
-    out = []
-    for value in session.run_with_ort_values(None, feeds):
-        if value.data_type() == "tensor(bfloat16)":
-            n = int(np.prod(value.shape()))
-            bits = np.frombuffer((ctypes.c_int16 * n).from_address(value.data_ptr()), dtype=np.int16).copy() if n else np.zeros(0, np.int16)
-            out.append(torch.from_numpy(bits.reshape(value.shape())).view(torch.bfloat16))
-        else:
-            out.append(torch.from_numpy(np.asarray(value.numpy())))
-    return out
+    """``program(*tensors)`` (``ONNXProgram.__call__`` carries bfloat16 through OrtValues)."""
+    return list(program(*tensors))
 
 
 def _failing_target(e: BaseException) -> tuple[str, ...]:

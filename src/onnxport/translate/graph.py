@@ -329,8 +329,8 @@ class GraphTranslator:
             value = self.ctx.op.Identity(inner)
             stamp_metadata(self.ctx.op.take_nodes(), source)
             value.dtype, value.shape = inner.dtype, inner.shape
-            # An output returning an input unchanged cannot share the input's name.
-            taken = {v.name for v in self.graph.inputs} | set(self.graph.initializers)
+            # An output returning an input (or repeating an output) cannot share its name.
+            taken = {v.name for v in (*self.graph.inputs, *self.graph.outputs)} | set(self.graph.initializers)
             while name in taken:
                 name = f"{name}_output"
         value.name = name
