@@ -12,6 +12,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common
 
 from onnxport.passes.constant_folding import FoldConstantsPass
+from onnxport.passes.distinct_outputs import DistinctOutputsPass
 from onnxport.passes.fusions.conv_batchnorm import ConvBatchNormPass
 from onnxport.passes.fusions.rms_norm import RMSNormFusionPass
 from onnxport.passes.module_functions import ModuleFunctionsPass
@@ -39,6 +40,7 @@ def optimize(model: ir.Model, modules_as_functions: Iterable[str | type] | None 
             common.RemoveUnusedNodesPass(),
             common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
             common.RemoveUnusedOpsetsPass(),
+            DistinctOutputsPass(),
         ]
     )
     passes(model)
