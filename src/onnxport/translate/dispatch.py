@@ -32,10 +32,10 @@ def convert_arg(arg: Any, env: Mapping[torch.fx.Node, Any]) -> Any:
     """Map FX arguments to translation arguments: nodes → their ir.Value(s), containers recursed."""
     if isinstance(arg, torch.fx.Node):
         return env[arg]
-    if isinstance(arg, (list, tuple)):
-        return type(arg)(convert_arg(a, env) for a in arg) if isinstance(arg, tuple) else [
-            convert_arg(a, env) for a in arg
-        ]
+    if isinstance(arg, tuple):
+        return tuple(convert_arg(a, env) for a in arg)
+    if isinstance(arg, list):
+        return [convert_arg(a, env) for a in arg]
     return arg
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
+from onnxport.passes.fusions import substitute
+
 
 def _const(value: ir.Value | None) -> ir.TensorProtocol | None:
     if value is None or not value.is_initializer() or value.is_graph_input():
@@ -68,14 +70,7 @@ class ConvBatchNormPass(ir.passes.InPlacePass):
             graph.register_initializer(w_value)
             graph.register_initializer(b_value)
             fused = ir.Node("", "Conv", [conv.inputs[0], w_value, b_value], attributes=list(conv.attributes.values()), num_outputs=1)
-            fused.metadata_props.update(conv.metadata_props)
-            graph.insert_before(conv, fused)
-            out = fused.outputs[0]
-            if bn.outputs[0].dtype is not None:
-                out.dtype = bn.outputs[0].dtype
-            out.shape = bn.outputs[0].shape
-            bn.outputs[0].replace_all_uses_with(out, replace_graph_outputs=True)
-            out.name = bn.outputs[0].name
+            substitute(graph, fused, conv, bn.outputs[0])
             graph.remove([bn, conv], safe=True)
             modified = True
         return ir.passes.PassResult(model, modified)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from onnxport.passes.fusions import substitute
+
 MIN_OPSET = 23
 
 
@@ -89,14 +91,7 @@ class RMSNormFusionPass(ir.passes.InPlacePass):
                 "", "RMSNormalization", [x, weight],
                 attributes=[ir.AttrInt64("axis", -1), ir.AttrFloat32("epsilon", eps)], num_outputs=1,
             )
-            fused.metadata_props.update(node.metadata_props)
-            graph.insert_before(node, fused)
-            out = fused.outputs[0]
-            if node.outputs[0].dtype is not None:
-                out.dtype = node.outputs[0].dtype
-            out.shape = node.outputs[0].shape
-            node.outputs[0].replace_all_uses_with(out, replace_graph_outputs=True)
-            out.name = node.outputs[0].name
+            substitute(graph, fused, node, node.outputs[0])
             square = inner[0]
             removable = [node, *reversed(inner[1:])]
             if len(square.outputs[0].uses()) == 1:
