@@ -5,11 +5,13 @@ from __future__ import annotations
 from onnxport.ops import (
     activation,
     attention,
+    backward,
     control_flow,
     conv,
     conversion,
     creation,
     elementwise,
+    fft,
     indexing,
     layout,
     linalg,
@@ -23,6 +25,7 @@ from onnxport.ops import (
     scatter,
     shape,
     sort,
+    special,
     symbolic,
     unsupported,
 )
@@ -30,11 +33,13 @@ from onnxport.ops import (
 OP_MODULES = (
     activation,
     attention,
+    backward,
     control_flow,
     conv,
     conversion,
     creation,
     elementwise,
+    fft,
     indexing,
     layout,
     linalg,
@@ -48,6 +53,7 @@ OP_MODULES = (
     scatter,
     shape,
     sort,
+    special,
     symbolic,
     unsupported,
 )
