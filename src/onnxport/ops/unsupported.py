@@ -15,21 +15,12 @@ from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
 
-_BACKWARD = (
-    "a training-only backward op: torch.export of a forward pass never produces it, and onnxport "
-    "exports inference graphs (expressible in ONNX, not implemented)"
-)
 _COMPLEX = (
     "produces complex tensors: onnxport has no complex-number encoding (onnxruntime has no complex64 "
     "kernels for the elementwise ops that would follow); ONNX DFT-20 could express the transform itself"
 )
 
 REASONS: dict[Any, str] = {
-    aten._adaptive_avg_pool2d_backward.default: _BACKWARD,
-    aten.avg_pool2d_backward.default: _BACKWARD,
-    aten.convolution_backward.default: _BACKWARD,
-    aten.native_group_norm_backward.default: _BACKWARD,
-    aten.native_layer_norm_backward.default: _BACKWARD,
     aten._fft_r2c.default: _COMPLEX,
     aten._fft_c2r.default: _COMPLEX,
 }
