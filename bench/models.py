@@ -1,4 +1,4 @@
-"""Model factories shared by the benchmark and by tests.
+"""Model factories of the benchmarks (the transformers ones come from ``onnxport.testing.tiny_models``).
 
 Every factory is deterministic (``torch.manual_seed``) and returns
 ``(model.eval(), args, kwargs, dynamic_shapes)`` where ``dynamic_shapes`` uses the string form
@@ -48,76 +48,34 @@ def minilm() -> Example:
 
 
 def bert() -> Example:
-    """BertModel, hidden 32, 2 layers, 4 heads, vocab 100, random weights."""
-    import transformers
+    """BertModel, hidden 32, 2 layers, 4 heads (``onnxport.testing.tiny_models``), random weights."""
+    from onnxport.testing import tiny_models
 
-    torch.manual_seed(_SEED)
-    config = transformers.BertConfig(
-        vocab_size=100,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    return transformers.BertModel(config).eval(), (), _text_inputs(100), dict(_TEXT_DYN)
+    return tiny_models.build("bert"), (), _text_inputs(tiny_models.VOCAB), dict(_TEXT_DYN)
 
 
 def gpt2() -> Example:
     """GPT2LMHeadModel, n_embd 32, 2 layers, 4 heads, static shapes, ``use_cache=False``."""
-    import transformers
+    from onnxport.testing import tiny_models
 
-    torch.manual_seed(_SEED)
-    config = transformers.GPT2Config(
-        vocab_size=100,
-        n_embd=32,
-        n_layer=2,
-        n_head=4,
-        n_positions=64,
-        use_cache=False,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    model = transformers.GPT2LMHeadModel(config).eval()
-    return model, (_text_inputs(100)["input_ids"],), {"use_cache": False}, None
+    model = tiny_models.build("gpt2", use_cache=False)
+    return model, (_text_inputs(tiny_models.VOCAB)["input_ids"],), {"use_cache": False}, None
 
 
 def llama() -> Example:
     """LlamaForCausalLM, hidden 32, intermediate 64, 2 layers, 4 heads, 2 kv heads, no cache."""
-    import transformers
+    from onnxport.testing import tiny_models
 
-    torch.manual_seed(_SEED)
-    config = transformers.LlamaConfig(
-        vocab_size=100,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        use_cache=False,
-    )
-    model = transformers.LlamaForCausalLM(config).eval()
-    return model, (), _text_inputs(100), dict(_TEXT_DYN)
+    model = tiny_models.build("llama", use_cache=False)
+    return model, (), _text_inputs(tiny_models.VOCAB), dict(_TEXT_DYN)
 
 
 def vit() -> Example:
     """ViTForImageClassification, image 32, patch 8, hidden 32, 2 layers, 4 heads, 5 labels."""
-    import transformers
+    from onnxport.testing import tiny_models
 
-    torch.manual_seed(_SEED)
-    config = transformers.ViTConfig(
-        image_size=32,
-        patch_size=8,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        num_labels=5,
-    )
-    model = transformers.ViTForImageClassification(config).eval()
     pixels = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(_SEED))
-    return model, (), {"pixel_values": pixels}, {"pixel_values": {0: "batch"}}
+    return tiny_models.build("vit"), (), {"pixel_values": pixels}, {"pixel_values": {0: "batch"}}
 
 
 class SmallCNN(nn.Module):

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import onnxport
+from onnxport.testing import tiny_models
 
 from ._helpers import (
     check_against_eager,
@@ -23,9 +24,9 @@ from ._helpers import (
     padding_mask,
 )
 
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 
-VOCAB = 100
+VOCAB = tiny_models.VOCAB
 TEXT_DYNAMIC = {
     "input_ids": {0: "batch", 1: "sequence"},
     "attention_mask": {0: "batch", 1: "sequence"},
@@ -46,59 +47,19 @@ def image_inputs(batch: int, _: int = 0) -> dict[str, torch.Tensor]:
 
 
 def bert() -> torch.nn.Module:
-    config = transformers.BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=64,
-    )
-    return transformers.BertModel(config).eval()
+    return tiny_models.build("bert")
 
 
 def gpt2() -> torch.nn.Module:
-    config = transformers.GPT2Config(
-        vocab_size=VOCAB,
-        n_embd=32,
-        n_layer=2,
-        n_head=4,
-        n_positions=64,
-        use_cache=False,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    return transformers.GPT2LMHeadModel(config).eval()
+    return tiny_models.build("gpt2", use_cache=False)
 
 
 def llama() -> torch.nn.Module:
-    config = transformers.LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        use_cache=False,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    return transformers.LlamaForCausalLM(config).eval()
+    return tiny_models.build("llama", use_cache=False)
 
 
 def vit() -> torch.nn.Module:
-    config = transformers.ViTConfig(
-        image_size=32,
-        patch_size=8,
-        num_channels=3,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        num_labels=5,
-    )
-    return transformers.ViTForImageClassification(config).eval()
+    return tiny_models.build("vit")
 
 
 @dataclasses.dataclass(frozen=True)

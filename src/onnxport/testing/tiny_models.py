@@ -1,0 +1,259 @@
+"""Small-config transformers models with random weights, one per (architecture, task): the one
+table the tests, the benchmarks (``bench/models.py``) and ``tests/hf/zoo.py`` build their models from.
+
+Each :class:`Entry` builds a deterministic model (``torch.manual_seed(0)``) in eval mode with no network
+access. ``build(name, **overrides)`` changes config fields for one use (``use_cache=False``, ...).
+Needs ``transformers``; imported lazily.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+VOCAB = 99
+TEXT = {"vocab_size": VOCAB, "max_position_embeddings": 64}
+BERTISH = {
+    **TEXT,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 37,
+}
+DECODER = {
+    **TEXT,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 64,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 0,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One model: ``build(**overrides)`` returns a transformers model with random weights."""
+
+    name: str
+    task: str
+    build: Callable[..., Any]
+
+
+def _make(config_class: str, model_class: str, **kwargs: Any) -> Callable[..., Any]:
+    def build(**overrides: Any) -> Any:
+        import torch
+        import transformers
+
+        torch.manual_seed(0)
+        config = getattr(transformers, config_class)(**{**kwargs, **overrides})
+        return getattr(transformers, model_class)(config).eval()
+
+    return build
+
+
+ZOO = [
+    Entry("bert", "feature-extraction", _make("BertConfig", "BertModel", **BERTISH)),
+    Entry("bert-mlm", "fill-mask", _make("BertConfig", "BertForMaskedLM", **BERTISH)),
+    Entry(
+        "distilbert",
+        "text-classification",
+        _make(
+            "DistilBertConfig",
+            "DistilBertForSequenceClassification",
+            vocab_size=VOCAB,
+            dim=32,
+            n_layers=2,
+            n_heads=4,
+            hidden_dim=37,
+            max_position_embeddings=64,
+        ),
+    ),
+    Entry(
+        "roberta",
+        "token-classification",
+        _make("RobertaConfig", "RobertaForTokenClassification", **BERTISH, pad_token_id=1),
+    ),
+    Entry(
+        "electra",
+        "question-answering",
+        _make("ElectraConfig", "ElectraForQuestionAnswering", **BERTISH, embedding_size=16),
+    ),
+    Entry(
+        "albert",
+        "fill-mask",
+        _make("AlbertConfig", "AlbertForMaskedLM", **BERTISH, embedding_size=16),
+    ),
+    Entry("mpnet", "feature-extraction", _make("MPNetConfig", "MPNetModel", **BERTISH)),
+    Entry(
+        "vit",
+        "image-classification",
+        _make(
+            "ViTConfig",
+            "ViTForImageClassification",
+            image_size=32,
+            patch_size=8,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=37,
+            num_labels=5,
+        ),
+    ),
+    Entry(
+        "resnet",
+        "image-classification",
+        _make(
+            "ResNetConfig",
+            "ResNetForImageClassification",
+            embedding_size=16,
+            hidden_sizes=[16, 32],
+            depths=[1, 1],
+            num_labels=5,
+        ),
+    ),
+    Entry(
+        "convnext",
+        "image-classification",
+        _make(
+            "ConvNextConfig",
+            "ConvNextForImageClassification",
+            num_stages=2,
+            hidden_sizes=[16, 32],
+            depths=[1, 1],
+            num_labels=5,
+        ),
+    ),
+    Entry(
+        "gpt2",
+        "text-generation",
+        _make(
+            "GPT2Config",
+            "GPT2LMHeadModel",
+            vocab_size=VOCAB,
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            n_positions=64,
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=0,
+        ),
+    ),
+    Entry("llama", "text-generation", _make("LlamaConfig", "LlamaForCausalLM", **DECODER)),
+    Entry(
+        "mistral",
+        "text-generation",
+        _make("MistralConfig", "MistralForCausalLM", **DECODER, sliding_window=None),
+    ),
+    Entry("qwen2", "text-generation", _make("Qwen2Config", "Qwen2ForCausalLM", **DECODER)),
+    Entry(
+        "qwen3", "text-generation", _make("Qwen3Config", "Qwen3ForCausalLM", **DECODER, head_dim=8)
+    ),
+    Entry(
+        "gemma",
+        "text-generation",
+        _make("GemmaConfig", "GemmaForCausalLM", **DECODER, head_dim=8, initializer_range=0.2),
+    ),
+    Entry(
+        "opt",
+        "text-generation",
+        _make(
+            "OPTConfig",
+            "OPTForCausalLM",
+            vocab_size=VOCAB,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            ffn_dim=37,
+            word_embed_proj_dim=32,
+            max_position_embeddings=64,
+            init_std=0.2,
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=0,
+        ),
+    ),
+    Entry(
+        "t5",
+        "text2text-generation",
+        _make(
+            "T5Config",
+            "T5ForConditionalGeneration",
+            vocab_size=VOCAB,
+            d_model=32,
+            d_kv=8,
+            d_ff=37,
+            num_layers=2,
+            num_heads=4,
+            decoder_start_token_id=0,
+            pad_token_id=0,
+            eos_token_id=1,
+            initializer_factor=3.0,
+        ),
+    ),
+    Entry(
+        "bart",
+        "text2text-generation",
+        _make(
+            "BartConfig",
+            "BartForConditionalGeneration",
+            vocab_size=VOCAB,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=37,
+            decoder_ffn_dim=37,
+            max_position_embeddings=64,
+            bos_token_id=0,
+            pad_token_id=1,
+            eos_token_id=2,
+            decoder_start_token_id=2,
+            forced_eos_token_id=None,
+            init_std=0.2,
+        ),
+    ),
+    Entry(
+        "whisper",
+        "automatic-speech-recognition",
+        _make(
+            "WhisperConfig",
+            "WhisperForConditionalGeneration",
+            vocab_size=VOCAB,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=37,
+            decoder_ffn_dim=37,
+            num_mel_bins=16,
+            max_source_positions=16,
+            max_target_positions=32,
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=0,
+            decoder_start_token_id=1,
+            begin_suppress_tokens=None,
+            suppress_tokens=None,
+            init_std=0.3,  # at the default 0.02 greedy decoding repeats the start token
+        ),
+    ),
+]
+BY_NAME = {e.name: e for e in ZOO}
+
+
+def build(name: str, **overrides: Any) -> Any:
+    """The model of the entry ``name`` with config fields ``overrides`` replaced.
+
+    Raises:
+        KeyError: No entry of that name (the message lists the names).
+    """
+    if name not in BY_NAME:
+        raise KeyError(f"no tiny model {name!r}; known: {', '.join(sorted(BY_NAME))}")
+    return BY_NAME[name].build(**overrides)
