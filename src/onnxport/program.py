@@ -128,12 +128,15 @@ class ONNXProgram:
     def __call__(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
         """Run the model in onnxruntime: torch tensors in (nested as for the model), tensors out.
 
+        Complex tensors go in as their real view ``[..., 2]`` (``torch.view_as_real``); outputs the
+        graph marks complex-as-real (``pkg.onnxport.complex_as_real``) come back complex.
+
         Raises:
             InputError: The number of tensors does not match the graph inputs.
         """
         session = self._inference_session()
         names = [i.name for i in session.get_inputs()]
-        return run_session(session, _feeds(names, args, kwargs))
+        return restore_complex(self.model, run_session(session, _feeds(names, args, kwargs)))
 
     def verify(
         self,
@@ -216,6 +219,18 @@ def _feeds(names: list[str], args: tuple, kwargs: dict) -> dict[str, np.ndarray]
     return feeds
 
 
+def restore_complex(model: ir.Model, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Turn the outputs the graph marks complex-as-real (``[..., 2]`` real tensors) back into
+    complex tensors (``torch.view_as_complex``); the others are returned unchanged."""
+    from onnxport.translate.dispatch import KEY_COMPLEX_AS_REAL
+
+    restored = list(outputs)
+    for i, value in enumerate(model.graph.outputs[: len(restored)]):
+        if value.metadata_props.get(KEY_COMPLEX_AS_REAL) and restored[i].shape[-1:] == (2,):
+            restored[i] = torch.view_as_complex(restored[i].contiguous())
+    return restored
+
+
 def to_torch(array: Any) -> torch.Tensor:
     """An onnxruntime output as a torch tensor (bfloat16 arrives as an ml_dtypes array)."""
     array = np.asarray(array)
@@ -226,8 +241,11 @@ def to_torch(array: Any) -> torch.Tensor:
 
 def _to_numpy(tensor: torch.Tensor) -> Any:
     """A feed for onnxruntime: a numpy array, or for bfloat16 (which numpy cannot carry into
-    onnxruntime) an OrtValue holding the bits."""
-    tensor = tensor.detach().cpu().contiguous()
+    onnxruntime) an OrtValue holding the bits. A complex tensor is fed as its real view [..., 2]."""
+    tensor = tensor.detach().cpu()
+    if tensor.is_complex():
+        tensor = torch.view_as_real(tensor.resolve_conj())
+    tensor = tensor.contiguous()
     if tensor.dtype == torch.bfloat16:
         import onnxruntime as ort
 

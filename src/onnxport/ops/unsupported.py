@@ -15,15 +15,7 @@ from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
 
-_COMPLEX = (
-    "produces complex tensors: onnxport has no complex-number encoding (onnxruntime has no complex64 "
-    "kernels for the elementwise ops that would follow); ONNX DFT-20 could express the transform itself"
-)
-
-REASONS: dict[Any, str] = {
-    aten._fft_r2c.default: _COMPLEX,
-    aten._fft_c2r.default: _COMPLEX,
-}
+REASONS: dict[Any, str] = {}
 
 
 def _refuse(reason: str) -> Any:

@@ -159,7 +159,8 @@ def compare_outputs(name: str, expected: Sequence[torch.Tensor], actual: Sequenc
 
 def _compare_values(exp: torch.Tensor, act: torch.Tensor) -> str:
     if exp.is_complex() or act.is_complex():
-        exp, act = torch.view_as_real(exp), torch.view_as_real(act)
+        # resolve_conj: eager may return a lazily conjugated view (fft.ifft), which view_as_real refuses
+        exp, act = torch.view_as_real(exp.resolve_conj()), torch.view_as_real(act.resolve_conj())
     rtol, atol = TOLERANCES.get(exp.dtype, (1e-5, 1e-5))
     try:
         torch.testing.assert_close(act, exp, rtol=rtol, atol=atol, equal_nan=True, check_device=False)

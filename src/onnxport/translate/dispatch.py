@@ -27,6 +27,44 @@ KEY_FX_NODE = "pkg.torch.onnx.fx_node"
 KEY_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 KEY_STACK_TRACE = "pkg.torch.onnx.stack_trace"
 
+# Complex numbers (docs/architecture.md, "Complex numbers"): a complex tensor is carried as a real
+# tensor with a trailing dimension of 2 (real, imaginary), the layout of ONNX DFT. Graph inputs and
+# outputs so encoded carry this metadata_props key, valued with the torch dtype ("complex64").
+KEY_COMPLEX_AS_REAL = "pkg.onnxport.complex_as_real"
+# ``ir.Value.meta`` key (in memory only): the complex torch dtype a real-view value stands for.
+COMPLEX_META = "onnxport.complex_dtype"
+
+
+def is_complex(value: Any) -> bool:
+    """Whether a translation argument stands for a complex tensor (carried as real ``[..., 2]``)
+    or is a Python complex number."""
+    if isinstance(value, ir.Value):
+        return value.meta.get(COMPLEX_META) is not None
+    return isinstance(value, complex)
+
+
+def mark_complex(value: ir.Value, dtype: torch.dtype) -> ir.Value:
+    """Record that ``value`` is the real view of a complex tensor of ``dtype``."""
+    value.meta[COMPLEX_META] = dtype
+    return value
+
+
+def _tensor_vals(val: Any) -> list[torch.Tensor]:
+    if isinstance(val, (tuple, list)):
+        return [v for item in val for v in _tensor_vals(item)]
+    return [val] if isinstance(val, torch.Tensor) else []
+
+
+def is_complex_node(node: torch.fx.Node) -> bool:
+    """Whether any tensor input or output of ``node`` is complex: it then needs a translation
+    declared ``complex=True`` (ordinary ones would misread the trailing real/imaginary dim)."""
+    vals = _tensor_vals(node.meta.get("val"))
+    for arg in node.all_input_nodes:
+        vals.extend(_tensor_vals(arg.meta.get("val")))
+    return any(v.is_complex() for v in vals) or any(
+        isinstance(a, complex) for a in (*node.args, *node.kwargs.values())
+    )
+
 
 def convert_arg(arg: Any, env: Mapping[torch.fx.Node, Any]) -> Any:
     """Map FX arguments to translation arguments: nodes → their ir.Value(s), containers recursed."""
@@ -58,7 +96,12 @@ def _promote(
     args: list[Any],
     kwargs: dict[str, Any],
 ) -> None:
-    """Cast tensor operands and materialize scalar operands in the promoted dtype, in place."""
+    """Cast tensor operands and materialize scalar operands in the promoted dtype, in place.
+
+    For a complex translation the operands go to the *real* counterpart of the promoted dtype
+    (complex64 → FLOAT): real-view complex operands and real ones alike; a Python complex scalar
+    becomes a ``[re, im]`` constant marked complex. The translation combines them.
+    """
     schema = getattr(node.target, "_schema", None)
     names = [a.name for a in schema.arguments] if schema is not None else []
     slots: list[tuple[str, int | str, Any]] = []  # (kind, index-or-name, fx arg)
@@ -73,7 +116,8 @@ def _promote(
     if not fakes or not any(isinstance(f, torch.Tensor) for f in fakes):
         return
     _, dtype = elementwise_dtypes(*fakes, type_promotion_kind=_PROMOTION_KIND[translation.promote])
-    target = ir_dtype(dtype)
+    complex_dtype = dtype if dtype.is_complex else None
+    target = ir_dtype(dtype.to_real() if translation.complex else dtype)
     for kind, key, _ in slots:
         container: Any = args if kind == "pos" else kwargs
         value = container[key]
@@ -81,7 +125,12 @@ def _promote(
             if value.dtype != target:
                 cast = ctx.op.Cast(value, to=target)
                 cast.dtype = target
+                if is_complex(value):
+                    mark_complex(cast, value.meta[COMPLEX_META])
                 container[key] = cast
+        elif isinstance(value, complex) and translation.complex:
+            pair = ctx.op.Identity(ctx.const([value.real, value.imag], target))  # constants are shared: mark a copy
+            container[key] = mark_complex(pair, complex_dtype or torch.complex64)
         elif isinstance(value, (bool, int, float)):
             container[key] = ctx.const(value, target)
 
@@ -98,7 +147,7 @@ def _promotable(translation: Translation, name: str, fx_arg: Any) -> bool:
         return isinstance(
             fx_arg.meta.get("val"), (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)
         )
-    return isinstance(fx_arg, (bool, int, float))
+    return isinstance(fx_arg, (bool, int, float, complex))
 
 
 def stamp_metadata(nodes: list[ir.Node], fx_node: torch.fx.Node) -> None:

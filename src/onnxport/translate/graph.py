@@ -16,7 +16,14 @@ from torch.export.graph_signature import InputKind, OutputKind
 from onnxport.capture.decomp import call_nodes
 from onnxport.errors import InputError, UnsupportedOpError
 from onnxport.translate.context import Ctx, ir_dtype
-from onnxport.translate.dispatch import call_translation, stamp_metadata
+from onnxport.translate.dispatch import (
+    COMPLEX_META,
+    KEY_COMPLEX_AS_REAL,
+    call_translation,
+    is_complex_node,
+    mark_complex,
+    stamp_metadata,
+)
 from onnxport.translate.registry import Registry
 
 KEY_INPUT_KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
@@ -68,7 +75,7 @@ def unsupported_targets(ep: ExportedProgram, registry: Registry, opset: int) -> 
     missing: dict[Any, list[torch.fx.Node]] = {}
     for node in call_nodes(ep):
         if node.target not in STRUCTURAL_TARGETS:
-            if registry.get(node.target, opset) is None:
+            if registry.get(node.target, opset, complex=is_complex_node(node)) is None:
                 missing.setdefault(node.target, []).append(node)
     return missing
 
@@ -78,7 +85,10 @@ def unsupported_error(missing: Mapping[Any, list[torch.fx.Node]], registry: Regi
     lines = [f"{len(missing)} operator(s) have no ONNX translation in onnxport:"]
     for target, nodes in missing.items():
         extra = ""
-        if registry.is_registered(target):
+        if is_complex_node(nodes[0]):
+            extra = (f" (no complex translation for {target}: the node has complex inputs or outputs, "
+                     "carried as real [..., 2] tensors, which only translations declared complex=True receive)")
+        elif registry.is_registered(target):
             since = min(t.since for t in registry.translations_for(target))
             extra = f" (translated from opset {since}; raise opset_version)"
         lines.append(f"  - {target}: {len(nodes)} node(s), e.g. {nodes[0].name}{extra}")
@@ -119,7 +129,12 @@ class GraphTranslator:
         """Name a value and give it the dtype and shape of the FakeTensor / SymInt it stands for."""
         if name is not None:
             value.name = f"{self.prefix}{name}"
-        if isinstance(val, torch.Tensor):
+        value.meta.pop(COMPLEX_META, None)
+        if isinstance(val, torch.Tensor) and val.is_complex():  # carried as real [..., 2]
+            value.dtype = ir_dtype(val.dtype.to_real())
+            value.shape = ir.Shape([*(self.dims(d) for d in val.shape), 2])
+            mark_complex(value, val.dtype)
+        elif isinstance(val, torch.Tensor):
             value.dtype = ir_dtype(val.dtype)
             value.shape = ir.Shape([self.dims(d) for d in val.shape])
         elif isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
@@ -175,6 +190,8 @@ class GraphTranslator:
             return
         value = self._new_value(name, val)
         value.metadata_props[KEY_INPUT_KIND] = InputKind.USER_INPUT.name
+        if isinstance(val, torch.Tensor) and val.is_complex():
+            value.metadata_props[KEY_COMPLEX_AS_REAL] = str(val.dtype).removeprefix("torch.")
         if name != node.name:
             value.metadata_props[KEY_ORIGINAL_NAME] = node.name
         self.graph.inputs.append(value)
@@ -205,6 +222,9 @@ class GraphTranslator:
     def _initializer_value(self, name: str, tensor: torch.Tensor) -> ir.Value:
         if name in self.graph.initializers:  # the same tensor lifted twice
             return self.graph.initializers[name]
+        complex_dtype = tensor.dtype if tensor.is_complex() else None
+        if complex_dtype is not None:  # stored as its real view [..., 2]
+            tensor = torch.view_as_real(tensor.resolve_conj().contiguous())
         data = ir.tensor_adapters.TorchTensor(tensor, name=name)  # shares memory, no copy
         value = ir.Value(
             name=name,
@@ -213,6 +233,9 @@ class GraphTranslator:
             const_value=data,
         )
         self.graph.register_initializer(value)
+        if complex_dtype is not None:
+            mark_complex(value, complex_dtype)
+            value.metadata_props[KEY_COMPLEX_AS_REAL] = str(complex_dtype).removeprefix("torch.")
         return value
 
     def _call(self, node: torch.fx.Node) -> None:
@@ -228,7 +251,7 @@ class GraphTranslator:
         if node.target in INLINED_HOPS:
             self.env[node] = self._inline(node)
             return
-        translation = self.registry.get(node.target, self.opset)
+        translation = self.registry.get(node.target, self.opset, complex=is_complex_node(node))
         if translation is None:
             raise unsupported_error({node.target: [node]}, self.registry)
         self.env[node] = call_translation(self.ctx, translation, node, self.env, self.set_meta)
@@ -308,6 +331,9 @@ class GraphTranslator:
             name = output_names[i] if output_names is not None and i < len(output_names) else fx_name
             value = self._as_output(value, result if isinstance(result, torch.fx.Node) else node, name)
             value.metadata_props[KEY_OUTPUT_KIND] = spec.kind.name
+            val = result.meta.get("val") if isinstance(result, torch.fx.Node) else None
+            if isinstance(val, torch.Tensor) and val.is_complex():
+                value.metadata_props[KEY_COMPLEX_AS_REAL] = str(val.dtype).removeprefix("torch.")
             if name != fx_name:
                 value.metadata_props[KEY_ORIGINAL_NAME] = fx_name
             self.graph.outputs.append(value)

@@ -7,6 +7,10 @@ explicitly in :mod:`onnxport.ops` (no import side effects, no module-level mutab
 Opset selection follows the ONNX versioning rule used by torch.onnx's ``_registration.py`` and
 tinygrad's ``nn/onnx.py``: among the encodings registered for a target, the one with the highest
 ``since`` that is ≤ the target opset wins.
+
+Complex tensors are carried as real tensors with a trailing dimension of 2 (see
+``docs/architecture.md``, "Complex numbers"). A node with a complex input or output is translated
+only by an entry declared ``complex=True``, which knows that layout; ordinary entries never see it.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ class Translation:
         promote: Type promotion applied by the dispatcher before calling ``fn``.
         promote_args: Names of the arguments promoted (empty: every Tensor/Scalar argument).
         custom: Registered by the user: wins over onnxport's own translations at every opset.
+        complex: Translates the nodes with a complex tensor input or output, which it receives and
+            returns as real tensors with a trailing dimension of 2 (real, imaginary).
     """
 
     target: Any
@@ -57,6 +63,7 @@ class Translation:
     promote: Promote = Promote.NONE
     promote_args: tuple[str, ...] = ()
     custom: bool = False
+    complex: bool = False
 
     @property
     def name(self) -> str:
@@ -79,6 +86,7 @@ def translates(
     since: int = MIN_OPSET,
     promote: Promote | str = Promote.NONE,
     promote_args: Iterable[str] = (),
+    complex: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a function as the translation of one or more ATen overloads.
 
@@ -88,6 +96,8 @@ def translates(
         since: Lowest opset the encoding is valid for.
         promote: Type promotion done by the dispatcher (see :class:`Promote`).
         promote_args: Argument names to promote; default all Tensor/Scalar arguments.
+        complex: The encoding for nodes with a complex tensor input or output (complex-as-real
+            layout); chosen by the dispatcher for those nodes only.
 
     Raises:
         InputError: A target is an ``OpOverloadPacket`` instead of an overload.
@@ -99,7 +109,7 @@ def translates(
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         entries = list(getattr(fn, _MARK, ()))
         entries.extend(
-            Translation(t, fn, since, promote, tuple(promote_args)) for t in targets
+            Translation(t, fn, since, promote, tuple(promote_args), complex=complex) for t in targets
         )
         setattr(fn, _MARK, tuple(entries))
         return fn
@@ -123,7 +133,7 @@ class Registry:
         _check_target(translation.target)
         entries = [
             e for e in self._table.get(translation.target, [])
-            if (e.since, e.custom) != (translation.since, translation.custom)
+            if (e.since, e.custom, e.complex) != (translation.since, translation.custom, translation.complex)
         ]
         entries.append(translation)
         entries.sort(key=lambda e: e.since)
@@ -137,7 +147,7 @@ class Registry:
 
     def register_translation(
         self, target: Any, fn: Callable[..., Any], *, since: int = MIN_OPSET,
-        promote: Promote | str = Promote.NONE, promote_args: tuple[str, ...] = (),
+        promote: Promote | str = Promote.NONE, promote_args: tuple[str, ...] = (), complex: bool = False,
     ) -> None:
         """Register a user translation of ``target`` (an ``OpOverload`` such as
         ``torch.ops.mylib.op.default``); it wins over onnxport's own translation of the same target.
@@ -147,15 +157,19 @@ class Registry:
         """
         if not callable(fn):
             raise InputError(f"The translation registered for {target} must be callable, got {type(fn).__name__}.")
-        self.register(Translation(target, fn, since, Promote(promote), tuple(promote_args), custom=True))
+        self.register(Translation(target, fn, since, Promote(promote), tuple(promote_args), custom=True, complex=complex))
 
-    def get(self, target: Any, opset: int) -> Translation | None:
+    def get(self, target: Any, opset: int, complex: bool = False) -> Translation | None:
         """Return the translation with the highest ``since`` ≤ ``opset``, or ``None``.
 
-        User (custom) translations are preferred over onnxport's own at any opset.
+        User (custom) translations are preferred over onnxport's own at any opset. ``complex``
+        selects among the entries declared ``complex=True`` (for a node with a complex tensor input
+        or output) instead of the ordinary ones.
         """
         best = None
         for entry in self._table.get(target, ()):
+            if entry.complex != complex:
+                continue
             if entry.since <= opset and (best is None or entry.custom or not best.custom):
                 best = entry
         return best
@@ -189,7 +203,7 @@ def default_registry() -> Registry:
 
 def register_translation(
     target: Any, fn: Callable[..., Any] | None = None, *, since: int = MIN_OPSET,
-    registry: Registry | None = None, promote: Promote | str = Promote.NONE,
+    registry: Registry | None = None, promote: Promote | str = Promote.NONE, complex: bool = False,
 ) -> Any:
     """Register a translation for a custom op (or override one of onnxport's).
 
@@ -207,6 +221,8 @@ def register_translation(
             every later export. Pass a :class:`Registry` (or use ``export(custom_translations=)``)
             to scope the translation to some exports only.
         promote: Type promotion the dispatcher applies first (see :class:`Promote`).
+        complex: ``fn`` translates the nodes with complex inputs or outputs, carried as real
+            tensors with a trailing dimension of 2 (real, imaginary).
 
     Raises:
         InputError: ``target`` is an ``OpOverloadPacket`` (name the overload, ``.default``).
@@ -215,7 +231,7 @@ def register_translation(
     destination = registry if registry is not None else default_registry()
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        destination.register_translation(target, fn, since=since, promote=promote)
+        destination.register_translation(target, fn, since=since, promote=promote, complex=complex)
         return fn
 
     return register if fn is None else register(fn)
