@@ -285,3 +285,49 @@ def aten_signbit(ctx: Ctx, self: ir.Value) -> ir.Value:
         return negative
     negative_zero = ctx.op.Less(ctx.op.Reciprocal(self), zero)
     return ctx.op.Or(negative, ctx.op.And(ctx.op.Equal(self, zero), negative_zero))
+
+
+@translates(aten.bilinear.default)
+def aten_bilinear(ctx: Ctx, input1: ir.Value, input2: ir.Value, weight: ir.Value, bias: ir.Value | None = None) -> ir.Value:
+    """bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor
+
+    y_o = Σᵢⱼ x1ᵢ Wₒᵢⱼ x2ⱼ + bₒ (PyTorch docs, torch.nn.Bilinear): x1 (…, in1) MatMul W as
+    (in1, out·in2), reshaped (…, out, in2), times x2 as (…, 1, in2), summed over the last axis.
+    The MatMul's right operand is 2-D, so empty batches broadcast (onnxruntime rejects a 0-sized
+    batch against a batched right operand). bfloat16 (no onnxruntime MatMul kernel) computes in float.
+    """
+    dtype = input1.dtype
+    if dtype == ir.DataType.BFLOAT16:
+        input1, input2, weight = (ctx.op.Cast(v, to=ir.DataType.FLOAT) for v in (input1, input2, weight))
+    out_size, in2 = ctx.op.Shape(weight, start=0, end=1), ctx.op.Shape(weight, start=2, end=3)
+    w = ctx.op.Reshape(ctx.op.Transpose(weight, perm=[1, 0, 2]), ctx.op.Concat(
+        ctx.op.Shape(weight, start=1, end=2), ctx.op.Mul(out_size, in2), axis=0))
+    left = ctx.op.MatMul(input1, w)
+    lead = ctx.op.Shape(input1, start=0, end=rank(input1) - 1)
+    left = ctx.op.Reshape(left, ctx.op.Concat(lead, out_size, in2, axis=0), allowzero=1)
+    # A non-negative axis: onnxruntime's ReduceSum ignores a negative one on an empty input.
+    r = rank(input1)
+    out = ctx.op.ReduceSum(ctx.op.Mul(left, ctx.op.Unsqueeze(input2, ctx.const([r - 1]))), ctx.const([r]), keepdims=0)
+    if bias is not None:
+        out = ctx.op.Add(out, bias if dtype != ir.DataType.BFLOAT16 else ctx.op.Cast(bias, to=ir.DataType.FLOAT))
+    return out if dtype != ir.DataType.BFLOAT16 else ctx.op.Cast(out, to=dtype)
+
+
+@translates(aten._trilinear.default)
+def aten_trilinear(
+    ctx: Ctx, i1: ir.Value, i2: ir.Value, i3: ir.Value, expand1: Sequence[int], expand2: Sequence[int],
+    expand3: Sequence[int], sumdim: Sequence[int], unroll_dim: int = 1,
+) -> ir.Value:
+    """_trilinear(Tensor i1, Tensor i2, Tensor i3, int[] expand1, int[] expand2, int[] expand3, int[] sumdim, int unroll_dim=1) -> Tensor
+
+    Σ_sumdim i1.unsqueeze(expand1) · i2.unsqueeze(expand2) · i3.unsqueeze(expand3) (aten
+    Linear.cpp, ``_trilinear``); ``unroll_dim`` only picks torch's loop order.
+    """
+    product = None
+    for x, expand in ((i1, expand1), (i2, expand2), (i3, expand3)):
+        term = ctx.op.Unsqueeze(x, ctx.const(sorted(expand))) if expand else x
+        product = term if product is None else ctx.op.Mul(product, term)
+    assert product is not None
+    if not sumdim:
+        return product
+    return ctx.op.ReduceSum(product, ctx.const(sorted(sumdim)), keepdims=0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import onnx_ir as ir
 import torch
 
@@ -26,7 +27,7 @@ _FLOAT_RESIZE = {ir.DataType.FLOAT, ir.DataType.DOUBLE}
 
 def _resize(
     ctx: Ctx, x: ir.Value, output_size: Sequence[int | ir.Value] | None, scales: Sequence[float | None] | None,
-    mode: str, transform: str, nearest_mode: str = "floor",
+    mode: str, transform: str, nearest_mode: str = "floor", **extra: int,
 ) -> ir.Value:
     r = rank(x)
     n = r - 2
@@ -34,10 +35,10 @@ def _resize(
     # ORT's Resize kernels: float, int32, int8/uint8 for every mode; others resize in float.
     work = x if dtype in _FLOAT_RESIZE or (mode == "nearest" and dtype in (ir.DataType.INT32, ir.DataType.UINT8)) \
         else ctx.op.Cast(x, to=ir.DataType.FLOAT)
-    attrs = {"mode": mode, "coordinate_transformation_mode": transform}
+    attrs: dict = {"mode": mode, "coordinate_transformation_mode": transform, **extra}
     if mode == "nearest":
         attrs["nearest_mode"] = nearest_mode
-    if mode == "cubic":
+    if mode == "cubic" and "cubic_coeff_a" not in attrs:
         attrs["cubic_coeff_a"] = -0.75  # torch's bicubic constant (aten UpSample.h)
     if scales and all(s is not None for s in scales) and not output_size:
         scale_values = ctx.const([1.0, 1.0, *[float(s) for s in scales]], ir.DataType.FLOAT)  # type: ignore[arg-type]
@@ -123,6 +124,79 @@ def aten_upsample_bicubic(
     return _resize(ctx, self, output_size, None, "cubic", _linear_transform(align_corners))
 
 
+@translates(aten._upsample_bilinear2d_aa.default, aten._upsample_bicubic2d_aa.default)
+def aten_upsample_aa(
+    ctx: Ctx, self: ir.Value, output_size: Sequence[int | ir.Value], align_corners: bool, *scales: float | None,
+) -> ir.Value:
+    """_upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor
+
+    Anti-aliased resampling (PIL's convolution resize, which torch's ``antialias=True`` follows):
+    on downscaling the interpolation filter is widened by in/out, taps outside the image are
+    dropped and the rest renormalized. Without scale factors and align_corners that is ONNX
+    Resize-18 with ``antialias=1`` and ``exclude_outside=1`` (ONNX spec, Resize). Otherwise torch
+    centres and widens the filter with its own scale ((in−1)/(out−1), or 1/scale factor), which
+    Resize cannot express: for static sizes each spatial axis becomes a MatMul with the (out, in)
+    matrix of torch's weights (aten/src/ATen/native/cpu/UpSampleKernel.cpp,
+    ``_compute_indices_weights_aa``; the filter is separable).
+    """
+    cubic = ctx.node is not None and ctx.node.target is aten._upsample_bicubic2d_aa.default
+    given = [s for s in scales if s is not None and s > 0]
+    if not align_corners and not given:
+        extra = {"antialias": 1, "exclude_outside": 1}
+        if cubic:
+            extra["cubic_coeff_a"] = -0.5  # torch's AA bicubic filter (Keys, a = −0.5)
+        return _resize(ctx, self, output_size, None, "cubic" if cubic else "linear", "pytorch_half_pixel", **extra)
+    in_sizes = _input_shape(ctx)[-2:]
+    out_sizes = list(ctx.val().shape)[-2:]
+    if not all(isinstance(d, int) for d in (*in_sizes, *out_sizes)):
+        ctx.unsupported("anti-aliased resize with align_corners or scale factors on dynamic spatial sizes")
+    dtype = self.dtype
+    x = self if dtype in _FLOAT_RESIZE else ctx.op.Cast(self, to=ir.DataType.FLOAT)
+    np_dtype = np.float64 if x.dtype == ir.DataType.DOUBLE else np.float32
+    scale_h, scale_w = (list(scales) + [None, None])[:2]
+    wh = _aa_weights(in_sizes[0], out_sizes[0], align_corners, scale_h, cubic)
+    ww = _aa_weights(in_sizes[1], out_sizes[1], align_corners, scale_w, cubic)
+    out = ctx.op.MatMul(x, ctx.const(ww.T.astype(np_dtype), x.dtype))  # (N, C, H, out_w)
+    out = ctx.op.MatMul(ctx.const(wh.astype(np_dtype), x.dtype), out)  # (N, C, out_h, out_w)
+    return out if x is self else ctx.op.Cast(out, to=dtype)
+
+
+def _input_shape(ctx: Ctx) -> list:
+    assert ctx.node is not None
+    return list(ctx.node.args[0].meta["val"].shape)  # type: ignore[union-attr]
+
+
+def _aa_filter(x: np.ndarray, cubic: bool) -> np.ndarray:
+    """Triangle filter, or Keys' cubic convolution with a = −0.5 (torch's AA filters)."""
+    x = np.abs(x)
+    if not cubic:
+        return np.clip(1.0 - x, 0.0, None)
+    a = -0.5
+    near = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    far = (((x - 5.0) * x + 8.0) * x - 4.0) * a
+    return np.where(x < 1.0, near, np.where(x < 2.0, far, 0.0))
+
+
+def _aa_weights(size_in: int, size_out: int, align_corners: bool, scale: float | None, cubic: bool) -> np.ndarray:
+    """The (out, in) resampling matrix of torch's anti-aliased interpolation along one axis."""
+    if align_corners:
+        s = (size_in - 1) / (size_out - 1) if size_out > 1 else 0.0
+    else:
+        s = 1.0 / scale if scale is not None and scale > 0 else size_in / size_out
+    half = 2.0 if cubic else 1.0  # interp_size / 2
+    support = half * s if s >= 1.0 else half
+    inv = 1.0 / s if s >= 1.0 else 1.0
+    weights = np.zeros((size_out, size_in), dtype=np.float64)
+    for i in range(size_out):
+        center = s * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), size_in)
+        taps = _aa_filter((np.arange(lo, hi) - center + 0.5) * inv, cubic)
+        total = taps.sum()
+        weights[i, lo:hi] = taps / total if total != 0 else taps
+    return weights
+
+
 def _out_spatial(ctx: Ctx, x: ir.Value) -> list[int]:
     shape = list(ctx.val().shape)[2:]
     if not all(isinstance(d, int) for d in shape):
@@ -175,34 +249,44 @@ def aten_col2im(
 
 @translates(aten.pixel_shuffle.default)
 def aten_pixel_shuffle(ctx: Ctx, self: ir.Value, upscale_factor: int) -> ir.Value:
-    """pixel_shuffle(Tensor self, int upscale_factor) -> Tensor: DepthToSpace, mode "CRD"."""
-    if rank(self) != 4:
-        return _batch_flattened(ctx, self, lambda x: ctx.op.DepthToSpace(x, blocksize=upscale_factor, mode="CRD"))
-    return ctx.op.DepthToSpace(self, blocksize=upscale_factor, mode="CRD")
+    """pixel_shuffle(Tensor self, int upscale_factor) -> Tensor
+
+    4-D float tensors: DepthToSpace, mode "CRD". Other ranks and dtypes (onnxruntime has no
+    DepthToSpace kernels for integers, bool, bfloat16): reshape (…, C, b, b, H, W), transpose to
+    (…, C, H, b, W, b), reshape (…, C, H·b, W·b), sizes from Shape with ``allowzero=1``.
+    """
+    b = upscale_factor
+    r = rank(self)
+    if r == 4 and self.dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16):
+        return ctx.op.DepthToSpace(self, blocksize=b, mode="CRD")
+    lead = ctx.op.Shape(self, start=0, end=r - 3)
+    c, h, w = (ctx.op.Shape(self, start=i, end=i + 1) for i in (r - 3, r - 2, r - 1))
+    block = ctx.const([b])
+    cb = ctx.op.Div(c, ctx.const([b * b]))
+    x = ctx.op.Reshape(self, ctx.op.Concat(lead, cb, block, block, h, w, axis=0), allowzero=1)
+    k = r - 3
+    x = ctx.op.Transpose(x, perm=[*range(k), k, k + 3, k + 1, k + 4, k + 2])
+    out_shape = ctx.op.Concat(lead, cb, ctx.op.Mul(h, block), ctx.op.Mul(w, block), axis=0)
+    return ctx.op.Reshape(x, out_shape, allowzero=1)
 
 
 @translates(aten.pixel_unshuffle.default)
 def aten_pixel_unshuffle(ctx: Ctx, self: ir.Value, downscale_factor: int) -> ir.Value:
     """pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor
 
-    SpaceToDepth orders channels as DCR; torch as CRD: reshape/transpose instead.
+    SpaceToDepth orders channels as DCR; torch as CRD: reshape (..., C, H/b, b, W/b, b), move the
+    two block axes after C, reshape (..., C·b², H/b, W/b). Sizes come from Shape with
+    ``allowzero=1`` (no −1), so empty batches keep their zero sizes.
     """
     b = downscale_factor
-    c, h, w = (ctx.op.Shape(self, start=i, end=i + 1) for i in (-3, -2, -1))
-    lead = ctx.op.Shape(self, start=0, end=-3)
+    r = rank(self)
+    lead = ctx.op.Shape(self, start=0, end=r - 3)
+    c, h, w = (ctx.op.Shape(self, start=i, end=i + 1) for i in (r - 3, r - 2, r - 1))
     hb = ctx.op.Div(h, ctx.const([b]))
     wb = ctx.op.Div(w, ctx.const([b]))
-    x = ctx.op.Reshape(self, ctx.op.Concat(ctx.const([-1]), c, hb, ctx.const([b]), wb, ctx.const([b]), axis=0))
-    x = ctx.op.Transpose(x, perm=[0, 1, 3, 5, 2, 4])
+    block = ctx.const([b])
+    x = ctx.op.Reshape(self, ctx.op.Concat(lead, c, hb, block, wb, block, axis=0), allowzero=1)
+    k = r - 3
+    x = ctx.op.Transpose(x, perm=[*range(k), k, k + 2, k + 4, k + 1, k + 3])
     out_shape = ctx.op.Concat(lead, ctx.op.Mul(c, ctx.const([b * b])), hb, wb, axis=0)
-    return ctx.op.Reshape(x, out_shape)
-
-
-def _batch_flattened(ctx: Ctx, x: ir.Value, fn: object) -> ir.Value:
-    """Apply a 4-D op to a (..., C, H, W) tensor of another rank via reshapes."""
-    lead = ctx.op.Shape(x, start=0, end=-3)
-    chw = ctx.op.Shape(x, start=-3)
-    flat = ctx.op.Reshape(x, ctx.op.Concat(ctx.const([-1]), chw, axis=0))
-    out = fn(flat)  # type: ignore[operator]
-    return ctx.op.Reshape(out, ctx.op.Concat(lead, ctx.op.Shape(out, start=1), axis=0))
-
+    return ctx.op.Reshape(x, out_shape, allowzero=1)
