@@ -1,6 +1,9 @@
-"""Matrix products: linear, addmm, mm, bmm, matmul, baddbmm."""
+"""Matrix products (linear, addmm, mm, bmm, matmul, baddbmm) and small dense solvers: det, slogdet,
+inverse and solve (Gauss-Jordan elimination with partial pivoting, unrolled for a static n)."""
 
 from __future__ import annotations
+
+import operator
 
 import onnx_ir as ir
 import torch
@@ -81,3 +84,159 @@ def aten_einsum(ctx: Ctx, equation: str, tensors: list[ir.Value], *, path: list[
     out_dtype = ctx.out_dtype()
     operands = [t if t.dtype == out_dtype else ctx.op.Cast(t, to=out_dtype) for t in tensors]
     return ctx.op.Einsum(*operands, equation=equation.replace(" ", ""))
+
+
+# -- determinants, inverse, solve ---------------------------------------------------------------
+
+# Gauss-Jordan elimination is unrolled: one block of ~20 nodes per column, so n is bounded.
+MAX_UNROLLED_N = 16
+
+
+def _only_first_outputs(ctx: Ctx, count: int, what: str) -> None:
+    """Refuse when the node's outputs past the first ``count`` (LAPACK's LU factors, pivots) are used:
+    ONNX has no LU factorization to produce them."""
+    if ctx.node is None:
+        return
+    for user in ctx.node.users:
+        if user.target is not operator.getitem or user.args[1] >= count:
+            ctx.unsupported(f"{what} is used; only the first {count} output(s) have an ONNX encoding")
+
+
+@translates(aten._linalg_det.default)
+def aten_linalg_det(ctx: Ctx, A: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """_linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots)
+
+    ONNX Det (ONNX operator spec, Det-11) over the trailing two dims, batches included; the
+    determinant of a 0×0 matrix is 1, as in torch. LU and pivots are refused when used.
+    """
+    _only_first_outputs(ctx, 1, "the LU factorization of det")
+    det = _det(ctx, A)
+    return det, ctx.const(0.0, A.dtype), ctx.const(0, ir.DataType.INT32)
+
+
+@translates(aten._linalg_slogdet.default)
+def aten_linalg_slogdet(ctx: Ctx, A: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+    """_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)
+
+    sign = sign(det A), logabsdet = log|det A| (torch.linalg.slogdet docs), from ONNX Det: 0 and
+    -inf for a singular matrix, as torch. The determinant is formed before the logarithm, so it
+    overflows float32 sooner than LAPACK's sum of log-pivots (|det| > 3.4e38).
+    """
+    _only_first_outputs(ctx, 2, "the LU factorization of slogdet")
+    det = _det(ctx, A)
+    sign, logabs = ctx.op.Sign(det), ctx.op.Log(ctx.op.Abs(det))
+    return sign, logabs, ctx.const(0.0, A.dtype), ctx.const(0, ir.DataType.INT32)
+
+
+def _det(ctx: Ctx, A: ir.Value) -> ir.Value:
+    work = A if A.dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE) else ctx.op.Cast(A, to=ir.DataType.FLOAT)
+    det = ctx.op.Det(work)
+    return det if work is A else ctx.op.Cast(det, to=A.dtype)
+
+
+def _static_n(ctx: Ctx, A: ir.Value, what: str) -> int:
+    n, m = A.shape[-2], A.shape[-1]
+    if not isinstance(n, int) or not isinstance(m, int):
+        ctx.unsupported(f"{what} of a matrix with a dynamic size: the elimination is unrolled per column")
+    if n > MAX_UNROLLED_N:
+        ctx.unsupported(f"{what} of a {n}×{n} matrix: the Gauss-Jordan elimination is unrolled, limit "
+                        f"n ≤ {MAX_UNROLLED_N} (ONNX has no LU/solve op)")
+    return n
+
+
+def _gauss_jordan(ctx: Ctx, A: ir.Value, B: ir.Value, n: int) -> tuple[ir.Value, ir.Value]:
+    """Solve A X = B for a batch of n×n matrices A and n×k right-hand sides B.
+
+    Gauss-Jordan elimination with partial pivoting (Golub & Van Loan, Matrix Computations, 4th ed.,
+    §3.4.1-3.4.2; the pivot is the first row of largest |a_ij| at or below the diagonal, as LAPACK's
+    getrf/idamax). Returns X and LAPACK's ``info``: the 1-based column of the first exactly-zero
+    pivot, 0 when A is invertible (int32, batch-shaped).
+    """
+    M = ctx.op.Concat(A, B, axis=-1)  # (..., n, n + k)
+    rows = ctx.const(list(range(n)))  # (n,)
+    rows_col = ctx.const([[i] for i in range(n)])  # (n, 1)
+    zero = ctx.const(0.0, A.dtype)
+    infos = []
+    for j in range(n):
+        col = ctx.op.Gather(M, ctx.const(j), axis=-1)  # (..., n)
+        score = ctx.op.Abs(col) if j == 0 else ctx.op.Where(
+            ctx.op.Less(rows, ctx.const(j)), ctx.const(-1.0, A.dtype), ctx.op.Abs(col))
+        p = ctx.op.ArgMax(score, axis=-1, keepdims=1)  # (..., 1): first maximal row
+        # Row permutation swapping j and p, applied by gathering rows.
+        at_j = ctx.op.Equal(rows, ctx.const(j))
+        perm = ctx.op.Where(at_j, p, ctx.op.Where(ctx.op.Equal(rows, p), ctx.const(j), rows))  # (..., n)
+        index = ctx.op.Expand(ctx.op.Unsqueeze(perm, ctx.const([-1])), ctx.op.Shape(M))
+        M = ctx.op.GatherElements(M, index, axis=-2)
+        pivot_row = ctx.op.Gather(M, ctx.const([j]), axis=-2)  # (..., 1, n + k)
+        pivot = ctx.op.Gather(pivot_row, ctx.const([j]), axis=-1)  # (..., 1, 1)
+        infos.append(ctx.op.Equal(ctx.op.Squeeze(pivot, ctx.const([-2, -1])), zero))
+        pivot_row = ctx.op.Div(pivot_row, pivot)
+        factor = ctx.op.Gather(M, ctx.const([j]), axis=-1)  # (..., n, 1)
+        is_j = ctx.op.Equal(rows_col, ctx.const(j))  # (n, 1)
+        M = ctx.op.Sub(M, ctx.op.Mul(ctx.op.Where(is_j, zero, factor), pivot_row))
+        M = ctx.op.Where(is_j, pivot_row, M)
+    X = ctx.op.Slice(M, ctx.const([n]), ctx.const([2**62]), ctx.const([-1]))
+    # info: smallest j + 1 whose pivot is zero, else 0 (elementwise: ORT reductions over an empty
+    # batch keep the reduced axis).
+    info = ctx.const(0, ir.DataType.INT32)
+    for j in reversed(range(n)):
+        info = ctx.op.Where(infos[j], ctx.const(j + 1, ir.DataType.INT32), info)
+    return X, info
+
+
+def _zero_info(ctx: Ctx, A: ir.Value) -> ir.Value:
+    return ctx.op.Expand(ctx.const(0, ir.DataType.INT32), ctx.op.Shape(A, start=0, end=-2))
+
+
+@translates(aten.linalg_inv_ex.default)
+def aten_linalg_inv_ex(ctx: Ctx, A: ir.Value, *, check_errors: bool = False) -> tuple[ir.Value, ir.Value]:
+    """linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)
+
+    A⁻¹ solves A X = I: Gauss-Jordan elimination with partial pivoting, unrolled for a static
+    n ≤ MAX_UNROLLED_N (see :func:`_gauss_jordan`). ``info`` is LAPACK getrf's (torch.linalg.inv_ex
+    docs); ``check_errors`` cannot raise in ONNX, so a singular A gives inf/NaN as info > 0 says.
+    """
+    n = _static_n(ctx, A, "inverse")
+    if n == 0:
+        return ctx.op.Identity(A), _zero_info(ctx, A)
+    eye = ctx.op.Expand(ctx.const(torch.eye(n), A.dtype), ctx.op.Shape(A))
+    return _gauss_jordan(ctx, A, eye, n)
+
+
+@translates(aten._linalg_solve_ex.default)
+def aten_linalg_solve_ex(
+    ctx: Ctx, A: ir.Value, B: ir.Value, *, left: bool = True, check_errors: bool = False,
+) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+    """_linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)
+
+    X with A X = B (X A = B when not ``left``, i.e. Aᵀ Xᵀ = Bᵀ), batches broadcast; B is a batch of
+    vectors when B.ndim == 1 or B.shape == A.shape[:-1] (torch.linalg.solve docs). Gauss-Jordan
+    elimination with partial pivoting on [A | B], unrolled for a static n ≤ MAX_UNROLLED_N.
+    """
+    if ctx.node is not None and any(u.args[1] in (1, 2) for u in ctx.node.users):
+        ctx.unsupported("the LU factorization of solve is used; ONNX has no LU op")
+    n = _static_n(ctx, A, "solve")
+    rank_a, rank_b = rank(A), rank(B)
+    a_val = ctx.node.args[0].meta["val"] if ctx.node is not None else None
+    b_val = ctx.node.args[1].meta["val"] if ctx.node is not None else None
+    vector = rank_b == 1 or (
+        a_val is not None and b_val is not None and rank_b == rank_a - 1 and list(b_val.shape) == list(a_val.shape[:-1]))
+    if not left:
+        A = ctx.op.Transpose(A, perm=[*range(rank_a - 2), rank_a - 1, rank_a - 2])
+        if not vector:
+            B = ctx.op.Transpose(B, perm=[*range(rank_b - 2), rank_b - 1, rank_b - 2])
+    if vector:
+        B = ctx.op.Unsqueeze(B, ctx.const([-1]))
+    # Broadcast the batch dims of A and B against each other (Expand broadcasts both ways).
+    A_full = ctx.op.Expand(A, ctx.op.Concat(ctx.op.Shape(B, start=0, end=-2), ctx.const([n, n]), axis=0))
+    B_full = ctx.op.Expand(B, ctx.op.Concat(ctx.op.Shape(A_full, start=0, end=-2), ctx.op.Shape(B, start=-2), axis=0))
+    if n == 0:
+        X, info = B_full, _zero_info(ctx, A_full)
+    else:
+        X, info = _gauss_jordan(ctx, A_full, B_full, n)
+    if vector:
+        X = ctx.op.Squeeze(X, ctx.const([-1]))
+    elif not left:
+        out_rank = len(ctx.val()[0].shape) if ctx.node is not None else rank_b
+        X = ctx.op.Transpose(X, perm=[*range(out_rank - 2), out_rank - 1, out_rank - 2])
+    return X, ctx.const(0.0, A.dtype), ctx.const(0, ir.DataType.INT32), info
