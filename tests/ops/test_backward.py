@@ -125,6 +125,15 @@ def test_avg_pool2d_backward_unbatched_and_float64() -> None:
            (torch.randn_like(y), x), rtol=1e-10, atol=1e-12)
 
 
+def test_pooling_backward_float16() -> None:
+    x = torch.randn(2, 3, 7, 8).half()
+    y = F.avg_pool2d(x.float(), 3, 2, 1).half()
+    _check(lambda g, x: aten.avg_pool2d_backward(g, x, [3, 3], [2, 2], [1, 1], False, True, None),
+           (torch.randn_like(y), x), rtol=1e-2, atol=1e-2)
+    _check(lambda g, x: aten._adaptive_avg_pool2d_backward(g, x), (torch.randn(2, 3, 3, 5).half(), x),
+           rtol=1e-2, atol=1e-2)
+
+
 # -- convolution -------------------------------------------------------------------------------------
 
 CONV_CASES = {
@@ -178,6 +187,20 @@ def test_convolution_backward_dynamic_batch() -> None:
     batch = torch.export.Dim("batch", min=2)
     _check(lambda g, x, w: aten.convolution_backward(g, x, w, *params, [True, True, True]), tensors,
            dynamic_shapes=({0: batch}, {0: batch}, None), others=(other,))
+
+
+def test_convolution_backward_float16() -> None:
+    tensors, params = _conv_args("2d_groups")
+    _check(lambda g, x, w: aten.convolution_backward(g, x, w, *params, [True, True, True]),
+           tuple(t.half() for t in tensors), rtol=1e-2, atol=2e-2)
+
+
+def test_convolution_backward_refuses_dynamic_spatial_sizes() -> None:
+    tensors, params = _conv_args("2d")
+    width = torch.export.Dim("width", min=4)
+    model = Fn3(lambda g, x, w: aten.convolution_backward(g, x, w, *params, [True, True, True]))
+    with pytest.raises(UnsupportedOpError, match="static sizes"):
+        onnxport.export(model, tensors, dynamic_shapes=({3: width}, None, None))
 
 
 # -- normalization -----------------------------------------------------------------------------------
