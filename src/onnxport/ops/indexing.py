@@ -172,3 +172,31 @@ def aten_one_hot(ctx: Ctx, self: ir.Value, num_classes: int = -1) -> ir.Value:
     else:
         depth = ctx.const(num_classes, self.dtype)
     return ctx.op.OneHot(self, depth, ctx.const([0, 1]), axis=-1)
+
+
+@translates(aten.take.default)
+def aten_take(ctx: Ctx, self: ir.Value, index: ir.Value) -> ir.Value:
+    """take(Tensor self, Tensor index) -> Tensor: self viewed as 1-D, gathered at ``index``.
+
+    Gather accepts negative indices counted from the end, as torch.take does (PyTorch docs,
+    torch.take); the output has the index's shape.
+    """
+    return ctx.op.Gather(ctx.op.Reshape(self, ctx.const([-1])), index, axis=0)
+
+
+@translates(aten.nonzero_static.default)
+def aten_nonzero_static(ctx: Ctx, self: ir.Value, *, size: int, fill_value: int = -1) -> ir.Value:
+    """nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor
+
+    The (size, rank) indices of the first ``size`` non-zero elements in row-major order, rows past
+    the count filled with ``fill_value`` (PyTorch docs, torch.nonzero_static): NonZero, transposed,
+    padded with a (size, rank) block of ``fill_value`` and sliced to ``size`` rows.
+    """
+    r = rank(self)
+    fill = ctx.op.Expand(ctx.const(fill_value, ir.DataType.INT64), ctx.shape_tensor([size, r]))
+    if r == 0:
+        return fill
+    flags = self if self.dtype == ir.DataType.BOOL else ctx.op.Cast(self, to=ir.DataType.BOOL)
+    found = ctx.op.Transpose(ctx.op.NonZero(flags), perm=[1, 0])
+    padded = ctx.op.Concat(found, fill, axis=0)
+    return ctx.op.Slice(padded, ctx.const([0]), ctx.shape_tensor([size]), ctx.const([0]))

@@ -377,3 +377,27 @@ def aten_index_reduce(
     shape[axis] = -1
     expanded = ctx.op.Expand(ctx.op.Reshape(_i64(ctx, index), ctx.const(shape)), ctx.op.Shape(source))
     return aten_scatter_reduce(ctx, self, axis, expanded, source, reduce, include_self=include_self)
+
+
+@translates(aten.put.default)
+def aten_put(ctx: Ctx, self: ir.Value, index: ir.Value, source: ir.Value, accumulate: bool = False) -> ir.Value:
+    """put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor
+
+    self viewed as 1-D gets ``source`` at ``index`` (negative counts from the end), added when
+    ``accumulate`` (PyTorch docs, Tensor.put_): ScatterElements on the flattened tensor.
+    """
+    flat = ctx.op.Reshape(self, ctx.const([-1]))
+    idx = ctx.op.Reshape(_i64(ctx, index), ctx.const([-1]))
+    idx = ctx.op.Where(ctx.op.Less(idx, ctx.const(0)), ctx.op.Add(idx, ctx.op.Shape(flat)), idx)
+    src = ctx.op.Reshape(source, ctx.const([-1]))
+    # onnxruntime's accumulating ScatterElements has no bool/float16/bfloat16 kernels: int32 (max
+    # is or) or float, cast back.
+    work = {ir.DataType.BOOL: ir.DataType.INT32, ir.DataType.FLOAT16: ir.DataType.FLOAT,
+            ir.DataType.BFLOAT16: ir.DataType.FLOAT}.get(self.dtype) if accumulate else None
+    if work is not None:
+        out = ctx.op.ScatterElements(ctx.op.Cast(flat, to=work), idx, ctx.op.Cast(src, to=work), axis=0,
+                                     reduction="max" if self.dtype == ir.DataType.BOOL else "add")
+        out = ctx.op.Cast(out, to=self.dtype)
+    else:
+        out = ctx.op.ScatterElements(flat, idx, src, axis=0, reduction="add" if accumulate else "none")
+    return ctx.op.Reshape(out, ctx.op.Shape(self))
