@@ -151,8 +151,8 @@ def _weight_grad(ctx: Ctx, x: ir.Value, grad: ir.Value, x_channels: int, x_spati
     """dW[a, b, k] = Σ_{n,o} grad[n, a, o] · x[n, group(a)·C_x/g + b, o·s − p + k·d], shape
     (C_grad, C_x/g, *kernel): a convolution of x (batch and channel axes swapped, the batch folded
     into the channels of each group) with grad (batch and channel axes swapped) as the kernel,
-    stride and dilation exchanged (the correlation form of the weight gradient, e.g. Dumoulin &
-    Visin, "A guide to convolution arithmetic for deep learning", 2016, section 4).
+    stride and dilation exchanged: the kernel gradient g(G, V, s) of Goodfellow, Bengio & Courville,
+    "Deep Learning" (2016), section 9.5, with padding, dilation and groups.
     """
     n = len(kernel)
     spatial = list(range(2, n + 2))
@@ -181,8 +181,9 @@ def aten_convolution_backward(
 ) -> tuple[ir.Value | None, ir.Value | None, ir.Value | None]:
     """convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)
 
-    Convolution is linear in its input and in its weight (ONNX Conv / ConvTranspose, operators
-    spec): the input gradient is the adjoint operator, ConvTranspose with the same weight for a
+    Convolution is linear in its input and in its weight (Goodfellow, Bengio & Courville, "Deep
+    Learning", 2016, section 9.5: the gradients h(K, G, s) and g(G, V, s)): the input gradient is
+    the adjoint operator, ConvTranspose with the same weight for a
     convolution (its output_padding restoring the input rows the forward's floor dropped) and Conv
     for a transposed convolution; the weight gradient is a correlation of the input with the output
     gradient (``_weight_grad``; for a transposed convolution input and output gradient exchange
