@@ -56,4 +56,11 @@ def decompose(ep: ExportedProgram, translated: frozenset[Any]) -> tuple[Exported
     if not needs_decomposition(ep, translated):
         return ep, False
     table = decomposition_table(translated)
-    return ep.run_decompositions(dict(table)), True
+    ep = ep.run_decompositions(dict(table))
+    if any(node.target is torch.ops.higher_order.with_effects for node in call_nodes(ep)):
+        # Effect tokens (e.g. linalg.inv's _linalg_check_errors) have no ONNX form: torch's own pass
+        # turns with_effects(token, op, *args) back into op(*args) and drops the token inputs/outputs.
+        from torch.export._remove_effect_tokens_pass import _remove_effect_tokens
+
+        ep = _remove_effect_tokens(ep)
+    return ep, True

@@ -240,3 +240,13 @@ def aten_linalg_solve_ex(
         out_rank = len(ctx.val()[0].shape) if ctx.node is not None else rank_b
         X = ctx.op.Transpose(X, perm=[*range(out_rank - 2), out_rank - 1, out_rank - 2])
     return X, ctx.const(0.0, A.dtype), ctx.const(0, ir.DataType.INT32), info
+
+
+@translates(aten._linalg_check_errors.default)
+def aten_linalg_check_errors(ctx: Ctx, info: ir.Value, api_name: str, *, is_matrix: bool) -> tuple[()]:
+    """_linalg_check_errors(Tensor info, str api_name, *, bool is_matrix) -> ()
+
+    The eager check raising on a singular matrix. ONNX has no way to raise: no node, and a singular
+    input gives the inf/NaN the unchecked ``*_ex`` op gives (its ``info`` output reports it).
+    """
+    return ()
