@@ -111,8 +111,27 @@ def _dft(ctx: Ctx, x: ir.Value, axis: int, inverse: bool = False, onesided: bool
     """
     flags = {"inverse": int(inverse), "onesided": int(onesided)}
     if ctx.opset >= 20:
-        return ctx.op.DFT(x, None, ctx.const(axis), **flags)
-    return ctx.op.DFT(x, axis=axis, **flags)
+        out = ctx.op.DFT(x, None, ctx.const(axis), **flags)
+    else:
+        out = ctx.op.DFT(x, axis=axis, **flags)
+    out.dtype = x.dtype  # the builder does not track DFT's type; later constants need it
+    return out
+
+
+def _in_double(ctx: Ctx, x: ir.Value) -> ir.Value:
+    """The transform's input in float64.
+
+    onnxruntime 1.31's float32 DFT loses accuracy on lengths that are not powers of two (measured
+    against numpy.fft: max error 5.5e-5 at n=20, 5.6e-4 at n=100, 2.6e-2 at n=1000, where torch's
+    pocketfft stays below 1.5e-5); its float64 DFT stays below 1e-10. So the transforms run in
+    float64 and the result is cast back to the output dtype (:func:`_out`).
+    """
+    return x if x.dtype == ir.DataType.DOUBLE else ctx.op.Cast(x, to=ir.DataType.DOUBLE)
+
+
+def _out(ctx: Ctx, x: ir.Value) -> ir.Value:
+    target = _real_dtype(ctx)
+    return x if x.dtype == target else ctx.op.Cast(x, to=target)
 
 
 def _signal_size(ctx: Ctx, x: ir.Value, sizes: Sequence[Any], axes: Sequence[int]) -> int | ir.Value:
@@ -155,14 +174,12 @@ def aten_fft_r2c(ctx: Ctx, self: ir.Value, dim: Sequence[int], normalization: in
     """
     in_val = _arg_val(ctx)
     axes = _axes(dim, in_val.dim())
-    x = ctx.op.Unsqueeze(self, ctx.const([-1]))
-    if x.dtype not in (ir.DataType.FLOAT, ir.DataType.DOUBLE):
-        x = ctx.op.Cast(x, to=_real_dtype(ctx))
+    x = ctx.op.Unsqueeze(_in_double(ctx, self), ctx.const([-1]))
     out = _dft(ctx, x, axes[-1], onesided=onesided)
     for axis in axes[:-1]:
         out = _dft(ctx, out, axis)
     n = _signal_size(ctx, self, [in_val.shape[a] for a in axes], axes)
-    return _normalize(ctx, out, n, normalization, inverse=False)
+    return _out(ctx, _normalize(ctx, out, n, normalization, inverse=False))
 
 
 @translates(aten._fft_c2c.default, complex=True)
@@ -174,13 +191,13 @@ def aten_fft_c2c(ctx: Ctx, self: ir.Value, dim: Sequence[int], normalization: in
     """
     in_val = _arg_val(ctx)
     axes = _axes(dim, in_val.dim())
-    out = self
-    for axis in axes:
-        out = _dft(ctx, out, axis, inverse=not forward)
     if not axes:
         return ctx.op.Identity(self)
+    out = _in_double(ctx, self)
+    for axis in axes:
+        out = _dft(ctx, out, axis, inverse=not forward)
     n = _signal_size(ctx, self, [in_val.shape[a] for a in axes], axes)
-    return _normalize(ctx, out, n, normalization, inverse=not forward)
+    return _out(ctx, _normalize(ctx, out, n, normalization, inverse=not forward))
 
 
 @translates(aten._fft_c2r.default, complex=True)
@@ -201,7 +218,7 @@ def aten_fft_c2r(
     axes = _axes(dim, in_val.dim())
     last = axes[-1]
     n_last = last_dim_size
-    x = self
+    x = _in_double(ctx, self)
     for axis in axes[:-1]:
         x = _dft(ctx, x, axis, inverse=True)
     half = n_last // 2 + 1
@@ -214,7 +231,7 @@ def aten_fft_c2r(
     out = _re(ctx, _dft(ctx, full, last, inverse=True))
     out_val = ctx.val()
     n = _signal_size(ctx, out, [out_val.shape[a] for a in axes], axes)
-    return _normalize(ctx, out, n, normalization, inverse=True)
+    return _out(ctx, _normalize(ctx, out, n, normalization, inverse=True))
 
 
 # -- conversions and views -------------------------------------------------------------------
@@ -267,6 +284,12 @@ def aten_view_as_complex(ctx: Ctx, self: ir.Value) -> ir.Value:
 def aten_real(ctx: Ctx, self: ir.Value) -> ir.Value:
     """real(Tensor(a) self) -> Tensor(a)"""
     return _re(ctx, self)
+
+
+@translates(aten.real.default)
+def aten_real_of_real(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """real(Tensor(a) self) -> Tensor(a): a real tensor is its own real part."""
+    return ctx.op.Identity(self)
 
 
 @translates(aten.imag.default, complex=True)

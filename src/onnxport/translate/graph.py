@@ -88,8 +88,8 @@ def unsupported_error(missing: Mapping[Any, list[torch.fx.Node]], registry: Regi
         if is_complex_node(nodes[0]):
             extra = (f" (no complex translation for {target}: the node has complex inputs or outputs, "
                      "carried as real [..., 2] tensors, which only translations declared complex=True receive)")
-        elif registry.is_registered(target):
-            since = min(t.since for t in registry.translations_for(target))
+        elif any(not t.complex for t in registry.translations_for(target)):
+            since = min(t.since for t in registry.translations_for(target) if not t.complex)
             extra = f" (translated from opset {since}; raise opset_version)"
         lines.append(f"  - {target}: {len(nodes)} node(s), e.g. {nodes[0].name}{extra}")
     first = next(iter(missing.values()))[0]
