@@ -1,10 +1,11 @@
-"""Pooling: max/avg pooling and adaptive average pooling."""
+"""Pooling: max/avg pooling, adaptive average and max pooling."""
 
 from __future__ import annotations
 
-import operator
+import itertools
 from collections.abc import Sequence
 
+import numpy as np
 import onnx_ir as ir
 import torch
 
@@ -30,6 +31,14 @@ def _batched(ctx: Ctx, x: ir.Value, n: int) -> tuple[ir.Value, bool]:
     return x, False
 
 
+def _max_pool_input(ctx: Ctx, x: ir.Value) -> ir.Value:
+    """onnxruntime's MaxPool has float, double, float16, int8 and uint8 kernels: others (bfloat16)
+    pool in float (exact: max only selects)."""
+    if x.dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.INT8, ir.DataType.UINT8):
+        return x
+    return ctx.op.Cast(x, to=ir.DataType.FLOAT)
+
+
 @translates(aten.max_pool1d.default, aten.max_pool2d.default, aten.max_pool3d.default)
 def aten_max_pool(
     ctx: Ctx, self: ir.Value, kernel_size: Sequence[int], stride: Sequence[int] = (),
@@ -39,7 +48,10 @@ def aten_max_pool(
     n = {aten.max_pool1d.default: 1, aten.max_pool2d.default: 2, aten.max_pool3d.default: 3}[ctx.node.target]  # type: ignore[union-attr,index]
     x, unbatched = _batched(ctx, self, n)
     attrs = _pool_attrs(n, kernel_size, stride, padding, ceil_mode)
-    out = ctx.op.MaxPool(x, dilations=_expand(dilation, n), **attrs)
+    work = _max_pool_input(ctx, x)
+    out = ctx.op.MaxPool(work, dilations=_expand(dilation, n), **attrs)
+    if work is not x:
+        out = ctx.op.Cast(out, to=x.dtype)
     return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
 
 
@@ -97,7 +109,10 @@ def _with_indices(ctx: Ctx, n: int, self: ir.Value, kernel_size: Sequence[int], 
     the plane offset is removed with Mod by the plane size."""
     x, unbatched = _batched(ctx, self, n)
     attrs = _pool_attrs(n, kernel_size, stride, padding, ceil_mode)
-    values, indices = ctx.op.MaxPool(x, dilations=_expand(dilation, n), _outputs=2, **attrs)
+    work = _max_pool_input(ctx, x)
+    values, indices = ctx.op.MaxPool(work, dilations=_expand(dilation, n), _outputs=2, **attrs)
+    if work is not x:
+        values = ctx.op.Cast(values, to=x.dtype)
     plane = ctx.op.ReduceProd(ctx.op.Shape(x, start=2), keepdims=0)
     indices = ctx.op.Mod(indices, plane)
     if unbatched:
@@ -147,21 +162,66 @@ def aten_max_pool2d_with_indices_backward(
 def aten_adaptive_max_pool(ctx: Ctx, self: ir.Value, output_size: Sequence[int]) -> tuple[ir.Value, ir.Value]:
     """adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
 
-    Uniform bins only (input sizes divisible by the output sizes): MaxPool with kernel = stride.
+    Uniform bins (input sizes divisible by the output sizes): MaxPool with kernel = stride.
+    Otherwise (static sizes) :func:`_adaptive_max_bins` gathers every bin into a window.
     """
     n = len(output_size)
     spatial = list(input_val(ctx).shape)[-n:]
-    if not all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
-        indices_used = ctx.node is not None and any(
-            u.target is not operator.getitem or u.args[1] != 0 for u in ctx.node.users)
-        if indices_used or not all(isinstance(s, int) for s in spatial):
-            ctx.unsupported(f"adaptive_max_pool indices from {spatial} to {list(output_size)} (non-uniform bins)")
-        x, unbatched = _batched(ctx, self, n)
-        values = _adaptive_bins(ctx, x, spatial, output_size, "ReduceMax")  # type: ignore[arg-type]
-        values = ctx.op.Squeeze(values, ctx.const([0])) if unbatched else values
-        return values, ctx.op.Expand(ctx.const(0), ctx.op.Shape(values))  # indices unused
-    kernel = [s // o for s, o in zip(spatial, output_size)]
-    return _with_indices(ctx, n, self, kernel, kernel, [0] * n, [1] * n, False)
+    if all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
+        kernel = [s // o for s, o in zip(spatial, output_size)]
+        return _with_indices(ctx, n, self, kernel, kernel, [0] * n, [1] * n, False)
+    if not all(isinstance(s, int) for s in spatial):
+        ctx.unsupported(f"adaptive_max_pool from dynamic sizes {spatial} to {list(output_size)} (non-uniform bins)")
+    x, unbatched = _batched(ctx, self, n)
+    values, indices = _adaptive_max_bins(ctx, x, spatial, output_size)  # type: ignore[arg-type]
+    if unbatched:
+        zero = ctx.const([0])
+        return ctx.op.Squeeze(values, zero), ctx.op.Squeeze(indices, zero)
+    return values, indices
+
+
+def _bins(size: int, bins: int) -> list[tuple[int, int]]:
+    """PyTorch's adaptive bins [⌊i·in/out⌋, ⌈(i+1)·in/out⌉) (aten AdaptivePooling.h)."""
+    return [((i * size) // bins, -((-(i + 1) * size) // bins)) for i in range(bins)]
+
+
+def _adaptive_max_bins(ctx: Ctx, x: ir.Value, spatial: Sequence[int], output_size: Sequence[int]) -> tuple[ir.Value, ir.Value]:
+    """Max and plane-local argmax over PyTorch's adaptive bins, for static sizes.
+
+    A constant (P, K) table lists, for each of the P output positions, the flat plane indices of
+    its bin in row-major order, padded to the largest bin size K with the bin's first index (a
+    repeat changes neither the max nor the first argmax). The planes are gathered through it
+    into (N, C, P, K) windows: ReduceMax gives the values, ArgMax the window slot (first maximum,
+    as torch's scan), and the table maps the slot back to the plane index torch returns.
+    """
+    n = len(spatial)
+    bins = [_bins(s, o) for s, o in zip(spatial, output_size)]
+    widths = [max(e - b for b, e in axis_bins) for axis_bins in bins]
+    strides = [int(np.prod(spatial[d + 1:])) for d in range(n)]
+    table = []
+    for cell in itertools.product(*bins):
+        row = []
+        for offsets in itertools.product(*(range(w) for w in widths)):
+            inside = all(b + k < e for (b, e), k in zip(cell, offsets))
+            row.append(sum((b + (k if inside else 0)) * st for (b, _), k, st in zip(cell, offsets, strides)))
+        table.append(row)
+    table_np = np.asarray(table, dtype=np.int64)  # (P, K)
+    positions, window = table_np.shape
+    plane = int(np.prod(spatial))
+    lead = ctx.op.Shape(x, start=0, end=2)
+    flat = ctx.op.Reshape(x, ctx.op.Concat(lead, ctx.const([plane]), axis=0), allowzero=1)
+    # ArgMax/ReduceMax kernels: float, double, int32; others compare in float.
+    work = flat if flat.dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.INT32) \
+        else ctx.op.Cast(flat, to=ir.DataType.FLOAT)
+    windows = ctx.op.Gather(work, ctx.const(table_np), axis=2)  # (N, C, P, K)
+    values = ctx.op.ReduceMax(windows, ctx.const([3]), keepdims=0)
+    slot = ctx.op.ArgMax(windows, axis=3, keepdims=0, select_last_index=0)
+    slot = ctx.op.Add(slot, ctx.const(np.arange(positions, dtype=np.int64) * window))
+    indices = ctx.op.Gather(ctx.const(table_np.reshape(-1)), slot, axis=0)
+    if work is not flat:
+        values = ctx.op.Cast(values, to=flat.dtype)
+    out_shape = ctx.op.Concat(lead, ctx.const(list(output_size)), axis=0)
+    return ctx.op.Reshape(values, out_shape, allowzero=1), ctx.op.Reshape(indices, out_shape, allowzero=1)
 
 
 def _adaptive_bins(ctx: Ctx, x: ir.Value, spatial: Sequence[int], output_size: Sequence[int],
@@ -175,9 +235,7 @@ def _adaptive_bins(ctx: Ctx, x: ir.Value, spatial: Sequence[int], output_size: S
         if size == bins:
             continue
         parts = []
-        for i in range(bins):
-            start = (i * size) // bins
-            end = -((-(i + 1) * size) // bins)
+        for start, end in _bins(size, bins):
             piece = ctx.op.Slice(out, ctx.const([start]), ctx.const([end]), ctx.const([axis]))
             parts.append(ctx.op.node(reduce, [piece, ctx.const([axis])], {"keepdims": 1}))
         out = parts[0] if len(parts) == 1 else ctx.op.Concat(*parts, axis=axis)
