@@ -455,3 +455,229 @@ def aten_polygamma(ctx: Ctx, n: int, self: ir.Value) -> ir.Value:
     scale = (1.0 if n % 2 else -1.0) * math.factorial(n)
     zeta = _zeta64(ctx, _c(ctx, float(n + 1)), x)
     return _back(ctx, ctx.op.Mul(zeta, _c(ctx, scale)))
+
+
+# --- error function family ---------------------------------------------------------------------
+
+def _erf_small64(ctx: Ctx, x: ir.Value) -> ir.Value:
+    """erf(x) = x T(x²)/U(x²), accurate on |x| ≤ 1 (Cephes ndtr.c)."""
+    z = ctx.op.Mul(x, x)
+    return ctx.op.Div(ctx.op.Mul(x, _polevl(ctx, z, _ERF_T)), _p1evl(ctx, z, _ERF_U))
+
+
+def _erfcx_pos64(ctx: Ctx, ax: ir.Value) -> ir.Value:
+    """erfc(x)·exp(x²) for x ≥ 1: P/Q on [1, 8), R/S above (Cephes ndtr.c), 1/(√π x) past 5e7."""
+    op = ctx.op
+    clipped = op.Min(ax, _c(ctx, 5e7))
+    mid = op.Div(_polevl(ctx, clipped, _ERFC_P), _p1evl(ctx, clipped, _ERFC_Q))
+    far = op.Div(_polevl(ctx, clipped, _ERFC_R), _p1evl(ctx, clipped, _ERFC_S))
+    out = op.Where(op.Less(ax, _c(ctx, 8.0)), mid, far)
+    return op.Where(op.Greater(ax, _c(ctx, 5e7)), op.Div(_c(ctx, 1 / _SQRT_PI), ax), out)
+
+
+def _erfc64(ctx: Ctx, x: ir.Value) -> ir.Value:
+    """erfc(x) with full relative accuracy in both tails (Cephes ndtr.c)."""
+    op = ctx.op
+    ax = op.Abs(x)
+    tail = op.Mul(op.Exp(op.Neg(op.Mul(ax, ax))), _erfcx_pos64(ctx, ax))
+    tail = op.Where(op.Less(x, _c(ctx, 0.0)), op.Sub(_c(ctx, 2.0), tail), tail)
+    return op.Where(op.Less(ax, _c(ctx, 1.0)), op.Sub(_c(ctx, 1.0), _erf_small64(ctx, x)), tail)
+
+
+@translates(aten.special_erfcx.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_erfcx(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_erfcx(Tensor self) -> Tensor
+
+    exp(x²)·erfc(x) in float64 from the rational approximations of Cephes ndtr.c (which give
+    erfc(x)·exp(x²) directly for x ≥ 1), exp(x²)(1 − erf x) on |x| < 1, and
+    erfcx(x) = 2exp(x²) − erfcx(−x) for x ≤ −1; 1/(√π x) for x > 5e7 (continued fraction, DLMF 7.9.2).
+    """
+    op = ctx.op
+    x = _f64(ctx, self)
+    ax = op.Abs(x)
+    z = op.Mul(x, x)
+    pos = _erfcx_pos64(ctx, ax)
+    small = op.Mul(op.Exp(z), op.Sub(_c(ctx, 1.0), _erf_small64(ctx, x)))
+    out = op.Where(op.Less(x, _c(ctx, 0.0)), op.Sub(op.Mul(_c(ctx, 2.0), op.Exp(z)), pos), pos)
+    return _back(ctx, op.Where(op.Less(ax, _c(ctx, 1.0)), small, out))
+
+
+@translates(aten.erfinv.default, promote=Promote.INT_TO_FLOAT)
+def aten_erfinv(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """erfinv(Tensor self) -> Tensor
+
+    M. Giles' single-precision approximation ("Approximating the erfinv function", GPU Computing
+    Gems Jade, 2011) refined by two Newton steps on erf(x) = |y| in float64, with erf from Cephes
+    ndtr.c (the residual taken as (1 − |y|) − erfc(x) once |x| ≥ 1, so it stays exact near ±1).
+    erfinv(±1) = ±inf, |y| > 1 → NaN.
+    """
+    op = ctx.op
+    y = _f64(ctx, self)
+    ay = op.Abs(y)
+    w = op.Neg(op.Log(op.Mul(op.Sub(_c(ctx, 1.0), ay), op.Add(_c(ctx, 1.0), ay))))
+    central = _polevl(ctx, op.Sub(w, _c(ctx, 2.5)), _GILES_CENTRAL)
+    tail = _polevl(ctx, op.Sub(op.Sqrt(op.Max(w, _c(ctx, 0.0))), _c(ctx, 3.0)), _GILES_TAIL)
+    x = op.Mul(op.Where(op.Less(w, _c(ctx, 5.0)), central, tail), ay)
+    one_minus = op.Sub(_c(ctx, 1.0), ay)
+    for _ in range(2):
+        resid = op.Where(op.Less(x, _c(ctx, 1.0)), op.Sub(_erf_small64(ctx, x), ay),
+                         op.Sub(one_minus, _erfc64(ctx, x)))
+        slope = op.Mul(_c(ctx, _TWO_OVER_SQRT_PI), op.Exp(op.Neg(op.Mul(x, x))))
+        x = op.Sub(x, op.Div(resid, slope))
+    x = op.Where(op.Equal(ay, _c(ctx, 1.0)), _inf(ctx), x)
+    x = op.Where(op.Greater(ay, _c(ctx, 1.0)), _nan(ctx), x)
+    return _back(ctx, op.Where(op.Less(y, _c(ctx, 0.0)), op.Neg(x), op.Where(op.Equal(y, _c(ctx, 0.0)), y, x)))
+
+
+@translates(aten.special_ndtri.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_ndtri(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_ndtri(Tensor self) -> Tensor
+
+    The inverse of the standard normal CDF by Cephes ndtri.c in float64: a rational function of
+    y − ½ for exp(−2) < y < 1 − exp(−2), else of 1/√(−2 ln y) on two intervals (by symmetry for
+    y near 1). ndtri(0) = −inf, ndtri(1) = inf, y outside [0, 1] → NaN.
+    """
+    op = ctx.op
+    y = _f64(ctx, self)
+    e2 = 0.13533528323661269189  # exp(-2)
+    flip = op.Greater(y, _c(ctx, 1.0 - e2))
+    yy = op.Where(flip, op.Sub(_c(ctx, 1.0), y), y)
+    u = op.Sub(y, _c(ctx, 0.5))
+    u2 = op.Mul(u, u)
+    central = op.Add(u, op.Mul(u, op.Div(op.Mul(u2, _polevl(ctx, u2, _NDTRI_P0)), _polevl(ctx, u2, _NDTRI_Q0))))
+    central = op.Mul(central, _c(ctx, math.sqrt(2 * math.pi)))
+    t = op.Sqrt(op.Mul(_c(ctx, -2.0), op.Log(yy)))
+    x0 = op.Sub(t, op.Div(op.Log(t), t))
+    z = op.Reciprocal(t)
+    near = op.Div(op.Mul(z, _polevl(ctx, z, _NDTRI_P1)), _polevl(ctx, z, _NDTRI_Q1))
+    far = op.Div(op.Mul(z, _polevl(ctx, z, _NDTRI_P2)), _polevl(ctx, z, _NDTRI_Q2))
+    tail = op.Sub(x0, op.Where(op.Less(t, _c(ctx, 8.0)), near, far))
+    tail = op.Where(flip, tail, op.Neg(tail))
+    out = op.Where(op.Greater(yy, _c(ctx, e2)), central, tail)
+    out = op.Where(op.Or(op.Less(y, _c(ctx, 0.0)), op.Greater(y, _c(ctx, 1.0))), _nan(ctx), out)
+    out = op.Where(op.Equal(y, _c(ctx, 1.0)), _inf(ctx), out)
+    return _back(ctx, op.Where(op.Equal(y, _c(ctx, 0.0)), _c(ctx, -math.inf), out))
+
+
+# --- modified Bessel functions -----------------------------------------------------------------
+
+def _i0e64(ctx: Ctx, ax: ir.Value) -> ir.Value:
+    op = ctx.op
+    small = _chbevl(ctx, op.Sub(op.Div(ax, _c(ctx, 2.0)), _c(ctx, 2.0)), _I0_A)
+    large = op.Div(_chbevl(ctx, op.Sub(op.Div(_c(ctx, 32.0), ax), _c(ctx, 2.0)), _I0_B), op.Sqrt(ax))
+    return op.Where(op.LessOrEqual(ax, _c(ctx, 8.0)), small, large)
+
+
+def _i1e64(ctx: Ctx, ax: ir.Value) -> ir.Value:
+    op = ctx.op
+    small = op.Mul(_chbevl(ctx, op.Sub(op.Div(ax, _c(ctx, 2.0)), _c(ctx, 2.0)), _I1_A), ax)
+    large = op.Div(_chbevl(ctx, op.Sub(op.Div(_c(ctx, 32.0), ax), _c(ctx, 2.0)), _I1_B), op.Sqrt(ax))
+    return op.Where(op.LessOrEqual(ax, _c(ctx, 8.0)), small, large)
+
+
+def _i0_64(ctx: Ctx, ax: ir.Value) -> ir.Value:
+    # exp(|x|)·(chbevl / √|x|) overflows to inf where torch's (exp·chbevl)/√|x| does, and inf at inf.
+    return ctx.op.Mul(ctx.op.Exp(ax), _i0e64(ctx, ax))
+
+
+def _odd(ctx: Ctx, x: ir.Value, magnitude: ir.Value) -> ir.Value:
+    return ctx.op.Where(ctx.op.Less(x, _c(ctx, 0.0)), ctx.op.Neg(magnitude), magnitude)
+
+
+@translates(aten.i0.default, aten.special_modified_bessel_i0.default, promote=Promote.INT_TO_FLOAT)
+def aten_i0(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """i0(Tensor self) -> Tensor
+
+    I₀(x) = e^|x| · Σ Chebyshev series (Cephes i0.c): in |x|/2 − 2 on [0, 8], in 32/|x| − 2 (divided
+    by √|x|) above; float64. Also special_modified_bessel_i0, the same function.
+    """
+    x = _f64(ctx, self)
+    return _back(ctx, _i0_64(ctx, ctx.op.Abs(x)))
+
+
+@translates(aten.special_i0e.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_i0e(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_i0e(Tensor self) -> Tensor: e^−|x| I₀(x), the Chebyshev series of Cephes i0.c (float64)."""
+    return _back(ctx, _i0e64(ctx, ctx.op.Abs(_f64(ctx, self))))
+
+
+@translates(aten.special_i1.default, aten.special_modified_bessel_i1.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_i1(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_i1(Tensor self) -> Tensor
+
+    I₁(x) = sign(x) e^|x| · Chebyshev series of Cephes i1.c (float64); odd in x. Also
+    special_modified_bessel_i1.
+    """
+    x = _f64(ctx, self)
+    ax = ctx.op.Abs(x)
+    return _back(ctx, _odd(ctx, x, ctx.op.Mul(ctx.op.Exp(ax), _i1e64(ctx, ax))))
+
+
+@translates(aten.special_i1e.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_i1e(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_i1e(Tensor self) -> Tensor: e^−|x| I₁(x), the Chebyshev series of Cephes i1.c (float64)."""
+    x = _f64(ctx, self)
+    return _back(ctx, _odd(ctx, x, _i1e64(ctx, ctx.op.Abs(x))))
+
+
+def _k_small_large(ctx: Ctx, x: ir.Value, order: int) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(x ≤ 2 value, e^x K(x) for x > 2, mask x ≤ 2) of K₀ / K₁ by Cephes k0.c / k1.c."""
+    op = ctx.op
+    a, b = (_K0_A, _K0_B) if order == 0 else (_K1_A, _K1_B)
+    log_half = op.Log(op.Mul(_c(ctx, 0.5), x))
+    series = _chbevl(ctx, op.Sub(op.Mul(x, x), _c(ctx, 2.0)), a)
+    if order == 0:
+        small = op.Sub(series, op.Mul(log_half, _i0_64(ctx, x)))
+    else:
+        i1 = op.Mul(op.Exp(x), _i1e64(ctx, x))
+        small = op.Add(op.Mul(log_half, i1), op.Div(series, x))
+    scaled_large = op.Div(_chbevl(ctx, op.Sub(op.Div(_c(ctx, 8.0), x), _c(ctx, 2.0)), b), op.Sqrt(x))
+    return small, scaled_large, op.LessOrEqual(x, _c(ctx, 2.0))
+
+
+def _k_edges(ctx: Ctx, x: ir.Value, out: ir.Value) -> ir.Value:
+    out = ctx.op.Where(ctx.op.Less(x, _c(ctx, 0.0)), _nan(ctx), out)
+    return ctx.op.Where(ctx.op.Equal(x, _c(ctx, 0.0)), _inf(ctx), out)
+
+
+def _modified_bessel_k(ctx: Ctx, self: ir.Value, order: int, scaled: bool) -> ir.Value:
+    op = ctx.op
+    x = _f64(ctx, self)
+    small, scaled_large, is_small = _k_small_large(ctx, x, order)
+    if scaled:
+        out = op.Where(is_small, op.Mul(small, op.Exp(x)), scaled_large)
+    else:
+        out = op.Where(is_small, small, op.Mul(op.Exp(op.Neg(x)), scaled_large))
+    return _back(ctx, _k_edges(ctx, x, out))
+
+
+@translates(aten.special_modified_bessel_k0.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_modified_bessel_k0(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_modified_bessel_k0(Tensor self) -> Tensor
+
+    K₀(x) by Cephes k0.c (float64): Chebyshev series in x² − 2 minus ln(x/2) I₀(x) on (0, 2],
+    e^−x/√x · Chebyshev series in 8/x − 2 above; K₀(0) = inf, x < 0 → NaN.
+    """
+    return _modified_bessel_k(ctx, self, 0, scaled=False)
+
+
+@translates(aten.special_modified_bessel_k1.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_modified_bessel_k1(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_modified_bessel_k1(Tensor self) -> Tensor
+
+    K₁(x) by Cephes k1.c (float64): ln(x/2) I₁(x) + Chebyshev series/x on (0, 2], e^−x/√x ·
+    Chebyshev series in 8/x − 2 above; K₁(0) = inf, x < 0 → NaN.
+    """
+    return _modified_bessel_k(ctx, self, 1, scaled=False)
+
+
+@translates(aten.special_scaled_modified_bessel_k0.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_scaled_modified_bessel_k0(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_scaled_modified_bessel_k0(Tensor self) -> Tensor: e^x K₀(x) (Cephes k0.c, k0e)."""
+    return _modified_bessel_k(ctx, self, 0, scaled=True)
+
+
+@translates(aten.special_scaled_modified_bessel_k1.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_scaled_modified_bessel_k1(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_scaled_modified_bessel_k1(Tensor self) -> Tensor: e^x K₁(x) (Cephes k1.c, k1e)."""
+    return _modified_bessel_k(ctx, self, 1, scaled=True)
