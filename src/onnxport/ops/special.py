@@ -681,3 +681,154 @@ def aten_special_scaled_modified_bessel_k0(ctx: Ctx, self: ir.Value) -> ir.Value
 def aten_special_scaled_modified_bessel_k1(ctx: Ctx, self: ir.Value) -> ir.Value:
     """special_scaled_modified_bessel_k1(Tensor self) -> Tensor: e^x K₁(x) (Cephes k1.c, k1e)."""
     return _modified_bessel_k(ctx, self, 1, scaled=True)
+
+
+# --- Bessel functions of the first and second kind, Airy, spherical Bessel ----------------------
+
+def _bessel_asymptotic(ctx: Ctx, x: ir.Value, order: int, second_kind: bool) -> ir.Value:
+    """Hankel's asymptotic form for x > 5 (Cephes j0.c / j1.c): √(2/(πx)) (P cos ξ − (5/x) Q sin ξ),
+    ξ = x − π/4 (order 0) or x − 3π/4 (order 1); sin and cos swap (and Q changes sign) for Y."""
+    op = ctx.op
+    pp, pq, qp, qq = (_J0_PP, _J0_PQ, _J0_QP, _J0_QQ) if order == 0 else (_J1_PP, _J1_PQ, _J1_QP, _J1_QQ)
+    five_x = op.Div(_c(ctx, 5.0), x)
+    w = op.Mul(five_x, five_x)
+    p = op.Div(_polevl(ctx, w, pp), _polevl(ctx, w, pq))
+    q = op.Mul(five_x, op.Div(_polevl(ctx, w, qp), _polevl(ctx, w, qq)))
+    xi = op.Sub(x, _c(ctx, math.pi / 4 if order == 0 else 3 * math.pi / 4))
+    s, c = op.Sin(xi), op.Cos(xi)
+    wave = op.Add(op.Mul(p, s), op.Mul(q, c)) if second_kind else op.Sub(op.Mul(p, c), op.Mul(q, s))
+    return op.Div(op.Mul(wave, _c(ctx, math.sqrt(2 / math.pi))), op.Sqrt(x))
+
+
+def _j0_64(ctx: Ctx, ax: ir.Value) -> ir.Value:
+    op = ctx.op
+    z = op.Mul(ax, ax)
+    small = op.Div(op.Mul(op.Mul(op.Sub(z, _c(ctx, 5.78318596294678452118)), op.Sub(z, _c(ctx, 30.4712623436620863991))),
+                          _polevl(ctx, z, _J0_RP)), _polevl(ctx, z, _J0_RQ))
+    tiny = op.Sub(_c(ctx, 1.0), op.Div(z, _c(ctx, 4.0)))
+    small = op.Where(op.Less(ax, _c(ctx, 1e-5)), tiny, small)
+    return op.Where(op.LessOrEqual(ax, _c(ctx, 5.0)), small, _bessel_asymptotic(ctx, ax, 0, False))
+
+
+def _j1_64(ctx: Ctx, x: ir.Value) -> ir.Value:
+    op = ctx.op
+    ax = op.Abs(x)
+    z = op.Mul(ax, ax)
+    small = op.Mul(op.Mul(op.Mul(op.Div(_polevl(ctx, z, _J1_RP), _polevl(ctx, z, _J1_RQ)), ax),
+                          op.Sub(z, _c(ctx, 14.6819706421238932572))), op.Sub(z, _c(ctx, 49.2184563216946036703)))
+    out = op.Where(op.LessOrEqual(ax, _c(ctx, 5.0)), small, _bessel_asymptotic(ctx, ax, 1, False))
+    return _odd(ctx, x, out)
+
+
+@translates(aten.special_bessel_j0.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_bessel_j0(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_bessel_j0(Tensor self) -> Tensor
+
+    J₀(x) by Cephes j0.c (float64): (x² − j₁²)(x² − j₂²) R(x²)/S(x²) on |x| ≤ 5 (j₁, j₂ the first
+    zeros), Hankel's asymptotic expansion with rational P, Q above; even in x.
+    """
+    return _back(ctx, _j0_64(ctx, ctx.op.Abs(_f64(ctx, self))))
+
+
+@translates(aten.special_bessel_j1.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_bessel_j1(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_bessel_j1(Tensor self) -> Tensor
+
+    J₁(x) by Cephes j1.c (float64): x (x² − j₁²)(x² − j₂²) R(x²)/S(x²) on |x| ≤ 5, Hankel's
+    asymptotic expansion above; odd in x.
+    """
+    return _back(ctx, _j1_64(ctx, _f64(ctx, self)))
+
+
+def _y_edges(ctx: Ctx, x: ir.Value, out: ir.Value) -> ir.Value:
+    out = ctx.op.Where(ctx.op.Less(x, _c(ctx, 0.0)), _nan(ctx), out)
+    return ctx.op.Where(ctx.op.Equal(x, _c(ctx, 0.0)), _c(ctx, -math.inf), out)
+
+
+@translates(aten.special_bessel_y0.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_bessel_y0(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_bessel_y0(Tensor self) -> Tensor
+
+    Y₀(x) by Cephes j0.c (float64): R(x²)/S(x²) + (2/π) ln(x) J₀(x) on (0, 5], Hankel's asymptotic
+    expansion above; Y₀(0) = −inf, x < 0 → NaN.
+    """
+    op = ctx.op
+    x = _f64(ctx, self)
+    z = op.Mul(x, x)
+    small = op.Add(op.Div(_polevl(ctx, z, _Y0_YP), _polevl(ctx, z, _Y0_YQ)),
+                   op.Mul(op.Mul(_c(ctx, 2 / math.pi), op.Log(x)), _j0_64(ctx, x)))
+    out = op.Where(op.LessOrEqual(x, _c(ctx, 5.0)), small, _bessel_asymptotic(ctx, x, 0, True))
+    return _back(ctx, _y_edges(ctx, x, out))
+
+
+@translates(aten.special_bessel_y1.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_bessel_y1(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_bessel_y1(Tensor self) -> Tensor
+
+    Y₁(x) by Cephes j1.c (float64): x R(x²)/S(x²) + (2/π)(J₁(x) ln x − 1/x) on (0, 5], Hankel's
+    asymptotic expansion above; Y₁(0) = −inf, x < 0 → NaN.
+    """
+    op = ctx.op
+    x = _f64(ctx, self)
+    z = op.Mul(x, x)
+    small = op.Add(op.Mul(x, op.Div(_polevl(ctx, z, _Y1_YP), _polevl(ctx, z, _Y1_YQ))),
+                   op.Mul(_c(ctx, 2 / math.pi), op.Sub(op.Mul(_j1_64(ctx, x), op.Log(x)), op.Reciprocal(x))))
+    out = op.Where(op.LessOrEqual(x, _c(ctx, 5.0)), small, _bessel_asymptotic(ctx, x, 1, True))
+    return _back(ctx, _y_edges(ctx, x, out))
+
+
+@translates(aten.special_spherical_bessel_j0.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_spherical_bessel_j0(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_spherical_bessel_j0(Tensor self) -> Tensor
+
+    j₀(x) = sin(x)/x (A&S 10.1.11), its Taylor series to x¹² for |x| < ½; 0 at ±inf. Float64.
+    """
+    op = ctx.op
+    x = _f64(ctx, self)
+    z = op.Mul(x, x)
+    series = _polevl(ctx, z, [(-1) ** k / math.factorial(2 * k + 1) for k in range(6, -1, -1)])
+    out = op.Where(op.Less(op.Abs(x), _c(ctx, 0.5)), series, op.Div(op.Sin(x), x))
+    return _back(ctx, op.Where(op.IsInf(x), _c(ctx, 0.0), out))
+
+
+@translates(aten.special_airy_ai.default, promote=Promote.INT_TO_FLOAT)
+def aten_special_airy_ai(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """special_airy_ai(Tensor self) -> Tensor
+
+    Ai(x) by Cephes airy.c (float64): the Maclaurin series Ai = c₁f − c₂g (A&S 10.4.2) on
+    |x| < 2.09 (30 terms), the asymptotic expansions A&S 10.4.59 (x ≥ 2.09) and 10.4.60
+    (x < −2.09) with Cephes' rational approximations of their series; 0 beyond x = 103.892,
+    NaN at ±inf. The rational functions are evaluated as torch's airy_ai evaluates the tables.
+    """
+    op = ctx.op
+    x = _f64(ctx, self)
+    ax = op.Abs(x)
+    # x < -2.09: oscillating expansion.
+    zeta_neg = op.Div(op.Mul(op.Mul(_c(ctx, -2.0), x), op.Sqrt(ax)), _c(ctx, 3.0))
+    z = op.Reciprocal(zeta_neg)
+    zz = op.Mul(z, z)
+    f = op.Div(_polevl(ctx, zz, _AIRY_AFN), _polevl(ctx, zz, _AIRY_AFD))
+    g = op.Div(_polevl(ctx, zz, _AIRY_AGN), _polevl(ctx, zz, _AIRY_AGD))
+    theta = op.Add(zeta_neg, _c(ctx, 0.25 * math.pi))
+    wave = op.Sub(op.Mul(op.Sin(theta), op.Add(_c(ctx, 1.0), op.Mul(zz, f))), op.Mul(op.Cos(theta), op.Mul(z, g)))
+    negative = op.Div(op.Mul(_c(ctx, 1 / _SQRT_PI), wave), op.Sqrt(op.Sqrt(ax)))
+    # x >= 2.09: exponentially decaying expansion.
+    zeta = op.Div(op.Mul(op.Mul(_c(ctx, 2.0), x), op.Sqrt(ax)), _c(ctx, 3.0))
+    iz = op.Reciprocal(zeta)
+    ratio = op.Div(_polevl(ctx, iz, _AIRY_AN), _polevl(ctx, iz, _AIRY_AD))
+    positive = op.Div(op.Mul(_c(ctx, 1 / _SQRT_PI), ratio),
+                      op.Mul(op.Mul(_c(ctx, 2.0), op.Sqrt(op.Sqrt(ax))), op.Exp(zeta)))
+    # |x| < 2.09: power series f = Σ 3ᵏ(1/3)ₖ x³ᵏ/(3k)!, g = Σ 3ᵏ(2/3)ₖ x³ᵏ⁺¹/(3k+1)!.
+    cube = op.Mul(op.Mul(x, x), x)
+    m, n, fs, gs = _c(ctx, 1.0), x, _c(ctx, 1.0), x
+    k = 1.0
+    for _ in range(30):
+        m = op.Div(op.Mul(m, cube), _c(ctx, (k + 1) * (k + 2)))
+        n = op.Div(op.Mul(n, cube), _c(ctx, (k + 2) * (k + 3)))
+        fs, gs = op.Add(fs, m), op.Add(gs, n)
+        k += 3.0
+    series = op.Sub(op.Mul(_c(ctx, 0.355028053887817239260), fs), op.Mul(_c(ctx, 0.258819403792806798405), gs))
+    out = op.Where(op.Less(x, _c(ctx, -2.09)), negative,
+                   op.Where(op.GreaterOrEqual(x, _c(ctx, 2.09)), positive, series))
+    out = op.Where(op.Greater(x, _c(ctx, 103.892)), _c(ctx, 0.0), out)
+    return _back(ctx, op.Where(op.IsInf(x), _nan(ctx), out))
