@@ -122,12 +122,12 @@ def _cum_extreme(ctx: Ctx, self: ir.Value, dim: int, largest: bool) -> tuple[ir.
                        else torch.iinfo(torch.int64 if work.dtype == ir.DataType.INT64 else torch.int32).max, work.dtype)
     rows = ctx.op.Where(tri, ctx.op.Unsqueeze(work, ctx.const([-2])), fill)  # (..., n, n)
     reduce = "ReduceMax" if largest else "ReduceMin"
-    values = ctx.op.node(reduce, [rows, ctx.const([-1])], {"keepdims": 1})
+    values = ctx.op.node(reduce, [rows, ctx.const([r])], {"keepdims": 1})  # positive axes: see _search
     # Last index reaching the extreme: NaN counts as the extreme (torch propagates NaN).
     hit = ctx.op.And(tri, ctx.op.Or(ctx.op.Equal(rows, values), ctx.op.IsNaN(rows))) if work.dtype == ir.DataType.FLOAT \
         else ctx.op.And(tri, ctx.op.Equal(rows, values))
     positions = ctx.op.Range(ctx.const(0), ctx.op.Squeeze(n, ctx.const([0])), ctx.const(1))
-    idx = ctx.op.ReduceMax(ctx.op.Where(hit, positions, ctx.const(-1)), ctx.const([-1]), keepdims=0)
+    idx = ctx.op.ReduceMax(ctx.op.Where(hit, positions, ctx.const(-1)), ctx.const([r]), keepdims=0)
     nan_seen = None
     values = ctx.op.Squeeze(values, ctx.const([-1]))
     if work.dtype == ir.DataType.FLOAT:
@@ -170,7 +170,9 @@ def aten_kthvalue(ctx: Ctx, self: ir.Value, k: int | ir.Value, dim: int = -1, ke
     return v, i
 
 
-def _search(ctx: Ctx, boundaries: ir.Value, values: ir.Value, right: bool, out_int32: bool, inner: bool) -> ir.Value:
+def _search(
+    ctx: Ctx, boundaries: ir.Value, values: ir.Value, right: bool, out_int32: bool, inner: bool, values_rank: int,
+) -> ir.Value:
     """Insertion index of each value: the count of boundaries < value (≤ with ``right``).
 
     ``inner``: the boundaries are a batch of sorted rows matching the values' leading dims.
@@ -179,7 +181,8 @@ def _search(ctx: Ctx, boundaries: ir.Value, values: ir.Value, right: bool, out_i
     b = ctx.op.Unsqueeze(boundaries, ctx.const([-2])) if inner else boundaries  # (..., 1, m) or (m,)
     v = ctx.op.Unsqueeze(values, ctx.const([-1]))  # (..., n, 1)
     hits = ctx.op.node(cmp, [b, v], {})
-    count = ctx.op.ReduceSum(ctx.op.Cast(hits, to=ir.DataType.INT64), ctx.const([-1]), keepdims=0)
+    # A positive axis: onnxruntime 1.31 reduces an empty tensor over a negative axis to the input shape.
+    count = ctx.op.ReduceSum(ctx.op.Cast(hits, to=ir.DataType.INT64), ctx.const([values_rank]), keepdims=0)
     return ctx.op.Cast(count, to=ir.DataType.INT32) if out_int32 else count
 
 
@@ -189,19 +192,34 @@ def aten_searchsorted(
     side: str | None = None, sorter: ir.Value | None = None,
 ) -> ir.Value:
     """searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"""
-    if sorter is not None:
-        sorted_sequence = ctx.op.GatherElements(sorted_sequence, sorter, axis=-1)
     right = right or side == "right"
     inner = rank(sorted_sequence) > 1
+    if sorter is not None:
+        sorted_sequence = ctx.op.GatherElements(sorted_sequence, sorter, axis=-1)
     values = self if self.dtype == sorted_sequence.dtype else ctx.op.Cast(self, to=sorted_sequence.dtype)
     if rank(self) == 0:
         values = ctx.op.Reshape(values, ctx.const([1]))
-        return ctx.op.Squeeze(_search(ctx, sorted_sequence, values, right, out_int32, inner), ctx.const([0]))
-    return _search(ctx, sorted_sequence, values, right, out_int32, inner)
+        return ctx.op.Squeeze(_search(ctx, sorted_sequence, values, right, out_int32, inner, 1), ctx.const([0]))
+    return _search(ctx, sorted_sequence, values, right, out_int32, inner, rank(self))
+
+
+@translates(aten.searchsorted.Scalar)
+def aten_searchsorted_scalar(
+    ctx: Ctx, sorted_sequence: ir.Value, self: float | int | bool, *, out_int32: bool = False, right: bool = False,
+    side: str | None = None, sorter: ir.Value | None = None,
+) -> ir.Value:
+    """searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"""
+    if rank(sorted_sequence) != 1:
+        ctx.unsupported("searchsorted of a scalar in a batch of sequences (torch requires 1-D boundaries)")
+    if sorter is not None:
+        sorted_sequence = ctx.op.GatherElements(sorted_sequence, sorter, axis=-1)
+    values = ctx.const([self], sorted_sequence.dtype)
+    return ctx.op.Squeeze(_search(ctx, sorted_sequence, values, right or side == "right", out_int32, False, 1),
+                          ctx.const([0]))
 
 
 @translates(aten.bucketize.Tensor)
 def aten_bucketize(ctx: Ctx, self: ir.Value, boundaries: ir.Value, *, out_int32: bool = False, right: bool = False) -> ir.Value:
     """bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor"""
     values = self if self.dtype == boundaries.dtype else ctx.op.Cast(self, to=boundaries.dtype)
-    return _search(ctx, boundaries, values, right, out_int32, False)
+    return _search(ctx, boundaries, values, right, out_int32, False, rank(self))
