@@ -8,7 +8,7 @@ from typing import Any
 import onnx_ir as ir
 import torch
 
-from onnxport.ops.shape import rank
+from onnxport.ops.shape import INT64_MAX, rank
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -160,3 +160,62 @@ def aten_cumsum(ctx: Ctx, self: ir.Value, dim: int, *, dtype: Any = None) -> ir.
     if rank(x) == 0:
         return ctx.op.Identity(x)
     return ctx.op.CumSum(x, ctx.const(dim % rank(x)))
+
+
+_SEGMENT_IDENTITY = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}
+
+
+@translates(aten.segment_reduce.default)
+def aten_segment_reduce(
+    ctx: Ctx, data: ir.Value, reduce: str, *, lengths: ir.Value | None = None, indices: ir.Value | None = None,
+    offsets: ir.Value | None = None, axis: int = 0, unsafe: bool = False, initial: float | None = None,
+) -> ir.Value:
+    """segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor
+
+    Segment s covers [start_s, end_s) along ``axis`` (ends = cumsum(lengths), or consecutive
+    ``offsets``); a (…, S, L) membership mask selects each segment's elements, the others are
+    replaced by the reduction's identity and reduced away. ``initial`` joins every segment (for
+    mean: (Σ + initial)/count); empty segments give ``initial``, else 0 (sum), 1 (prod), ∓inf
+    (max/min), NaN (mean) (aten SegmentReduce.cpp). float16/bfloat16 compute in float.
+    """
+    if reduce not in _SEGMENT_IDENTITY:
+        ctx.unsupported(f"segment_reduce with reduce={reduce!r}")
+    i64 = ir.DataType.INT64
+    r = rank(data)
+    axis = axis % r
+    dtype = data.dtype
+    x = data if dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE) else ctx.op.Cast(data, to=ir.DataType.FLOAT)
+    if lengths is not None:
+        seg = lengths if lengths.dtype == i64 else ctx.op.Cast(lengths, to=i64)
+        ends = ctx.op.CumSum(seg, ctx.const(rank(lengths) - 1))
+        starts = ctx.op.Sub(ends, seg)
+    elif offsets is not None:
+        offs = offsets if offsets.dtype == i64 else ctx.op.Cast(offsets, to=i64)
+        last = ctx.const([rank(offsets) - 1])
+        starts = ctx.op.Slice(offs, ctx.const([0]), ctx.const([-1]), last)
+        ends = ctx.op.Slice(offs, ctx.const([1]), ctx.const([INT64_MAX]), last)
+    else:
+        ctx.unsupported("segment_reduce needs lengths or offsets")
+    size = ctx.op.Squeeze(ctx.op.Shape(data, start=axis, end=axis + 1), ctx.const([0]))
+    pos = ctx.op.Range(ctx.const(0), size, ctx.const(1))
+    minus1 = ctx.const([-1])
+    mask = ctx.op.And(ctx.op.LessOrEqual(ctx.op.Unsqueeze(starts, minus1), pos),
+                      ctx.op.Less(pos, ctx.op.Unsqueeze(ends, minus1)))  # (pre..., S, L)
+    post = list(range(axis + 2, r + 1))
+    mask_x = ctx.op.Unsqueeze(mask, ctx.const(post)) if post else mask  # (pre..., S, L, 1...)
+    picked = ctx.op.Where(mask_x, ctx.op.Unsqueeze(x, ctx.const([axis])),
+                          ctx.const(_SEGMENT_IDENTITY[reduce], x.dtype))
+    reduce_axis = ctx.const([axis + 1])
+    op = {"sum": "ReduceSum", "mean": "ReduceSum", "prod": "ReduceProd", "max": "ReduceMax", "min": "ReduceMin"}[reduce]
+    out = ctx.op.node(op, [picked, reduce_axis], {"keepdims": 0})  # (pre..., S, post...)
+    init = None if initial is None else ctx.const(float(initial), x.dtype)
+    if reduce == "mean":
+        count = ctx.op.ReduceSum(ctx.op.Cast(mask, to=x.dtype), ctx.const([axis + 1]), keepdims=0)
+        count = ctx.op.Unsqueeze(count, ctx.const([p - 1 for p in post])) if post else count
+        out = ctx.op.Div(out if init is None else ctx.op.Add(out, init), count)
+        if init is not None:
+            out = ctx.op.Where(ctx.op.Equal(count, ctx.const(0.0, x.dtype)), init, out)
+    elif init is not None:
+        combine = {"sum": "Add", "prod": "Mul", "max": "Max", "min": "Min"}[reduce]
+        out = ctx.op.node(combine, [out, init], {})
+    return out if x is data else ctx.op.Cast(out, to=dtype)
