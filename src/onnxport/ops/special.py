@@ -1057,3 +1057,77 @@ def aten_special_legendre_polynomial_p(ctx: Ctx, x: ir.Value, n: ir.Value) -> ir
     end_value = op.Where(op.Or(op.Greater(P.x, P.c(0.0)), P.even()), P.one, op.Neg(P.one))
     value = op.Where(ends, end_value, value)
     return P.finish(value)
+
+
+# --- floating-point decomposition ---------------------------------------------------------------
+
+def _frexp64(ctx: Ctx, ax: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(m, e) with ax = m·2^e, m ∈ [½, 1), for finite ax > 0, exactly: e from log₂ in float64, then
+    corrected by one where rounding put m outside [½, 1) (C99 frexp, §7.12.6.4)."""
+    op = ctx.op
+    e = op.Add(op.Floor(op.Div(op.Log(ax), _c(ctx, math.log(2.0)))), _c(ctx, 1.0))
+    m = op.Div(ax, op.Pow(_c(ctx, 2.0), e))
+    e = op.Where(op.GreaterOrEqual(m, _c(ctx, 1.0)), op.Add(e, _c(ctx, 1.0)),
+                 op.Where(op.Less(m, _c(ctx, 0.5)), op.Sub(e, _c(ctx, 1.0)), e))
+    return op.Div(ax, op.Pow(_c(ctx, 2.0), e)), e
+
+
+@translates(aten.frexp.Tensor)
+def aten_frexp(ctx: Ctx, self: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)
+
+    x = m·2^e with ½ ≤ |m| < 1 (C99 §7.12.6.4), computed exactly in float64 (every float32,
+    float16 and bfloat16 value, subnormals included, is a normal float64); 0, ±inf and NaN give
+    (x, 0) as torch.
+    """
+    op = ctx.op
+    if self.dtype not in (_F, _D, ir.DataType.FLOAT16, ir.DataType.BFLOAT16):
+        ctx.unsupported("frexp of a non-floating tensor (torch rejects it)")
+    x = _f64(ctx, self)
+    ax = op.Abs(x)
+    special = op.Or(op.Or(op.Equal(ax, _c(ctx, 0.0)), op.IsInf(x)), op.IsNaN(x))
+    safe = op.Where(special, _c(ctx, 1.0), ax)
+    m, e = _frexp64(ctx, safe)
+    mantissa = op.Where(special, x, op.Where(op.Less(x, _c(ctx, 0.0)), op.Neg(m), m))
+    exponent = op.Cast(op.Where(special, _c(ctx, 0.0), e), to=ir.DataType.INT32)
+    return _back(ctx, mantissa, self.dtype), exponent
+
+
+# (precision p in bits, minimum normal exponent) of IEEE 754 binary32/binary16 and bfloat16.
+_FLOAT_FORMATS = {_F: (24, -126), ir.DataType.FLOAT16: (11, -14), ir.DataType.BFLOAT16: (8, -126)}
+
+
+@translates(aten.nextafter.default, promote=Promote.DEFAULT)
+def aten_nextafter(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
+    """nextafter(Tensor self, Tensor other) -> Tensor
+
+    The next representable value after x towards y (C99 §7.12.11.3), without bit access (ONNX
+    BitCast is opset 26): in float64, where every value of the narrower format is exact, x ± one
+    unit in the last place, ulp(x) = 2^(max(e, e_min + 1) − p) for |x| ∈ [2^(e−1), 2^e), halved when
+    stepping down from a power of two (IEEE 754-2019 §3.3 formats). x = 0 steps to the smallest
+    subnormal, ±inf to ±max, x = y gives y, NaN stays NaN. float64 inputs would need float128 and
+    are refused.
+    """
+    op = ctx.op
+    dtype = ctx.out_dtype()
+    if dtype not in _FLOAT_FORMATS:
+        ctx.unsupported(f"nextafter in {dtype} (only float32, float16 and bfloat16 are computed exactly via float64)")
+    p, emin = _FLOAT_FORMATS[dtype]
+    largest = float(torch.finfo(ir.tensor_adapters.to_torch_dtype(dtype)).max)
+    x, y = _f64(ctx, self), _f64(ctx, other)
+    ax = op.Abs(x)
+    zero = op.Equal(ax, _c(ctx, 0.0))
+    special = op.Or(zero, op.Or(op.IsInf(x), op.IsNaN(x)))
+    m, e = _frexp64(ctx, op.Where(special, _c(ctx, 1.0), ax))
+    ulp = op.Pow(_c(ctx, 2.0), op.Sub(op.Max(e, _c(ctx, float(emin + 1))), _c(ctx, float(p))))
+    up = op.Greater(y, x)
+    grows = op.Equal(up, op.Greater(x, _c(ctx, 0.0)))  # moving away from zero
+    power_of_two = op.And(op.Equal(m, _c(ctx, 0.5)), op.Greater(e, _c(ctx, float(emin + 1))))
+    step = op.Where(op.And(op.Not(grows), power_of_two), op.Mul(ulp, _c(ctx, 0.5)), ulp)
+    out = op.Where(up, op.Add(x, step), op.Sub(x, step))
+    tiny = 2.0 ** (emin - p + 1)
+    out = op.Where(zero, op.Where(up, _c(ctx, tiny), _c(ctx, -tiny)), out)
+    out = op.Where(op.IsInf(x), op.Where(op.Greater(x, _c(ctx, 0.0)), _c(ctx, largest), _c(ctx, -largest)), out)
+    out = op.Where(op.Equal(x, y), y, out)
+    out = op.Where(op.Or(op.IsNaN(x), op.IsNaN(y)), _nan(ctx), out)
+    return _back(ctx, out, dtype)
