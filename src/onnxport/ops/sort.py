@@ -363,3 +363,49 @@ def aten_mode(ctx: Ctx, self: ir.Value, dim: int = -1, keepdim: bool = False) ->
     if not keepdim:
         v, i = ctx.op.Squeeze(v, ctx.const([axis])), ctx.op.Squeeze(i, ctx.const([axis]))
     return v, i
+
+
+# -- counting: histc, unique, unique_consecutive ----------------------------------------------------
+
+
+@translates(aten.histc.default)
+def aten_histc(ctx: Ctx, self: ir.Value, bins: int = 100, min: float = 0, max: float = 0) -> ir.Value:
+    """histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor
+
+    torch.histc docs: equal-width bins over [min, max]; min = max means the data's minimum and
+    maximum, widened by ±1 when those are equal too; elements outside (and NaN) are ignored. An
+    element's bin is trunc((x - min)·bins / (max - min)) in the input's precision, x = max in the
+    last bin (aten/src/ATen/native/cpu/HistogramKernel.cpp, linear interpolation). Counts are a
+    ScatterElements add (ONNX spec, ScatterElements-16 ``reduction="add"``) into bins + 1 slots, the
+    extra one taking the ignored elements.
+    """
+    dtype = self.dtype
+    x = ctx.op.Reshape(_float_work(ctx, self), ctx.const([-1]))
+    ft = x.dtype
+
+    def rounded(v: ir.Value) -> ir.Value:  # half types: round every step to the input type, as c10::Half does
+        return ctx.op.Cast(ctx.op.Cast(v, to=dtype), to=ft) if dtype in _HALF_TYPES else v
+
+    if min == max:
+        val = ctx.node.args[0].meta.get("val") if ctx.node is not None else None
+        if val is not None and isinstance(val.numel(), int) and val.numel() == 0:
+            lo, hi = ctx.const(float(min), ft), ctx.const(float(max), ft)
+        else:
+            lo = ctx.op.ReduceMin(x, ctx.const([0]), keepdims=0)
+            hi = ctx.op.ReduceMax(x, ctx.const([0]), keepdims=0)
+        same = ctx.op.Equal(lo, hi)
+        lo = ctx.op.Where(same, rounded(ctx.op.Sub(lo, ctx.const(1.0, ft))), lo)
+        hi = ctx.op.Where(same, rounded(ctx.op.Add(hi, ctx.const(1.0, ft))), hi)
+    else:
+        lo, hi = rounded(ctx.const(float(min), ft)), rounded(ctx.const(float(max), ft))
+    valid = ctx.op.And(ctx.op.GreaterOrEqual(x, lo), ctx.op.LessOrEqual(x, hi))
+    scaled = rounded(ctx.op.Div(rounded(ctx.op.Mul(rounded(ctx.op.Sub(x, lo)), rounded(ctx.const(float(bins), ft)))),
+                                rounded(ctx.op.Sub(hi, lo))))
+    pos = ctx.op.Min(ctx.op.Cast(ctx.op.Where(valid, scaled, ctx.const(0.0, ft)), to=ir.DataType.INT64),
+                     ctx.const(bins - 1))
+    pos = ctx.op.Where(valid, pos, ctx.const(bins))
+    zeros = ctx.op.Expand(ctx.const(0.0, ir.DataType.FLOAT), ctx.const([bins + 1]))
+    ones = ctx.op.Expand(ctx.const(1.0, ir.DataType.FLOAT), ctx.op.Shape(x))
+    counts = ctx.op.ScatterElements(zeros, pos, ones, axis=0, reduction="add")
+    hist = ctx.op.Slice(counts, ctx.const([0]), ctx.const([bins]))
+    return hist if dtype == ir.DataType.FLOAT else ctx.op.Cast(hist, to=dtype)
