@@ -1,4 +1,4 @@
-"""Activation functions and softmax."""
+"""Activation functions, softmax, and the chunked linear cross-entropy ops of torch.nn."""
 
 from __future__ import annotations
 
@@ -11,6 +11,14 @@ from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
+
+try:  # torch.nn.functional.linear_cross_entropy's custom ops (torch >= 2.12), registered on import
+    import torch.nn.modules.linear_cross_entropy  # noqa: F401
+
+    _LCE_CHUNKED: tuple = (torch.ops.torch_nn._linear_cross_entropy_batch_chunked.default,)
+    _LCE_CHUNKED_NONE: tuple = (torch.ops.torch_nn._linear_cross_entropy_batch_chunked_no_reduction.default,)
+except (ImportError, AttributeError):
+    _LCE_CHUNKED = _LCE_CHUNKED_NONE = ()
 
 
 @translates(aten.gelu.default)
@@ -112,3 +120,93 @@ def aten_log_softmax(ctx: Ctx, self: ir.Value, dim: int, dtype: torch.dtype | bo
     if ctx.out_dtype() != x.dtype:
         x = ctx.op.Cast(x, to=ctx.out_dtype())
     return ctx.op.LogSoftmax(x, axis=dim)
+
+
+def _cross_entropy(
+    ctx: Ctx, logits: ir.Value, target: ir.Value, weight: ir.Value | None, reduction: str, ignore_index: int,
+    label_smoothing: float,
+) -> ir.Value:
+    """Cross-entropy of (N, C) logits against class indices (PyTorch docs, CrossEntropyLoss; aten
+    LossNLL.cpp ``cross_entropy_loss_label_smoothing``): with logp = log_softmax(logits) and
+    wₜ = weight[target] (0 where target == ignore_index),
+    loss = (1 − ε)·(−wₜ·logp[target]) + ε/C·(−Σ_c w_c·logp_c); "mean" divides both sums by Σ wₜ.
+    """
+    dtype = logits.dtype
+    i64 = ir.DataType.INT64
+    logp = ctx.op.LogSoftmax(logits, axis=1)
+    tgt = target if target.dtype == i64 else ctx.op.Cast(target, to=i64)
+    valid = ctx.op.Not(ctx.op.Equal(tgt, ctx.const(ignore_index)))
+    safe = ctx.op.Where(valid, tgt, ctx.const(0))
+    picked = ctx.op.Squeeze(ctx.op.GatherElements(logp, ctx.op.Unsqueeze(safe, ctx.const([1])), axis=1),
+                            ctx.const([1]))
+    zero = ctx.const(0.0, dtype)
+    w_t = ctx.op.Gather(weight, safe, axis=0) if weight is not None else ctx.op.Expand(ctx.const(1.0, dtype), ctx.op.Shape(safe))
+    w_t = ctx.op.Where(valid, w_t, zero)
+    loss = ctx.op.Neg(ctx.op.Mul(picked, w_t))
+    if label_smoothing > 0:
+        weighted = logp if weight is None else ctx.op.Mul(logp, ctx.op.Unsqueeze(weight, ctx.const([0])))
+        smooth = ctx.op.Where(valid, ctx.op.Neg(ctx.op.ReduceSum(weighted, ctx.const([1]), keepdims=0)), zero)
+        classes = ctx.op.Cast(ctx.op.Shape(logits, start=1, end=2), to=dtype)
+        loss = ctx.op.Add(ctx.op.Mul(loss, ctx.const(1.0 - label_smoothing, dtype)),
+                          ctx.op.Mul(smooth, ctx.op.Div(ctx.const(label_smoothing, dtype), classes)))
+    if reduction == "none":
+        return loss
+    total = ctx.op.ReduceSum(loss, keepdims=0)
+    if reduction == "sum":
+        return total
+    return ctx.op.Div(total, ctx.op.ReduceSum(w_t, keepdims=0))
+
+
+def _linear_logits(ctx: Ctx, input: ir.Value, linear_weight: ir.Value, linear_bias: ir.Value | None,
+                   work: ir.DataType) -> ir.Value:
+    x, w = (v if v.dtype == work else ctx.op.Cast(v, to=work) for v in (input, linear_weight))
+    logits = ctx.op.MatMul(x, ctx.op.Transpose(w, perm=[1, 0]))
+    if linear_bias is not None:
+        logits = ctx.op.Add(logits, linear_bias if linear_bias.dtype == work else ctx.op.Cast(linear_bias, to=work))
+    return logits
+
+
+def _work_type(dtype: ir.DataType) -> ir.DataType:
+    return dtype if dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE) else ir.DataType.FLOAT
+
+
+@translates(*_LCE_CHUNKED)
+def torch_nn_linear_cross_entropy_chunked(
+    ctx: Ctx, input: ir.Value, linear_weight: ir.Value, target: ir.Value, linear_bias: ir.Value | None,
+    weight: ir.Value | None, reduction: str, ignore_index: int, label_smoothing: float, batch_chunk_size: int,
+    acc_policy: str, acc_dtype: torch.dtype, allow_retain_graph: bool, compute_input_grad: bool,
+    compute_linear_weight_grad: bool, compute_linear_bias_grad: bool,
+) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+    """_linear_cross_entropy_batch_chunked(Tensor input, Tensor linear_weight, Tensor target, Tensor? linear_bias, Tensor? weight, str reduction, int ignore_index, float label_smoothing, int batch_chunk_size, str acc_policy, ScalarType acc_dtype, bool allow_retain_graph, bool compute_input_grad, bool compute_linear_weight_grad, bool compute_linear_bias_grad) -> (Tensor, Tensor, Tensor, Tensor)
+
+    cross_entropy(input @ linear_weightᵀ + linear_bias, target) in one pass (chunking over the
+    batch only bounds torch's memory); computed in float for half types. The gradient outputs
+    are empty when not requested (inference); requested ones are unsupported.
+    """
+    if compute_input_grad or compute_linear_weight_grad or compute_linear_bias_grad:
+        ctx.unsupported("linear_cross_entropy with precomputed gradients (export in inference mode, without grad)")
+    work = _work_type(input.dtype)
+    logits = _linear_logits(ctx, input, linear_weight, linear_bias, work)
+    w = None if weight is None else (weight if weight.dtype == work else ctx.op.Cast(weight, to=work))
+    loss = _cross_entropy(ctx, logits, target, w, reduction, ignore_index, label_smoothing)
+    if work != input.dtype:
+        loss = ctx.op.Cast(loss, to=input.dtype)
+    vals = ctx.val()
+    empties = [ctx.const(torch.zeros([int(d) for d in v.shape], dtype=v.dtype)) for v in vals[1:]]
+    return (loss, *empties)  # type: ignore[return-value]
+
+
+@translates(*_LCE_CHUNKED_NONE)
+def torch_nn_linear_cross_entropy_chunked_none(
+    ctx: Ctx, input: ir.Value, linear_weight: ir.Value, target: ir.Value, linear_bias: ir.Value | None,
+    weight: ir.Value | None, ignore_index: int, batch_chunk_size: int, acc_policy: str, acc_dtype: torch.dtype,
+) -> ir.Value:
+    """_linear_cross_entropy_batch_chunked_no_reduction(Tensor input, Tensor linear_weight, Tensor target, Tensor? linear_bias, Tensor? weight, int ignore_index, int batch_chunk_size, str acc_policy, ScalarType acc_dtype) -> Tensor
+
+    Per-sample cross_entropy(input @ linear_weightᵀ + linear_bias, target), reduction "none".
+    """
+    work = _work_type(input.dtype)
+    logits = _linear_logits(ctx, input, linear_weight, linear_bias, work)
+    w = None if weight is None else (weight if weight.dtype == work else ctx.op.Cast(weight, to=work))
+    loss = _cross_entropy(ctx, logits, target, w, "none", ignore_index, 0.0)
+    return loss if work == input.dtype else ctx.op.Cast(loss, to=input.dtype)
