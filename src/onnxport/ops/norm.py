@@ -61,10 +61,34 @@ def aten_batch_norm(
     running_mean: ir.Value | None, running_var: ir.Value | None, training: bool, momentum: float,
     eps: float, cudnn_enabled: bool,
 ) -> ir.Value:
-    """batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
-    if training or running_mean is None or running_var is None:
-        ctx.unsupported("batch_norm in training mode (batch statistics); call model.eval() before export")
-    return _batch_norm_eval(ctx, input, weight, bias, running_mean, running_var, eps)
+    """batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
+
+    Eval mode: BatchNormalization with the running statistics. Training mode normalizes with the
+    batch's mean and biased variance over every dim but 1 (PyTorch docs, BatchNorm2d); the
+    running-stat update is a side effect outside this op's result, not represented (a module
+    in train mode captures it through ``_native_batch_norm_legit_functional``). A 1-D input is
+    one sample of C channels.
+    """
+    dtype = input.dtype
+    if dtype == ir.DataType.BFLOAT16:  # no onnxruntime kernels for the reductions: float
+        f32 = ir.DataType.FLOAT
+        input, weight, bias, running_mean, running_var = (
+            None if v is None else ctx.op.Cast(v, to=f32) for v in (input, weight, bias, running_mean, running_var))
+        assert input is not None
+    x = input
+    if rank(input) == 1:
+        x = ctx.op.Unsqueeze(input, ctx.const([0]))
+        x.shape = ir.Shape([1, *input.shape])  # type: ignore[misc]
+    if training:
+        normed, _, _ = _batch_stats(ctx, x, float(eps))
+        out = _channel_affine(ctx, normed, weight, bias, rank(x))
+    elif running_mean is None or running_var is None:
+        ctx.unsupported("batch_norm in eval mode without running statistics")
+    else:
+        out = _batch_norm_eval(ctx, x, weight, bias, running_mean, running_var, eps)
+    if x is not input:
+        out = ctx.op.Squeeze(out, ctx.const([0]))
+    return out if dtype != ir.DataType.BFLOAT16 else ctx.op.Cast(out, to=dtype)
 
 
 @translates(aten._native_batch_norm_legit_no_training.default)
