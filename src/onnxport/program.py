@@ -220,13 +220,14 @@ def _feeds(names: list[str], args: tuple, kwargs: dict) -> dict[str, np.ndarray]
 
 
 def restore_complex(model: ir.Model, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Turn the outputs the graph marks complex-as-real (``[..., 2]`` real tensors) back into
+    """Turn the outputs the graph marks complex-as-real (``[..., 2]`` real tensors; graph
+    ``pkg.onnxport.complex_outputs``, else each output's ``pkg.onnxport.complex_as_real``) back into
     complex tensors (``torch.view_as_complex``); the others are returned unchanged."""
-    from onnxport.translate.dispatch import KEY_COMPLEX_AS_REAL
+    from onnxport.translate.graph import complex_outputs
 
     restored = list(outputs)
-    for i, value in enumerate(model.graph.outputs[: len(restored)]):
-        if value.metadata_props.get(KEY_COMPLEX_AS_REAL) and restored[i].shape[-1:] == (2,):
+    for i in complex_outputs(model.graph):
+        if i < len(restored) and restored[i].shape[-1:] == (2,):
             restored[i] = torch.view_as_complex(restored[i].contiguous())
     return restored
 

@@ -102,14 +102,19 @@ def _unsqueeze_last(ctx: Ctx, x: ir.Value) -> ir.Value:
     return ctx.op.Unsqueeze(x, ctx.const([-1]))
 
 
-def _dft(ctx: Ctx, x: ir.Value, axis: int, inverse: bool = False, onesided: bool = False) -> ir.Value:
-    """One ONNX DFT along ``axis`` of a ``[..., 1]`` (real) or ``[..., 2]`` (complex) input.
+def _dft(ctx: Ctx, x: ir.Value, axis: int, onesided: bool = False) -> ir.Value:
+    """One forward ONNX DFT (unscaled) along ``axis`` of a ``[..., 1]`` (real) or ``[..., 2]``
+    (complex) input.
 
     DFT-17 takes ``axis`` as an attribute, DFT-20 as its third input (the one attribute-to-input
-    move here). ``inverse`` computes (1/n)·Σ x·e^{+2πikm/n}; ``onesided`` keeps the first n//2+1
-    bins of a real input's spectrum.
+    move here). ``onesided`` keeps the first n//2+1 bins of a real input's spectrum.
+
+    Inverse transforms use the forward one: Σ X·e^{+2πikm/n} = conj(DFT(conj X)) (Oppenheim &
+    Schafer, *Discrete-Time Signal Processing*, §8.6), because onnxruntime 1.31's ``inverse=1``
+    DFT is inaccurate off powers of two (float64: 2e-8 at n=12, where its forward DFT stays below
+    1e-13); the normalization is then applied once by :func:`_normalize`.
     """
-    flags = {"inverse": int(inverse), "onesided": int(onesided)}
+    flags = {"onesided": int(onesided)}
     if ctx.opset >= 20:
         out = ctx.op.DFT(x, None, ctx.const(axis), **flags)
     else:
@@ -142,19 +147,16 @@ def _signal_size(ctx: Ctx, x: ir.Value, sizes: Sequence[Any], axes: Sequence[int
     return ctx.op.ReduceProd(dims, keepdims=0)
 
 
-def _normalize(ctx: Ctx, x: ir.Value, n: int | ir.Value, normalization: int, inverse: bool) -> ir.Value:
-    """Apply aten's normalization to an ONNX DFT result.
-
-    The forward DFT is unscaled, ONNX's inverse already divides by n (ONNX DFT spec); the factor
-    that brings it to 1 (mode 0), 1/sqrt(n) (mode 1) or 1/n (mode 2) is applied once.
-    """
-    power = {_NORM_NONE: 0.0, _NORM_SQRT: -0.5, _NORM_N: -1.0}[normalization] + (1.0 if inverse else 0.0)
+def _normalize(ctx: Ctx, x: ir.Value, n: int | ir.Value, normalization: int) -> ir.Value:
+    """Apply aten's normalization to an unscaled transform (:func:`_dft`): 1 (mode 0),
+    1/sqrt(n) (mode 1) or 1/n (mode 2), in either direction (torch/_refs/fft.py ``_apply_norm``)."""
+    power = {_NORM_NONE: 0.0, _NORM_SQRT: -0.5, _NORM_N: -1.0}[normalization]
     if power == 0.0:
         return x
     if isinstance(n, int):
         return ctx.op.Mul(x, ctx.const(float(n) ** power, x.dtype))
     nf = ctx.op.Cast(n, to=x.dtype)
-    factor = nf if power == 1.0 else ctx.op.Pow(nf, ctx.const(power, x.dtype))
+    factor = ctx.op.Reciprocal(nf) if power == -1.0 else ctx.op.Pow(nf, ctx.const(power, x.dtype))
     return ctx.op.Mul(x, factor)
 
 
@@ -179,25 +181,27 @@ def aten_fft_r2c(ctx: Ctx, self: ir.Value, dim: Sequence[int], normalization: in
     for axis in axes[:-1]:
         out = _dft(ctx, out, axis)
     n = _signal_size(ctx, self, [in_val.shape[a] for a in axes], axes)
-    return _out(ctx, _normalize(ctx, out, n, normalization, inverse=False))
+    return _out(ctx, _normalize(ctx, out, n, normalization))
 
 
 @translates(aten._fft_c2c.default, complex=True)
 def aten_fft_c2c(ctx: Ctx, self: ir.Value, dim: Sequence[int], normalization: int, forward: bool) -> ir.Value:
     """_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor
 
-    One ONNX DFT per dim (inverse when not ``forward``), then torch's normalization
-    (torch/_refs/fft.py ``_apply_norm``), n = Π sizes along ``dim``.
+    One ONNX DFT per dim (the inverse as conj ∘ DFT ∘ conj, see :func:`_dft`), then torch's
+    normalization (torch/_refs/fft.py ``_apply_norm``), n = Π sizes along ``dim``.
     """
     in_val = _arg_val(ctx)
     axes = _axes(dim, in_val.dim())
     if not axes:
         return ctx.op.Identity(self)
     out = _in_double(ctx, self)
+    out = out if forward else _conj(ctx, out)
     for axis in axes:
-        out = _dft(ctx, out, axis, inverse=not forward)
+        out = _dft(ctx, out, axis)
+    out = out if forward else _conj(ctx, out)
     n = _signal_size(ctx, self, [in_val.shape[a] for a in axes], axes)
-    return _out(ctx, _normalize(ctx, out, n, normalization, inverse=not forward))
+    return _out(ctx, _normalize(ctx, out, n, normalization))
 
 
 @translates(aten._fft_c2r.default, complex=True)
@@ -218,9 +222,11 @@ def aten_fft_c2r(
     axes = _axes(dim, in_val.dim())
     last = axes[-1]
     n_last = last_dim_size
-    x = _in_double(ctx, self)
+    # Work on conj(X) (see _dft): forward DFTs along the other dims give conj of their inverse,
+    # the Hermitian completion commutes with conj, and Re(DFT(conj full)) is the inverse's real part.
+    x = _conj(ctx, _in_double(ctx, self))
     for axis in axes[:-1]:
-        x = _dft(ctx, x, axis, inverse=True)
+        x = _dft(ctx, x, axis)
     half = n_last // 2 + 1
     axis_c = ctx.const([last])
     if not (isinstance(in_val.shape[last], int) and in_val.shape[last] == half):
@@ -228,10 +234,10 @@ def aten_fft_c2r(
     # bins N−N//2−1, ..., 1 (reversed, conjugated) complete bins 0..N//2 to N bins
     mirror = ctx.op.Slice(x, ctx.const([n_last - half]), ctx.const([0]), axis_c, ctx.const([-1]))
     full = ctx.op.Concat(x, _conj(ctx, mirror), axis=last) if n_last - half > 0 else x
-    out = _re(ctx, _dft(ctx, full, last, inverse=True))
+    out = _re(ctx, _dft(ctx, full, last))
     out_val = ctx.val()
     n = _signal_size(ctx, out, [out_val.shape[a] for a in axes], axes)
-    return _out(ctx, _normalize(ctx, out, n, normalization, inverse=True))
+    return _out(ctx, _normalize(ctx, out, n, normalization))
 
 
 # -- conversions and views -------------------------------------------------------------------

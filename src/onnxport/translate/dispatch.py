@@ -31,6 +31,9 @@ KEY_STACK_TRACE = "pkg.torch.onnx.stack_trace"
 # tensor with a trailing dimension of 2 (real, imaginary), the layout of ONNX DFT. Graph inputs and
 # outputs so encoded carry this metadata_props key, valued with the torch dtype ("complex64").
 KEY_COMPLEX_AS_REAL = "pkg.onnxport.complex_as_real"
+# Graph metadata_props key: the same for the outputs, by position ("0:complex64,2:complex128"), which
+# survives passes that merge output values (identity elimination of ``(y, view_as_real(y))``).
+KEY_COMPLEX_OUTPUTS = "pkg.onnxport.complex_outputs"
 # ``ir.Value.meta`` key (in memory only): the complex torch dtype a real-view value stands for.
 COMPLEX_META = "onnxport.complex_dtype"
 

@@ -19,6 +19,7 @@ from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.dispatch import (
     COMPLEX_META,
     KEY_COMPLEX_AS_REAL,
+    KEY_COMPLEX_OUTPUTS,
     call_translation,
     is_complex_node,
     mark_complex,
@@ -62,6 +63,30 @@ class DimNamer:
             return ir.SymbolicDim(self._names.get(str(expr), str(expr)))
         subs = {s: _symbol(self._names.get(str(s), str(s))) for s in expr.free_symbols}
         return ir.SymbolicDim(str(expr.xreplace(subs)))
+
+
+def complex_outputs(graph: ir.Graph) -> dict[int, str]:
+    """Output index → complex dtype name for the outputs carried as real ``[..., 2]`` tensors: the
+    graph-level record (``pkg.onnxport.complex_outputs``), else each output's own metadata."""
+    record = graph.metadata_props.get(KEY_COMPLEX_OUTPUTS)
+    if record is not None:
+        return {int(i): dtype for i, dtype in (item.split(":") for item in record.split(",") if item)}
+    return {
+        i: value.metadata_props[KEY_COMPLEX_AS_REAL]
+        for i, value in enumerate(graph.outputs)
+        if value.metadata_props.get(KEY_COMPLEX_AS_REAL)
+    }
+
+
+def stamp_complex_outputs(graph: ir.Graph) -> None:
+    """Make each output's ``pkg.onnxport.complex_as_real`` agree with the graph-level record again
+    (passes that merge output values may have copied or dropped it)."""
+    marked = complex_outputs(graph)
+    for i, value in enumerate(graph.outputs):
+        if i in marked:
+            value.metadata_props[KEY_COMPLEX_AS_REAL] = marked[i]
+        else:
+            value.metadata_props.pop(KEY_COMPLEX_AS_REAL, None)
 
 
 def _symbol(name: str) -> Any:
@@ -325,6 +350,7 @@ class GraphTranslator:
             raise InputError(
                 f"output_names has {len(output_names)} names but the model has {len(user)} outputs."
             )
+        complex_outputs: list[str] = []
         for i, (result, spec) in enumerate(user):
             value = self.env[result] if isinstance(result, torch.fx.Node) else result
             fx_name = result.name if isinstance(result, torch.fx.Node) else f"output_{i}"
@@ -334,9 +360,12 @@ class GraphTranslator:
             val = result.meta.get("val") if isinstance(result, torch.fx.Node) else None
             if isinstance(val, torch.Tensor) and val.is_complex():
                 value.metadata_props[KEY_COMPLEX_AS_REAL] = str(val.dtype).removeprefix("torch.")
+                complex_outputs.append(f"{i}:{value.metadata_props[KEY_COMPLEX_AS_REAL]}")
             if name != fx_name:
                 value.metadata_props[KEY_ORIGINAL_NAME] = fx_name
             self.graph.outputs.append(value)
+        if complex_outputs:
+            self.graph.metadata_props[KEY_COMPLEX_OUTPUTS] = ",".join(complex_outputs)
 
     def _as_output(self, value: Any, source: torch.fx.Node, name: str) -> ir.Value:
         """The value to list as a graph output, behind an Identity when it cannot be one itself."""
