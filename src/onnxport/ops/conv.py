@@ -59,11 +59,38 @@ def aten_convolution(
     pads = _expand(padding, n)
     unbatched = rank(input) == n + 1
     x = ctx.op.Unsqueeze(input, ctx.const([0])) if unbatched else input
-    out = ctx.op.ConvTranspose(
-        x, weight, bias, strides=_expand(stride, n), pads=pads + pads, dilations=_expand(dilation, n),
-        output_padding=_expand(output_padding, n), group=int(groups),
-    )
+    strides, extra = _expand(stride, n), _expand(output_padding, n)
+    if all(o < s for o, s in zip(extra, strides)):
+        out = ctx.op.ConvTranspose(
+            x, weight, bias, strides=strides, pads=pads + pads, dilations=_expand(dilation, n),
+            output_padding=extra, group=int(groups),
+        )
+    else:
+        out = _conv_transpose_cropped(ctx, x, weight, bias, strides, pads, _expand(dilation, n), extra, int(groups))
     return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
+
+
+def _conv_transpose_cropped(ctx: Ctx, x: ir.Value, weight: ir.Value, bias: ir.Value | None, strides: list[int],
+                            pads: list[int], dilations: list[int], output_padding: list[int], groups: int) -> ir.Value:
+    """Transposed convolution with output_padding ≥ stride (torch allows it below the dilation;
+    onnxruntime's ConvTranspose requires it below the stride).
+
+    The unpadded result has (L − 1)·s + d·(k − 1) + 1 positions per axis; torch's output is its
+    window [p, p + that − 2p + output_padding) (PyTorch docs, ConvTranspose2d): zeros are appended
+    where the window runs past the end, the window is sliced, and the bias added last (the
+    appended positions hold only the bias).
+    """
+    n = len(strides)
+    full = ctx.op.ConvTranspose(x, weight, None, strides=strides, dilations=dilations, group=groups)
+    tail = [max(0, o - p) for o, p in zip(output_padding, pads)]
+    if any(tail):
+        full = ctx.op.Pad(full, ctx.const([0] * (n + 2) + [0, 0] + tail), ctx.const(0.0, x.dtype))
+    axes = list(range(2, n + 2))
+    ends = ctx.op.Add(ctx.op.Shape(full, start=2), ctx.const([o - p - t for o, p, t in zip(output_padding, pads, tail)]))
+    out = ctx.op.Slice(full, ctx.const(pads), ends, ctx.const(axes))
+    if bias is not None:
+        out = ctx.op.Add(out, ctx.op.Reshape(bias, ctx.const([-1] + [1] * n)))
+    return out
 
 
 @translates(aten.conv_transpose1d.default, aten.conv_transpose2d.input, aten.conv_transpose3d.input)
