@@ -268,6 +268,13 @@ def aten_clone_complex(ctx: Ctx, self: ir.Value, *args: Any, **kwargs: Any) -> i
     return ctx.op.Identity(self)
 
 
+@translates(aten._assert_tensor_metadata.default, complex=True)
+def aten_assert_complex(ctx: Ctx, *args: Any, **kwargs: Any) -> None:
+    """_assert_tensor_metadata(Tensor a, SymInt[]? size=None, ...) -> (): checks torch.export
+    already proved; nothing to compute."""
+    return None
+
+
 @translates(aten._conj.default, aten._conj_physical.default, aten.conj_physical.default, complex=True)
 def aten_conj_complex(ctx: Ctx, self: ir.Value) -> ir.Value:
     """_conj(Tensor(a) self) -> Tensor(a): the imaginary part negated."""
