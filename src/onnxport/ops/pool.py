@@ -64,20 +64,43 @@ def aten_avg_pool(
     """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
     n = {aten.avg_pool1d.default: 1, aten.avg_pool2d.default: 2, aten.avg_pool3d.default: 3}[ctx.node.target]  # type: ignore[union-attr,index]
     x, unbatched = _batched(ctx, self, n)
+    if x.dtype == ir.DataType.BFLOAT16:  # no onnxruntime AveragePool kernel: pool in float
+        x = ctx.op.Cast(x, to=ir.DataType.FLOAT)
     attrs = _pool_attrs(n, kernel_size, stride, padding, ceil_mode)
     if divisor_override is not None:
         # Window sum / divisor: the mean counting padding, times the kernel size, is the sum
-        # (ceil_mode windows past the padding would count fewer elements).
+        # (ceil_mode windows past the padding count fewer elements: explicit zero padding).
         if ceil_mode:
-            ctx.unsupported("avg_pool with divisor_override and ceil_mode")
-        mean = ctx.op.AveragePool(x, count_include_pad=1, **attrs)
+            mean = _mean_over_zero_padded(ctx, x, n, attrs)
+        else:
+            mean = ctx.op.AveragePool(x, count_include_pad=1, **attrs)
         size = 1
         for k in attrs["kernel_shape"]:
             size *= k
-        out = ctx.op.Mul(mean, ctx.const(size / divisor_override, self.dtype))
+        out = ctx.op.Mul(mean, ctx.const(size / divisor_override, x.dtype))
     else:
         out = ctx.op.AveragePool(x, count_include_pad=int(count_include_pad), **attrs)
+    if self.dtype == ir.DataType.BFLOAT16:
+        out = ctx.op.Cast(out, to=self.dtype)
     return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
+
+
+def _mean_over_zero_padded(ctx: Ctx, x: ir.Value, n: int, attrs: dict) -> ir.Value:
+    """Window means over x zero-padded explicitly (ceil_mode with divisor_override, static sizes).
+
+    ceil_mode's last windows may run past the padding; there torch sums only what exists. Padding
+    with zeros up to the end of the last window ((out − 1)·stride + kernel) and pooling without
+    ONNX pads makes every window full-size, so mean × kernel size is torch's window sum.
+    """
+    spatial = list(input_val(ctx).shape)[-n:]
+    out = list(ctx.val().shape)[-n:]
+    if not all(isinstance(d, int) for d in (*spatial, *out)):
+        ctx.unsupported("avg_pool with divisor_override and ceil_mode on dynamic spatial sizes")
+    kernel, strides, pads = attrs["kernel_shape"], attrs["strides"], attrs["pads"][:n]
+    tail = [max(0, (o - 1) * s + k - (size + 2 * p)) for o, s, k, size, p in zip(out, strides, kernel, spatial, pads)]
+    padded = ctx.op.Pad(x, ctx.const([0, 0, *pads, 0, 0, *[p + t for p, t in zip(pads, tail)]]),
+                        ctx.const(0, x.dtype))
+    return ctx.op.AveragePool(padded, kernel_shape=kernel, strides=strides)
 
 
 @translates(aten.adaptive_avg_pool1d.default, aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool3d.default,
