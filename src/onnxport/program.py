@@ -228,7 +228,9 @@ def restore_complex(model: ir.Model, outputs: list[torch.Tensor]) -> list[torch.
     restored = list(outputs)
     for i in complex_outputs(model.graph):
         if i < len(restored) and restored[i].shape[-1:] == (2,):
-            restored[i] = torch.view_as_complex(restored[i].contiguous())
+            # a fresh row-major copy: numpy's strides of empty or 0-d arrays may not suit view_as_complex
+            real = torch.empty(restored[i].shape, dtype=restored[i].dtype).copy_(restored[i])
+            restored[i] = torch.view_as_complex(real)
     return restored
 
 
