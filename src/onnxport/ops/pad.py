@@ -32,6 +32,8 @@ def _pad(ctx: Ctx, x: ir.Value, pad: Sequence[int | ir.Value], mode: str, value:
     axes = [r - 1 - i for i in range(n)]
     begins = [pad[2 * i] for i in range(n)]
     ends = [pad[2 * i + 1] for i in range(n)]
+    if mode == "edge" and any(isinstance(p, int) and p < 0 for p in pad):
+        return _replicate_gather(ctx, x, axes, begins, ends)
     if mode != "constant" and any(isinstance(p, int) and p < 0 for p in pad):
         # ORT rejects negative pads in reflect/edge modes: crop with Slice first, then pad.
         starts = [max(-b, 0) if isinstance(b, int) else 0 for b in begins]
@@ -44,6 +46,26 @@ def _pad(ctx: Ctx, x: ir.Value, pad: Sequence[int | ir.Value], mode: str, value:
     fill = None if mode != "constant" else ctx.const(value if value is not None else 0, work.dtype)
     out = ctx.op.Pad(work, ctx.shape_tensor([*begins, *ends]), fill, ctx.const(axes), mode=mode)
     return out if work is x else ctx.op.Cast(out, to=dtype)
+
+
+def _replicate_gather(ctx: Ctx, x: ir.Value, axes: Sequence[int], begins: Sequence[int | ir.Value],
+                      ends: Sequence[int | ir.Value]) -> ir.Value:
+    """Replicate padding with a negative pad: output j of an axis of size L is input
+    clamp(j − begin, 0, L − 1) (aten ReplicationPadding.cpp), a Gather per axis. A crop then an
+    edge pad would differ where the crop empties the axis (torch still replicates the last element
+    kept by the index clamp)."""
+    out = x
+    for axis, begin, end in zip(axes, begins, ends):
+        if isinstance(begin, int) and isinstance(end, int) and begin == 0 and end == 0:
+            continue
+        size = ctx.op.Squeeze(ctx.op.Shape(x, start=axis, end=axis + 1), ctx.const([0]))
+        b = ctx.shape_tensor([begin])
+        b = ctx.op.Squeeze(b, ctx.const([0]))
+        total = ctx.op.Add(ctx.op.Add(size, b), ctx.op.Squeeze(ctx.shape_tensor([end]), ctx.const([0])))
+        idx = ctx.op.Sub(ctx.op.Range(ctx.const(0), total, ctx.const(1)), b)
+        idx = ctx.op.Min(ctx.op.Max(idx, ctx.const(0)), ctx.op.Sub(size, ctx.const(1)))
+        out = ctx.op.Gather(out, idx, axis=axis)
+    return out
 
 
 @translates(aten.constant_pad_nd.default)
