@@ -12,7 +12,7 @@ import onnx_ir as ir
 import torch
 
 from onnxport.ops.elementwise import _FLOAT_TYPES, aten_atan2
-from onnxport.ops.reduction import aten_var
+from onnxport.ops.reduction import aten_var, mean_nan_if_empty
 from onnxport.ops.shape import input_val, rank
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import Promote, translates
@@ -182,12 +182,12 @@ def aten_var_mean(
 ) -> tuple[ir.Value, ir.Value]:
     """var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
     var = aten_var(ctx, self, dim, correction=correction, keepdim=keepdim)
-    if dim is None or (not isinstance(dim, int) and len(dim) == 0) or rank(self) == 0:
-        mean = ctx.op.ReduceMean(self, keepdims=int(keepdim)) if rank(self) else ctx.op.Identity(self)
-    else:
-        dims = [dim] if isinstance(dim, int) else list(dim)
-        mean = ctx.op.ReduceMean(self, ctx.const([d % rank(self) for d in dims]), keepdims=int(keepdim))
-    return var, mean
+    if rank(self) == 0:
+        return var, ctx.op.Identity(self)
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return var, mean_nan_if_empty(ctx, self, None, keepdim)
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return var, mean_nan_if_empty(ctx, self, ctx.const([d % rank(self) for d in dims]), keepdim)
 
 
 @translates(aten.round.decimals)

@@ -138,19 +138,31 @@ def aten_min(ctx: Ctx, self: ir.Value) -> ir.Value:
 def aten_var(ctx: Ctx, self: ir.Value, dim: Sequence[int] | None = None, *, correction: float | None = None, keepdim: bool = False) -> ir.Value:
     """var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor
 
-    Σ(x − mean)² / (N − correction), correction defaulting to 1 (PyTorch docs, torch.var).
+    Σ(x − mean)² / max(N − correction, 0), correction defaulting to 1 (PyTorch docs, torch.var):
+    NaN for an empty reduction or N ≤ correction, as in torch.
     """
     correction = 1 if correction is None else correction
     axes = _axes(ctx, self, dim)
     mean = ctx.op.ReduceMean(self, axes, keepdims=1)
     centered = ctx.op.Sub(self, mean)
     sq = ctx.op.ReduceSum(ctx.op.Mul(centered, centered), axes, keepdims=int(keepdim))
-    shape = ctx.op.Shape(self)
-    count = ctx.op.ReduceProd(ctx.op.Gather(shape, axes, axis=0) if axes is not None else shape, keepdims=0)
-    denom = ctx.op.Sub(ctx.op.Cast(count, to=self.dtype), ctx.const(correction, self.dtype))
+    denom = ctx.op.Max(ctx.op.Sub(reduced_count(ctx, self, axes), ctx.const(correction, self.dtype)),
+                       ctx.const(0, self.dtype))
     var = ctx.op.Div(sq, denom)
     assert ctx.node is not None
     return ctx.op.Sqrt(var) if ctx.node.target is aten.std.correction else var
+
+
+def reduced_count(ctx: Ctx, x: ir.Value, axes: ir.Value | None) -> ir.Value:
+    """The number of elements each reduction over ``axes`` (None: all) sees, as a 0-D x.dtype."""
+    shape = ctx.op.Shape(x)
+    count = ctx.op.ReduceProd(ctx.op.Gather(shape, axes, axis=0) if axes is not None else shape, keepdims=0)
+    return ctx.op.Cast(count, to=x.dtype)
+
+
+def mean_nan_if_empty(ctx: Ctx, x: ir.Value, axes: ir.Value | None, keepdim: bool) -> ir.Value:
+    """Σx / N, so an empty reduction gives NaN as torch.mean does (onnxruntime's ReduceMean gives 0)."""
+    return ctx.op.Div(ctx.op.ReduceSum(x, axes, keepdims=int(keepdim)), reduced_count(ctx, x, axes))
 
 
 @translates(aten.cumsum.default)
