@@ -14,6 +14,7 @@ FAMILIES = (
     "conversion",
     "creation",
     "elementwise",
+    "factorization",
     "fft",
     "indexing",
     "layout",
