@@ -515,7 +515,9 @@ def aten_unique_consecutive(
         differs = ctx.op.ReduceSum(differs, ctx.const(others), keepdims=0)
     starts = ctx.op.Concat(ctx.const([True]), ctx.op.Greater(differs, ctx.const(0)), axis=0)
     starts = ctx.op.Slice(starts, ctx.const([0]), n)  # n = 0: no start
-    values = ctx.op.Compress(x, starts, axis=axis)
+    values = ctx.op.Compress(work, starts, axis=axis)  # no bfloat16 Compress kernel in onnxruntime
+    if work is not x:
+        values = ctx.op.Cast(values, to=x.dtype)
     inverse = counts = _empty_index(ctx)
     if return_inverse:
         inverse = ctx.op.Sub(ctx.op.CumSum(ctx.op.Cast(starts, to=ir.DataType.INT64), ctx.const(0)), ctx.const(1))
