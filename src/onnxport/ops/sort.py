@@ -319,9 +319,11 @@ def aten_mode(ctx: Ctx, self: ir.Value, dim: int = -1, keepdim: bool = False) ->
     """mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
 
     The most frequent value of each row; among equally frequent values the smallest, and the index
-    of its last occurrence (torch's CPU kernel sorts the row and scans runs). NaN never equals
-    itself, so each NaN is a value seen once. Counts come from the n×n equality matrix of each row
-    (memory n² per row).
+    of its last occurrence (torch's CPU kernel sorts the row and keeps the first longest run,
+    aten/src/ATen/native/cpu/TensorCompareKernel.cpp). NaN never equals itself, so each NaN is a
+    value seen once and the mode only when every value is NaN (torch std::sorts with ``<``, so its
+    answer for rows with NaN depends on where the sort leaves them). Counts come from the n×n
+    equality matrix of each row (memory n² per row).
     """
     r = rank(self)
     if r == 0:
