@@ -210,3 +210,34 @@ def torch_nn_linear_cross_entropy_chunked_none(
     w = None if weight is None else (weight if weight.dtype == work else ctx.op.Cast(weight, to=work))
     loss = _cross_entropy(ctx, logits, target, w, "none", ignore_index, 0.0)
     return loss if work == input.dtype else ctx.op.Cast(loss, to=input.dtype)
+
+
+@translates(aten.rrelu_with_noise_functional.default)
+def aten_rrelu_with_noise_functional(
+    ctx: Ctx, self: ir.Value, noise: ir.Value, lower: float = 0.125, upper: float = 1.0 / 3.0,
+    training: bool = False, generator: object = None,
+) -> tuple[ir.Value, ir.Value]:
+    """rrelu_with_noise_functional(Tensor self, Tensor noise, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> (Tensor, Tensor noise_out)
+
+    Randomized leaky ReLU (Xu et al. 2015, "Empirical Evaluation of Rectified Activations in
+    Convolutional Network"; PyTorch docs, RReLU). Eval: leaky ReLU with slope (lower + upper)/2,
+    ``noise`` returned as is. Training: x ≤ 0 is scaled by a slope drawn from U(lower, upper)
+    (RandomUniformLike, so values differ from torch's generator), and noise_out holds the slopes
+    (1 where x > 0).
+    """
+    if self.dtype == ir.DataType.BFLOAT16:  # no onnxruntime comparison kernels: in float
+        out, noise_out = aten_rrelu_with_noise_functional(
+            ctx, ctx.op.Cast(self, to=ir.DataType.FLOAT), noise, lower, upper, training)
+        return ctx.op.Cast(out, to=self.dtype), (noise if not training else ctx.op.Cast(noise_out, to=self.dtype))
+    if not training:
+        slope = (float(lower) + float(upper)) / 2
+        out = ctx.op.Where(ctx.op.Less(self, ctx.const(0, self.dtype)), ctx.op.Mul(self, ctx.const(slope, self.dtype)), self)
+        return out, ctx.op.Identity(noise)
+    from onnxport.ops.random import uniform
+
+    slopes = uniform(ctx, ctx.op.Shape(self), float(lower), float(upper))
+    if self.dtype != ir.DataType.FLOAT:
+        slopes = ctx.op.Cast(slopes, to=self.dtype)
+    negative = ctx.op.LessOrEqual(self, ctx.const(0, self.dtype))
+    noise_out = ctx.op.Where(negative, slopes, ctx.const(1, self.dtype))
+    return ctx.op.Mul(self, noise_out), noise_out

@@ -43,6 +43,8 @@ def aten_arange(ctx: Ctx, *args: Any, **kwargs: Any) -> ir.Value:
 
 def _filled(ctx: Ctx, shape: ir.Value, fill: Any) -> ir.Value:
     dtype = ctx.out_dtype()
+    if dtype == ir.DataType.BFLOAT16:  # onnxruntime has no bfloat16 Expand: expand in float, cast
+        return ctx.op.Cast(ctx.op.Expand(_scalar(ctx, fill, ir.DataType.FLOAT), shape), to=dtype)
     value = _scalar(ctx, fill, dtype)
     return ctx.op.Expand(value, shape)
 
