@@ -19,6 +19,22 @@ from onnxport.translate.registry import translates
 aten = torch.ops.aten
 
 
+_HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+
+
+def _in_float(ctx: Ctx, fn: object, query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value | None,
+              *args: object, **kwargs: object) -> ir.Value:
+    """Half-precision attention computed in float and cast back: torch's CPU math backend
+    accumulates in float, and onnxruntime has no bfloat16 MatMul/Softmax kernels."""
+    f32 = ir.DataType.FLOAT
+    q, k, v = (ctx.op.Cast(x, to=f32) for x in (query, key, value))
+    for cast, orig in ((q, query), (k, key), (v, value)):
+        cast.shape = orig.shape
+    mask = attn_mask if attn_mask is None or attn_mask.dtype == ir.DataType.BOOL else ctx.op.Cast(attn_mask, to=f32)
+    out = fn(ctx, q, k, v, mask, *args, **kwargs)  # type: ignore[operator]
+    return ctx.op.Cast(out, to=query.dtype)
+
+
 def _repeat_heads(ctx: Ctx, x: ir.Value, n_rep: int) -> ir.Value:
     """(B, Hk, S, E) → (B, Hk·n_rep, S, E), each head repeated n_rep times (repeat_interleave)."""
     if n_rep == 1:
@@ -38,6 +54,9 @@ def aten_scaled_dot_product_attention(
     """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
     if dropout_p != 0.0:
         ctx.unsupported("attention dropout (dropout_p > 0) only exists in training; call model.eval()")
+    if query.dtype in _HALF:
+        return _in_float(ctx, aten_scaled_dot_product_attention, query, key, value, attn_mask, dropout_p, is_causal,
+                         scale=scale, enable_gqa=enable_gqa)
     q_shape, k_shape = query.shape, key.shape
     if enable_gqa and isinstance(q_shape[-3], int) and isinstance(k_shape[-3], int):
         key = _repeat_heads(ctx, key, q_shape[-3] // k_shape[-3])
@@ -48,7 +67,7 @@ def aten_scaled_dot_product_attention(
     else:
         e = ctx.op.Cast(ctx.op.Shape(query, start=-1), to=query.dtype)
         scale_value = ctx.const(scale, query.dtype) if scale is not None else ctx.op.Reciprocal(ctx.op.Sqrt(e))
-    perm = list(range(len(q_shape)))
+    perm = list(range(len(k_shape)))  # key's rank: query may have fewer (broadcast) dims
     perm[-1], perm[-2] = perm[-2], perm[-1]
     scores = ctx.op.MatMul(ctx.op.Mul(query, scale_value), ctx.op.Transpose(key, perm=perm))
     keep: ir.Value | None = None  # boolean "attend" mask, for zeroing fully masked rows
@@ -82,6 +101,9 @@ def aten_scaled_dot_product_attention_23(
     """
     if dropout_p != 0.0:
         ctx.unsupported("attention dropout (dropout_p > 0) only exists in training; call model.eval()")
+    if query.dtype in _HALF:
+        return _in_float(ctx, aten_scaled_dot_product_attention_23, query, key, value, attn_mask, dropout_p,
+                         is_causal, scale=scale, enable_gqa=enable_gqa)
     if not all(v.shape is not None and len(v.shape) == 4 for v in (query, key, value)):
         return aten_scaled_dot_product_attention(
             ctx, query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
