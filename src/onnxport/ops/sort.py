@@ -180,6 +180,9 @@ def _search(
     ``inner``: the boundaries are a batch of sorted rows matching the values' leading dims.
     """
     cmp = "LessOrEqual" if right else "Less"
+    if boundaries.dtype == ir.DataType.BFLOAT16:  # no bfloat16 Less kernels in onnxruntime; float32 is exact
+        boundaries = ctx.op.Cast(boundaries, to=ir.DataType.FLOAT)
+        values = ctx.op.Cast(values, to=ir.DataType.FLOAT)
     b = ctx.op.Unsqueeze(boundaries, ctx.const([-2])) if inner else boundaries  # (..., 1, m) or (m,)
     v = ctx.op.Unsqueeze(values, ctx.const([-1]))  # (..., n, 1)
     hits = ctx.op.node(cmp, [b, v], {})
