@@ -115,19 +115,45 @@ def aten_as_strided(
 ) -> ir.Value:
     """as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)
 
-    A Gather on the flattened input at ``offset + Σ iₖ·strideₖ``: exact for inputs laid out
-    contiguously (every tensor of an ONNX graph is), with static sizes and strides.
+    A Gather on the flattened input. torch addresses the input's *storage*: element i of the view
+    is storage position ``offset + Σ iₖ·strideₖ`` (``offset`` defaulting to the input's own storage
+    offset). The ONNX input is the logical tensor, so each storage position is mapped back to the
+    input element stored there, using the example input's strides and storage offset (recorded
+    by torch.export); positions no input element occupies (the rest of a larger base tensor) are
+    not in the graph and are unsupported. Static sizes and strides only.
     """
     values = [*size, *stride, storage_offset or 0]
     if not all(isinstance(v, int) for v in values):
         ctx.unsupported("as_strided with symbolic sizes or strides")
-    index = np.full([int(s) for s in size], int(storage_offset or 0), dtype=np.int64)
+    in_val = input_val(ctx)
+    in_shape, in_strides, in_offset = [1], [1], 0
+    if isinstance(in_val, torch.Tensor):
+        if not all(isinstance(d, int) for d in (*in_val.shape, *in_val.stride(), in_val.storage_offset())):
+            ctx.unsupported("as_strided on an input with symbolic sizes or strides")
+        in_shape, in_strides, in_offset = list(in_val.shape), list(in_val.stride()), int(in_val.storage_offset())
+    offset = in_offset if storage_offset is None else int(storage_offset)
+    wanted = np.full([int(s) for s in size], offset, dtype=np.int64)
     for k, (n, st) in enumerate(zip(size, stride)):
         shape = [1] * len(size)
         shape[k] = int(n)
-        index = index + (np.arange(int(n), dtype=np.int64) * int(st)).reshape(shape)
+        wanted = wanted + (np.arange(int(n), dtype=np.int64) * int(st)).reshape(shape)
+    # Storage position of each input element, in the row-major order of the flattened input.
+    stored = np.full(in_shape, in_offset, dtype=np.int64)
+    for k, (n, st) in enumerate(zip(in_shape, in_strides)):
+        shape = [1] * len(in_shape)
+        shape[k] = int(n)
+        stored = stored + (np.arange(int(n), dtype=np.int64) * int(st)).reshape(shape)
+    stored = stored.reshape(-1)
+    order = np.argsort(stored, kind="stable")
+    found = np.searchsorted(stored[order], wanted) if stored.size else np.zeros_like(wanted)
+    found = np.minimum(found, max(stored.size - 1, 0))
+    if wanted.size and (stored.size == 0 or not np.array_equal(stored[order][found], wanted)):
+        ctx.unsupported(
+            f"as_strided reads storage positions outside the input (the input occupies storage from offset "
+            f"{in_offset}; the view starts at {offset}): the rest of its base tensor is not a graph input")
+    index = order[found] if wanted.size else wanted
     flat = ctx.op.Reshape(self, ctx.const([-1]))
-    return ctx.op.Gather(flat, ctx.const(index), axis=0)
+    return ctx.op.Gather(flat, ctx.const(index.astype(np.int64)), axis=0)
 
 
 @translates(aten.copy.default)
