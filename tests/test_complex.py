@@ -142,3 +142,19 @@ def test_complex_padding_and_dtype_casts() -> None:
     a = z(2, 6)
     _check(lambda a: (torch.nn.functional.pad(a, (2, 1)), torch.nn.functional.pad(a.unsqueeze(0), (2, 2), mode="reflect"),
                       a.to(torch.complex128), torch.constant_pad_nd(a, (1, 1), 3.0)), a)
+
+
+def test_verify_and_localize_compare_complex_outputs_as_complex() -> None:
+    class Spectrum(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            y = torch.fft.fft(x)
+            return y, torch.view_as_real(y)  # the same values twice: one complex, one real view
+
+    x = torch.randn(3, 8)
+    program = onnxport.export(Spectrum(), (x,))
+    result = onnxport.verify(program, (x,), localize=True)
+    first, second = result.input_sets[0].outputs
+    assert (first.actual_dtype, first.actual_shape) == (torch.complex64, (3, 8))
+    assert (second.actual_dtype, second.actual_shape) == (torch.float32, (3, 8, 2))
+    assert first.passed and second.passed and first.max_abs_diff < 1e-5
+    assert result.localization is not None and result.localization.first is None

@@ -163,3 +163,16 @@ def test_repeated_output_gets_its_own_name() -> None:
     first, second = program(x)
     torch.testing.assert_close(first, x * 3)
     torch.testing.assert_close(second, x * 3)
+
+
+def test_none_output_is_left_out_as_in_eager_tensor_leaves() -> None:
+    class WithNone(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, None, torch.Tensor]:
+            return x + 1, None, x * 2
+
+    x = torch.randn(2, 3)
+    program = onnxport.export(WithNone(), (x,), verify=True)
+    assert [v.name for v in program.model.graph.outputs] == ["add", "mul"]
+    first, second = program(x)
+    torch.testing.assert_close(first, x + 1)
+    torch.testing.assert_close(second, x * 2)

@@ -267,6 +267,8 @@ def _export(
 
         with status.step("optimize"):
             run_passes(model_ir, modules_as_functions)
+            # identity elimination may merge a complex output with its real view: restamp per output
+            graph_mod.stamp_complex_outputs(model_ir.graph)
     elif modules_as_functions:
         from onnxport.passes.module_functions import ModuleFunctionsPass
 

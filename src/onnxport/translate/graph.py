@@ -353,6 +353,8 @@ class GraphTranslator:
         complex_outputs: list[str] = []
         for i, (result, spec) in enumerate(user):
             value = self.env[result] if isinstance(result, torch.fx.Node) else result
+            if value is None:  # ONNX has no None output; eager's tensor leaves skip it too
+                continue
             fx_name = result.name if isinstance(result, torch.fx.Node) else f"output_{i}"
             name = output_names[i] if output_names is not None and i < len(output_names) else fx_name
             value = self._as_output(value, result if isinstance(result, torch.fx.Node) else node, name)

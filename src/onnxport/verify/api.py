@@ -13,7 +13,7 @@ import torch
 from torch.export import ExportedProgram
 
 from onnxport.errors import InputError, VerificationError
-from onnxport.program import to_torch
+from onnxport.program import restore_complex, to_torch
 from onnxport.verify import inputs as inputs_mod
 from onnxport.verify import localize as localize_mod
 from onnxport.verify.compare import (
@@ -143,7 +143,7 @@ def verify(
             raise
         except Exception as e:  # the user's inputs or model raised: name the input set
             raise InputError(f"Running the model on {label} failed: {type(e).__name__}: {e}") from e
-        actual = [onnx_values[n] for n in output_names]
+        actual = restore_complex(program.model, [onnx_values[n] for n in output_names])
         outputs = compare_outputs(output_names, expected, actual, rtol, atol)
         result.input_sets.append(InputSetResult(label, inputs_mod.shapes_of(a, k, input_names), outputs))
         if localize and i == 0:
