@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
 import onnx_ir as ir
 import torch
 
@@ -250,3 +251,82 @@ def aten_linalg_check_errors(ctx: Ctx, info: ir.Value, api_name: str, *, is_matr
     input gives the inf/NaN the unchecked ``*_ex`` op gives (its ``info`` output reports it).
     """
     return ()
+
+
+# One-sided Jacobi: sweeps of n-1 rounds of disjoint column-pair rotations, run a fixed number of times.
+JACOBI_SWEEPS = 10
+
+
+def _round_robin(n: int) -> list[tuple[list[int], list[int]]]:
+    """The n-1 rounds (n even) of the round-robin ordering: every pair of columns meets once per
+    sweep, n/2 disjoint pairs a round (Brent & Luk 1985, the parallel Jacobi ordering)."""
+    players = list(range(n))
+    rounds = []
+    for _ in range(n - 1):
+        half = n // 2
+        rounds.append((players[:half], players[half:][::-1]))
+        players = [players[0], players[-1], *players[1:-1]]
+    return rounds
+
+
+@translates(aten._linalg_svd.default)
+def aten_linalg_svd(
+    ctx: Ctx, A: ir.Value, full_matrices: bool = False, compute_uv: bool = True, *, driver: str | None = None,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)
+
+    Singular values only (``compute_uv=False``: svdvals, matrix_rank): one-sided Jacobi (Hestenes
+    1958; Demmel & Veselić 1992 for its relative accuracy) with the round-robin pair ordering,
+    JACOBI_SWEEPS sweeps unrolled for a static min(m, n) ≤ MAX_UNROLLED_N; σ are the final column
+    norms, sorted descending. U and Vh are refused when used.
+    """
+    if compute_uv and ctx.node is not None and any(
+            u.target is not operator.getitem or u.args[1] != 1 for u in ctx.node.users):
+        ctx.unsupported("singular vectors are used: ONNX has no SVD; only singular values are encoded")
+    m, n = A.shape[-2], A.shape[-1]
+    if not isinstance(m, int) or not isinstance(n, int):
+        ctx.unsupported("svd of a matrix with a dynamic size: the Jacobi sweeps are unrolled")
+    r = rank(A)
+    x = A
+    if m < n:  # rotate the columns of Aᵀ: min(m, n) of them
+        x = ctx.op.Transpose(A, perm=[*range(r - 2), r - 1, r - 2])
+        m, n = n, m
+    if n > MAX_UNROLLED_N:
+        ctx.unsupported(f"singular values of a matrix with {n} columns: the Jacobi sweeps are unrolled, limit "
+                        f"min(m, n) ≤ {MAX_UNROLLED_N}")
+    empty = ctx.const(np.zeros((0,), np.float32), A.dtype)
+    if n == 0 or m == 0:
+        return empty, ctx.op.Expand(empty, ctx.op.Concat(ctx.op.Shape(x, start=0, end=-2), ctx.const([0]), axis=0)), empty
+    work = x if x.dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE) else ctx.op.Cast(x, to=ir.DataType.FLOAT)
+    size = n + n % 2
+    if size != n:  # a zero column makes the pairing even; its norm stays 0 and is dropped below
+        pad = ctx.op.Expand(ctx.const(0.0, work.dtype),
+                            ctx.op.Concat(ctx.op.Shape(work, start=0, end=-1), ctx.const([1]), axis=0))
+        work = ctx.op.Concat(work, pad, axis=-1)
+    rows_axis = ctx.const([r - 2])
+    zero, one, two = ctx.const(0.0, work.dtype), ctx.const(1.0, work.dtype), ctx.const(2.0, work.dtype)
+    for _ in range(JACOBI_SWEEPS):
+        for p_idx, q_idx in _round_robin(size):
+            ap = ctx.op.Gather(work, ctx.const(p_idx), axis=-1)  # (..., m, size/2)
+            aq = ctx.op.Gather(work, ctx.const(q_idx), axis=-1)
+            alpha = ctx.op.ReduceSum(ctx.op.Mul(ap, ap), rows_axis, keepdims=1)
+            beta = ctx.op.ReduceSum(ctx.op.Mul(aq, aq), rows_axis, keepdims=1)
+            gamma = ctx.op.ReduceSum(ctx.op.Mul(ap, aq), rows_axis, keepdims=1)
+            # The rotation zeroing the pair's inner product (Golub & Van Loan §8.5.2, sym.schur2).
+            idle = ctx.op.Equal(gamma, zero)
+            zeta = ctx.op.Div(ctx.op.Sub(beta, alpha), ctx.op.Mul(two, ctx.op.Where(idle, one, gamma)))
+            sign = ctx.op.Where(ctx.op.Less(zeta, zero), ctx.const(-1.0, work.dtype), one)
+            t = ctx.op.Div(sign, ctx.op.Add(ctx.op.Abs(zeta), ctx.op.Sqrt(ctx.op.Add(one, ctx.op.Mul(zeta, zeta)))))
+            t = ctx.op.Where(idle, zero, t)
+            c = ctx.op.Div(one, ctx.op.Sqrt(ctx.op.Add(one, ctx.op.Mul(t, t))))
+            s = ctx.op.Mul(c, t)
+            new_p = ctx.op.Sub(ctx.op.Mul(c, ap), ctx.op.Mul(s, aq))
+            new_q = ctx.op.Add(ctx.op.Mul(s, ap), ctx.op.Mul(c, aq))
+            order = p_idx + q_idx
+            inverse = [order.index(k) for k in range(size)]
+            work = ctx.op.Gather(ctx.op.Concat(new_p, new_q, axis=-1), ctx.const(inverse), axis=-1)
+    norms = ctx.op.Sqrt(ctx.op.ReduceSum(ctx.op.Mul(work, work), rows_axis, keepdims=0))  # (..., size)
+    S, _ = ctx.op.TopK(norms, ctx.const([n]), axis=-1, largest=1, sorted=1, _outputs=2)
+    if S.dtype != A.dtype:
+        S = ctx.op.Cast(S, to=A.dtype)
+    return empty, S, empty
