@@ -173,3 +173,16 @@ def test_searchsorted_empty_sorter_and_scalar() -> None:
     seq, sorter = torch.tensor([3.0, 1.0, 2.0, 5.0]), torch.tensor([1, 2, 0, 3])
     _check(lambda s, v, o: torch.searchsorted(s, v, sorter=o, side="right"), seq, torch.tensor([2.0, 0.0, 9.0]), sorter)
     _check(lambda s: torch.searchsorted(s, 2.5), torch.tensor([1.0, 2.0, 3.0]))
+
+
+# -- singular values (one-sided Jacobi) ---------------------------------------------------------------
+
+def test_svdvals_and_matrix_rank_of_rank_deficient() -> None:
+    torch.manual_seed(0)
+    low = torch.randn(2, 6, 2) @ torch.randn(2, 2, 5)  # rank 2, 6×5
+    _check(torch.linalg.svdvals, torch.randn(3, 4, 7), rtol=1e-4, atol=1e-5)  # wide: Aᵀ's columns
+    _check(torch.linalg.svdvals, low, rtol=1e-4, atol=1e-4)
+    assert _check(torch.linalg.matrix_rank, low)[0].tolist() == [2, 2]
+    _check(lambda a: torch.linalg.matrix_rank(a, hermitian=False, atol=0.5), torch.diag(torch.tensor([3.0, 0.4, 1.0])))
+    with pytest.raises(UnsupportedOpError, match="singular vectors"):
+        onnxport.export(Fn(lambda a: torch.linalg.svd(a)[0]), (torch.randn(3, 3),))
