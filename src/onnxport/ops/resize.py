@@ -270,6 +270,14 @@ def aten_pixel_shuffle(ctx: Ctx, self: ir.Value, upscale_factor: int) -> ir.Valu
     return ctx.op.Reshape(x, out_shape, allowzero=1)
 
 
+def _static_numel(ctx: Ctx) -> int | None:
+    assert ctx.node is not None
+    shape = list(ctx.node.args[0].meta["val"].shape)  # type: ignore[union-attr]
+    if any(isinstance(d, int) and d == 0 for d in shape):
+        return 0
+    return int(np.prod(shape)) if all(isinstance(d, int) for d in shape) else None
+
+
 @translates(aten.pixel_unshuffle.default)
 def aten_pixel_unshuffle(ctx: Ctx, self: ir.Value, downscale_factor: int) -> ir.Value:
     """pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor
@@ -280,6 +288,8 @@ def aten_pixel_unshuffle(ctx: Ctx, self: ir.Value, downscale_factor: int) -> ir.
     """
     b = downscale_factor
     r = rank(self)
+    if _static_numel(ctx) == 0:  # torch returns an empty input unchanged (aten PixelShuffle.cpp)
+        return ctx.op.Identity(self)
     lead = ctx.op.Shape(self, start=0, end=r - 3)
     c, h, w = (ctx.op.Shape(self, start=i, end=i + 1) for i in (r - 3, r - 2, r - 1))
     hb = ctx.op.Div(h, ctx.const([b]))
