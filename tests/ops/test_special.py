@@ -162,3 +162,34 @@ def test_nextafter_ulp_steps_zero_and_infinities(dtype: torch.dtype) -> None:
     x = t([0.0, 0.0, 1.0, 1.0, -1.0, 2.0, finfo.max, INF, INF, 3.0, NAN, finfo.tiny, -finfo.tiny / 2, 1.0], dtype)
     y = t([1.0, -1.0, 2.0, 0.0, 0.0, -INF, INF, 0.0, INF, 3.0, 1.0, 0.0, 0.0, NAN], dtype)
     _check(torch.nextafter, x, y, exact=True)
+
+
+IGAMMA = [torch.igamma, torch.igammac]
+# Every branch of Cephes igam/igamc: series of P and of Q, continued fraction, 1 − the other, Temme's
+# expansion for 20 < a < 200 and for a > 200, and the edge values (checked in torch's order).
+IGAMMA_A = [-1.0, -INF, 0.0, 1e-30, 0.5, 1.0, 3.0, 25.0, 150.0, 250.0, 1e4, 1e8, INF, NAN]
+IGAMMA_X = [-1.0, 0.0, 1e-20, 0.3, 0.7, 1.05, 2.0, 24.0, 160.0, 260.0, 1.01e4, 1.00002e8, INF, NAN]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("fn", IGAMMA, ids=lambda f: f.__name__)
+def test_igamma_branches_and_edges(fn: Any, dtype: torch.dtype) -> None:
+    a = t(IGAMMA_A, dtype).reshape(-1, 1)
+    x = t(IGAMMA_X, dtype)
+    _check(fn, a, x, others=((x.reshape(-1, 1), t(IGAMMA_A, dtype)),))
+
+
+@pytest.mark.parametrize("fn", IGAMMA, ids=lambda f: f.__name__)
+def test_igamma_iterations_bound_at_run_time(fn: Any) -> None:
+    a, x = t([2.0, 1e-3, 30.0, 1.0], torch.float64), t([1.0, 1e-3, 31.0, 0.5], torch.float64)  # a few terms
+    slow = (t([0.5, 1e7, 199.0, 3.0], torch.float64), t([60.0, 0.998e7, 130.0, 2.9], torch.float64))  # up to 2000
+    no_loop = (t([50.0, 0.0, -1.0, INF], torch.float64), t([51.0, 1.0, 2.0, 1.0], torch.float64))  # Temme/edges
+    tiny_a = (t([1e-300, 1e-30, 1e-8, 5e-324], torch.float64), t([1.0, 1e-300, 0.25, 1e-300], torch.float64))
+    _check(fn, a, x, others=(slow, no_loop, tiny_a))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_igamma_half_types(dtype: torch.dtype) -> None:
+    a, x = t([0.5, 2.0, 30.0, 0.0, 4.0], dtype), t([0.25, 3.0, 28.0, 1.0, INF], dtype)
+    _check(torch.igamma, a, x)
+    _check(torch.igammac, a, x)
