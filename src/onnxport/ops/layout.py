@@ -61,6 +61,9 @@ def aten_repeat(ctx: Ctx, self: ir.Value, repeats: Sequence[int | ir.Value]) -> 
     """repeat(Tensor self, SymInt[] repeats) -> Tensor: Tile, after adding leading dims of 1."""
     extra = len(repeats) - rank(self)
     x = ctx.op.Reshape(self, ctx.op.Concat(ctx.const([1] * extra), ctx.op.Shape(self), axis=0)) if extra > 0 else self
+    if x.dtype == ir.DataType.BFLOAT16:  # no onnxruntime bfloat16 Tile: tile in float (exact), cast back
+        tiled = ctx.op.Tile(ctx.op.Cast(x, to=ir.DataType.FLOAT), ctx.shape_tensor(list(repeats)))
+        return ctx.op.Cast(tiled, to=x.dtype)
     return ctx.op.Tile(x, ctx.shape_tensor(list(repeats)))
 
 
