@@ -156,8 +156,11 @@ def aten_masked_select(ctx: Ctx, self: ir.Value, mask: ir.Value) -> ir.Value:
     """masked_select(Tensor self, Tensor mask) -> Tensor: the broadcast self where mask, row-major."""
     shape = ctx.op.Shape(ctx.op.Add(ctx.op.Cast(mask, to=ir.DataType.INT64),
                                     ctx.op.Expand(ctx.const(0), ctx.op.Shape(self))))
-    flat = ctx.op.Reshape(ctx.op.Expand(self, shape), ctx.const([-1]))
     flat_mask = ctx.op.Reshape(ctx.op.Expand(mask, shape), ctx.const([-1]))
+    if self.dtype == ir.DataType.BFLOAT16:  # no onnxruntime bfloat16 Expand/Compress: select in float
+        flat = ctx.op.Reshape(ctx.op.Expand(ctx.op.Cast(self, to=ir.DataType.FLOAT), shape), ctx.const([-1]))
+        return ctx.op.Cast(ctx.op.Compress(flat, flat_mask, axis=0), to=self.dtype)
+    flat = ctx.op.Reshape(ctx.op.Expand(self, shape), ctx.const([-1]))
     return ctx.op.Compress(flat, flat_mask, axis=0)
 
 

@@ -148,13 +148,20 @@ def aten_expand(ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value], *, imp
     -1 keeps the input's dim: it becomes 1 for ONNX Expand's bidirectional broadcast.
     """
     sizes = [1 if isinstance(s, int) and s == -1 else s for s in size]
-    return ctx.op.Expand(self, ctx.shape_tensor(sizes))
+    return _expand_any(ctx, self, ctx.shape_tensor(sizes))
 
 
 @translates(aten.expand_as.default)
 def aten_expand_as(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
     """expand_as(Tensor(a) self, Tensor other) -> Tensor(a)"""
-    return ctx.op.Expand(self, ctx.op.Shape(other))
+    return _expand_any(ctx, self, ctx.op.Shape(other))
+
+
+def _expand_any(ctx: Ctx, x: ir.Value, shape: ir.Value) -> ir.Value:
+    """Expand; bfloat16 (no onnxruntime Expand kernel) expands in float and casts back (exact)."""
+    if x.dtype != ir.DataType.BFLOAT16:
+        return ctx.op.Expand(x, shape)
+    return ctx.op.Cast(ctx.op.Expand(ctx.op.Cast(x, to=ir.DataType.FLOAT), shape), to=x.dtype)
 
 
 @translates(aten.slice.Tensor)
