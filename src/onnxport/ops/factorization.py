@@ -321,6 +321,8 @@ def _getrf(ctx: Ctx, A: ir.Value, m: int, n: int, pivot: bool) -> tuple[ir.Value
             if j > 0:
                 mag = ctx.op.Where(ctx.op.Less(rows, ctx.const(j)), ctx.const(-1.0, _F64), mag)
             p = ctx.op.ArgMax(mag, axis=-1, keepdims=1)  # (..., 1): first largest
+            # onnxruntime's ArgMax over an empty batch keeps the reduced axis whole: cut it to 1.
+            p = ctx.op.Slice(p, ctx.const([0]), ctx.const([1]), ctx.const([-1]))
             swap = _swap_index(ctx, rows, j, p)
             M = _gather_rows(ctx, M, swap)
             order = ctx.op.GatherElements(order, swap, axis=-1)
@@ -442,7 +444,8 @@ def aten_linalg_lu_solve(
     if not left:  # X A = B ⇔ Aᵀ Xᵀ = Bᵀ (real A: adjoint = transpose)
         Bw, adjoint = _mT(ctx, Bw, rank(B)), not adjoint
     F, Bw = _broadcast_pair(ctx, _f64(ctx, LU), Bw, n)
-    if n > 0:
+    rhs = B.shape[-1] if left else B.shape[-2]
+    if n > 0 and rhs != 0:  # (onnxruntime's Expand of the swap index to k = 0 columns keeps 1)
         piv = ctx.op.Expand(pivots, ctx.op.Concat(_batch(ctx, F), ctx.const([n]), axis=0))
         if not adjoint:  # A = P L U: X = U⁻¹ L⁻¹ Pᵀ B
             Y = _trsm(ctx, F, _apply_swaps(ctx, Bw, piv, n, reverse=False), n, lower=True, unit=True)
