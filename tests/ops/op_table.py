@@ -28,33 +28,12 @@ def xfail(op: str | None, reason: str, dtypes: tuple[str, ...] | None = ALL) -> 
 
 _COMPLEX = ("complex inputs the harness cannot build in its dtypes (istft: complex64 only; complex windows need "
             "complex index_put), or eigen-decompositions with complex results (no ONNX eigensolver)")
-_LINALG = "decomposition/solver with no ONNX op (LAPACK-style factorization); not translated"
 _DATA_DEPENDENT = "torch.export cannot capture it: output shape or control flow depends on values"
+
 EXPECTATIONS: tuple[Expect, ...] = (
     # -- complex numbers ------------------------------------------------------------------------
     *(skip(op, _COMPLEX) for op in ("istft", "linalg.eig", "linalg.eigvals")),
     xfail("angle", "onnxruntime 1.31 CPU has no bfloat16 kernel for Less (angle of a real tensor)", ("bfloat16",)),
-    # -- LAPACK-style linear algebra ---------------------------------------------------------
-    *(skip(op, _LINALG) for op in (
-        "cholesky", "cholesky_inverse", "cholesky_solve", "geqrf", "inverse", "linalg.cholesky",
-        "linalg.cholesky_ex", "linalg.cond", "linalg.det", "linalg.det.singular", "linalg.eigh",
-        "linalg.eigvalsh", "linalg.householder_product", "linalg.inv", "linalg.inv_ex",
-        "linalg.ldl_factor", "linalg.ldl_factor_ex", "linalg.ldl_solve", "linalg.lu", "linalg.lu_factor",
-        "linalg.lu_factor_ex", "linalg.lu_solve", "linalg.matrix_norm", "linalg.matrix_power",
-        "linalg.matrix_rank", "linalg.matrix_rank.hermitian", "linalg.norm", "linalg.norm.subgradients_at_zero",
-        "linalg.pinv", "linalg.pinv.hermitian", "linalg.pinv.singular", "linalg.qr", "linalg.slogdet",
-        "linalg.solve", "linalg.solve_ex", "linalg.solve_triangular", "linalg.svd", "linalg.svdvals",
-        "linalg.tensorinv", "linalg.tensorsolve", "logdet", "lu", "lu_solve", "lu_unpack", "matrix_exp",
-        "nuclear_norm", "ormqr", "pca_lowrank", "pinverse", "qr", "svd", "svd_lowrank", "triangular_solve",
-        "det", "linalg.lstsq", "linalg.lstsq.grad_oriented",
-    )),
-    # -- capture limits (torch.export) -------------------------------------------------------
-    *(skip(op, _DATA_DEPENDENT) for op in (
-        "combinations", "corrcoef", "cov", "nn.functional.ctc_loss", "take", "tensor_split", "narrow",
-        "unique", "unique_consecutive", "allclose", "equal", "item", "nonzero_static",
-        "bincount", "histc", "histogram", "histogramdd", "to_sparse", "sparse.sampled_addmm",
-        "sparse.mm.reduce",
-    )),
 )
 
 # Representative cases run in CI (not marked slow): one or two per op family, float32 and one
