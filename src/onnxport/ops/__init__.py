@@ -30,6 +30,7 @@ FAMILIES = (
     "shape",
     "sort",
     "special",
+    "spectral",
     "symbolic",
     "unsupported",
 )
