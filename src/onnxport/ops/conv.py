@@ -43,7 +43,18 @@ def aten_conv(
     groups: int = 1,
 ) -> ir.Value:
     """conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor"""
+    work = _CONV_WORK.get(input.dtype)
+    if work is not None:  # as in aten_convolution
+        args = [None if v is None else ctx.op.Cast(v, to=work) for v in (input, weight, bias)]
+        out = _conv(ctx, args[0], args[1], args[2], stride, padding, dilation, groups)  # type: ignore[arg-type]
+        return ctx.op.Cast(out, to=input.dtype)
     return _conv(ctx, input, weight, bias, stride, padding, dilation, groups)
+
+
+# onnxruntime's Conv/ConvTranspose CPU kernels are float (and float16 for Conv): others convolve in
+# float and cast back, exact for integers while every partial sum stays below 2**24.
+_CONV_WORK = {ir.DataType.FLOAT16: ir.DataType.FLOAT, ir.DataType.BFLOAT16: ir.DataType.FLOAT,
+              ir.DataType.INT64: ir.DataType.FLOAT, ir.DataType.INT32: ir.DataType.FLOAT}
 
 
 @translates(aten.convolution.default)
@@ -52,7 +63,19 @@ def aten_convolution(
     padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
     groups: int,
 ) -> ir.Value:
-    """convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"""
+    """convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor
+
+    Half types and integers convolve in float (``_CONV_WORK``) and are cast back.
+    """
+    work = _CONV_WORK.get(input.dtype)
+    if work is not None:
+        args = [None if v is None else ctx.op.Cast(v, to=work) for v in (input, weight, bias)]
+        for cast, orig in zip(args, (input, weight, bias)):
+            if cast is not None and orig is not None:
+                cast.shape = orig.shape
+        out = aten_convolution(ctx, args[0], args[1], args[2], stride, padding, dilation, transposed,  # type: ignore[arg-type]
+                               output_padding, groups)
+        return ctx.op.Cast(out, to=input.dtype)
     if not transposed:
         return _conv(ctx, input, weight, bias, stride, padding, dilation, groups)
     n = rank(weight) - 2
