@@ -1,0 +1,155 @@
+"""Matrix factorizations and triangular solves (onnxport.ops.factorization) against eager torch.linalg."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+import onnxport
+from onnxport.errors import UnsupportedOpError
+
+pytestmark = pytest.mark.filterwarnings("ignore:torch.(cholesky|triangular_solve) is deprecated")
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn: Any) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> Any:
+        return self.fn(*args)
+
+
+class Fn1(Fn):
+    """One named input ``x`` (for dynamic_shapes)."""
+
+    def forward(self, x: torch.Tensor) -> Any:
+        return self.fn(x)
+
+
+def _check(fn: Any, *args: torch.Tensor, dynamic_shapes: Any = None, others: tuple = (),
+           atol: float = 2e-5, rtol: float = 2e-4) -> None:
+    model = Fn1(fn) if dynamic_shapes is not None else Fn(fn)
+    program = onnxport.export(model, args, dynamic_shapes=dynamic_shapes)
+    for inputs in (args, *others):
+        expected = model(*inputs)
+        expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+        actual = program(*inputs)
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert a.dtype == e.dtype and a.shape == e.shape, (a.dtype, e.dtype, a.shape, e.shape)
+            torch.testing.assert_close(a, e, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def _spd(*shape: int) -> torch.Tensor:
+    a = torch.randn(*shape)
+    return a @ a.mT + shape[-1] * torch.eye(shape[-1])
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_batched_upper_and_lower(upper: bool) -> None:
+    torch.manual_seed(0)
+    A = _spd(2, 3, 5, 5)
+    _check(lambda a: (torch.linalg.cholesky(a, upper=upper), torch.cholesky(a, upper=upper)), A)
+    L = torch.linalg.cholesky(A, upper=upper)
+    B = torch.randn(3, 5, 2)  # batch broadcast against L's
+    _check(lambda b, f: torch.cholesky_solve(b, f, upper=upper), B, L)
+    _check(lambda f: torch.cholesky_inverse(f, upper=upper), L[0, 0])
+
+
+def test_cholesky_ex_info_is_the_first_failing_minor() -> None:
+    A = torch.stack([
+        torch.tensor([[4.0, 2, 2, 1], [2, 1, 3, 1], [2, 3, 9, 1], [1, 1, 1, 8]]),  # fails at minor 2
+        torch.tensor([[4.0, 2, 2, 1], [2, -1, 3, 1], [2, 3, 9, 1], [1, 1, 1, 8]]),  # fails at minor 2
+        _spd(4, 4),
+    ])
+    for upper in (False, True):
+        model = Fn(lambda a, upper=upper: torch.linalg.cholesky_ex(a, upper=upper))
+        L, info = onnxport.export(model, (A,))(A)
+        L_ref, info_ref = model(A)
+        assert info.dtype == torch.int32 and info.tolist() == info_ref.tolist() == [2, 2, 0]
+        torch.testing.assert_close(L, L_ref)  # LAPACK's partial factor on failure, as eager
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("unit", [True, False])
+def test_solve_triangular_variants(left: bool, upper: bool, unit: bool) -> None:
+    torch.manual_seed(1)
+    A = torch.randn(2, 4, 4) + 4 * torch.eye(4)  # the other triangle is garbage: must be ignored
+    B = torch.randn(4, 3) if left else torch.randn(3, 4)
+    _check(lambda a, b: torch.linalg.solve_triangular(a, b, upper=upper, left=left, unitriangular=unit), A, B)
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_triangular_solve_transpose(transpose: bool) -> None:
+    torch.manual_seed(2)
+    A = torch.randn(2, 5, 5) + 5 * torch.eye(5)
+    _check(lambda b, a: torch.triangular_solve(b, a, upper=False, transpose=transpose), torch.randn(2, 5, 3), A)
+
+
+def test_lu_factor_pivots_info_and_singular() -> None:
+    torch.manual_seed(3)
+    A = torch.stack([
+        torch.tensor([[0.0, 0, 1], [0, 0, 2], [1, 2, 3]]),  # zero pivot at step 2, eager: info 2
+        torch.tensor([[1.0, 2, 3], [2, 4, 6], [1, 1, 1]]),  # info 3
+        torch.randn(3, 3),
+    ])
+    model = Fn(torch.linalg.lu_factor_ex)
+    LU, piv, info = onnxport.export(model, (A,))(A)
+    LU_ref, piv_ref, info_ref = model(A)
+    assert piv.dtype == torch.int32 and piv.tolist() == piv_ref.tolist()
+    assert info.tolist() == info_ref.tolist() == [2, 3, 0]
+    torch.testing.assert_close(LU, LU_ref)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 5), (2, 5, 3)])
+def test_lu_and_unpack_rectangular(shape: tuple[int, ...]) -> None:
+    torch.manual_seed(4)
+    A = torch.randn(*shape)
+    _check(torch.linalg.lu, A)
+    _check(lambda a: torch.linalg.lu_factor(a), A)
+    LU, piv = torch.linalg.lu_factor(A)
+    _check(torch.lu_unpack, LU, piv)
+
+
+@pytest.mark.parametrize(("left", "adjoint"), [(True, False), (True, True), (False, False), (False, True)])
+def test_lu_solve_left_adjoint(left: bool, adjoint: bool) -> None:
+    torch.manual_seed(5)
+    LU, piv = torch.linalg.lu_factor(torch.randn(2, 4, 4))
+    B = torch.randn(2, 4, 3) if left else torch.randn(2, 3, 4)
+    _check(lambda lu, p, b: torch.linalg.lu_solve(lu, p, b, left=left, adjoint=adjoint), LU, piv, B)
+
+
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 5), (4, 4)])
+def test_qr_modes_match_lapack_signs(mode: str, shape: tuple[int, ...]) -> None:
+    torch.manual_seed(6)
+    A = torch.randn(*shape)
+    _check(lambda a: torch.linalg.qr(a, mode=mode), A)
+
+
+def test_geqrf_and_householder_product() -> None:
+    torch.manual_seed(7)
+    A = torch.randn(2, 6, 4)
+    _check(torch.geqrf, A)
+    a, tau = torch.geqrf(A)
+    _check(torch.linalg.householder_product, a, tau)
+    _check(torch.linalg.householder_product, a, tau[..., :2])
+    # a zero column below the diagonal: τ = 0, as LAPACK larfg
+    _check(torch.geqrf, torch.tensor([[2.0, 1], [0, 3], [0, 1]]))
+
+
+def test_dynamic_batch_static_n() -> None:
+    batch = torch.export.Dim("batch")
+    A = _spd(3, 4, 4)
+    _check(torch.linalg.cholesky, A, dynamic_shapes={"x": {0: batch}}, others=((_spd(5, 4, 4),),))
+
+
+@pytest.mark.parametrize("fn", [torch.linalg.cholesky, torch.linalg.lu_factor, torch.linalg.qr])
+def test_dynamic_n_is_refused(fn: Any) -> None:
+    n = torch.export.Dim("n", min=2, max=8)
+    with pytest.raises(UnsupportedOpError, match="dynamic size"):
+        onnxport.export(Fn1(fn), (_spd(4, 4),), dynamic_shapes={"x": {0: n, 1: n}})
