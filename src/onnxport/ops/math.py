@@ -181,6 +181,10 @@ def aten_var_mean(
     ctx: Ctx, self: ir.Value, dim: Sequence[int] | None = None, *, correction: float | None = None, keepdim: bool = False,
 ) -> tuple[ir.Value, ir.Value]:
     """var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
+    if self.dtype == ir.DataType.BFLOAT16:  # no onnxruntime bfloat16 reductions: in float
+        var, mean = aten_var_mean(ctx, ctx.op.Cast(self, to=ir.DataType.FLOAT), dim, correction=correction,
+                                  keepdim=keepdim)
+        return ctx.op.Cast(var, to=self.dtype), ctx.op.Cast(mean, to=self.dtype)
     var = aten_var(ctx, self, dim, correction=correction, keepdim=keepdim)
     if rank(self) == 0:
         return var, ctx.op.Identity(self)

@@ -139,8 +139,11 @@ def aten_var(ctx: Ctx, self: ir.Value, dim: Sequence[int] | None = None, *, corr
     """var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor
 
     Σ(x − mean)² / max(N − correction, 0), correction defaulting to 1 (PyTorch docs, torch.var):
-    NaN for an empty reduction or N ≤ correction, as in torch.
+    NaN for an empty reduction or N ≤ correction, as in torch. bfloat16 computes in float.
     """
+    if self.dtype == ir.DataType.BFLOAT16:
+        out = aten_var(ctx, ctx.op.Cast(self, to=ir.DataType.FLOAT), dim, correction=correction, keepdim=keepdim)
+        return ctx.op.Cast(out, to=self.dtype)
     correction = 1 if correction is None else correction
     axes = _axes(ctx, self, dim)
     mean = ctx.op.ReduceMean(self, axes, keepdims=1)
