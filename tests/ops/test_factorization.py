@@ -153,3 +153,14 @@ def test_dynamic_n_is_refused(fn: Any) -> None:
     n = torch.export.Dim("n", min=2, max=8)
     with pytest.raises(UnsupportedOpError, match="dynamic size"):
         onnxport.export(Fn1(fn), (_spd(4, 4),), dynamic_shapes={"x": {0: n, 1: n}})
+
+
+def test_ldl_solve_with_1x1_and_2x2_bunch_kaufman_blocks() -> None:
+    torch.manual_seed(8)
+    A = torch.randn(16, 6, 6)
+    A = A + A.mT
+    A[:4] = torch.tensor([[0.0, 1], [1, 0]]).repeat(3, 3) + 0.01 * A[:4]  # forces 2×2 pivots
+    LD, piv = torch.linalg.ldl_factor(A)
+    assert bool((piv < 0).any()) and bool((piv > 0).any())
+    _check(torch.linalg.ldl_solve, LD, piv, torch.randn(16, 6, 3))
+    _check(torch.linalg.ldl_solve, LD[:2], piv[:2], torch.randn(6, 2))  # B broadcast over the batch

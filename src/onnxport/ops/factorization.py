@@ -564,3 +564,98 @@ def aten_linalg_householder_product(ctx: Ctx, input: ir.Value, tau: ir.Value) ->
     taus = [ctx.op.Unsqueeze(ctx.op.Gather(t, ctx.const([j]), axis=-1), ctx.const([-1])) for j in range(k)]
     Q = _householder_product(ctx, _f64(ctx, input), taus, m, n, r)
     return _back(ctx, Q, input.dtype)
+
+
+# -- LDLᵀ -------------------------------------------------------------------------------------
+
+@translates(aten.linalg_ldl_solve.default)
+def aten_linalg_ldl_solve(
+    ctx: Ctx, LD: ir.Value, pivots: ir.Value, B: ir.Value, *, hermitian: bool = False,
+) -> ir.Value:
+    """linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor
+
+    X with A X = B given sytrf's compact A = L D Lᵀ (lower) and Bunch-Kaufman pivots
+    (torch.linalg.ldl_solve docs; LAPACK sytrs, uplo='L'): pivots[k] > 0 is a 1×1 block with rows
+    k and pivots[k] exchanged, a negative pair pivots[k] = pivots[k+1] = -p a 2×2 block with rows
+    k+1 and p exchanged. The block structure is data, so every step computes both block kinds and
+    each batch element keeps its own (Where on per-batch masks); batches broadcast.
+    """
+    n = _square_n(ctx, LD, "ldl_solve")
+    r = max(rank(LD), rank(B))
+    F, X = _broadcast_pair(ctx, _f64(ctx, LD), _f64(ctx, B), n)
+    if n == 0 or B.shape[-1] == 0:
+        return _back(ctx, X, B.dtype)
+    piv = ctx.op.Cast(ctx.op.Expand(pivots, ctx.op.Concat(_batch(ctx, F), ctx.const([n]), axis=0)), to=_I64)
+    rows, rows_col = ctx.const(list(range(n))), _rows_col(ctx, n)
+    zero = ctx.const(0.0, _F64)
+
+    def at(j: int) -> ir.Value:  # pivots[..., j] as (..., 1)
+        return ctx.op.Gather(piv, ctx.const([j]), axis=-1)
+
+    def mask3(flag: ir.Value) -> ir.Value:  # (..., 1) → (..., 1, 1) for a matrix-wide Where
+        return ctx.op.Unsqueeze(flag, ctx.const([-1]))
+
+    def below(j: int) -> ir.Value:  # column j of L strictly below row j, (..., n, 1)
+        return ctx.op.Where(ctx.op.Greater(rows_col, ctx.const(j)), _col(ctx, F, j), zero)
+
+    def set_row(M: ir.Value, j: int, row: ir.Value) -> ir.Value:
+        return ctx.op.Where(ctx.op.Equal(rows_col, ctx.const(j)), row, M)
+
+    def swapped(M: ir.Value, j: int, p: ir.Value) -> ir.Value:
+        return _gather_rows(ctx, M, _swap_index(ctx, rows, j, p))
+
+    # Block structure: one[k] (1×1), start[k] (first of a 2×2), second[k] (second of a 2×2).
+    one, start, second = [], [], []
+    prev_start = None
+    for k in range(n):
+        neg = ctx.op.Less(at(k), ctx.const(0))
+        one.append(ctx.op.Not(neg))
+        second.append(prev_start)
+        prev_start = neg if prev_start is None else ctx.op.And(neg, ctx.op.Not(prev_start))
+        start.append(prev_start)
+
+    # L D Y = Pᵀ B, forward.
+    for k in range(n):
+        p1 = ctx.op.Where(one[k], ctx.op.Sub(at(k), ctx.const(1)), ctx.const(k))
+        X1 = swapped(X, k, p1)
+        xk = _row(ctx, X1, k)
+        X1 = ctx.op.Sub(X1, ctx.op.Mul(below(k), xk))
+        X1 = set_row(X1, k, ctx.op.Div(xk, _entry(ctx, F, k, k)))
+        new = X1
+        if k < n - 1:
+            p2 = ctx.op.Where(start[k], ctx.op.Sub(ctx.op.Neg(at(k)), ctx.const(1)), ctx.const(k + 1))
+            X2 = swapped(X, k + 1, p2)
+            xa, xb = _row(ctx, X2, k), _row(ctx, X2, k + 1)
+            lower2 = ctx.op.Greater(rows_col, ctx.const(k + 1))
+            upd = ctx.op.Add(ctx.op.Mul(_col(ctx, F, k), xa), ctx.op.Mul(_col(ctx, F, k + 1), xb))
+            X2 = ctx.op.Sub(X2, ctx.op.Where(lower2, upd, zero))
+            d21 = _entry(ctx, F, k + 1, k)
+            d11 = ctx.op.Div(_entry(ctx, F, k, k), d21)
+            d22 = ctx.op.Div(_entry(ctx, F, k + 1, k + 1), d21)
+            denom = ctx.op.Sub(ctx.op.Mul(d11, d22), ctx.const(1.0, _F64))
+            ba, bb = ctx.op.Div(xa, d21), ctx.op.Div(xb, d21)
+            X2 = set_row(X2, k, ctx.op.Div(ctx.op.Sub(ctx.op.Mul(d22, ba), bb), denom))
+            X2 = set_row(X2, k + 1, ctx.op.Div(ctx.op.Sub(ctx.op.Mul(d11, bb), ba), denom))
+            new = ctx.op.Where(mask3(start[k]), X2, new)
+        X = new if k == 0 else ctx.op.Where(mask3(ctx.op.Or(one[k], start[k])), new, X)
+
+    # Lᵀ Pᵀ X = Y, backward.
+    for k in reversed(range(n)):
+        tail = ctx.op.MatMul(_mT(ctx, below(k), r), X)  # Σ_{i>k} L[i,k] X[i]
+        X1 = set_row(X, k, ctx.op.Sub(_row(ctx, X, k), tail))
+        p1 = ctx.op.Where(one[k], ctx.op.Sub(at(k), ctx.const(1)), ctx.const(k))
+        new = swapped(X1, k, p1)
+        if k > 0:
+            tail_prev = ctx.op.MatMul(_mT(ctx, _below_from(ctx, F, rows_col, k - 1, k), r), X)
+            X2 = set_row(X1, k - 1, ctx.op.Sub(_row(ctx, X, k - 1), tail_prev))
+            p2 = ctx.op.Where(second[k], ctx.op.Sub(ctx.op.Neg(at(k)), ctx.const(1)), ctx.const(k))
+            new = ctx.op.Where(mask3(second[k]), swapped(X2, k, p2), new)
+            X = ctx.op.Where(mask3(ctx.op.Not(start[k])), new, X)
+        else:
+            X = ctx.op.Where(mask3(one[k]), new, X)
+    return _back(ctx, X, B.dtype)
+
+
+def _below_from(ctx: Ctx, F: ir.Value, rows_col: ir.Value, j: int, after: int) -> ir.Value:
+    """Column j of F at rows > ``after``, zero elsewhere: (..., n, 1)."""
+    return ctx.op.Where(ctx.op.Greater(rows_col, ctx.const(after)), _col(ctx, F, j), ctx.const(0.0, _F64))
