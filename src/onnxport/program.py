@@ -261,7 +261,8 @@ def _ortvalue_to_torch(value: Any) -> torch.Tensor:
         import ctypes
 
         n = int(np.prod(value.shape()))
-        bits = np.frombuffer((ctypes.c_int16 * n).from_address(value.data_ptr()), dtype=np.int16).copy()
+        buffer = memoryview((ctypes.c_int16 * n).from_address(value.data_ptr())).cast("B")
+        bits = np.frombuffer(buffer, dtype=np.int16).copy()
         return torch.from_numpy(bits.reshape(value.shape())).view(torch.bfloat16)
     return torch.from_numpy(np.asarray(value.numpy()))
 

@@ -198,7 +198,7 @@ class Ctx:
         out = self.op.Constant(value=tensor)
         out.const_value = tensor
         out.dtype = tensor.dtype
-        out.shape = ir.Shape(tensor.shape)
+        out.shape = ir.Shape(tensor.shape.numpy())
         if key is not None:
             self._const_cache[key] = out
         return out

@@ -169,7 +169,7 @@ def stamp_metadata(nodes: list[ir.Node], fx_node: torch.fx.Node) -> None:
     props = {
         KEY_NAMESPACE: "/".join([*classes, f"{fx_node.name}: {target}"]),
         KEY_CLASS_HIERARCHY: repr([*classes, target]),
-        KEY_FX_NODE: fx_node.format_node(),
+        KEY_FX_NODE: fx_node.format_node() or fx_node.name,
         KEY_NAME_SCOPES: repr([*scopes, fx_node.name]),
     }
     trace = fx_node.meta.get("stack_trace")
