@@ -233,3 +233,21 @@ def test_as_strided_outside_the_input_is_unsupported() -> None:
     x = torch.randn(20)[5:15]
     with pytest.raises(onnxport.UnsupportedOpError, match="outside the input"):
         onnxport.export(Fn(lambda t: torch.as_strided(t, (2, 2), (1, 2), 0)), (x,))
+
+
+# -- dtypes without onnxruntime kernels (computed in float, cast back) --------------------------
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bfloat16])
+def test_convolutions_of_integers_and_bfloat16(dtype: torch.dtype) -> None:
+    x, w = torch.randint(-3, 4, (1, 2, 5, 5)).to(dtype), torch.randint(-3, 4, (2, 3, 3, 3)).to(dtype)
+    _check(lambda a, c: F.conv_transpose2d(a, c, stride=2), x, w, rtol=0, atol=0)
+    _check(lambda a, c: F.conv2d(a, c.transpose(0, 1)), x, w, rtol=0, atol=0)
+
+
+def test_bfloat16_expand_repeat_masked_select_var() -> None:
+    x = torch.randn(3, 1).bfloat16()
+    _check(lambda t: t.expand(3, 4), x, rtol=0, atol=0)
+    _check(lambda t: t.repeat(2, 3), x, rtol=0, atol=0)
+    _check(lambda t: torch.zeros_like(t) + t, x, rtol=0, atol=0)
+    _check(lambda t: torch.masked_select(t, t > 0), x, rtol=0, atol=0)
+    _check(lambda t: torch.var_mean(t, 0), torch.randn(5, 3).bfloat16(), rtol=1.6e-2, atol=1e-2)
