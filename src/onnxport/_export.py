@@ -124,6 +124,7 @@ def export(
     registry: Registry | None = None,
     custom_translations: Any = None,
     modules_as_functions: Any = None,
+    half_precision_compute: str | None = "float32",
     verbose: bool | None = None,
 ) -> ONNXProgram:
     """Export a PyTorch model to ONNX; parameters mean what they mean in ``torch.onnx.export``.
@@ -157,6 +158,11 @@ def export(
         modules_as_functions: Module types (classes, or class names such as
             ``"LlamaDecoderLayer"``) whose instances become calls to ONNX local functions, one
             function per distinct body, shared by identical blocks.
+        half_precision_compute: ``"float32"`` (default): every bfloat16/float16 node that
+            onnxruntime's CPU provider has no kernel for in that dtype (most bfloat16 compute ops:
+            Add, MatMul, Softmax, ReduceSum, Where, ...; a few float16 ones) runs in float32 between
+            Casts, rounding its result once as eager does; nodes with a kernel stay as they are.
+            ``None``: leave every node in its dtype, for runtimes with native half kernels.
         verbose: Accepted for torch.onnx compatibility; progress goes to the CLI instead.
 
     Returns:
@@ -178,7 +184,8 @@ def export(
     try:
         program = _export(model, args, kwargs, status, (dynamic_shapes, dynamic_axes, dynamic), input_names,
                           output_names, opset_version, optimize, verify,
-                          registry_for_export(registry, custom_translations), modules_as_functions)
+                          registry_for_export(registry, custom_translations), modules_as_functions,
+                          half_precision_compute)
         if f is not None:
             with status.step("save"):
                 program.save(f, include_initializers=export_params, external_data=external_data)
@@ -203,7 +210,12 @@ def _export(
     verify: bool,
     registry: Registry,
     modules_as_functions: Any = None,
+    half_precision_compute: str | None = "float32",
 ) -> ONNXProgram:
+    if half_precision_compute not in ("float32", None):
+        raise InputError(
+            f"half_precision_compute must be 'float32' or None, got {half_precision_compute!r}."
+        )
     opset = check_opset(opset_version)
     target_opset = max(opset, MIN_OPSET)
     dynamic_shapes, dynamic_axes, dynamic = dynamic_spec
@@ -262,6 +274,11 @@ def _export(
         model_ir = ir.Model(graph, ir_version=_ir_version(target_opset), producer_name="onnxport",
                             producer_version=_version())
 
+    if half_precision_compute is not None:
+        from onnxport.passes.half_compute import HalfComputePass
+
+        with status.step("half-precision compute"):
+            HalfComputePass()(model_ir)
     if optimize:
         from onnxport.passes import optimize as run_passes
 
