@@ -303,8 +303,38 @@ def aten_linalg_svd(
         pad = ctx.op.Expand(ctx.const(0.0, work.dtype),
                             ctx.op.Concat(ctx.op.Shape(work, start=0, end=-1), ctx.const([1]), axis=0))
         work = ctx.op.Concat(work, pad, axis=-1)
+    work, _ = _one_sided_jacobi(ctx, work, size, r)
     rows_axis = ctx.const([r - 2])
-    zero, one, two = ctx.const(0.0, work.dtype), ctx.const(1.0, work.dtype), ctx.const(2.0, work.dtype)
+    norms = ctx.op.Sqrt(ctx.op.ReduceSum(ctx.op.Mul(work, work), rows_axis, keepdims=0))  # (..., size)
+    S, _ = ctx.op.TopK(norms, ctx.const([n]), axis=-1, largest=1, sorted=1, _outputs=2)
+    if S.dtype != A.dtype:
+        S = ctx.op.Cast(S, to=A.dtype)
+    return empty, S, empty
+
+
+def _jacobi_rotation(ctx: Ctx, app: ir.Value, aqq: ir.Value, apq: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(c, s) of the rotation J = [[c, s], [-s, c]] zeroing the off-diagonal of Jᵀ [[app, apq], [apq, aqq]] J
+    (Golub & Van Loan, Matrix Computations, 4th ed., §8.5.2, Algorithm 8.5.1 sym.schur2; the smaller
+    of the two angles). Elementwise; apq = 0 gives the identity."""
+    dtype = app.dtype
+    zero, one, two = ctx.const(0.0, dtype), ctx.const(1.0, dtype), ctx.const(2.0, dtype)
+    idle = ctx.op.Equal(apq, zero)
+    zeta = ctx.op.Div(ctx.op.Sub(aqq, app), ctx.op.Mul(two, ctx.op.Where(idle, one, apq)))
+    sign = ctx.op.Where(ctx.op.Less(zeta, zero), ctx.const(-1.0, dtype), one)
+    t = ctx.op.Div(sign, ctx.op.Add(ctx.op.Abs(zeta), ctx.op.Sqrt(ctx.op.Add(one, ctx.op.Mul(zeta, zeta)))))
+    t = ctx.op.Where(idle, zero, t)
+    c = ctx.op.Div(one, ctx.op.Sqrt(ctx.op.Add(one, ctx.op.Mul(t, t))))
+    return c, ctx.op.Mul(c, t)
+
+
+def _one_sided_jacobi(
+    ctx: Ctx, work: ir.Value, size: int, r: int, V: ir.Value | None = None,
+) -> tuple[ir.Value, ir.Value | None]:
+    """JACOBI_SWEEPS sweeps of one-sided Jacobi (Hestenes 1958) on the ``size`` (even) columns of the
+    rank-``r`` ``work``: returns W = work·V with mutually orthogonal columns (their norms are the
+    singular values) and, when ``V`` is given, V times the same rotations (the right singular vectors
+    when V starts as the identity)."""
+    rows_axis = ctx.const([r - 2])
     for _ in range(JACOBI_SWEEPS):
         for p_idx, q_idx in _round_robin(size):
             ap = ctx.op.Gather(work, ctx.const(p_idx), axis=-1)  # (..., m, size/2)
@@ -312,21 +342,15 @@ def aten_linalg_svd(
             alpha = ctx.op.ReduceSum(ctx.op.Mul(ap, ap), rows_axis, keepdims=1)
             beta = ctx.op.ReduceSum(ctx.op.Mul(aq, aq), rows_axis, keepdims=1)
             gamma = ctx.op.ReduceSum(ctx.op.Mul(ap, aq), rows_axis, keepdims=1)
-            # The rotation zeroing the pair's inner product (Golub & Van Loan §8.5.2, sym.schur2).
-            idle = ctx.op.Equal(gamma, zero)
-            zeta = ctx.op.Div(ctx.op.Sub(beta, alpha), ctx.op.Mul(two, ctx.op.Where(idle, one, gamma)))
-            sign = ctx.op.Where(ctx.op.Less(zeta, zero), ctx.const(-1.0, work.dtype), one)
-            t = ctx.op.Div(sign, ctx.op.Add(ctx.op.Abs(zeta), ctx.op.Sqrt(ctx.op.Add(one, ctx.op.Mul(zeta, zeta)))))
-            t = ctx.op.Where(idle, zero, t)
-            c = ctx.op.Div(one, ctx.op.Sqrt(ctx.op.Add(one, ctx.op.Mul(t, t))))
-            s = ctx.op.Mul(c, t)
-            new_p = ctx.op.Sub(ctx.op.Mul(c, ap), ctx.op.Mul(s, aq))
-            new_q = ctx.op.Add(ctx.op.Mul(s, ap), ctx.op.Mul(c, aq))
+            c, s = _jacobi_rotation(ctx, alpha, beta, gamma)
             order = p_idx + q_idx
-            inverse = [order.index(k) for k in range(size)]
-            work = ctx.op.Gather(ctx.op.Concat(new_p, new_q, axis=-1), ctx.const(inverse), axis=-1)
-    norms = ctx.op.Sqrt(ctx.op.ReduceSum(ctx.op.Mul(work, work), rows_axis, keepdims=0))  # (..., size)
-    S, _ = ctx.op.TopK(norms, ctx.const([n]), axis=-1, largest=1, sorted=1, _outputs=2)
-    if S.dtype != A.dtype:
-        S = ctx.op.Cast(S, to=A.dtype)
-    return empty, S, empty
+            inverse = ctx.const([order.index(k) for k in range(size)])
+            mats = [work] if V is None else [work, V]
+            for i, M in enumerate(mats):
+                mp = ap if i == 0 else ctx.op.Gather(M, ctx.const(p_idx), axis=-1)
+                mq = aq if i == 0 else ctx.op.Gather(M, ctx.const(q_idx), axis=-1)
+                new_p = ctx.op.Sub(ctx.op.Mul(c, mp), ctx.op.Mul(s, mq))
+                new_q = ctx.op.Add(ctx.op.Mul(s, mp), ctx.op.Mul(c, mq))
+                mats[i] = ctx.op.Gather(ctx.op.Concat(new_p, new_q, axis=-1), inverse, axis=-1)
+            work, V = mats[0], (mats[1] if V is not None else None)
+    return work, V
