@@ -8,7 +8,7 @@ import onnx_ir as ir
 import torch
 
 from onnxport.ops.shape import rank
-from onnxport.translate.context import Ctx
+from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
@@ -236,9 +236,23 @@ def aten_native_batch_norm_legit_no_stats(
     ctx: Ctx, input: ir.Value, weight: ir.Value | None, bias: ir.Value | None, training: bool,
     momentum: float, eps: float,
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
-    normed, mean, rstd = _batch_stats(ctx, input, float(eps))
-    return _channel_affine(ctx, normed, weight, bias, rank(input)), mean, rstd
+    """_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)
+
+    Half-precision inputs take their statistics in float (as torch's CPU kernel accumulates) and
+    are rounded once at the end.
+    """
+    half = input.dtype in (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+    x = ctx.op.Cast(input, to=ir.DataType.FLOAT) if half else input
+    normed, mean, rstd = _batch_stats(ctx, x, float(eps))
+    if half:
+        weight, bias = (None if v is None else ctx.op.Cast(v, to=ir.DataType.FLOAT) for v in (weight, bias))
+    out = _channel_affine(ctx, normed, weight, bias, rank(input))
+    if not half:
+        return out, mean, rstd
+    vals = ctx.val()
+    out_types = [ir_dtype(v.dtype) for v in vals[:3]] if isinstance(vals, (tuple, list)) else [input.dtype] * 3
+    return tuple(v if t == ir.DataType.FLOAT else ctx.op.Cast(v, to=t)  # type: ignore[return-value]
+                 for v, t in zip((out, mean, rstd), out_types))
 
 
 @translates(aten.instance_norm.default)
