@@ -51,7 +51,8 @@ _REFUSED_WITH_ATTRIBUTE = {
     "ScatterND": ("reduction", "none"),
 }
 # Never rewritten: data, and nodes whose types come from their subgraphs.
-METADATA_KEY = "pkg.onnxport.half_compute"  # on rewritten nodes: the dtype they compute in
+# On rewritten nodes: "float32", the dtype they compute in; on the Casts the pass adds: "cast".
+METADATA_KEY = "pkg.onnxport.half_compute"
 _SKIPPED = frozenset({"Constant", "If", "Loop", "Scan", "SequenceMap"})
 
 
@@ -243,6 +244,7 @@ class HalfComputePass(ir.passes.InPlacePass):
                     num_outputs=1,
                 )
                 cast_node.metadata_props.update(node.metadata_props)
+                cast_node.metadata_props[METADATA_KEY] = "cast"
                 cast = cast_node.outputs[0]
                 cast.name = self._fresh(f"{value.name or label}_to_float")
                 cast.type, cast.shape = ir.TensorType(ir.DataType.FLOAT), value.shape
@@ -275,6 +277,7 @@ class HalfComputePass(ir.passes.InPlacePass):
             num_outputs=1,
         )
         back.metadata_props.update(node.metadata_props)
+        back.metadata_props[METADATA_KEY] = "cast"
         out = back.outputs[0]
         out.type, out.shape = ir.TensorType(dtype), value.shape
         out.metadata_props.update(value.metadata_props)
