@@ -176,3 +176,20 @@ def test_none_output_is_left_out_as_in_eager_tensor_leaves() -> None:
     first, second = program(x)
     torch.testing.assert_close(first, x + 1)
     torch.testing.assert_close(second, x * 2)
+
+
+def test_constant_output_named_after_its_fx_node_keeps_the_name() -> None:
+    class WithReserve(torch.nn.Module):  # aten._batch_norm_with_update returns an empty uint8 "reserve" constant
+        def forward(self, x: torch.Tensor, mean: torch.Tensor, var: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            w, b = torch.ones(3), torch.zeros(3)
+            return torch.ops.aten._batch_norm_with_update.default(x, w, b, mean, var, momentum=0.5, eps=1e-5)
+
+    x, mean, var = torch.randn(4, 3, 2), torch.zeros(3), torch.ones(3)
+    expected = WithReserve()(x, mean.clone(), var.clone())
+    program = onnxport.export(WithReserve(), (x, mean.clone(), var.clone()), optimize=False)
+    names = [v.name for v in program.model.graph.outputs]
+    assert len(names) == 4 == len(set(names))
+    actual = program(x, mean.clone(), var.clone())
+    assert actual[3].dtype == torch.uint8 and actual[3].shape == (0,)
+    for e, a in zip(expected[:3], actual[:3]):
+        torch.testing.assert_close(a, e)

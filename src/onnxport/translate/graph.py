@@ -334,6 +334,8 @@ class GraphTranslator:
                 inner = value
                 value = child.ctx.op.Identity(inner)
                 value.dtype, value.shape = inner.dtype, inner.shape
+            if inner.name == name and inner.producer() is not None and not inner.is_graph_output():
+                inner.name = f"{name}_value"  # a constant named after the FX node: the output keeps the name
             seen.add(id(value))
             graph.outputs.append(value)
         stamp_metadata(child.ctx.op.take_nodes(), next(iter(module.graph.nodes)))
@@ -386,6 +388,8 @@ class GraphTranslator:
             value = self.ctx.op.Identity(inner)
             stamp_metadata(self.ctx.op.take_nodes(), source)
             value.dtype, value.shape = inner.dtype, inner.shape
+            if inner.name == name and inner.producer() is not None and not inner.is_graph_output():
+                inner.name = f"{name}_value"  # a constant named after the FX node: the output keeps the name
             # An output returning an input (or repeating an output) cannot share its name.
             taken = {v.name for v in (*self.graph.inputs, *self.graph.outputs)} | set(self.graph.initializers)
             while name in taken:
