@@ -4,7 +4,7 @@
     python bench/half_compute_opinfo.py --dtype bfloat16 --mode off --out /tmp/hc_bf16_off.json
 
 150 OpInfos evenly spaced over ``oi.iter_cases(None, [dtype])`` (sorted by name), 2 samples each,
-``optimize=True``. ``--mode off`` exports with ``half_precision_compute=None``.
+``optimize=True``. ``--mode off`` exports with ``half_precision_compute=None``; ``--n 0``: every OpInfo.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from onnxport.testing import opinfo as oi
 
 def chosen(dtype: torch.dtype, n: int) -> list[str]:
     names = [name for name, _ in oi.iter_cases(None, [torch.bfloat16])]
+    if n >= len(names):
+        return [name for name, _ in oi.iter_cases(names, [dtype])]
     step = len(names) / n
     picked = [names[int(i * step)] for i in range(n)]
     supported = {name for name, _ in oi.iter_cases(picked, [dtype])}
@@ -44,7 +46,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     rows = []
     start = time.time()
-    for name in chosen(dtype, a.n):
+    for name in chosen(dtype, a.n or 10**9):
         info = oi.op_db()[name]
         for i, sample in enumerate(oi.samples(info, dtype, 2)):
             r = oi.run_sample(info, sample, optimize=True)

@@ -50,9 +50,9 @@ _REFUSED_WITH_ATTRIBUTE = {
     "ScatterElements": ("reduction", "none"),
     "ScatterND": ("reduction", "none"),
 }
-# Never rewritten: data, and nodes whose types come from their subgraphs.
 # On rewritten nodes: "float32", the dtype they compute in; on the Casts the pass adds: "cast".
 METADATA_KEY = "pkg.onnxport.half_compute"
+# Never rewritten: data, and nodes whose types come from their subgraphs.
 _SKIPPED = frozenset({"Constant", "If", "Loop", "Scan", "SequenceMap"})
 
 
@@ -266,6 +266,9 @@ class HalfComputePass(ir.passes.InPlacePass):
         self, graph: ir.Graph, node: ir.Node, value: ir.Value, dtype: ir.DataType
     ) -> None:
         uses = list(value.uses())
+        if not uses and id(value) not in self._graph_outputs:  # an unused output stays float
+            value.type = ir.TensorType(ir.DataType.FLOAT)
+            return
         name = value.name
         value.name = self._fresh(f"{name or node.name}_float")
         back = ir.Node(
