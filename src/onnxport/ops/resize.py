@@ -232,6 +232,36 @@ def aten_grid_sampler_2d_20(
                              align_corners=int(align_corners))
 
 
+@translates(aten.grid_sampler_3d.default)
+def aten_grid_sampler_3d(
+    ctx: Ctx, input: ir.Value, grid: ir.Value, interpolation_mode: int, padding_mode: int, align_corners: bool,
+) -> ir.Value:
+    """grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor
+
+    Below opset 20 GridSample is 2-D only (ONNX spec, GridSample-16: 4-D input), so refused.
+    """
+    ctx.unsupported(f"grid_sampler_3d (5-D grid_sample) at opset {ctx.opset}: ONNX GridSample takes N-D "
+                    "inputs only from opset 20; export with opset_version >= 20")
+
+
+@translates(aten.grid_sampler_3d.default, since=20)
+def aten_grid_sampler_3d_20(
+    ctx: Ctx, input: ir.Value, grid: ir.Value, interpolation_mode: int, padding_mode: int, align_corners: bool,
+) -> ir.Value:
+    """grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor
+
+    GridSample-20 on (N, C, D, H, W) with a (N, D', H', W', 3) grid of (x, y, z) (ONNX spec,
+    GridSample-20; torch.nn.functional.grid_sample docs). torch's "bilinear" on 5-D is trilinear
+    = "linear"; "bicubic" is 2-D only in torch as in ONNX ("cubic" supports 4-D input only).
+    """
+    if interpolation_mode not in (0, 1):
+        ctx.unsupported("grid_sampler_3d with bicubic interpolation: torch and ONNX GridSample-20 support "
+                        "cubic only for 4-D inputs")
+    mode = {0: "linear", 1: "nearest"}[interpolation_mode]
+    return ctx.op.GridSample(input, grid, mode=mode, padding_mode=_GRID_PADDING[padding_mode],
+                             align_corners=int(align_corners))
+
+
 # -- col2im, pixel shuffle --------------------------------------------------------------------
 
 @translates(aten.col2im.default)
