@@ -123,3 +123,21 @@ def test_constraint_violation_is_classified() -> None:
     with pytest.raises(Exception) as info:
         strategies._nonstrict(Slices(), (torch.randn(2, 8),), {}, {"x": {1: dim}})
     assert strategies.classify(info.value) == strategies.CONSTRAINT_VIOLATION
+
+
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [
+        ("guard on a value", lambda x, n: torch.tensor_split(x, n, dim=1)),  # sections from a tensor
+        ("fake tensor cannot tell", lambda x, n: torch.cov(x)),  # aten.cov checks norm_factor <= 0
+    ],
+)
+def test_data_dependent_failures_are_capture_errors_not_dynamic_shape_errors(name: str, fn: object) -> None:
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor, n: torch.Tensor) -> object:
+            return fn(x, n)  # type: ignore[operator]
+
+    with pytest.raises(onnxport.CaptureError) as info:  # no dynamic_shapes were given: nothing to "honour"
+        onnxport.export(Model(), (torch.randn(3, 6), torch.tensor(2)))
+    assert not isinstance(info.value, onnxport.DynamicShapesError)
+    assert info.value.cause == "data-dependent guard", name

@@ -320,9 +320,11 @@ def explain_violation(error: Exception, leaves: Sequence[tuple[str, AxisNames]])
     ``L['x'].size()[0]`` / ``inputs['x'].shape[0]`` become ``input 'x' axis 0 ("batch")``; torch's
     suggested fixes are kept. Any other capture error is returned unchanged.
     """
+    from onnxport.capture.strategies import CONSTRAINT_VIOLATION, classify
+
     cause = error.__cause__
     text = str(cause) if cause is not None else ""
-    if "Constraints violated" not in text and "specialized" not in text:
+    if cause is None or classify(cause) != CONSTRAINT_VIOLATION:  # e.g. a data-dependent guard
         return error
     names = {path: axes for path, axes in leaves}
 

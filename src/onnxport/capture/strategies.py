@@ -81,13 +81,14 @@ REAL_CAUSES = (DATA_DEPENDENT, UNSUPPORTED_CONSTRUCT, CONSTRAINT_VIOLATION)
 def classify(error: BaseException) -> str:
     """The kind of a capture failure: one of :data:`REAL_CAUSES`, or ``"error"``."""
     from torch._dynamo.exc import Unsupported, UserError
+    from torch._subclasses.fake_tensor import DataDependentOutputException
     from torch.fx.experimental.symbolic_shapes import (
         ConstraintViolationError,
         GuardOnDataDependentSymNode,
     )
 
     for e in _chain(error):
-        if isinstance(e, GuardOnDataDependentSymNode):
+        if isinstance(e, (GuardOnDataDependentSymNode, DataDependentOutputException)):
             return DATA_DEPENDENT
         if isinstance(e, ConstraintViolationError) or (
             isinstance(e, UserError) and "Constraints violated" in str(e)
