@@ -21,22 +21,13 @@ import onnx_ir as ir
 import torch
 
 from onnxport.ops.conv import _expand
-from onnxport.ops.shape import rank
+from onnxport.ops.shape import rank, static_dims
 from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
 
 _HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
-
-
-def _static_dims(ctx: Ctx, value: ir.Value, dims: slice, what: str) -> list[int]:
-    """The static sizes ``dims`` of ``value``, or refuse."""
-    assert value.shape is not None, f"value {value.name} has no shape"
-    sizes = list(value.shape)[dims]
-    if not all(isinstance(s, int) for s in sizes):
-        ctx.unsupported(f"{what} with dynamic sizes {[str(s) for s in sizes]}: the encoding needs static sizes")
-    return [int(s) for s in sizes]
 
 
 def _wanted(ctx: Ctx, output_mask: Sequence[bool]) -> list[bool]:
@@ -113,8 +104,8 @@ def aten_adaptive_avg_pool2d_backward(ctx: Ctx, grad_output: ir.Value, self: ir.
     P_hᵀ · G · P_w: two MatMuls with constant matrices.
     """
     _check_float(ctx, grad_output)
-    height, width = _static_dims(ctx, self, slice(-2, None), "_adaptive_avg_pool2d_backward")
-    out_h, out_w = _static_dims(ctx, grad_output, slice(-2, None), "_adaptive_avg_pool2d_backward")
+    height, width = static_dims(ctx, self, "_adaptive_avg_pool2d_backward", slice(-2, None))
+    out_h, out_w = static_dims(ctx, grad_output, "_adaptive_avg_pool2d_backward", slice(-2, None))
     return _separable_backward(ctx, grad_output, _adaptive_matrix(height, out_h), _adaptive_matrix(width, out_w))
 
 
@@ -133,8 +124,8 @@ def aten_avg_pool2d_backward(
     kernel = _expand(kernel_size, 2)
     strides = _expand(stride, 2) if stride else kernel  # torch: stride defaults to kernel_size
     pads = _expand(padding, 2)
-    height, width = _static_dims(ctx, self, slice(-2, None), "avg_pool2d_backward")
-    out_h, out_w = _static_dims(ctx, grad_output, slice(-2, None), "avg_pool2d_backward")
+    height, width = static_dims(ctx, self, "avg_pool2d_backward", slice(-2, None))
+    out_h, out_w = static_dims(ctx, grad_output, "avg_pool2d_backward", slice(-2, None))
     scale = None if divisor_override is None else 1.0 / divisor_override
     rows = _avg_matrix(height, out_h, kernel[0], strides[0], pads[0], count_include_pad, scale)
     cols = _avg_matrix(width, out_w, kernel[1], strides[1], pads[1], count_include_pad,
@@ -197,10 +188,10 @@ def aten_convolution_backward(
     strides, pads = _expand(stride, n), _expand(padding, n)
     dilations = _expand(dilation, n)  # output_padding is implied by the static sizes of input and grad_output
     groups = int(groups)
-    in_spatial = _static_dims(ctx, input, slice(2, None), "convolution_backward")
-    out_spatial = _static_dims(ctx, grad_output, slice(2, None), "convolution_backward")
-    kernel = _static_dims(ctx, weight, slice(2, None), "convolution_backward")
-    in_channels, out_channels = (_static_dims(ctx, v, slice(1, 2), "convolution_backward")[0]
+    in_spatial = static_dims(ctx, input, "convolution_backward", slice(2, None))
+    out_spatial = static_dims(ctx, grad_output, "convolution_backward", slice(2, None))
+    kernel = static_dims(ctx, weight, "convolution_backward", slice(2, None))
+    in_channels, out_channels = (static_dims(ctx, v, "convolution_backward", slice(1, 2))[0]
                                  for v in (input, grad_output))
     spatial_axes = list(range(2, n + 2))
     attrs = {"strides": strides, "pads": pads + pads, "dilations": dilations, "group": groups}

@@ -3,13 +3,11 @@ inverse and solve (Gauss-Jordan elimination with partial pivoting, unrolled for 
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 import onnx_ir as ir
 import torch
 
-from onnxport.ops.shape import rank
+from onnxport.ops.shape import rank, static_dim
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -96,11 +94,9 @@ MAX_UNROLLED_N = 16
 def _only_first_outputs(ctx: Ctx, count: int, what: str) -> None:
     """Refuse when the node's outputs past the first ``count`` (LAPACK's LU factors, pivots) are used:
     ONNX has no LU factorization to produce them."""
-    if ctx.node is None:
-        return
-    for user in ctx.node.users:
-        if user.target is not operator.getitem or user.args[1] >= count:
-            ctx.unsupported(f"{what} is used; only the first {count} output(s) have an ONNX encoding")
+    used = ctx.used_outputs()
+    if used is None or any(i >= count for i in used):
+        ctx.unsupported(f"{what} is used; only the first {count} output(s) have an ONNX encoding")
 
 
 @translates(aten._linalg_det.default)
@@ -136,8 +132,8 @@ def _det(ctx: Ctx, A: ir.Value) -> ir.Value:
 
 
 def _static_n(ctx: Ctx, A: ir.Value, what: str) -> int:
-    n, m = A.shape[-2], A.shape[-1]
-    if not isinstance(n, int) or not isinstance(m, int):
+    n, m = static_dim(A, -2), static_dim(A, -1)
+    if n is None or m is None:
         ctx.unsupported(f"{what} of a matrix with a dynamic size: the elimination is unrolled per column")
     if n > MAX_UNROLLED_N:
         ctx.unsupported(f"{what} of a {n}×{n} matrix: the Gauss-Jordan elimination is unrolled, limit "
@@ -214,12 +210,12 @@ def aten_linalg_solve_ex(
     vectors when B.ndim == 1 or B.shape == A.shape[:-1] (torch.linalg.solve docs). Gauss-Jordan
     elimination with partial pivoting on [A | B], unrolled for a static n ≤ MAX_UNROLLED_N.
     """
-    if ctx.node is not None and any(u.args[1] in (1, 2) for u in ctx.node.users):
+    used = ctx.used_outputs()
+    if used is None or used & {1, 2}:
         ctx.unsupported("the LU factorization of solve is used; ONNX has no LU op")
     n = _static_n(ctx, A, "solve")
     rank_a, rank_b = rank(A), rank(B)
-    a_val = ctx.node.args[0].meta["val"] if ctx.node is not None else None
-    b_val = ctx.node.args[1].meta["val"] if ctx.node is not None else None
+    a_val, b_val = ctx.arg_val(0), ctx.arg_val(1)
     vector = rank_b == 1 or (
         a_val is not None and b_val is not None and rank_b == rank_a - 1 and list(b_val.shape) == list(a_val.shape[:-1]))
     if not left:
@@ -280,11 +276,11 @@ def aten_linalg_svd(
     JACOBI_SWEEPS sweeps unrolled for a static min(m, n) ≤ MAX_UNROLLED_N; σ are the final column
     norms, sorted descending. U and Vh are refused when used.
     """
-    if compute_uv and ctx.node is not None and any(
-            u.target is not operator.getitem or u.args[1] != 1 for u in ctx.node.users):
+    used = ctx.used_outputs()
+    if compute_uv and (used is None or used - {1}):
         ctx.unsupported("singular vectors are used: ONNX has no SVD; only singular values are encoded")
-    m, n = A.shape[-2], A.shape[-1]
-    if not isinstance(m, int) or not isinstance(n, int):
+    m, n = static_dim(A, -2), static_dim(A, -1)
+    if m is None or n is None:
         ctx.unsupported("svd of a matrix with a dynamic size: the Jacobi sweeps are unrolled")
     r = rank(A)
     x = A

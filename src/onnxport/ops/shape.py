@@ -20,9 +20,42 @@ aten = torch.ops.aten
 INT64_MAX = 2**63 - 1
 
 
-def rank(x: ir.Value) -> int:
+def shape_of(x: ir.Value) -> ir.Shape:
+    """The shape of ``x``. Every value a translation receives has one (the dispatcher sets it from
+    ``meta["val"]``), as have the outputs of shape-preserving ops (:class:`OpBuilder`)."""
     assert x.shape is not None, f"value {x.name} has no shape"
-    return len(x.shape)
+    return x.shape
+
+
+def rank(x: ir.Value) -> int:
+    return len(shape_of(x))
+
+
+def dtype_of(x: ir.Value) -> ir.DataType:
+    """The element type of ``x``, known for the same values as :func:`shape_of`."""
+    assert x.dtype is not None, f"value {x.name} has no element type"
+    return x.dtype
+
+
+def static_dim(x: ir.Value, axis: int) -> int | None:
+    """``x.shape[axis]`` when it is a static size, ``None`` when it is symbolic or unknown."""
+    dim = shape_of(x)[axis]
+    return dim if isinstance(dim, int) else None
+
+
+def static_dims(
+    ctx: Ctx, x: ir.Value, what: str, axes: slice = slice(None), why: str = "the encoding needs static sizes"
+) -> list[int]:
+    """The static sizes of ``x`` on ``axes`` (all of them by default).
+
+    Refuses (``ctx.unsupported``) with ``"{what} with dynamic sizes [...]: {why}"`` when one of them
+    is symbolic or unknown.
+    """
+    sizes = shape_of(x)[axes]
+    static = [s for s in sizes if isinstance(s, int)]
+    if len(static) != len(sizes):
+        ctx.unsupported(f"{what} with dynamic sizes {[str(s) for s in sizes]}: {why}")
+    return static
 
 
 def _expr(dim: Any) -> Any:
@@ -30,10 +63,9 @@ def _expr(dim: Any) -> Any:
 
 
 def input_val(ctx: Ctx, index: int = 0) -> Any:
-    """The FakeTensor of the current node's ``index``-th argument."""
+    """The FakeTensor of the current node's ``index``-th argument (:meth:`Ctx.arg_val`)."""
     assert ctx.node is not None
-    arg = ctx.node.args[index]
-    return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+    return ctx.arg_val(index)
 
 
 def dim_value(ctx: Ctx, x: ir.Value, axis: int) -> ir.Value:

@@ -12,8 +12,6 @@ Arithmetic runs in float64 and is cast back.
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 import onnx_ir as ir
 import torch
@@ -26,7 +24,7 @@ from onnxport.ops.linalg import (
     _one_sided_jacobi,
     _round_robin,
 )
-from onnxport.ops.shape import rank
+from onnxport.ops.shape import dtype_of, rank, shape_of, static_dim
 from onnxport.ops.special_common import _loop, _trip_count
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
@@ -50,8 +48,8 @@ def _mT(ctx: Ctx, x: ir.Value, r: int) -> ir.Value:
 
 
 def _static_size(ctx: Ctx, A: ir.Value, what: str) -> tuple[int, int]:
-    m, n = A.shape[-2], A.shape[-1]
-    if not isinstance(m, int) or not isinstance(n, int):
+    m, n = static_dim(A, -2), static_dim(A, -1)
+    if m is None or n is None:
         ctx.unsupported(f"{what} of a matrix with a dynamic size: the Jacobi sweeps are unrolled, so the "
                         "matrix size must be static")
     if min(m, n) > MAX_UNROLLED_N:
@@ -67,7 +65,7 @@ def _batch_shape(ctx: Ctx, x: ir.Value, trailing: list[int] | ir.Value) -> ir.Va
 
 def _empty_batch(A: ir.Value) -> bool:
     """Whether a batch dim is statically 0 (onnxruntime reductions keep an axis of an empty input)."""
-    return any(d == 0 for d in list(A.shape)[:-2])
+    return any(d == 0 for d in shape_of(A)[:-2])
 
 
 def _pad_even(ctx: Ctx, x: ir.Value, n: int, r: int, both: bool) -> ir.Value:
@@ -133,8 +131,8 @@ def _jacobi_eigen(
 
 
 def _only_values(ctx: Ctx) -> None:
-    if ctx.node is not None and any(
-            u.target is not operator.getitem or u.args[1] != 0 for u in ctx.node.users):
+    used = ctx.used_outputs()
+    if used is None or used - {0}:
         ctx.unsupported("eigenvectors are used: their signs follow LAPACK syevd's Householder "
                         "tridiagonalization, which the Jacobi eigensolver cannot reproduce; only "
                         "eigenvalues (linalg.eigvalsh) are encoded")
@@ -158,7 +156,7 @@ def aten_linalg_eigh(
     S = _symmetric(ctx, _f64(ctx, A), n, r, UPLO)
     values, _ = _jacobi_eigen(ctx, S, n, r, with_vectors=False)
     values, _ = ctx.op.TopK(values, ctx.const([n]), axis=-1, largest=0, sorted=1, _outputs=2)
-    return _back(ctx, values, A.dtype), empty
+    return _back(ctx, values, dtype_of(A)), empty
 
 
 @translates(aten.linalg_pinv.atol_rtol_tensor)
@@ -177,7 +175,7 @@ def aten_linalg_pinv(
     """
     m, n = _static_size(ctx, self, "pinv")
     r = rank(self)
-    dtype = self.dtype
+    dtype = dtype_of(self)
     if m == 0 or n == 0 or _empty_batch(self):
         return ctx.op.Expand(ctx.const(0.0, dtype), _batch_shape(ctx, self, [n, m]))
     eps = float(torch.finfo(ir.tensor_adapters.to_torch_dtype(dtype)).eps)
@@ -197,6 +195,7 @@ def aten_linalg_pinv(
     if hermitian:
         S = _symmetric(ctx, A, n, r, "L")
         lam, V = _jacobi_eigen(ctx, S, n, r, with_vectors=True)
+        assert V is not None  # with_vectors
         lam = ctx.op.Unsqueeze(lam, ctx.const([-2]))  # (..., 1, n)
         mag = ctx.op.Abs(lam)
         tol = ctx.op.Max(atol64, ctx.op.Mul(rtol64, ctx.op.ReduceMax(mag, ctx.const([-1]), keepdims=1)))
@@ -242,8 +241,8 @@ def aten_linalg_matrix_exp(ctx: Ctx, self: ir.Value) -> ir.Value:
     Gauss-Jordan elimination (static n ≤ MAX_UNROLLED_N), then s squarings in an ONNX Loop running
     the batch's largest s (a matrix stops squaring at its own s).
     """
-    n = self.shape[-1]
-    if not isinstance(n, int):
+    n = static_dim(self, -1)
+    if n is None:
         ctx.unsupported("matrix_exp of a matrix with a dynamic size: the Padé solve is unrolled per column")
     if n > MAX_UNROLLED_N:
         ctx.unsupported(f"matrix_exp of a {n}×{n} matrix: the Padé solve is unrolled, limit n ≤ {MAX_UNROLLED_N}")
@@ -263,10 +262,10 @@ def aten_linalg_matrix_exp(ctx: Ctx, self: ir.Value) -> ir.Value:
     A6 = ctx.op.MatMul(A4, A2)
 
     def comb(*terms: tuple[int, ir.Value]) -> ir.Value:
-        out = None
-        for k, M in terms:
-            t = ctx.op.Mul(b[k], M)
-            out = t if out is None else ctx.op.Add(out, t)
+        (k0, M0), *rest = terms
+        out = ctx.op.Mul(b[k0], M0)
+        for k, M in rest:
+            out = ctx.op.Add(out, ctx.op.Mul(b[k], M))
         return out
 
     U = ctx.op.MatMul(A, ctx.op.Add(ctx.op.MatMul(A6, comb((13, A6), (11, A4), (9, A2))),
@@ -281,4 +280,4 @@ def aten_linalg_matrix_exp(ctx: Ctx, self: ir.Value) -> ir.Value:
         return [bctx.op.Where(bctx.op.Less(it, s_int), bctx.op.MatMul(Y, Y), Y)]
 
     (X,) = _loop(ctx, trips, [X], square)
-    return _back(ctx, X, self.dtype)
+    return _back(ctx, X, dtype_of(self))

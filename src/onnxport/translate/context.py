@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import onnx_ir as ir
@@ -222,7 +223,7 @@ class Ctx:
         return parts[0] if len(parts) == 1 else self.op.Concat(*parts, axis=0)
 
     # -- errors ------------------------------------------------------------------------------
-    def unsupported(self, why: str) -> UnsupportedOpError:
+    def unsupported(self, why: str) -> NoReturn:
         """Raise :class:`UnsupportedOpError` for the current node, explaining ``why``."""
         raise UnsupportedOpError(f"{self.node.target if self.node else 'op'}: {why}", self.node)
 
@@ -231,6 +232,36 @@ class Ctx:
         """The FakeTensor (or SymInt) the current FX node produces (``node.meta["val"]``)."""
         assert self.node is not None
         return self.node.meta.get(name)
+
+    def arg_val(self, index: int = 0) -> Any:
+        """The FakeTensor (``meta["val"]``) of the current node's ``index``-th positional argument.
+
+        A list argument (``Tensor[]``, ``Tensor?[]``) gives a list with one entry per element.
+        ``None`` (or a ``None`` entry) for an argument that is not an FX node — a Python scalar,
+        ``None``, a missing trailing argument — and outside a translation (:attr:`node` unset).
+        """
+        if self.node is None or index >= len(self.node.args):
+            return None
+        arg = self.node.args[index]
+        if isinstance(arg, (list, tuple)):
+            return [a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in arg]
+        return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+
+    def used_outputs(self) -> set[int] | None:
+        """The indices of the current (multi-output) node's results its users read.
+
+        Each ``operator.getitem`` user contributes its index; ``None`` when some user takes the
+        result as a whole (every output may be read). Empty outside a translation.
+        """
+        if self.node is None:
+            return set()
+        used: set[int] = set()
+        for user in self.node.users:
+            index = user.args[1] if user.target is operator.getitem and len(user.args) > 1 else None
+            if not isinstance(index, int):
+                return None
+            used.add(index)
+        return used
 
     def out_dtype(self) -> ir.DataType:
         """ONNX element type of the current node's (first) output."""
