@@ -20,12 +20,17 @@ class Fn(torch.nn.Module):
         return self.fn(*args)
 
 
+def _leaves(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _leaves(v)]
+    return [value]
+
+
 def _check(fn: Any, *args: torch.Tensor, opset: int | None = None, optimize: bool = True,
            atol: float = 2e-5, rtol: float = 2e-4, exact: bool = False) -> list[torch.Tensor]:
     model = Fn(fn)
     program = onnxport.export(model, args, opset_version=opset, optimize=optimize)
-    expected = model(*args)
-    expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+    expected = _leaves(model(*args))
     actual = list(program(*args))
     assert len(actual) == len(expected)
     for a, e in zip(actual, expected):
@@ -63,3 +68,64 @@ def test_grid_sample_5d_below_opset_20_refused() -> None:
     with pytest.raises(UnsupportedOpError, match="opset 20"):
         onnxport.export(Fn(lambda a, g: torch.nn.functional.grid_sample(a, g, align_corners=False)),
                         (x, grid), opset_version=19)
+
+
+# -- histogram, histogramdd -------------------------------------------------------------------
+
+@pytest.mark.parametrize("density", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_histogram_bin_count_data_range(density: bool, weighted: bool) -> None:
+    torch.manual_seed(2)
+    x = torch.randn(4, 50)
+    w = torch.rand(4, 50)
+    if weighted:
+        _check(lambda a, b: torch.histogram(a, 7, weight=b, density=density), x, w)
+    else:
+        _check(lambda a: torch.histogram(a, 7, density=density), x)
+
+
+def test_histogram_edges_hit_exactly_and_right_edge_included() -> None:
+    # Points on the edges of linspace(0, 1, 11) and on the outer edges; 2.0, -1 and NaN ignored.
+    x = torch.cat([torch.linspace(0, 1, 11), torch.tensor([0.0, 1.0, 1.0, 2.0, -1.0, float("nan")])])
+    hist, _ = _check(lambda a: torch.histogram(a, 10, range=(0.0, 1.0)), x, exact=True)
+    assert hist[-1] == 4 and hist.sum() == 14  # [0.9, 1.0] holds 0.9 and three 1.0s
+
+
+def test_histogram_many_bins_and_data_edges_bit_exact() -> None:
+    # 257 data-derived edges: the linspace must round as eager's for values sitting on them.
+    edges = torch.linspace(-3.7, 5.3, 257)
+    x = torch.cat([edges, edges[1:-1] + 1e-7, torch.randn(300)])
+    _check(lambda a: torch.histogram(a, 256), x, exact=True)
+
+
+def test_histogram_constant_input_float64_and_empty() -> None:
+    _check(lambda a: torch.histogram(a, 4), torch.full((6,), 2.5))  # range widened to [2, 3]
+    _check(lambda a: torch.histogram(a, 3, density=True), torch.randn(20, dtype=torch.float64))
+    _check(lambda a: torch.histogram(a, 5, range=(-1.0, 1.0), density=False), torch.randn(2, 3).double())
+    hist, edges = _check(lambda a: torch.histogram(a, 3), torch.zeros(0))  # edges linspace(0, 1)
+    assert hist.tolist() == [0, 0, 0] and edges[-1] == 1
+
+
+def test_histogram_bin_tensor_uneven_edges() -> None:
+    torch.manual_seed(3)
+    x = torch.randn(40)
+    bins = torch.tensor([-2.0, -0.5, 0.0, 0.1, 3.0])
+    _check(lambda a, b: torch.histogram(a, b), x, bins, exact=True)
+    _check(lambda a, b, c: torch.histogram(a, b, weight=c, density=True), x, bins, torch.rand(40))
+
+
+@pytest.mark.parametrize("density", [False, True])
+def test_histogramdd_counts_range_and_weight(density: bool) -> None:
+    torch.manual_seed(4)
+    x, w = torch.randn(3, 30, 3), torch.rand(3, 30)
+    _check(lambda a, b: torch.histogramdd(a, bins=[2, 3, 4], weight=b, density=density), x, w)
+    _check(lambda a: torch.histogramdd(a, bins=[3, 2, 2], range=[-1.0, 1.0, 0.0, 0.0, -2.0, 0.5],
+                                       density=density), x)
+
+
+def test_histogramdd_bin_tensors_and_two_outputs() -> None:
+    torch.manual_seed(5)
+    x = torch.randn(25, 2)
+    bx, by = torch.tensor([-1.0, 0.0, 0.5, 2.0]), torch.tensor([-3.0, 3.0])
+    hist, ex, ey = _check(lambda a, b, c: tuple(torch.histogramdd(a, bins=[b, c])), x, bx, by, exact=True)
+    assert hist.shape == (3, 1) and ex.tolist() == bx.tolist() and ey.tolist() == by.tolist()
