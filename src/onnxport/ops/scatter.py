@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import onnx_ir as ir
 import torch
 
-from onnxport.ops.shape import INT64_MAX, rank
+from onnxport.ops.shape import INT64_MAX, dtype_of, rank
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import Promote, translates
 
@@ -99,7 +99,7 @@ def aten_scatter_reduce(
     src = _updates_like_index(ctx, _as(ctx, src, self.dtype), index, r)
     base = self
     if not include_self:
-        fill = _IDENTITY[reduce] if reduce in _IDENTITY else _extreme(self.dtype, reduce == "amin")
+        fill = _IDENTITY[reduce] if reduce in _IDENTITY else _extreme(dtype_of(self), reduce == "amin")
         filler = ctx.op.Expand(ctx.const(fill, self.dtype), ctx.op.Shape(index))
         base = _scatter(ctx, self, dim, index, filler, "none", r)
     if self.dtype == ir.DataType.BOOL:  # no ORT kernel reduces bools: compute in int32
@@ -143,11 +143,11 @@ def aten_index_put(
     like the transposed ``self``. Shapes come from Shape ops, so dynamic dims work on any axis.
     """
     r = rank(self)
-    in_vals = ctx.node.args[1] if ctx.node is not None else []
+    in_vals = ctx.arg_val(1) or []  # the indices' FakeTensors
     expanded: list[ir.Value | None] = []  # boolean masks become one int index per masked dim
     for i, idx in enumerate(indices):
         if idx is not None and idx.dtype == ir.DataType.BOOL:
-            fake = in_vals[i].meta["val"] if isinstance(in_vals[i], torch.fx.Node) else None
+            fake = in_vals[i] if i < len(in_vals) else None
             mask_rank = fake.dim() if fake is not None else rank(idx)
             if mask_rank == 0:
                 ctx.unsupported("index_put with a 0-D boolean index")
@@ -157,17 +157,17 @@ def aten_index_put(
     expanded += [None] * (r - len(expanded))
     positions = [i for i, idx in enumerate(expanded) if idx is not None]
     rest = [i for i in range(r) if i not in positions]
-    idx = [_i64(ctx, expanded[i]) for i in positions]  # type: ignore[arg-type]
+    int_idx = [_i64(ctx, e) for e in expanded if e is not None]  # in the order of positions
     values = _as(ctx, values, self.dtype)
 
     perm = positions + rest
     x = self if perm == list(range(r)) else ctx.op.Transpose(self, perm=perm)
     # Broadcast shape of the indices.
-    total = idx[0]
-    for i in idx[1:]:
-        total = ctx.op.Add(total, i)
+    total = int_idx[0]
+    for other in int_idx[1:]:
+        total = ctx.op.Add(total, other)
     bshape = ctx.op.Shape(total)
-    stacked = ctx.op.Concat(*[ctx.op.Unsqueeze(ctx.op.Expand(i, bshape), ctx.const([-1])) for i in idx], axis=-1)
+    stacked = ctx.op.Concat(*[ctx.op.Unsqueeze(ctx.op.Expand(t, bshape), ctx.const([-1])) for t in int_idx], axis=-1)
     self_shape = ctx.op.Shape(self)
     rest_shape = ctx.op.Gather(self_shape, ctx.const(rest), axis=0) if rest else ctx.const([], ir.DataType.INT64)
     adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
@@ -201,9 +201,8 @@ def _broadcast_rank(ctx: Ctx) -> int:
     """Rank of the broadcast indices of index_put, from their FakeTensors (a mask counts 1)."""
     assert ctx.node is not None
     n_b = 0
-    for arg in ctx.node.args[1]:
-        if isinstance(arg, torch.fx.Node):
-            val = arg.meta["val"]
+    for val in ctx.arg_val(1):
+        if val is not None:
             n_b = max(n_b, 1 if val.dtype == torch.bool else val.dim())
     return n_b
 
@@ -393,7 +392,7 @@ def aten_put(ctx: Ctx, self: ir.Value, index: ir.Value, source: ir.Value, accumu
     # onnxruntime's accumulating ScatterElements has no bool/float16/bfloat16 kernels: int32 (max
     # is or) or float, cast back.
     work = {ir.DataType.BOOL: ir.DataType.INT32, ir.DataType.FLOAT16: ir.DataType.FLOAT,
-            ir.DataType.BFLOAT16: ir.DataType.FLOAT}.get(self.dtype) if accumulate else None
+            ir.DataType.BFLOAT16: ir.DataType.FLOAT}.get(dtype_of(self)) if accumulate else None
     if work is not None:
         out = ctx.op.ScatterElements(ctx.op.Cast(flat, to=work), idx, ctx.op.Cast(src, to=work), axis=0,
                                      reduction="max" if self.dtype == ir.DataType.BOOL else "add")
