@@ -128,6 +128,25 @@ def test_one_cast_per_value_and_names_kept() -> None:
     _check(program, TwoUses(), (x,), torch.bfloat16)
 
 
+def test_one_rounding_per_aten_op() -> None:
+    """baddbmm is MatMul, Mul, Mul, Add: computed in float together and rounded once, as eager."""
+
+    class Baddbmm(torch.nn.Module):
+        def forward(self, i: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return torch.baddbmm(i, a, b, beta=0.5, alpha=2.0)
+
+    torch.manual_seed(0)
+    inputs = tuple(torch.randn(*s, dtype=torch.bfloat16) for s in ((2, 3, 5), (2, 3, 4), (2, 4, 5)))
+    program = onnxport.export(Baddbmm(), inputs, optimize=False)
+    to_half = [
+        n
+        for n in program.model.graph
+        if n.op_type == "Cast" and n.outputs[0].dtype == ir.DataType.BFLOAT16
+    ]
+    assert [n.outputs[0].name for n in to_half] == ["baddbmm"]
+    torch.testing.assert_close(program(*inputs)[0], Baddbmm()(*inputs), rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_scatter_reduction(dtype: torch.dtype) -> None:
     """ScatterElements has half kernels that refuse reductions at run time: rewritten too."""

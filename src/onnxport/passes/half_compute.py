@@ -5,7 +5,9 @@ ReduceSum, Softmax, Where, Expand, ...) and not every float16 one, so a half-pre
 fails to load ("Could not find an implementation for MatMul(13)"). PyTorch eager computes most
 CPU half ops in float32 and rounds the result once; this pass does the same in the graph: a node
 whose type binding (bfloat16/float16 inputs and outputs) has no kernel gets its half inputs
-``Cast`` to FLOAT, runs in FLOAT, and its half outputs are ``Cast`` back. Everything else is left
+``Cast`` to FLOAT, runs in FLOAT, and its half outputs are ``Cast`` back. Where a rewritten node
+reads a value another rewritten node of the same ATen op made (the dispatcher's ``fx_node``
+metadata), it reads the float value: an ATen op is rounded once, at its result. Everything else is left
 alone: nodes with a kernel in their dtype, nodes that already compute in float, non-float inputs
 (indices, shapes, conditions; only the half type constraints change, so every other constraint
 stays as it was), nodes of other domains, and control flow (``If``/``Loop``/``Scan`` have
@@ -195,6 +197,8 @@ class HalfComputePass(ir.passes.InPlacePass):
                 self._graph_outputs.setdefault(id(v), []).append((g, k))
         self._count = 0
         self._inferred: dict[int, str] = {}  # id(value) → type string, for values without a type
+        # id(half value a Cast back made) → (the float value it rounds, the ATen op that made it)
+        self._rounded: dict[int, tuple[ir.Value, str]] = {}
         self._graph(model.graph, dict(model.opset_imports))
         for function in model.functions.values():
             self._graph(function.graph, {**model.opset_imports, **function.opset_imports})
@@ -203,6 +207,7 @@ class HalfComputePass(ir.passes.InPlacePass):
     def _graph(self, graph: ir.Graph, opsets: dict[str, int]) -> None:
         opsets = {**opsets, **graph.opset_imports}
         casts: dict[int, ir.Value] = {}  # id(half value) → its FLOAT cast, shared in this graph
+        backs: list[ir.Node] = []
         for node in list(graph):
             for attr in node.attributes.values():
                 if attr.type == ir.AttributeType.GRAPH:
@@ -219,7 +224,10 @@ class HalfComputePass(ir.passes.InPlacePass):
                 continue
             half = _half_constraints(node, schema, self._inferred)
             if half:
-                self._rewrite(graph, node, schema, half, casts)
+                backs.extend(self._rewrite(graph, node, schema, half, casts))
+        for back in backs:  # rounded values only nodes of their own ATen op read: rounded by none
+            if not back.outputs[0].uses() and id(back.outputs[0]) not in self._graph_outputs:
+                graph.remove(back, safe=True)
 
     def _rewrite(
         self,
@@ -228,10 +236,17 @@ class HalfComputePass(ir.passes.InPlacePass):
         schema: onnx.defs.OpSchema,
         half: dict[str, str],
         casts: dict[int, ir.Value],
-    ) -> None:
+    ) -> list[ir.Node]:
+        """Rewrite ``node`` in float; returns the Casts back to half it added."""
         label = node.name or node.op_type
+        aten_op = _aten_op(node)
         for i, value in enumerate(list(node.inputs)):
             if value is None or _formal(schema.inputs, i) not in half:
+                continue
+            rounded = self._rounded.get(id(value))
+            if rounded is not None and aten_op and rounded[1] == aten_op:
+                # an intermediate value of the same ATen op: eager rounds an op's result once
+                node.replace_input_with(i, rounded[0])
                 continue
             cast = casts.get(id(value))
             if cast is None:
@@ -251,24 +266,29 @@ class HalfComputePass(ir.passes.InPlacePass):
                 graph.insert_before(node, cast_node)
                 casts[id(value)] = cast
             node.replace_input_with(i, cast)
+        backs = []
         for i, value in enumerate(node.outputs):
             formal = _formal(schema.outputs, i)
             if formal in half:
-                self._cast_output_back(graph, node, value, _HALF_NAMES[half[formal]])
+                back = self._cast_output_back(graph, node, value, _HALF_NAMES[half[formal]])
+                if back is not None:
+                    backs.append(back)
+                    self._rounded[id(back.outputs[0])] = (value, aten_op)
         attr_name = _DTYPE_ATTRIBUTE.get(node.op_type)
         attr = node.attributes.get(attr_name) if attr_name else None
         if attr is not None and attr.value in HALF_TYPES:
             node.attributes[attr.name] = ir.AttrInt64(attr.name, ir.DataType.FLOAT)
         node.metadata_props[METADATA_KEY] = "float32"
         self._count += 1
+        return backs
 
     def _cast_output_back(
         self, graph: ir.Graph, node: ir.Node, value: ir.Value, dtype: ir.DataType
-    ) -> None:
+    ) -> ir.Node | None:
         uses = list(value.uses())
         if not uses and id(value) not in self._graph_outputs:  # an unused output stays float
             value.type = ir.TensorType(ir.DataType.FLOAT)
-            return
+            return None
         name = value.name
         value.name = self._fresh(f"{name or node.name}_float")
         back = ir.Node(
@@ -293,6 +313,7 @@ class HalfComputePass(ir.passes.InPlacePass):
         for g, k in self._graph_outputs.pop(id(value), []):
             g.outputs[k] = out
             self._graph_outputs.setdefault(id(out), []).append((g, k))
+        return back
 
     def _fresh(self, name: str) -> str:
         candidate, k = name, 0
@@ -301,6 +322,12 @@ class HalfComputePass(ir.passes.InPlacePass):
             candidate = f"{name}_{k}"
         self._names.add(candidate)
         return candidate
+
+
+def _aten_op(node: ir.Node) -> str:
+    """The ATen op (FX node) a node was translated from, per the dispatcher's metadata; or ''."""
+    fx_node = node.metadata_props.get("pkg.torch.onnx.fx_node", "")
+    return f"{node.metadata_props.get('namespace', '')}|{fx_node}" if fx_node else ""
 
 
 def _half_constraints(
