@@ -7,6 +7,7 @@ import math
 import onnx_ir as ir
 import torch
 
+from onnxport.ops.shape import dtype_of
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -185,7 +186,7 @@ def torch_nn_linear_cross_entropy_chunked(
     """
     if compute_input_grad or compute_linear_weight_grad or compute_linear_bias_grad:
         ctx.unsupported("linear_cross_entropy with precomputed gradients (export in inference mode, without grad)")
-    work = _work_type(input.dtype)
+    work = _work_type(dtype_of(input))
     logits = _linear_logits(ctx, input, linear_weight, linear_bias, work)
     w = None if weight is None else (weight if weight.dtype == work else ctx.op.Cast(weight, to=work))
     loss = _cross_entropy(ctx, logits, target, w, reduction, ignore_index, label_smoothing)
@@ -205,7 +206,7 @@ def torch_nn_linear_cross_entropy_chunked_none(
 
     Per-sample cross_entropy(input @ linear_weightᵀ + linear_bias, target), reduction "none".
     """
-    work = _work_type(input.dtype)
+    work = _work_type(dtype_of(input))
     logits = _linear_logits(ctx, input, linear_weight, linear_bias, work)
     w = None if weight is None else (weight if weight.dtype == work else ctx.op.Cast(weight, to=work))
     loss = _cross_entropy(ctx, logits, target, w, "none", ignore_index, 0.0)

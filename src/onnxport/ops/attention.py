@@ -13,6 +13,7 @@ import math
 import onnx_ir as ir
 import torch
 
+from onnxport.ops.shape import shape_of, static_dim
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -39,8 +40,8 @@ def _repeat_heads(ctx: Ctx, x: ir.Value, n_rep: int) -> ir.Value:
     """(B, Hk, S, E) → (B, Hk·n_rep, S, E), each head repeated n_rep times (repeat_interleave)."""
     if n_rep == 1:
         return x
-    hk, e = x.shape[1], x.shape[-1]
-    if not (isinstance(hk, int) and isinstance(e, int)):
+    hk, e = static_dim(x, 1), static_dim(x, -1)
+    if hk is None or e is None:
         ctx.unsupported("grouped-query attention with a dynamic number of heads or head size")
     expanded = ctx.op.Expand(ctx.op.Unsqueeze(x, ctx.const([2])), ctx.const([1, 1, n_rep, 1, 1]))
     return ctx.op.Reshape(expanded, ctx.const([0, hk * n_rep, -1, e]))
@@ -57,7 +58,7 @@ def aten_scaled_dot_product_attention(
     if query.dtype in _HALF:
         return _in_float(ctx, aten_scaled_dot_product_attention, query, key, value, attn_mask, dropout_p, is_causal,
                          scale=scale, enable_gqa=enable_gqa)
-    q_shape, k_shape = query.shape, key.shape
+    q_shape, k_shape = shape_of(query), shape_of(key)
     if enable_gqa and isinstance(q_shape[-3], int) and isinstance(k_shape[-3], int):
         key = _repeat_heads(ctx, key, q_shape[-3] // k_shape[-3])
         value = _repeat_heads(ctx, value, q_shape[-3] // k_shape[-3])

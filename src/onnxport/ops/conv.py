@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import onnx_ir as ir
 import torch
 
-from onnxport.ops.shape import rank
+from onnxport.ops.shape import dtype_of, rank
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -43,7 +43,7 @@ def aten_conv(
     groups: int = 1,
 ) -> ir.Value:
     """conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor"""
-    work = _CONV_WORK.get(input.dtype)
+    work = _CONV_WORK.get(dtype_of(input))
     if work is not None:  # as in aten_convolution
         args = [None if v is None else ctx.op.Cast(v, to=work) for v in (input, weight, bias)]
         out = _conv(ctx, args[0], args[1], args[2], stride, padding, dilation, groups)  # type: ignore[arg-type]
@@ -67,7 +67,7 @@ def aten_convolution(
 
     Half types and integers convolve in float (``_CONV_WORK``) and are cast back.
     """
-    work = _CONV_WORK.get(input.dtype)
+    work = _CONV_WORK.get(dtype_of(input))
     if work is not None:
         args = [None if v is None else ctx.op.Cast(v, to=work) for v in (input, weight, bias)]
         for cast, orig in zip(args, (input, weight, bias)):

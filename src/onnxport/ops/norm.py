@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import onnx_ir as ir
 import torch
 
-from onnxport.ops.shape import rank
+from onnxport.ops.shape import dtype_of, rank, shape_of
 from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.registry import translates
 
@@ -72,13 +72,13 @@ def aten_batch_norm(
     dtype = input.dtype
     if dtype == ir.DataType.BFLOAT16:  # no onnxruntime kernels for the reductions: float
         f32 = ir.DataType.FLOAT
-        input, weight, bias, running_mean, running_var = (
-            None if v is None else ctx.op.Cast(v, to=f32) for v in (input, weight, bias, running_mean, running_var))
-        assert input is not None
+        input = ctx.op.Cast(input, to=f32)
+        weight, bias, running_mean, running_var = (
+            None if v is None else ctx.op.Cast(v, to=f32) for v in (weight, bias, running_mean, running_var))
     x = input
     if rank(input) == 1:
         x = ctx.op.Unsqueeze(input, ctx.const([0]))
-        x.shape = ir.Shape([1, *input.shape])  # type: ignore[misc]
+        x.shape = ir.Shape([1, *shape_of(input)])
     if training:
         normed, _, _ = _batch_stats(ctx, x, float(eps))
         out = _channel_affine(ctx, normed, weight, bias, rank(x))
@@ -112,7 +112,7 @@ def aten_rms_norm(
     x / sqrt(mean(x², normalized dims) + eps) · weight; eps defaults to the dtype's machine epsilon
     (PyTorch docs, torch.nn.functional.rms_norm).
     """
-    eps = torch.finfo(ir.tensor_adapters.to_torch_dtype(input.dtype)).eps if eps is None else eps
+    eps = torch.finfo(ir.tensor_adapters.to_torch_dtype(dtype_of(input))).eps if eps is None else eps
     axes = ctx.const(list(range(rank(input) - len(normalized_shape), rank(input))))
     ms = ctx.op.ReduceMean(ctx.op.Mul(input, input), axes, keepdims=1)
     out = ctx.op.Mul(input, ctx.op.Reciprocal(ctx.op.Sqrt(ctx.op.Add(ms, ctx.const(eps, input.dtype)))))
@@ -125,7 +125,7 @@ def aten_rms_norm_23(
     eps: float | None = None,
 ) -> ir.Value:
     """rms_norm(...) -> Tensor: ONNX RMSNormalization (opset 23)."""
-    eps = torch.finfo(ir.tensor_adapters.to_torch_dtype(input.dtype)).eps if eps is None else eps
+    eps = torch.finfo(ir.tensor_adapters.to_torch_dtype(dtype_of(input))).eps if eps is None else eps
     if weight is None:
         weight = _ones_like_channels(ctx, input, normalized_shape)
     return ctx.op.RMSNormalization(input, weight, axis=rank(input) - len(normalized_shape), epsilon=float(eps))
