@@ -26,7 +26,10 @@ def aten_arange(ctx: Ctx, *args: Any, **kwargs: Any) -> ir.Value:
 
     Also arange.default(Scalar end, ...) and arange.start(Scalar start, Scalar end, ...).
     """
-    numbers = [a for a in args if isinstance(a, (int, float, ir.Value))]
+    numbers: list[int | float | ir.Value] = [a for a in args if isinstance(a, (int, float, ir.Value))]
+    start: int | float | ir.Value
+    end: int | float | ir.Value
+    step: int | float | ir.Value
     if len(numbers) == 1:
         start, end, step = 0, numbers[0], 1
     elif len(numbers) == 2:
@@ -34,7 +37,7 @@ def aten_arange(ctx: Ctx, *args: Any, **kwargs: Any) -> ir.Value:
     else:
         start, end, step = numbers[:3]
     dtype = ctx.out_dtype()
-    if all(isinstance(v, int) for v in (start, end, step)):
+    if isinstance(start, int) and isinstance(end, int) and isinstance(step, int):
         import numpy as np
 
         return ctx.op.Identity(ctx.const(np.arange(start, end, step), dtype))

@@ -125,8 +125,9 @@ def aten_as_strided(
     by torch.export); positions no input element occupies (the rest of a larger base tensor) are
     not in the graph and are unsupported. Static sizes and strides only.
     """
-    values = [*size, *stride, storage_offset or 0]
-    if not all(isinstance(v, int) for v in values):
+    sizes = [s for s in size if isinstance(s, int)]
+    strides = [s for s in stride if isinstance(s, int)]
+    if len(sizes) != len(size) or len(strides) != len(stride) or isinstance(storage_offset, ir.Value):
         ctx.unsupported("as_strided with symbolic sizes or strides")
     in_val = input_val(ctx)
     in_shape, in_strides, in_offset = [1], [1], 0
@@ -135,9 +136,9 @@ def aten_as_strided(
             ctx.unsupported("as_strided on an input with symbolic sizes or strides")
         in_shape, in_strides, in_offset = list(in_val.shape), list(in_val.stride()), int(in_val.storage_offset())
     offset = in_offset if storage_offset is None else int(storage_offset)
-    wanted = np.full([int(s) for s in size], offset, dtype=np.int64)
-    for k, (n, st) in enumerate(zip(size, stride)):
-        shape = [1] * len(size)
+    wanted = np.full(sizes, offset, dtype=np.int64)
+    for k, (n, st) in enumerate(zip(sizes, strides)):
+        shape = [1] * len(sizes)
         shape[k] = int(n)
         wanted = wanted + (np.arange(int(n), dtype=np.int64) * int(st)).reshape(shape)
     # Storage position of each input element, in the row-major order of the flattened input.
