@@ -19,7 +19,7 @@ import onnx_ir as ir
 import torch
 
 from onnxport.ops.elementwise import aten_atan2
-from onnxport.ops.shape import INT64_MAX
+from onnxport.ops.shape import INT64_MAX, dtype_of
 from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.dispatch import is_complex
 from onnxport.translate.registry import Promote, translates
@@ -354,14 +354,14 @@ def aten_mul_complex(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
 def aten_div_complex(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
     """div.Tensor(Tensor self, Tensor other) -> Tensor: a/b = a·conj(b) / |b|²."""
     if not is_complex(other):
-        return ctx.op.Div(_complex_operand(ctx, self, self.dtype), _unsqueeze_last(ctx, other))
-    num = _cmul(ctx, _complex_operand(ctx, self, other.dtype), _conj(ctx, other))
+        return ctx.op.Div(_complex_operand(ctx, self, dtype_of(self)), _unsqueeze_last(ctx, other))
+    num = _cmul(ctx, _complex_operand(ctx, self, dtype_of(other)), _conj(ctx, other))
     den = ctx.op.ReduceSumSquare(other, ctx.const([-1]), keepdims=1)
     return ctx.op.Div(num, den)
 
 
 def _add_sub(ctx: Ctx, op: str, self: ir.Value, other: ir.Value, alpha: Any) -> ir.Value:
-    dtype = self.dtype
+    dtype = dtype_of(self)
     a = _complex_operand(ctx, self, dtype)
     b = _complex_operand(ctx, other, dtype)
     if isinstance(alpha, complex):

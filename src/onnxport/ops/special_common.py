@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any, overload
 
 import onnx_ir as ir
 
+from onnxport.ops.shape import dtype_of
 from onnxport.translate.context import Ctx
 
 _D = ir.DataType.DOUBLE
@@ -103,9 +105,21 @@ def _sin_pi_frac(ctx: Ctx, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     return ctx.op.Sin(r), ctx.op.Cos(r)
 
 
+# A loop body: step(body_ctx, iteration, states) -> new states; with a ``cond``, -> (keep_going, new states).
+_Step = Callable[[Ctx, ir.Value, list[ir.Value]], Sequence[ir.Value]]
+_CondStep = Callable[[Ctx, ir.Value, list[ir.Value]], tuple[ir.Value, Sequence[ir.Value]]]
+
+
+@overload
+def _loop(ctx: Ctx, trips: ir.Value, states: Sequence[ir.Value], step: _Step, cond: None = None) -> list[ir.Value]: ...
+
+
+@overload
+def _loop(ctx: Ctx, trips: ir.Value, states: Sequence[ir.Value], step: _CondStep, cond: ir.Value) -> list[ir.Value]: ...
+
+
 def _loop(
-    ctx: Ctx, trips: ir.Value, states: Sequence[ir.Value],
-    step: Callable[[Ctx, ir.Value, list[ir.Value]], Sequence[ir.Value]],
+    ctx: Ctx, trips: ir.Value, states: Sequence[ir.Value], step: Callable[[Ctx, ir.Value, list[ir.Value]], Any],
     cond: ir.Value | None = None,
 ) -> list[ir.Value]:
     """An ONNX Loop of ``trips`` iterations (an INT64 scalar) carrying ``states``.
@@ -118,7 +132,7 @@ def _loop(
     """
     it = ir.Value(type=ir.TensorType(_I64), shape=ir.Shape([]))
     cond_in = ir.Value(type=ir.TensorType(ir.DataType.BOOL), shape=ir.Shape([]))
-    formals = [ir.Value(type=ir.TensorType(s.dtype)) for s in states]
+    formals = [ir.Value(type=ir.TensorType(dtype_of(s))) for s in states]
     body = ir.Graph([it, cond_in, *formals], [], nodes=[], name="loop_body")
     bctx = Ctx(body, ctx.opset)
     if cond is None:
@@ -128,9 +142,10 @@ def _loop(
         new = list(new)
     outputs = [bctx.op.Identity(keep_going)]
     for value, state in zip(new, states):
-        if value.producer() is None or value.producer().graph is not body:
+        producer = value.producer()
+        if producer is None or producer.graph is not body:
             value = bctx.op.Identity(value)
-        value.dtype = state.dtype
+        value.dtype = dtype_of(state)
         outputs.append(value)
     body.outputs.extend(outputs)
     prefix = f"{ctx.node.name if ctx.node is not None else 'special'}_loop{len(ctx.graph)}"
@@ -142,11 +157,11 @@ def _loop(
         for out in node.outputs:
             out.name = f"{prefix}_v{count}"
             count += 1
-    out = ctx.op.Loop(trips, cond, *states, body=body, _outputs=len(states))
-    out = [out] if len(states) == 1 else list(out)
-    for value, state in zip(out, states):
-        value.dtype = state.dtype
-    return out
+    loop = ctx.op.Loop(trips, cond, *states, body=body, _outputs=len(states))
+    results: list[ir.Value] = [loop] if len(states) == 1 else list(loop)
+    for value, state in zip(results, states):
+        value.dtype = dtype_of(state)
+    return results
 
 
 def _trip_count(ctx: Ctx, n: ir.Value, active: ir.Value, offset: int = 0) -> ir.Value:
