@@ -659,3 +659,145 @@ def aten_linalg_ldl_solve(
 def _below_from(ctx: Ctx, F: ir.Value, rows_col: ir.Value, j: int, after: int) -> ir.Value:
     """Column j of F at rows > ``after``, zero elsewhere: (..., n, 1)."""
     return ctx.op.Where(ctx.op.Greater(rows_col, ctx.const(after)), _col(ctx, F, j), ctx.const(0.0, _F64))
+
+
+def _sym_permute(ctx: Ctx, S: ir.Value, a: ir.Value, b: ir.Value, rows: ir.Value) -> ir.Value:
+    """P S P for the transposition of indices a and b ((..., 1) int64 each, per batch element)."""
+    order = ctx.op.Where(ctx.op.Equal(rows, a), b, ctx.op.Where(ctx.op.Equal(rows, b), a, rows))  # (..., n)
+    S = _gather_rows(ctx, S, order)
+    index = ctx.op.Expand(ctx.op.Unsqueeze(order, ctx.const([-2])), ctx.op.Shape(S))
+    return ctx.op.GatherElements(S, index, axis=-1)
+
+
+def _sytf2_lower(ctx: Ctx, A: ir.Value, n: int, r: int) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Bunch-Kaufman LDLᵀ of a batch of symmetric float64 matrices (lower triangle read), in LAPACK
+    sytrf's compact form with its pivots and ``info``.
+
+    LAPACK dsytf2, uplo='L' (the unblocked code sytrf runs for n below its block size, > 16), after
+    Bunch & Kaufman, "Some stable methods for calculating inertia and solving symmetric linear
+    systems" (1977), α = (1 + √17)/8: at column k with colmax = max_{i>k} |a_ik| (first at imax) and
+    rowmax = max_{j≠imax} |a_imax,j| over the trailing matrix, the pivot is 1×1 at k when
+    |a_kk| ≥ α·colmax or |a_kk| ≥ α·colmax·(colmax/rowmax), 1×1 at imax when |a_imax,imax| ≥
+    α·rowmax, else the 2×2 block (k, imax) with imax moved to k+1. Rows and columns are exchanged in
+    the trailing matrix only (earlier columns of L stay as stored); a zero column sets ``info``
+    and is skipped. The trailing matrix is kept dense and symmetric (from the lower triangle LAPACK
+    updates, with its operation order). Whether step k starts a block or is the second half of a
+    2×2 one is data: every step computes both block kinds and each batch element keeps its own.
+    """
+    alpha = (1.0 + 17.0 ** 0.5) / 8.0
+    rows, rows_col = ctx.const(list(range(n))), _rows_col(ctx, n)
+    cols_row = ctx.const([list(range(n))])
+    lower = _mask(ctx, n, n, lambda i, j: i >= j)
+    zero, one = ctx.const(0.0, _F64), ctx.const(1.0, _F64)
+    S = ctx.op.Where(lower, A, _mT(ctx, A, r))
+
+    def sym(M: ir.Value) -> ir.Value:
+        return ctx.op.Where(lower, M, _mT(ctx, M, r))
+
+    def where_rows(cond, a: ir.Value, b: ir.Value) -> ir.Value:
+        return ctx.op.Where(cond, a, b)
+
+    skip = None  # (..., 1, 1): step k is the second column of a 2×2 block
+    pending_col = pending_piv = None
+    cols, pivs, fails = [], [], []
+    for k in range(n):
+        akk = _entry(ctx, S, k, k)
+        absakk = ctx.op.Abs(akk)
+        kc = ctx.const([[k]])  # (1, 1) int64
+        if k < n - 1:
+            mag = ctx.op.Where(ctx.op.Greater(rows_col, ctx.const(k)), ctx.op.Abs(_col(ctx, S, k)), ctx.const(-1.0, _F64))
+            # Positive axes: onnxruntime reduces an empty batch over a negative axis to the input shape.
+            imax = ctx.op.ArgMax(mag, axis=r - 2, keepdims=1)  # (..., 1, 1): first largest (BLAS i_amax)
+            imax = ctx.op.Slice(imax, ctx.const([0]), ctx.const([1]), ctx.const([r - 2]))
+            colmax = ctx.op.ReduceMax(mag, ctx.const([r - 2]), keepdims=1)
+            row_i = ctx.op.GatherElements(S, ctx.op.Expand(imax, ctx.op.Concat(_batch(ctx, S), ctx.const([1, n]), axis=0)),
+                                          axis=-2)  # (..., 1, n)
+            in_row = ctx.op.And(ctx.op.GreaterOrEqual(cols_row, ctx.const(k)), ctx.op.Not(ctx.op.Equal(cols_row, imax)))
+            rowmax = ctx.op.ReduceMax(ctx.op.Where(in_row, ctx.op.Abs(row_i), ctx.const(-1.0, _F64)), ctx.const([r - 1]),
+                                      keepdims=1)
+            aii = ctx.op.Abs(ctx.op.GatherElements(row_i, imax, axis=-1))
+            acol = ctx.op.Mul(ctx.const(alpha, _F64), colmax)
+            is_zero = ctx.op.Or(ctx.op.Equal(ctx.op.Max(absakk, colmax), zero), ctx.op.IsNaN(absakk))
+            keep = ctx.op.Or(ctx.op.GreaterOrEqual(absakk, acol),
+                             ctx.op.GreaterOrEqual(absakk, ctx.op.Mul(acol, ctx.op.Div(colmax, rowmax))))
+            keep = ctx.op.Or(keep, is_zero)
+            at_imax = ctx.op.GreaterOrEqual(aii, ctx.op.Mul(ctx.const(alpha, _F64), rowmax))
+            two = ctx.op.And(ctx.op.Not(keep), ctx.op.Not(at_imax))
+            kp = ctx.op.Where(keep, kc, imax)
+            kk = ctx.op.Where(two, ctx.const([[k + 1]]), kc)
+            Sp = _sym_permute(ctx, S, ctx.op.Squeeze(kk, ctx.const([r - 1])), ctx.op.Squeeze(kp, ctx.const([r - 1])), rows)
+        else:
+            is_zero = ctx.op.Or(ctx.op.Equal(absakk, zero), ctx.op.IsNaN(absakk))
+            two, kp, Sp = None, kc, S
+        # 1×1 block at k (LAPACK dsyr with -1/d, then dscal of the column by 1/d).
+        d = _entry(ctx, Sp, k, k)
+        below_k = ctx.op.Greater(rows_col, ctx.const(k))
+        x = ctx.op.Where(below_k, _col(ctx, Sp, k), zero)
+        inv = ctx.op.Div(one, d)
+        l1 = ctx.op.Where(ctx.op.Or(is_zero, ctx.op.Not(below_k)), x, ctx.op.Mul(x, inv))
+        col1 = where_rows(ctx.op.Equal(rows_col, ctx.const(k)), d, l1)
+        new_S, new_col = Sp, col1
+        if k < n - 1:
+            trailing = _mask(ctx, n, n, lambda i, j, k=k: i > k and j > k)
+            S1 = ctx.op.Add(Sp, ctx.op.Where(trailing, ctx.op.Mul(x, ctx.op.Mul(_mT(ctx, x, r), ctx.op.Neg(inv))), zero))
+            new_S = ctx.op.Where(is_zero, Sp, sym(S1))
+            # 2×2 block (k, k+1): W = X D⁻¹ as LAPACK forms it, trailing -= X Wᵀ.
+            a, b, c = d, _entry(ctx, Sp, k + 1, k), _entry(ctx, Sp, k + 1, k + 1)
+            d11, d22 = ctx.op.Div(c, b), ctx.op.Div(a, b)
+            t = ctx.op.Div(one, ctx.op.Sub(ctx.op.Mul(d11, d22), one))
+            d21 = ctx.op.Div(t, b)
+            below2 = ctx.op.Greater(rows_col, ctx.const(k + 1))
+            X0 = ctx.op.Where(below2, _col(ctx, Sp, k), zero)
+            X1 = ctx.op.Where(below2, _col(ctx, Sp, k + 1), zero)
+            wk = ctx.op.Where(below2, ctx.op.Mul(d21, ctx.op.Sub(ctx.op.Mul(d11, X0), X1)), zero)
+            wk1 = ctx.op.Where(below2, ctx.op.Mul(d21, ctx.op.Sub(ctx.op.Mul(d22, X1), X0)), zero)
+            trailing2 = _mask(ctx, n, n, lambda i, j, k=k: i > k + 1 and j > k + 1)
+            upd = ctx.op.Add(ctx.op.Mul(X0, _mT(ctx, wk, r)), ctx.op.Mul(X1, _mT(ctx, wk1, r)))
+            S2 = sym(ctx.op.Sub(Sp, ctx.op.Where(trailing2, upd, zero)))
+            col2 = where_rows(ctx.op.Equal(rows_col, ctx.const(k)), a,
+                              where_rows(ctx.op.Equal(rows_col, ctx.const(k + 1)), b, wk))
+            next_col = where_rows(ctx.op.Equal(rows_col, ctx.const(k + 1)), c, wk1)
+            assert two is not None
+            new_S = ctx.op.Where(two, S2, new_S)
+            new_col = ctx.op.Where(two, col2, new_col)
+        kp1 = ctx.op.Add(kp, ctx.const(1))  # 1-based
+        piv = kp1 if two is None else ctx.op.Where(two, ctx.op.Neg(kp1), kp1)
+        fail = is_zero
+        if skip is not None:
+            assert pending_col is not None and pending_piv is not None
+            new_S = ctx.op.Where(skip, S, new_S)
+            new_col = ctx.op.Where(skip, pending_col, new_col)
+            piv = ctx.op.Where(skip, pending_piv, piv)
+            fail = ctx.op.And(ctx.op.Not(skip), is_zero)
+        S = new_S
+        cols.append(new_col)
+        pivs.append(piv)
+        fails.append(ctx.op.Squeeze(fail, ctx.const([r - 2, r - 1])))
+        if two is not None:
+            pending_col, pending_piv = next_col, ctx.op.Neg(kp1)
+            skip = two if skip is None else ctx.op.And(ctx.op.Not(skip), two)
+    LD = ctx.op.Concat(*cols, axis=-1)
+    pivots = ctx.op.Cast(ctx.op.Squeeze(ctx.op.Concat(*pivs, axis=-1), ctx.const([r - 2])), to=_I32)
+    pivots = ctx.op.Expand(pivots, ctx.op.Concat(_batch(ctx, A), ctx.const([n]), axis=0))  # n = 1: constant
+    return LD, pivots, _first_failure(ctx, fails)
+
+
+@translates(aten.linalg_ldl_factor_ex.default)
+def aten_linalg_ldl_factor_ex(
+    ctx: Ctx, self: ir.Value, *, hermitian: bool = False, check_errors: bool = False,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)
+
+    A = L D Lᵀ with Bunch-Kaufman pivoting in LAPACK sytrf's compact lower form (torch.linalg.
+    ldl_factor_ex docs): L's multipliers below D's 1×1/2×2 blocks, the strict upper triangle zero,
+    1-based pivots (negative pairs for 2×2 blocks), ``info`` = first exactly singular D block
+    (:func:`_sytf2_lower`). ``hermitian`` selects hetrf over sytrf, the same for real matrices;
+    ``check_errors`` cannot raise in ONNX.
+    """
+    n = _square_n(ctx, self, "ldl_factor")
+    if n == 0:
+        empty_piv = ctx.op.Expand(ctx.const(torch.zeros(0, dtype=torch.int32)),
+                                  ctx.op.Concat(_batch(ctx, self), ctx.const([0]), axis=0))
+        return ctx.op.Identity(self), empty_piv, _zero_info(ctx, self)
+    LD, pivots, info = _sytf2_lower(ctx, _f64(ctx, self), n, rank(self))
+    return _back(ctx, LD, self.dtype), pivots, info
