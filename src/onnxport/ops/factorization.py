@@ -566,6 +566,42 @@ def aten_linalg_householder_product(ctx: Ctx, input: ir.Value, tau: ir.Value) ->
     return _back(ctx, Q, input.dtype)
 
 
+@translates(aten.ormqr.default)
+def aten_ormqr(
+    ctx: Ctx, self: ir.Value, input2: ir.Value, input3: ir.Value, left: bool = True, transpose: bool = False,
+) -> ir.Value:
+    """ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor
+
+    op(Q)·C (C·op(Q) when not ``left``), op(Q) = Qᵀ when ``transpose``, for Q = H_0 ⋯ H_{k-1} of
+    geqrf's reflectors: H_j = I - τ_j v_j v_jᵀ, v_j = column j of ``self`` below the diagonal with
+    1 on it, τ = ``input2`` (torch.ormqr docs; LAPACK ormqr/orm2r, each reflector applied as larf:
+    w = Cᵀv, C -= τ v wᵀ). Q C and C Qᵀ apply H_{k-1} first, Qᵀ C and C Q apply H_0 first.
+    """
+    mn, _ = _static_mn(ctx, self, "ormqr")
+    k = input2.shape[-1]
+    if not isinstance(k, int):
+        ctx.unsupported("ormqr with a dynamic number of reflectors: the product is unrolled")
+    r = rank(input3)
+    C = _f64(ctx, input3)
+    if k == 0 or mn == 0:
+        return ctx.op.Identity(input3)
+    if not left:  # C op(Q) = (op(Q)ᵀ Cᵀ)ᵀ
+        C = _mT(ctx, C, r)
+    V, t = _f64(ctx, self), _f64(ctx, input2)
+    rows_col = _rows_col(ctx, mn)
+    zero, one = ctx.const(0.0, _F64), ctx.const(1.0, _F64)
+    order = range(k) if transpose == left else reversed(range(k))
+    for j in order:
+        v = ctx.op.Where(ctx.op.Greater(rows_col, ctx.const(j)), _col(ctx, V, j), zero)
+        v = ctx.op.Where(ctx.op.Equal(rows_col, ctx.const(j)), one, v)  # (..., mn, 1)
+        tau = ctx.op.Unsqueeze(ctx.op.Gather(t, ctx.const([j]), axis=-1), ctx.const([-1]))  # (..., 1, 1)
+        w = ctx.op.MatMul(_mT(ctx, v, rank(self)), C)  # (..., 1, n)
+        C = ctx.op.Sub(C, ctx.op.Mul(v, ctx.op.Mul(tau, w)))
+    if not left:
+        C = _mT(ctx, C, r)
+    return _back(ctx, C, input3.dtype)
+
+
 # -- LDLᵀ -------------------------------------------------------------------------------------
 
 @translates(aten.linalg_ldl_solve.default)
@@ -694,9 +730,6 @@ def _sytf2_lower(ctx: Ctx, A: ir.Value, n: int, r: int) -> tuple[ir.Value, ir.Va
     def sym(M: ir.Value) -> ir.Value:
         return ctx.op.Where(lower, M, _mT(ctx, M, r))
 
-    def where_rows(cond, a: ir.Value, b: ir.Value) -> ir.Value:
-        return ctx.op.Where(cond, a, b)
-
     skip = None  # (..., 1, 1): step k is the second column of a 2×2 block
     pending_col = pending_piv = None
     cols, pivs, fails = [], [], []
@@ -735,7 +768,7 @@ def _sytf2_lower(ctx: Ctx, A: ir.Value, n: int, r: int) -> tuple[ir.Value, ir.Va
         x = ctx.op.Where(below_k, _col(ctx, Sp, k), zero)
         inv = ctx.op.Div(one, d)
         l1 = ctx.op.Where(ctx.op.Or(is_zero, ctx.op.Not(below_k)), x, ctx.op.Mul(x, inv))
-        col1 = where_rows(ctx.op.Equal(rows_col, ctx.const(k)), d, l1)
+        col1 = ctx.op.Where(ctx.op.Equal(rows_col, ctx.const(k)), d, l1)
         new_S, new_col = Sp, col1
         if k < n - 1:
             trailing = _mask(ctx, n, n, lambda i, j, k=k: i > k and j > k)
@@ -754,9 +787,9 @@ def _sytf2_lower(ctx: Ctx, A: ir.Value, n: int, r: int) -> tuple[ir.Value, ir.Va
             trailing2 = _mask(ctx, n, n, lambda i, j, k=k: i > k + 1 and j > k + 1)
             upd = ctx.op.Add(ctx.op.Mul(X0, _mT(ctx, wk, r)), ctx.op.Mul(X1, _mT(ctx, wk1, r)))
             S2 = sym(ctx.op.Sub(Sp, ctx.op.Where(trailing2, upd, zero)))
-            col2 = where_rows(ctx.op.Equal(rows_col, ctx.const(k)), a,
-                              where_rows(ctx.op.Equal(rows_col, ctx.const(k + 1)), b, wk))
-            next_col = where_rows(ctx.op.Equal(rows_col, ctx.const(k + 1)), c, wk1)
+            col2 = ctx.op.Where(ctx.op.Equal(rows_col, ctx.const(k)), a,
+                              ctx.op.Where(ctx.op.Equal(rows_col, ctx.const(k + 1)), b, wk))
+            next_col = ctx.op.Where(ctx.op.Equal(rows_col, ctx.const(k + 1)), c, wk1)
             assert two is not None
             new_S = ctx.op.Where(two, S2, new_S)
             new_col = ctx.op.Where(two, col2, new_col)
