@@ -14,7 +14,7 @@ import onnx_ir as ir
 import torch
 
 from onnxport.ops.linalg import MAX_UNROLLED_N, _static_n, _zero_info
-from onnxport.ops.shape import rank
+from onnxport.ops.shape import dtype_of, rank, static_dim
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -578,8 +578,8 @@ def aten_ormqr(
     w = Cᵀv, C -= τ v wᵀ). Q C and C Qᵀ apply H_{k-1} first, Qᵀ C and C Q apply H_0 first.
     """
     mn, _ = _static_mn(ctx, self, "ormqr")
-    k = input2.shape[-1]
-    if not isinstance(k, int):
+    k = static_dim(input2, -1)
+    if k is None:
         ctx.unsupported("ormqr with a dynamic number of reflectors: the product is unrolled")
     r = rank(input3)
     C = _f64(ctx, input3)
@@ -599,7 +599,7 @@ def aten_ormqr(
         C = ctx.op.Sub(C, ctx.op.Mul(v, ctx.op.Mul(tau, w)))
     if not left:
         C = _mT(ctx, C, r)
-    return _back(ctx, C, input3.dtype)
+    return _back(ctx, C, dtype_of(input3))
 
 
 # -- LDLᵀ -------------------------------------------------------------------------------------
@@ -833,4 +833,4 @@ def aten_linalg_ldl_factor_ex(
                                   ctx.op.Concat(_batch(ctx, self), ctx.const([0]), axis=0))
         return ctx.op.Identity(self), empty_piv, _zero_info(ctx, self)
     LD, pivots, info = _sytf2_lower(ctx, _f64(ctx, self), n, rank(self))
-    return _back(ctx, LD, self.dtype), pivots, info
+    return _back(ctx, LD, dtype_of(self)), pivots, info
