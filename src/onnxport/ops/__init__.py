@@ -21,6 +21,7 @@ FAMILIES = (
     "incomplete_gamma",
     "indexing",
     "layout",
+    "ldl",
     "linalg",
     "math",
     "norm",
