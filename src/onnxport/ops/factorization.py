@@ -15,7 +15,7 @@ import onnx_ir as ir
 import torch
 
 from onnxport.ops.linalg import MAX_UNROLLED_N, _static_n, _zero_info
-from onnxport.ops.shape import dtype_of, rank, static_dim
+from onnxport.ops.shape import dtype_of, rank, shape_of, static_dim
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -31,7 +31,7 @@ _I64 = ir.DataType.INT64
 def _static_mn(ctx: Ctx, A: ir.Value, what: str) -> tuple[int, int]:
     """The static (rows, cols) of A; refuses a dynamic size (the algorithm is unrolled per column)
     and sizes past MAX_UNROLLED_N."""
-    m, n = A.shape[-2], A.shape[-1]
+    m, n = shape_of(A)[-2], shape_of(A)[-1]
     if not isinstance(m, int) or not isinstance(n, int):
         ctx.unsupported(f"{what} of a matrix with a dynamic size: the factorization is unrolled per "
                         "column, so the matrix size must be static")
@@ -153,7 +153,7 @@ def aten_linalg_solve_triangular(
     n = _square_n(ctx, self, "solve_triangular")
     r = max(rank(self), rank(B))
     X = _solve_tri(ctx, _f64(ctx, self), _f64(ctx, B), n, r, upper=upper, left=left, unit=unitriangular)
-    return _back(ctx, X, B.dtype)
+    return _back(ctx, X, dtype_of(B))
 
 
 @translates(aten.triangular_solve.default)
@@ -172,7 +172,7 @@ def aten_triangular_solve(
     T_full, B_full = _broadcast_pair(ctx, T, _f64(ctx, self), n)
     X = B_full if n == 0 else _trsm(ctx, T_full, B_full, n, lower=not upper, unit=unitriangular)
     coeff = ctx.op.Expand(A, ctx.op.Concat(_batch(ctx, B_full), ctx.const([n, n]), axis=0))
-    return _back(ctx, X, self.dtype), coeff
+    return _back(ctx, X, dtype_of(self)), coeff
 
 
 # -- Cholesky ---------------------------------------------------------------------------------
@@ -217,7 +217,7 @@ def _cholesky(ctx: Ctx, A: ir.Value, upper: bool, what: str) -> tuple[ir.Value, 
     if upper:  # U = (chol of Aᵀ's lower triangle)ᵀ: reads A's upper triangle, as LAPACK uplo='U'
         work = _mT(ctx, work, r)
     L, info = _cholesky_lower(ctx, work, n, r)
-    return _back(ctx, _mT(ctx, L, r) if upper else L, A.dtype), info
+    return _back(ctx, _mT(ctx, L, r) if upper else L, dtype_of(A)), info
 
 
 @translates(aten.linalg_cholesky_ex.default)
@@ -264,7 +264,7 @@ def aten_cholesky_solve(ctx: Ctx, self: ir.Value, input2: ir.Value, upper: bool 
     n = _square_n(ctx, input2, "cholesky_solve")
     r = max(rank(self), rank(input2))
     X = _cholesky_solve(ctx, _f64(ctx, self), _f64(ctx, input2), n, upper, r)
-    return _back(ctx, X, self.dtype)
+    return _back(ctx, X, dtype_of(self))
 
 
 @translates(aten.cholesky_inverse.default)
@@ -279,7 +279,7 @@ def aten_cholesky_inverse(ctx: Ctx, self: ir.Value, upper: bool = False) -> ir.V
         return ctx.op.Identity(self)
     eye = ctx.op.Expand(_eye(ctx, n, n), ctx.op.Shape(self))
     X = _cholesky_solve(ctx, eye, _f64(ctx, self), n, upper, rank(self))
-    return _back(ctx, X, self.dtype)
+    return _back(ctx, X, dtype_of(self))
 
 
 # -- LU ---------------------------------------------------------------------------------------
@@ -360,7 +360,7 @@ def aten_linalg_lu_factor_ex(
     """
     m, n = _static_mn(ctx, A, "lu_factor")
     LU, piv, info, _ = _getrf(ctx, _f64(ctx, A), m, n, pivot)
-    return _back(ctx, LU, A.dtype), piv, info
+    return _back(ctx, LU, dtype_of(A)), piv, info
 
 
 def _unpack(ctx: Ctx, LU: ir.Value, m: int, n: int, dtype: ir.DataType) -> tuple[ir.Value, ir.Value]:
@@ -388,8 +388,8 @@ def aten_linalg_lu(ctx: Ctx, A: ir.Value, *, pivot: bool = True) -> tuple[ir.Val
     """
     m, n = _static_mn(ctx, A, "lu")
     LU, _, _, order = _getrf(ctx, _f64(ctx, A), m, n, pivot)
-    L, U = _unpack(ctx, LU, m, n, A.dtype)
-    return _permutation(ctx, order, m, A.dtype), L, U
+    L, U = _unpack(ctx, LU, m, n, dtype_of(A))
+    return _permutation(ctx, order, m, dtype_of(A)), L, U
 
 
 def _apply_swaps(ctx: Ctx, B: ir.Value, pivots: ir.Value, n: int, reverse: bool) -> ir.Value:
@@ -415,7 +415,7 @@ def aten_lu_unpack(
     m, n = _static_mn(ctx, LU_data, "lu_unpack")
     empty = ctx.const(torch.zeros(0), LU_data.dtype)
     if unpack_data:
-        L, U = _unpack(ctx, LU_data, m, n, LU_data.dtype)
+        L, U = _unpack(ctx, LU_data, m, n, dtype_of(LU_data))
     else:
         L = U = empty
     if not unpack_pivots:
@@ -426,7 +426,7 @@ def aten_lu_unpack(
     for j in range(min(m, n)):
         swap = _swap_index(ctx, rows, j, ctx.op.Gather(piv, ctx.const([j]), axis=-1))
         order = ctx.op.GatherElements(order, swap, axis=-1)
-    return _permutation(ctx, order, m, LU_data.dtype), L, U
+    return _permutation(ctx, order, m, dtype_of(LU_data)), L, U
 
 
 @translates(aten.linalg_lu_solve.default)
@@ -445,7 +445,7 @@ def aten_linalg_lu_solve(
     if not left:  # X A = B ⇔ Aᵀ Xᵀ = Bᵀ (real A: adjoint = transpose)
         Bw, adjoint = _mT(ctx, Bw, rank(B)), not adjoint
     F, Bw = _broadcast_pair(ctx, _f64(ctx, LU), Bw, n)
-    rhs = B.shape[-1] if left else B.shape[-2]
+    rhs = shape_of(B)[-1] if left else shape_of(B)[-2]
     if n > 0 and rhs != 0:  # (onnxruntime's Expand of the swap index to k = 0 columns keeps 1)
         piv = ctx.op.Expand(pivots, ctx.op.Concat(_batch(ctx, F), ctx.const([n]), axis=0))
         if not adjoint:  # A = P L U: X = U⁻¹ L⁻¹ Pᵀ B
@@ -456,7 +456,7 @@ def aten_linalg_lu_solve(
             Y = _trsm(ctx, Ft, Bw, n, lower=True, unit=False)
             Bw = _apply_swaps(ctx, _trsm(ctx, Ft, Y, n, lower=False, unit=True), piv, n, reverse=True)
     X = Bw if left else _mT(ctx, Bw, r)
-    return _back(ctx, X, B.dtype)
+    return _back(ctx, X, dtype_of(B))
 
 
 # -- QR ---------------------------------------------------------------------------------------
@@ -524,7 +524,7 @@ def aten_geqrf(ctx: Ctx, self: ir.Value) -> tuple[ir.Value, ir.Value]:
         tau = ctx.op.Squeeze(ctx.op.Concat(*taus, axis=-1), ctx.const([-2]))
     else:
         tau = ctx.op.Expand(ctx.const(torch.zeros(0), _F64), ctx.op.Concat(_batch(ctx, self), ctx.const([0]), axis=0))
-    return _back(ctx, a, self.dtype), _back(ctx, tau, self.dtype)
+    return _back(ctx, a, dtype_of(self)), _back(ctx, tau, dtype_of(self))
 
 
 @translates(aten.linalg_qr.default)
@@ -545,8 +545,8 @@ def aten_linalg_qr(ctx: Ctx, A: ir.Value, mode: str = "reduced") -> tuple[ir.Val
     if mode == "r":
         Q = ctx.const(torch.zeros(0), A.dtype)
     else:
-        Q = _back(ctx, _householder_product(ctx, a, taus, m, m if mode == "complete" else k, r), A.dtype)
-    return Q, _back(ctx, R, A.dtype)
+        Q = _back(ctx, _householder_product(ctx, a, taus, m, m if mode == "complete" else k, r), dtype_of(A))
+    return Q, _back(ctx, R, dtype_of(A))
 
 
 @translates(aten.linalg_householder_product.default)
@@ -557,14 +557,14 @@ def aten_linalg_householder_product(ctx: Ctx, input: ir.Value, tau: ir.Value) ->
     ``input`` (m×n) and the scalars ``tau`` (k) (torch.linalg.householder_product docs, LAPACK orgqr).
     """
     m, n = _static_mn(ctx, input, "householder_product")
-    k = tau.shape[-1]
+    k = shape_of(tau)[-1]
     if not isinstance(k, int):
         ctx.unsupported("householder_product with a dynamic number of reflectors: the product is unrolled")
     r = rank(input)
     t = _f64(ctx, tau)
     taus = [ctx.op.Unsqueeze(ctx.op.Gather(t, ctx.const([j]), axis=-1), ctx.const([-1])) for j in range(k)]
     Q = _householder_product(ctx, _f64(ctx, input), taus, m, n, r)
-    return _back(ctx, Q, input.dtype)
+    return _back(ctx, Q, dtype_of(input))
 
 
 @translates(aten.ormqr.default)

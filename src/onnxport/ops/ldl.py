@@ -26,7 +26,7 @@ from onnxport.ops.factorization import (
     _swap_index,
 )
 from onnxport.ops.linalg import _zero_info
-from onnxport.ops.shape import dtype_of, rank
+from onnxport.ops.shape import dtype_of, rank, shape_of
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -48,8 +48,8 @@ def aten_linalg_ldl_solve(
     n = _square_n(ctx, LD, "ldl_solve")
     r = max(rank(LD), rank(B))
     F, X = _broadcast_pair(ctx, _f64(ctx, LD), _f64(ctx, B), n)
-    if n == 0 or B.shape[-1] == 0:
-        return _back(ctx, X, B.dtype)
+    if n == 0 or shape_of(B)[-1] == 0:
+        return _back(ctx, X, dtype_of(B))
     piv = ctx.op.Cast(ctx.op.Expand(pivots, ctx.op.Concat(_batch(ctx, F), ctx.const([n]), axis=0)), to=_I64)
     rows, rows_col = ctx.const(list(range(n))), _rows_col(ctx, n)
     zero = ctx.const(0.0, _F64)
@@ -70,8 +70,10 @@ def aten_linalg_ldl_solve(
         return _gather_rows(ctx, M, _swap_index(ctx, rows, j, p))
 
     # Block structure: one[k] (1×1), start[k] (first of a 2×2), second[k] (second of a 2×2).
-    one, start, second = [], [], []
-    prev_start = None
+    one: list[ir.Value] = []
+    start: list[ir.Value] = []
+    second: list[ir.Value | None] = []  # None for k = 0: no block can end there
+    prev_start: ir.Value | None = None
     for k in range(n):
         neg = ctx.op.Less(at(k), ctx.const(0))
         one.append(ctx.op.Not(neg))
@@ -113,12 +115,14 @@ def aten_linalg_ldl_solve(
         if k > 0:
             tail_prev = ctx.op.MatMul(_mT(ctx, _below_from(ctx, F, rows_col, k - 1, k), r), X)
             X2 = set_row(X1, k - 1, ctx.op.Sub(_row(ctx, X, k - 1), tail_prev))
-            p2 = ctx.op.Where(second[k], ctx.op.Sub(ctx.op.Neg(at(k)), ctx.const(1)), ctx.const(k))
-            new = ctx.op.Where(mask3(second[k]), swapped(X2, k, p2), new)
+            ends_pair = second[k]
+            assert ends_pair is not None  # k > 0
+            p2 = ctx.op.Where(ends_pair, ctx.op.Sub(ctx.op.Neg(at(k)), ctx.const(1)), ctx.const(k))
+            new = ctx.op.Where(mask3(ends_pair), swapped(X2, k, p2), new)
             X = ctx.op.Where(mask3(ctx.op.Not(start[k])), new, X)
         else:
             X = ctx.op.Where(mask3(one[k]), new, X)
-    return _back(ctx, X, B.dtype)
+    return _back(ctx, X, dtype_of(B))
 
 
 def _below_from(ctx: Ctx, F: ir.Value, rows_col: ir.Value, j: int, after: int) -> ir.Value:

@@ -27,7 +27,7 @@ _FLOAT_RESIZE = {ir.DataType.FLOAT, ir.DataType.DOUBLE}
 
 def _resize(
     ctx: Ctx, x: ir.Value, output_size: Sequence[int | ir.Value] | None, scales: Sequence[float | None] | None,
-    mode: str, transform: str, nearest_mode: str = "floor", **extra: int,
+    mode: str, transform: str, nearest_mode: str = "floor", **extra: float,
 ) -> ir.Value:
     r = rank(x)
     n = r - 2
@@ -142,10 +142,10 @@ def aten_upsample_aa(
     cubic = ctx.node is not None and ctx.node.target is aten._upsample_bicubic2d_aa.default
     given = [s for s in scales if s is not None and s > 0]
     if not align_corners and not given:
-        extra = {"antialias": 1, "exclude_outside": 1}
-        if cubic:
-            extra["cubic_coeff_a"] = -0.5  # torch's AA bicubic filter (Keys, a = −0.5)
-        return _resize(ctx, self, output_size, None, "cubic" if cubic else "linear", "pytorch_half_pixel", **extra)
+        if cubic:  # torch's AA bicubic filter is Keys' with a = −0.5
+            return _resize(ctx, self, output_size, None, "cubic", "pytorch_half_pixel",
+                           antialias=1, exclude_outside=1, cubic_coeff_a=-0.5)
+        return _resize(ctx, self, output_size, None, "linear", "pytorch_half_pixel", antialias=1, exclude_outside=1)
     in_sizes = _input_shape(ctx)[-2:]
     out_sizes = list(ctx.val().shape)[-2:]
     if not all(isinstance(d, int) for d in (*in_sizes, *out_sizes)):

@@ -286,7 +286,7 @@ def _median(ctx: Ctx, self: ir.Value, dim: int, keepdim: bool, skip_nan: bool) -
 
 def _median_all(ctx: Ctx, self: ir.Value, skip_nan: bool) -> ir.Value:
     """Median of all elements (flattened); NaN for an empty float tensor, as torch."""
-    val = ctx.node.args[0].meta.get("val") if ctx.node is not None else None
+    val = ctx.arg_val(0)
     if val is not None and isinstance(val.numel(), int) and val.numel() == 0:
         return ctx.const(float("nan"), self.dtype)
     flat = ctx.op.Reshape(self, ctx.const([-1]))
@@ -395,7 +395,7 @@ def aten_histc(ctx: Ctx, self: ir.Value, bins: int = 100, min: float = 0, max: f
         return ctx.op.Cast(ctx.op.Cast(v, to=dtype), to=ft) if dtype in _HALF_TYPES else v
 
     if min == max:
-        val = ctx.node.args[0].meta.get("val") if ctx.node is not None else None
+        val = ctx.arg_val(0)
         if val is not None and isinstance(val.numel(), int) and val.numel() == 0:
             lo, hi = ctx.const(float(min), ft), ctx.const(float(max), ft)
         else:
@@ -423,7 +423,7 @@ def aten_histc(ctx: Ctx, self: ir.Value, bins: int = 100, min: float = 0, max: f
 
 def _static_numel(ctx: Ctx) -> int | None:
     """The input's element count when static (None when unknown or dynamic)."""
-    val = ctx.node.args[0].meta.get("val") if ctx.node is not None else None  # type: ignore[union-attr]
+    val = ctx.arg_val(0)  # type: ignore[union-attr]
     numel = val.numel() if val is not None else None
     return numel if isinstance(numel, int) else None
 
