@@ -334,8 +334,6 @@ class GraphTranslator:
                 inner = value
                 value = child.ctx.op.Identity(inner)
                 value.dtype, value.shape = inner.dtype, inner.shape
-            if inner.name == name and inner.producer() is not None and not inner.is_graph_output():
-                inner.name = f"{name}_value"  # a constant named after the FX node: the output keeps the name
             seen.add(id(value))
             graph.outputs.append(value)
         stamp_metadata(child.ctx.op.take_nodes(), next(iter(module.graph.nodes)))
