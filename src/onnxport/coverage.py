@@ -57,12 +57,6 @@ def _target_name(target: Any) -> str:
     return f"{module}.{getattr(target, '__name__', repr(target))}".lstrip(".")
 
 
-def _reasons() -> dict[Any, str]:
-    from onnxport.ops.unsupported import REASONS
-
-    return dict(REASONS)
-
-
 # -- running ----------------------------------------------------------------------------------
 
 def _run_case(args: tuple[str, str, int]) -> tuple[str, str, list[list[Any]]]:
@@ -160,7 +154,6 @@ def render(registry: Registry | None = None, results: dict[str, Any] | None = No
     registry = registry or default_registry()
     if results is None:
         results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"results": {}}
-    reasons = _reasons()
     core = core_aten_overloads()
     core_set = set(core)
 
@@ -186,8 +179,7 @@ def render(registry: Registry | None = None, results: dict[str, Any] | None = No
         stats = per_op.get(_target_name(target), {})
         return " | ".join(_rate(*stats[d]) if d in stats else "–" for d in DTYPE_ORDER)
 
-    translated = [op for op in core if registry.is_registered(op) and op not in reasons]
-    refused = [op for op in core if op in reasons]
+    translated = [op for op in core if registry.is_registered(op)]
     missing = [op for op in core if not registry.is_registered(op)]
     lines = [
         "# Operator coverage",
@@ -203,7 +195,6 @@ def render(registry: Registry | None = None, results: dict[str, Any] | None = No
         "",
         f"- Core ATen overloads (`torch.Tag.core`, torch {torch.__version__.split('+')[0]}): {len(core)}",
         f"  - translated: {len(translated)}",
-        f"  - not translated, with the reason below: {len(refused)}",
         f"  - without translation: {len(missing)}",
         f"- Other ops translated directly (kept whole by the decomposition step): "
         f"{sum(1 for t in registry.targets() if t not in core_set)}",
@@ -229,16 +220,8 @@ def render(registry: Registry | None = None, results: dict[str, Any] | None = No
         rule,
     ]
     for op in core:
-        if op in reasons:
-            status = "not translated (see below)"
-        elif registry.is_registered(op):
-            status = "translated"
-        else:
-            status = "**missing**"
+        status = "translated" if registry.is_registered(op) else "**missing**"
         lines.append(f"| `{op}` | {status} | {_opsets(registry, op)} | {dtype_cells(op)} |")
-    lines += ["", "## Not translated, and why", ""]
-    for op in refused:
-        lines.append(f"- `{op}`: {reasons[op]}.")
     others = sorted((t for t in registry.targets() if t not in core_set), key=_target_name)
     lines += [
         "",
@@ -251,8 +234,7 @@ def render(registry: Registry | None = None, results: dict[str, Any] | None = No
         rule,
     ]
     for target in others:
-        status = "not translated (see above)" if target in reasons else "translated"
-        lines.append(f"| `{_target_name(target)}` | {status} | {_opsets(registry, target)} | {dtype_cells(target)} |")
+        lines.append(f"| `{_target_name(target)}` | translated | {_opsets(registry, target)} | {dtype_cells(target)} |")
     lines += [
         "",
         "## OpInfo pass rates",

@@ -38,7 +38,6 @@ FAMILIES = (
     "special_common",
     "spectral",
     "symbolic",
-    "unsupported",
 )
 
 OP_MODULES: tuple[ModuleType, ...] = tuple(importlib.import_module(f"{__name__}.{name}") for name in FAMILIES)
