@@ -26,15 +26,10 @@ def xfail(op: str | None, reason: str, dtypes: tuple[str, ...] | None = ALL) -> 
     return Expect(op, dtypes, "xfail", reason)
 
 
-_COMPLEX = ("complex inputs the harness cannot build in its dtypes (istft: complex64 only; complex windows need "
-            "complex index_put), or eigen-decompositions with complex results (no ONNX eigensolver)")
 _DATA_DEPENDENT = "torch.export cannot capture it: output shape or control flow depends on values"
 
-EXPECTATIONS: tuple[Expect, ...] = (
-    # -- complex numbers ------------------------------------------------------------------------
-    *(skip(op, _COMPLEX) for op in ("istft", "linalg.eig", "linalg.eigvals")),
-    xfail("angle", "onnxruntime 1.31 CPU has no bfloat16 kernel for Less (angle of a real tensor)", ("bfloat16",)),
-)
+# Hand-written entries (none today: every failure below is generated with the reason it states).
+EXPECTATIONS: tuple[Expect, ...] = ()
 
 # Representative cases run in CI (not marked slow): one or two per op family, float32 and one
 # more dtype where the op supports it.
@@ -75,7 +70,6 @@ FAST_OPS: dict[str, tuple[str, ...]] = {
     "nn.functional.conv2d": ("float32",),
     "nn.functional.layer_norm": ("float32", "float16"),
     "nn.functional.group_norm": ("float32",),
-    "nn.functional.softmax": ("float32",),
     "nn.functional.gelu": ("float32",),
     "nn.functional.embedding": ("float32",),
     "nn.functional.pad.constant": ("float32",),
@@ -86,11 +80,29 @@ FAST_OPS: dict[str, tuple[str, ...]] = {
     "nn.functional.grid_sample": ("float32",),
     "nn.functional.scaled_dot_product_attention": ("float32",),
     "bernoulli": ("float32",),
+    # families added with complex numbers, special functions, linear algebra, half-precision compute
+    "fft.rfft": ("float32",),
+    "fft.irfft": ("float32",),
+    "fft.fft2": ("float32",),
+    "lgamma": ("float32", "bfloat16"),
+    "special.i0e": ("float32",),
+    "special.chebyshev_polynomial_t": ("float32",),
+    "linalg.det": ("float32",),
+    "linalg.solve": ("float32",),
+    "linalg.cholesky": ("float32",),
+    "linalg.eigvalsh": ("float32",),
+    "unique": ("float32", "int64"),
+    "median": ("float32",),
+    "histc": ("float32",),
+    "nn.functional.pixel_unshuffle": ("float32",),
+    "nn.functional.bilinear": ("float32", "bfloat16"),
+    "softmax": ("float32", "bfloat16"),
 }
 
 
 def fast_cases() -> list[tuple[str, str]]:
     return [(op, d) for op, dtypes in FAST_OPS.items() for d in dtypes]
+
 
 
 def lookup(op: str, dtype: str) -> Expect | None:

@@ -69,3 +69,10 @@ def test_opinfo(name: str, dtype: torch.dtype, fast: bool) -> None:
     if not attempted:
         pytest.skip("no sample eager can run")
     assert not failures, f"{name} [{dtype_name}] {len(failures)}/{attempted} failed:\n" + "\n".join(failures)
+
+
+def test_fast_cases_name_real_opinfos() -> None:
+    """A misspelt FAST_OPS entry would silently drop its case from CI."""
+    for op, dtype in op_table.fast_cases():
+        assert op in oi.op_db(), f"FAST_OPS names no OpInfo {op!r}"
+        assert getattr(torch, dtype) in oi.supported_dtypes(oi.op_db()[op]), f"{op} has no {dtype} samples"
