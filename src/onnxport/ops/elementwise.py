@@ -37,11 +37,6 @@ def _unary(onnx_op: str) -> Any:
 _UNARY_SAME = {
     aten.abs.default: "Abs",
     aten.neg.default: "Neg",
-    aten.relu.default: "Relu",
-    
-    aten.floor.default: "Floor",
-    aten.ceil.default: "Ceil",
-    aten.round.default: "Round",
 }
 _UNARY_FLOAT = {
     aten.exp.default: "Exp",
@@ -67,6 +62,30 @@ for _target, _op in _UNARY_SAME.items():
     globals()[f"aten_{_target.__name__.replace('.', '_')}"] = translates(_target)(_unary(_op))
 for _target, _op in _UNARY_FLOAT.items():
     globals()[f"aten_{_target.__name__.replace('.', '_')}"] = translates(_target, promote=Promote.INT_TO_FLOAT)(_unary(_op))
+
+
+def _rounding(onnx_op: str) -> Any:
+    def fn(ctx: Ctx, self: ir.Value) -> ir.Value:
+        if self.dtype not in _FLOAT_TYPES:  # integers are already whole: ONNX has no int kernel
+            return ctx.op.Identity(self)
+        return ctx.op.node(onnx_op, [self], {})
+
+    fn.__qualname__ = fn.__name__ = f"rounding_{onnx_op}"
+    fn.__doc__ = f"(Tensor self) -> Tensor: ONNX {onnx_op} (identity for integers)."
+    return fn
+
+
+aten_floor = translates(aten.floor.default)(_rounding("Floor"))
+aten_ceil = translates(aten.ceil.default)(_rounding("Ceil"))
+aten_round = translates(aten.round.default)(_rounding("Round"))
+
+
+@translates(aten.relu.default)
+def aten_relu(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """relu(Tensor self) -> Tensor (integers: Max with 0, onnxruntime has no integer Relu)."""
+    if self.dtype in _FLOAT_TYPES:
+        return ctx.op.Relu(self)
+    return ctx.op.Max(self, ctx.const(0, self.dtype))
 
 
 @translates(aten.sign.default)
@@ -235,13 +254,18 @@ def aten_atan2(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
     """atan2(Tensor self, Tensor other) -> Tensor (quadrant-correct arctangent of self/other)."""
     pi = ctx.const(3.141592653589793, self.dtype)
     zero = ctx.const(0, self.dtype)
-    base = ctx.op.Atan(ctx.op.Div(self, other))
+    # 0/0 is NaN where atan2(±0, +0) is ±0: the quotient is taken as 0 there (then shifted by ±π
+    # for a negative divisor, as below).
+    both_zero = ctx.op.And(ctx.op.Equal(self, zero), ctx.op.Equal(other, zero))
+    base = ctx.op.Where(both_zero, self, ctx.op.Atan(ctx.op.Div(self, other)))
     shift = ctx.op.Where(ctx.op.Less(self, zero), ctx.op.Neg(pi), pi)
     return ctx.op.Where(ctx.op.Less(other, zero), ctx.op.Add(base, shift), base)
 
 
 def _compare(onnx_op: str, negate: bool = False) -> Any:
     def fn(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
+        if self.dtype == ir.DataType.BOOL and onnx_op != "Equal":  # no bool ordering kernels
+            self, other = ctx.op.Cast(self, to=ir.DataType.INT32), ctx.op.Cast(other, to=ir.DataType.INT32)
         out = ctx.op.node(onnx_op, [self, other], {})
         return ctx.op.Not(out) if negate else out
 
@@ -335,20 +359,25 @@ def aten_clamp(ctx: Ctx, self: ir.Value, min: ir.Value | None = None, max: ir.Va
     Max/Min rather than Clip: Clip requires scalar bounds, clamp.Tensor allows tensors.
     """
     out = self
+    boolean = self.dtype == ir.DataType.BOOL  # no bool Max/Min kernels: Or/And
     if min is not None:
-        out = ctx.op.Max(out, min)
+        out = ctx.op.Or(out, min) if boolean else ctx.op.Max(out, min)
     if max is not None:
-        out = ctx.op.Min(out, max)
+        out = ctx.op.And(out, max) if boolean else ctx.op.Min(out, max)
     return out if out is not self else ctx.op.Identity(self)
 
 
 @translates(aten.clamp_min.default, aten.clamp_min.Tensor, promote=Promote.DEFAULT)
 def aten_clamp_min(ctx: Ctx, self: ir.Value, min: ir.Value) -> ir.Value:
     """clamp_min(Tensor self, Scalar min) -> Tensor"""
+    if self.dtype == ir.DataType.BOOL:  # no bool Max kernel: max of bools is Or
+        return ctx.op.Or(self, min)
     return ctx.op.Max(self, min)
 
 
 @translates(aten.clamp_max.default, aten.clamp_max.Tensor, promote=Promote.DEFAULT)
 def aten_clamp_max(ctx: Ctx, self: ir.Value, max: ir.Value) -> ir.Value:
     """clamp_max(Tensor self, Scalar max) -> Tensor"""
+    if self.dtype == ir.DataType.BOOL:  # no bool Min kernel: min of bools is And
+        return ctx.op.And(self, max)
     return ctx.op.Min(self, max)

@@ -235,6 +235,8 @@ def aten_fmin(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
 
 
 def _nan_ignoring(ctx: Ctx, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    if a.dtype == ir.DataType.BOOL:  # no bool Max/Min kernels: Or/And
+        return ctx.op.Or(a, b) if op == "Max" else ctx.op.And(a, b)
     if a.dtype not in _FLOAT_TYPES:
         return ctx.op.node(op, [a, b], {})
     out = ctx.op.node(op, [a, b], {})
