@@ -13,14 +13,17 @@ from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
 
+_GEMM_TYPES = {ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE}
+
 
 @translates(aten.linear.default)
 def aten_linear(ctx: Ctx, input: ir.Value, weight: ir.Value, bias: ir.Value | None = None) -> ir.Value:
     """linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor: input @ weightᵀ + bias.
 
-    A 2-D input becomes one Gemm (transB=1); other ranks MatMul with the transposed weight.
+    A 2-D input becomes one Gemm (transB=1); other ranks (and integers: onnxruntime has no integer
+    Gemm) MatMul with the transposed weight.
     """
-    if rank(input) == 2 and rank(weight) == 2:
+    if rank(input) == 2 and rank(weight) == 2 and input.dtype in _GEMM_TYPES:
         return ctx.op.Gemm(input, weight, bias, transB=1)
     out = ctx.op.MatMul(input, ctx.op.Transpose(weight, perm=[1, 0]) if rank(weight) == 2 else weight)
     return out if bias is None else ctx.op.Add(out, bias)
@@ -30,7 +33,12 @@ def aten_linear(ctx: Ctx, input: ir.Value, weight: ir.Value, bias: ir.Value | No
 def aten_addmm(
     ctx: Ctx, self: ir.Value, mat1: ir.Value, mat2: ir.Value, *, beta: float = 1, alpha: float = 1
 ) -> ir.Value:
-    """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+    """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+
+    Gemm for floating point; integers (no onnxruntime Gemm kernel) MatMul, then beta·self + alpha·prod.
+    """
+    if mat1.dtype not in _GEMM_TYPES:
+        return _scaled_sum(ctx, self, ctx.op.MatMul(mat1, mat2), beta, alpha)
     return ctx.op.Gemm(mat1, mat2, self, alpha=float(alpha), beta=float(beta))
 
 

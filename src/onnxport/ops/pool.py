@@ -16,6 +16,8 @@ from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
 
+_AVG_POOL_TYPES = {ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE}
+
 
 def _pool_attrs(n: int, kernel_size: Sequence[int], stride: Sequence[int], padding: Sequence[int] | int,
                 ceil_mode: bool) -> dict:
@@ -61,10 +63,17 @@ def aten_avg_pool(
     padding: Sequence[int] = (0,), ceil_mode: bool = False, count_include_pad: bool = True,
     divisor_override: int | None = None,
 ) -> ir.Value:
-    """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
+    """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+
+    Integers (no onnxruntime kernel, nor a double one) pool in float: exact while window sums stay
+    below 2**23; torch's integer division truncates toward zero.
+    """
     n = {aten.avg_pool1d.default: 1, aten.avg_pool2d.default: 2, aten.avg_pool3d.default: 3}[ctx.node.target]  # type: ignore[union-attr,index]
     x, unbatched = _batched(ctx, self, n)
+    integer = self.dtype not in _AVG_POOL_TYPES
     if x.dtype == ir.DataType.BFLOAT16:  # no onnxruntime AveragePool kernel: pool in float
+        x = ctx.op.Cast(x, to=ir.DataType.FLOAT)
+    elif integer:
         x = ctx.op.Cast(x, to=ir.DataType.FLOAT)
     attrs = _pool_attrs(n, kernel_size, stride, padding, ceil_mode)
     if divisor_override is not None:
@@ -77,9 +86,16 @@ def aten_avg_pool(
         size = 1
         for k in attrs["kernel_shape"]:
             size *= k
-        out = ctx.op.Mul(mean, ctx.const(size / divisor_override, x.dtype))
+        if integer:  # the exact window sum, then a truncating integer division
+            total = ctx.op.Cast(ctx.op.Round(ctx.op.Mul(mean, ctx.const(float(size), x.dtype))), to=self.dtype)
+            out = ctx.op.Div(total, ctx.const(divisor_override, self.dtype))
+        else:
+            out = ctx.op.Mul(mean, ctx.const(size / divisor_override, x.dtype))
     else:
         out = ctx.op.AveragePool(x, count_include_pad=int(count_include_pad), **attrs)
+        if integer:  # sum/divisor correctly rounded in float: truncating it is the integer quotient
+            zero = ctx.const(0.0, ir.DataType.FLOAT)
+            out = ctx.op.Cast(ctx.op.Where(ctx.op.Less(out, zero), ctx.op.Ceil(out), ctx.op.Floor(out)), to=self.dtype)
     if self.dtype == ir.DataType.BFLOAT16:
         out = ctx.op.Cast(out, to=self.dtype)
     return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out

@@ -89,6 +89,8 @@ def aten_all(ctx: Ctx, self: ir.Value, dim: Any = None, keepdim: bool = False) -
 
 
 def _arg(ctx: Ctx, op: str, self: ir.Value, dim: int | None, keepdim: bool) -> ir.Value:
+    if self.dtype == ir.DataType.BOOL:  # no bool ArgMax/ArgMin kernels; the order is that of 0/1
+        self = ctx.op.Cast(self, to=ir.DataType.INT32)
     if dim is None:
         flat = ctx.op.Reshape(self, ctx.const([-1]))
         out = ctx.op.node(op, [flat], {"axis": 0, "keepdims": 0})

@@ -67,9 +67,11 @@ def aten_scatter_value(ctx: Ctx, self: ir.Value, dim: int, index: ir.Value, valu
 @translates(aten.scatter_add.default)
 def aten_scatter_add(ctx: Ctx, self: ir.Value, dim: int, index: ir.Value, src: ir.Value) -> ir.Value:
     """scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
+    if self.dtype == ir.DataType.BOOL:  # bool addition is Or: add as int32, nonzero is True
+        as_int = aten_scatter_add(ctx, _as(ctx, self, ir.DataType.INT32), dim, index, _as(ctx, src, ir.DataType.INT32))
+        return ctx.op.Cast(as_int, to=ir.DataType.BOOL)
     src = _as(ctx, src, self.dtype)
-    reduction = "none" if self.dtype == ir.DataType.BOOL else "add"
-    return _scatter(ctx, self, dim, index, _updates_like_index(ctx, src, index, rank(self)), reduction)
+    return _scatter(ctx, self, dim, index, _updates_like_index(ctx, src, index, rank(self)), "add")
 
 
 _IDENTITY = {"sum": 0, "prod": 1, "mean": 0}
@@ -215,8 +217,12 @@ def aten_masked_scatter(ctx: Ctx, self: ir.Value, mask: ir.Value, source: ir.Val
 
     The k-th True of the (broadcast) mask, in row-major order, takes ``source.flatten()[k]``:
     positions come from a CumSum over the flattened mask, so the order is the mask's, not the
-    order of NonZero over a transposed layout.
+    order of NonZero over a transposed layout. Bools (no onnxruntime bool Where) go through uint8.
     """
+    if self.dtype == ir.DataType.BOOL:
+        as_u8 = aten_masked_scatter(ctx, ctx.op.Cast(self, to=ir.DataType.UINT8), mask,
+                                    ctx.op.Cast(source, to=ir.DataType.UINT8))
+        return ctx.op.Cast(as_u8, to=ir.DataType.BOOL)
     out_shape = ctx.op.Shape(ctx.op.Add(ctx.op.Cast(mask, to=ir.DataType.INT64),
                                         ctx.op.Expand(ctx.const(0), ctx.op.Shape(self))))
     full_mask = ctx.op.Expand(mask, out_shape)
@@ -297,7 +303,14 @@ def aten_index_copy(ctx: Ctx, self: ir.Value, dim: int, index: ir.Value, source:
 def aten_index_add(
     ctx: Ctx, self: ir.Value, dim: int, index: ir.Value, source: ir.Value, *, alpha: float = 1,
 ) -> ir.Value:
-    """index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor"""
+    """index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+
+    Bools (addition is Or) add as int32 and come back as nonzero.
+    """
+    if self.dtype == ir.DataType.BOOL:
+        as_int = aten_index_add(ctx, _as(ctx, self, ir.DataType.INT32), dim, index,
+                                _as(ctx, source, ir.DataType.INT32), alpha=int(bool(alpha)))
+        return ctx.op.Cast(as_int, to=ir.DataType.BOOL)
     r = rank(self)
     source = _as(ctx, source, self.dtype)
     if alpha != 1:
@@ -309,8 +322,6 @@ def aten_index_add(
     perm = [dim] + [i for i in range(r) if i != dim]
     x = self if dim == 0 else ctx.op.Transpose(self, perm=perm)
     updates = source if dim == 0 or rank(source) < r else ctx.op.Transpose(source, perm=perm)
-    if self.dtype == ir.DataType.BOOL:
-        ctx.unsupported("index_add on bool tensors")
     out = ctx.op.ScatterND(x, ctx.op.Unsqueeze(index, ctx.const([-1])), updates, reduction="add")
     return out if dim == 0 else ctx.op.Transpose(out, perm=[perm.index(i) for i in range(r)])
 
