@@ -295,6 +295,13 @@ def aten_native_batch_norm_legit_functional(
     running_var: ir.Value, training: bool, momentum: float, eps: float,
 ) -> tuple[ir.Value, ...]:
     """_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"""
+    return _as_declared(ctx, _functional(ctx, input, weight, bias, running_mean, running_var, training, momentum, eps))
+
+
+def _functional(
+    ctx: Ctx, input: ir.Value, weight: ir.Value | None, bias: ir.Value | None, running_mean: ir.Value,
+    running_var: ir.Value, training: bool, momentum: float, eps: float,
+) -> tuple[ir.Value, ...]:
     if not training:
         out, a, b = aten_native_batch_norm_no_training(ctx, input, weight, bias, running_mean, running_var, momentum, eps)
         return out, a, b, ctx.op.Identity(running_mean), ctx.op.Identity(running_var)
@@ -303,13 +310,24 @@ def aten_native_batch_norm_legit_functional(
     return out, mean, rstd, new_mean, new_var
 
 
+def _as_declared(ctx: Ctx, outs: Sequence[ir.Value]) -> tuple[ir.Value, ...]:
+    """Cast outputs to the dtypes torch declares: a half-precision batch norm's functional form
+    reports its running statistics in float32 (the decomposition's opmath), not the input's dtype."""
+    vals = ctx.val()
+    if not isinstance(vals, (tuple, list)):
+        return tuple(outs)
+    return tuple(
+        v if not isinstance(m, torch.Tensor) or v.dtype == ir_dtype(m.dtype) else ctx.op.Cast(v, to=ir_dtype(m.dtype))
+        for v, m in zip(outs, vals))
+
+
 @translates(aten._batch_norm_with_update_functional.default)
 def aten_batch_norm_with_update_functional(
     ctx: Ctx, input: ir.Value, weight: ir.Value | None, bias: ir.Value | None, running_mean: ir.Value,
     running_var: ir.Value, momentum: float, eps: float,
 ) -> tuple[ir.Value, ...]:
     """_batch_norm_with_update_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"""
-    out, mean, rstd, new_mean, new_var = aten_native_batch_norm_legit_functional(
+    out, mean, rstd, new_mean, new_var = _functional(
         ctx, input, weight, bias, running_mean, running_var, True, momentum, eps)
     reserve = ctx.const(torch.zeros(0, dtype=torch.uint8))
-    return out, mean, rstd, reserve, new_mean, new_var
+    return _as_declared(ctx, (out, mean, rstd, reserve, new_mean, new_var))
