@@ -11,6 +11,7 @@ from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
+prims = torch.ops.prims
 
 
 def _cast_to_out(ctx: Ctx, self: ir.Value) -> ir.Value:
@@ -30,6 +31,12 @@ def aten_to(ctx: Ctx, self: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
     Devices and memory formats do not exist in ONNX: only the dtype change is kept.
     """
     return _cast_to_out(ctx, self)
+
+
+@translates(prims.convert_element_type.default)
+def prims_convert_element_type(ctx: Ctx, a: ir.Value, dtype: Any) -> ir.Value:
+    """convert_element_type(Tensor a, ScalarType dtype) -> Tensor: a Cast (left by decompositions such as renorm's)."""
+    return _cast_to_out(ctx, a)
 
 
 @translates(
