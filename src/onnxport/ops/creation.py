@@ -110,3 +110,15 @@ def aten_ones_like(ctx: Ctx, self: ir.Value, **kwargs: Any) -> ir.Value:
 def aten_scalar_tensor(ctx: Ctx, s: Any, **kwargs: Any) -> ir.Value:
     """scalar_tensor(Scalar s, *, ScalarType? dtype=None, ...) -> Tensor"""
     return _scalar(ctx, s, ctx.out_dtype()) if isinstance(s, ir.Value) else ctx.op.Identity(ctx.const(s, ctx.out_dtype()))
+
+
+@translates(aten.tril_indices.default, aten.triu_indices.default)
+def aten_tril_indices(ctx: Ctx, row: int, col: int, offset: int = 0, **kwargs: Any) -> ir.Value:
+    """tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+
+    Also triu_indices. Every argument is static: the (2, N) coordinates are a constant.
+    """
+    if not all(isinstance(v, int) for v in (row, col, offset)):
+        ctx.unsupported("tril_indices/triu_indices with symbolic sizes")
+    fn = torch.tril_indices if ctx.node is not None and ctx.node.target is aten.tril_indices.default else torch.triu_indices
+    return ctx.op.Identity(ctx.const(fn(row, col, offset), ctx.out_dtype()))

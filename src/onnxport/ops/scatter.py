@@ -411,3 +411,24 @@ def aten_put(ctx: Ctx, self: ir.Value, index: ir.Value, source: ir.Value, accumu
     else:
         out = ctx.op.ScatterElements(flat, idx, src, axis=0, reduction="add" if accumulate else "none")
     return ctx.op.Reshape(out, ctx.op.Shape(self))
+
+
+# -- bincount ---------------------------------------------------------------------------------
+
+@translates(aten.bincount.default)
+def aten_bincount(ctx: Ctx, self: ir.Value, weights: ir.Value | None = None, minlength: int | ir.Value = 0) -> ir.Value:
+    """bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor
+
+    max(max(self) + 1, minlength) bins (data-dependent), each value's count or weight summed into
+    its bin by ScatterElements(add); an empty input gives ``minlength`` zeros.
+    """
+    out_dtype = ctx.out_dtype()
+    index = ctx.op.Reshape(_i64(ctx, self), ctx.const([-1]))
+    top = ctx.op.ReduceMax(ctx.op.Concat(index, ctx.const([-1]), axis=0), keepdims=1)  # (1,): −1 when empty
+    length = ctx.op.Max(ctx.op.Add(top, ctx.const([1])), ctx.op.Reshape(_i64(ctx, ctx.shape_tensor([minlength])), ctx.const([1])))
+    zeros = ctx.op.Expand(ctx.const(0, out_dtype), length)
+    if weights is None:
+        updates = ctx.op.Expand(ctx.const(1, out_dtype), ctx.op.Shape(index))
+    else:
+        updates = ctx.op.Reshape(_as(ctx, weights, out_dtype), ctx.const([-1]))
+    return ctx.op.ScatterElements(zeros, index, updates, axis=0, reduction="add")
