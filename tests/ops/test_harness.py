@@ -36,3 +36,14 @@ def test_heavy_tailed_outputs_compare_by_median() -> None:
 def test_a_few_random_draws_are_only_checked_for_finiteness() -> None:
     assert oi.compare_outputs("randint_like", [torch.tensor(7)], [torch.tensor(2)]) == ""
     assert oi.compare_outputs("normal", [torch.tensor([1.5])], [torch.tensor([float("nan")])]) != ""
+
+
+def test_unstable_argsort_is_compared_through_the_values_it_picks() -> None:
+    import types
+
+    x = torch.tensor([2.0, 1.0, 2.0, 1.0])
+    sample = types.SimpleNamespace(input=x, args=(), kwargs={})
+    eager, ours = torch.tensor([1, 3, 0, 2]), torch.tensor([3, 1, 2, 0])  # ties in another order
+    assert oi.compare_outputs("argsort", [eager], [ours]) != ""
+    assert oi.compare_outputs("argsort", *(oi._sorted_values(sample, [t]) for t in (eager, ours))) == ""
+    assert not oi._asks_stable(sample) and oi._asks_stable(types.SimpleNamespace(kwargs={"stable": True}))
