@@ -128,3 +128,13 @@ def test_half_batch_norm_running_stats_and_renorm(dtype: torch.dtype) -> None:
     _check(lambda *t: torch.ops.aten._native_batch_norm_legit.default(*t, False, 0.1, 1e-5), x, w, b, rm, rv,
            rtol=1.6e-2, atol=1e-2)
     _check(lambda t: torch.renorm(t, 2, 0, 1.0), torch.randn(4, 5, dtype=dtype), rtol=1.6e-2, atol=1e-2)
+
+
+def test_addmm_with_an_empty_inner_dimension_scales_self_by_beta() -> None:
+    class AddMM(torch.nn.Module):
+        def forward(self, c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return torch.addmm(c, a, b, beta=0.2, alpha=0.6)
+
+    c, a, b = torch.randn(5, 10), torch.randn(5, 0), torch.randn(0, 10)
+    (out,) = onnxport.export(AddMM(), (c, a, b))(c, a, b)
+    torch.testing.assert_close(out, 0.2 * c)

@@ -35,9 +35,10 @@ def aten_addmm(
 ) -> ir.Value:
     """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 
-    Gemm for floating point; integers (no onnxruntime Gemm kernel) MatMul, then beta·self + alpha·prod.
+    Gemm for floating point; integers (no onnxruntime Gemm kernel) and an empty inner dimension
+    (onnxruntime 1.31's Gemm then returns C without the beta scaling) MatMul, then beta·self + alpha·prod.
     """
-    if mat1.dtype not in _GEMM_TYPES:
+    if mat1.dtype not in _GEMM_TYPES or static_dim(mat1, -1) == 0:
         return _scaled_sum(ctx, self, ctx.op.MatMul(mat1, mat2), beta, alpha)
     return ctx.op.Gemm(mat1, mat2, self, alpha=float(alpha), beta=float(beta))
 
