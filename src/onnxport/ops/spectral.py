@@ -16,6 +16,7 @@ import numpy as np
 import onnx_ir as ir
 import torch
 
+from onnxport.ops.factorization import _back, _f64, _mT
 from onnxport.ops.linalg import (
     JACOBI_SWEEPS,
     MAX_UNROLLED_N,
@@ -33,18 +34,6 @@ aten = torch.ops.aten
 
 _F64 = ir.DataType.DOUBLE
 _I64 = ir.DataType.INT64
-
-
-def _f64(ctx: Ctx, x: ir.Value) -> ir.Value:
-    return x if x.dtype == _F64 else ctx.op.Cast(x, to=_F64)
-
-
-def _back(ctx: Ctx, x: ir.Value, dtype: ir.DataType) -> ir.Value:
-    return x if dtype == _F64 else ctx.op.Cast(x, to=dtype)
-
-
-def _mT(ctx: Ctx, x: ir.Value, r: int) -> ir.Value:
-    return ctx.op.Transpose(x, perm=[*range(r - 2), r - 1, r - 2])
 
 
 def _static_size(ctx: Ctx, A: ir.Value, what: str) -> tuple[int, int]:
