@@ -9,33 +9,12 @@ import pytest
 import torch
 
 import onnxport
+from _eager import Fn, check_against_eager
 from onnxport.errors import UnsupportedOpError, UnsupportedOpsError
 from onnxport.translate.dispatch import KEY_COMPLEX_AS_REAL, KEY_COMPLEX_OUTPUTS
 from onnxport.translate.registry import Registry, default_registry
 
 aten = torch.ops.aten
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Any) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
-
-
-def _check(fn: Any, *args: torch.Tensor, optimize: bool = True) -> onnxport.ONNXProgram:
-    model = Fn(fn)
-    program = onnxport.export(model, args, optimize=optimize)
-    expected = model(*args)
-    expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
-    actual = program(*args)
-    assert len(actual) == len(expected)
-    for a, e in zip(actual, expected):
-        assert a.dtype == e.dtype and a.shape == e.shape, (a.dtype, e.dtype, a.shape, e.shape)
-        torch.testing.assert_close(a, e.resolve_conj(), rtol=2e-4, atol=2e-5, equal_nan=True)
-    return program
 
 
 def z(*shape: int) -> torch.Tensor:
@@ -68,7 +47,7 @@ def test_op_without_complex_translation_is_refused_by_name() -> None:
 
 
 def test_graph_io_carry_complex_as_real_metadata() -> None:
-    program = _check(lambda a, b: (torch.view_as_real(a * b), a * b, (a * b).abs()), z(2, 3), z(2, 3))
+    program = check_against_eager(lambda a, b: (torch.view_as_real(a * b), a * b, (a * b).abs()), z(2, 3), z(2, 3)).program
     graph = program.model.graph
     for value in graph.inputs:
         assert value.dtype.name == "FLOAT" and list(value.shape) == [2, 3, 2]
@@ -80,12 +59,12 @@ def test_graph_io_carry_complex_as_real_metadata() -> None:
 
 def test_complex_and_its_real_view_returned_together() -> None:
     # Identity elimination merges these two outputs; the graph-level record keeps them apart.
-    _check(lambda a: (torch.fft.fft(a), torch.view_as_real(torch.fft.fft(a))), z(3, 8))
+    check_against_eager(lambda a: (torch.fft.fft(a), torch.view_as_real(torch.fft.fft(a))), z(3, 8))
 
 
 def test_complex128_and_saved_model_round_trip(tmp_path: Any) -> None:
     a = torch.randn(2, 5, dtype=torch.complex128)
-    program = _check(lambda a: torch.fft.ifft(a * 2), a)
+    program = check_against_eager(lambda a: torch.fft.ifft(a * 2), a).program
     path = tmp_path / "m.onnx"
     program.save(path)
     loaded = onnxport.ONNXProgram.load(path)
@@ -114,33 +93,33 @@ def test_complex_buffer_becomes_real_view_initializer() -> None:
 
 def test_arithmetic_with_real_and_complex_operands_and_scalars() -> None:
     a, b, r = z(2, 3), z(2, 3), torch.randn(3)
-    _check(lambda a, b, r: (a * b, a * r, r * a, a + r, r - a, a - b, a / b, a / r, a * 2.5, a + 1j, 2j * a,
+    check_against_eager(lambda a, b, r: (a * b, a * r, r * a, a + r, r - a, a - b, a / b, a / r, a * 2.5, a + 1j, 2j * a,
                             a.add(b, alpha=2), -a), a, b, r)
 
 
 def test_unary_complex_ops() -> None:
     a = z(2, 5)
     a[0, 0] = 0
-    _check(lambda a: (a.abs(), a.angle(), a.conj().resolve_conj(), torch.conj_physical(a), a.real, a.imag,
+    check_against_eager(lambda a: (a.abs(), a.angle(), a.conj().resolve_conj(), torch.conj_physical(a), a.real, a.imag,
                       torch.view_as_real(a.clone())), a)
 
 
 def test_constructors() -> None:
     re, im = torch.randn(3, 1), torch.randn(1, 4)  # broadcast
-    _check(lambda re, im: (torch.complex(re, im), torch.polar(re.abs(), im), torch.view_as_complex(
+    check_against_eager(lambda re, im: (torch.complex(re, im), torch.polar(re.abs(), im), torch.view_as_complex(
         torch.stack([re.expand(3, 4), im.expand(3, 4)], -1)), re.to(torch.complex64)), re, im)
 
 
 def test_complex_views_count_dims_without_the_real_imag_axis() -> None:
     a = z(2, 3, 4)
-    _check(lambda a: (a.reshape(6, 4), a.permute(2, 0, 1), a.transpose(-1, 0), a.unsqueeze(-1), a[:, 1:, -2:],
+    check_against_eager(lambda a: (a.reshape(6, 4), a.permute(2, 0, 1), a.transpose(-1, 0), a.unsqueeze(-1), a[:, 1:, -2:],
                       a[..., -1], a.reshape(2, 1, 12).squeeze(-2), a.unfold(-1, 2, 1), a.expand(5, 2, 3, 4),
                       torch.cat([a, a.real.to(torch.complex64)], dim=-1)), a)
 
 
 def test_complex_padding_and_dtype_casts() -> None:
     a = z(2, 6)
-    _check(lambda a: (torch.nn.functional.pad(a, (2, 1)), torch.nn.functional.pad(a.unsqueeze(0), (2, 2), mode="reflect"),
+    check_against_eager(lambda a: (torch.nn.functional.pad(a, (2, 1)), torch.nn.functional.pad(a.unsqueeze(0), (2, 2), mode="reflect"),
                       a.to(torch.complex128), torch.constant_pad_nd(a, (1, 1), 3.0)), a)
 
 

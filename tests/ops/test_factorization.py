@@ -8,39 +8,10 @@ import pytest
 import torch
 
 import onnxport
+from _eager import Fn, Fn1, check_against_eager
 from onnxport.errors import UnsupportedOpError
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.(cholesky|triangular_solve) is deprecated")
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Any) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
-
-
-class Fn1(Fn):
-    """One named input ``x`` (for dynamic_shapes)."""
-
-    def forward(self, x: torch.Tensor) -> Any:
-        return self.fn(x)
-
-
-def _check(fn: Any, *args: torch.Tensor, dynamic_shapes: Any = None, others: tuple = (),
-           atol: float = 2e-5, rtol: float = 2e-4) -> None:
-    model = Fn1(fn) if dynamic_shapes is not None else Fn(fn)
-    program = onnxport.export(model, args, dynamic_shapes=dynamic_shapes)
-    for inputs in (args, *others):
-        expected = model(*inputs)
-        expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
-        actual = program(*inputs)
-        assert len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert a.dtype == e.dtype and a.shape == e.shape, (a.dtype, e.dtype, a.shape, e.shape)
-            torch.testing.assert_close(a, e, atol=atol, rtol=rtol, equal_nan=True)
 
 
 def _spd(*shape: int) -> torch.Tensor:
@@ -52,11 +23,11 @@ def _spd(*shape: int) -> torch.Tensor:
 def test_cholesky_batched_upper_and_lower(upper: bool) -> None:
     torch.manual_seed(0)
     A = _spd(2, 3, 5, 5)
-    _check(lambda a: (torch.linalg.cholesky(a, upper=upper), torch.cholesky(a, upper=upper)), A)
+    check_against_eager(lambda a: (torch.linalg.cholesky(a, upper=upper), torch.cholesky(a, upper=upper)), A)
     L = torch.linalg.cholesky(A, upper=upper)
     B = torch.randn(3, 5, 2)  # batch broadcast against L's
-    _check(lambda b, f: torch.cholesky_solve(b, f, upper=upper), B, L)
-    _check(lambda f: torch.cholesky_inverse(f, upper=upper), L[0, 0])
+    check_against_eager(lambda b, f: torch.cholesky_solve(b, f, upper=upper), B, L)
+    check_against_eager(lambda f: torch.cholesky_inverse(f, upper=upper), L[0, 0])
 
 
 def test_cholesky_ex_info_is_the_first_failing_minor() -> None:
@@ -80,14 +51,14 @@ def test_solve_triangular_variants(left: bool, upper: bool, unit: bool) -> None:
     torch.manual_seed(1)
     A = torch.randn(2, 4, 4) + 4 * torch.eye(4)  # the other triangle is garbage: must be ignored
     B = torch.randn(4, 3) if left else torch.randn(3, 4)
-    _check(lambda a, b: torch.linalg.solve_triangular(a, b, upper=upper, left=left, unitriangular=unit), A, B)
+    check_against_eager(lambda a, b: torch.linalg.solve_triangular(a, b, upper=upper, left=left, unitriangular=unit), A, B)
 
 
 @pytest.mark.parametrize("transpose", [False, True])
 def test_triangular_solve_transpose(transpose: bool) -> None:
     torch.manual_seed(2)
     A = torch.randn(2, 5, 5) + 5 * torch.eye(5)
-    _check(lambda b, a: torch.triangular_solve(b, a, upper=False, transpose=transpose), torch.randn(2, 5, 3), A)
+    check_against_eager(lambda b, a: torch.triangular_solve(b, a, upper=False, transpose=transpose), torch.randn(2, 5, 3), A)
 
 
 def test_lu_factor_pivots_info_and_singular() -> None:
@@ -109,10 +80,10 @@ def test_lu_factor_pivots_info_and_singular() -> None:
 def test_lu_and_unpack_rectangular(shape: tuple[int, ...]) -> None:
     torch.manual_seed(4)
     A = torch.randn(*shape)
-    _check(torch.linalg.lu, A)
-    _check(lambda a: torch.linalg.lu_factor(a), A)
+    check_against_eager(torch.linalg.lu, A)
+    check_against_eager(lambda a: torch.linalg.lu_factor(a), A)
     LU, piv = torch.linalg.lu_factor(A)
-    _check(torch.lu_unpack, LU, piv)
+    check_against_eager(torch.lu_unpack, LU, piv)
 
 
 @pytest.mark.parametrize(("left", "adjoint"), [(True, False), (True, True), (False, False), (False, True)])
@@ -120,7 +91,7 @@ def test_lu_solve_left_adjoint(left: bool, adjoint: bool) -> None:
     torch.manual_seed(5)
     LU, piv = torch.linalg.lu_factor(torch.randn(2, 4, 4))
     B = torch.randn(2, 4, 3) if left else torch.randn(2, 3, 4)
-    _check(lambda lu, p, b: torch.linalg.lu_solve(lu, p, b, left=left, adjoint=adjoint), LU, piv, B)
+    check_against_eager(lambda lu, p, b: torch.linalg.lu_solve(lu, p, b, left=left, adjoint=adjoint), LU, piv, B)
 
 
 @pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
@@ -128,24 +99,24 @@ def test_lu_solve_left_adjoint(left: bool, adjoint: bool) -> None:
 def test_qr_modes_match_lapack_signs(mode: str, shape: tuple[int, ...]) -> None:
     torch.manual_seed(6)
     A = torch.randn(*shape)
-    _check(lambda a: torch.linalg.qr(a, mode=mode), A)
+    check_against_eager(lambda a: torch.linalg.qr(a, mode=mode), A)
 
 
 def test_geqrf_and_householder_product() -> None:
     torch.manual_seed(7)
     A = torch.randn(2, 6, 4)
-    _check(torch.geqrf, A)
+    check_against_eager(torch.geqrf, A)
     a, tau = torch.geqrf(A)
-    _check(torch.linalg.householder_product, a, tau)
-    _check(torch.linalg.householder_product, a, tau[..., :2])
+    check_against_eager(torch.linalg.householder_product, a, tau)
+    check_against_eager(torch.linalg.householder_product, a, tau[..., :2])
     # a zero column below the diagonal: τ = 0, as LAPACK larfg
-    _check(torch.geqrf, torch.tensor([[2.0, 1], [0, 3], [0, 1]]))
+    check_against_eager(torch.geqrf, torch.tensor([[2.0, 1], [0, 3], [0, 1]]))
 
 
 def test_dynamic_batch_static_n() -> None:
     batch = torch.export.Dim("batch")
     A = _spd(3, 4, 4)
-    _check(torch.linalg.cholesky, A, dynamic_shapes={"x": {0: batch}}, others=((_spd(5, 4, 4),),))
+    check_against_eager(torch.linalg.cholesky, A, dynamic_shapes={"x": {0: batch}}, others=((_spd(5, 4, 4),),))
 
 
 @pytest.mark.parametrize("fn", [torch.linalg.cholesky, torch.linalg.lu_factor, torch.linalg.qr])
@@ -162,5 +133,5 @@ def test_ldl_solve_with_1x1_and_2x2_bunch_kaufman_blocks() -> None:
     A[:4] = torch.tensor([[0.0, 1], [1, 0]]).repeat(3, 3) + 0.01 * A[:4]  # forces 2×2 pivots
     LD, piv = torch.linalg.ldl_factor(A)
     assert bool((piv < 0).any()) and bool((piv > 0).any())
-    _check(torch.linalg.ldl_solve, LD, piv, torch.randn(16, 6, 3))
-    _check(torch.linalg.ldl_solve, LD[:2], piv[:2], torch.randn(6, 2))  # B broadcast over the batch
+    check_against_eager(torch.linalg.ldl_solve, LD, piv, torch.randn(16, 6, 3))
+    check_against_eager(torch.linalg.ldl_solve, LD[:2], piv[:2], torch.randn(6, 2))  # B broadcast over the batch
