@@ -2,43 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import pytest
 import torch
 
 import onnxport
+from _eager import check_against_eager
 
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Any) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
-
-
-class Fn1(Fn):
-    """One named input ``x`` (for dynamic_shapes)."""
-
-    def forward(self, x: torch.Tensor) -> Any:
-        return self.fn(x)
-
-
-def _check(fn: Any, *args: torch.Tensor, opset: int | None = None, dynamic_shapes: Any = None,
-           others: tuple = (), atol: float = 2e-5, rtol: float = 2e-4) -> onnxport.ONNXProgram:
-    model = Fn1(fn) if dynamic_shapes is not None else Fn(fn)
-    program = onnxport.export(model, args, opset_version=opset, dynamic_shapes=dynamic_shapes)
-    for inputs in (args, *others):
-        expected = model(*inputs)
-        expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
-        actual = program(*inputs)
-        assert len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert a.dtype == e.dtype and a.shape == e.shape
-            torch.testing.assert_close(a, e.resolve_conj(), atol=atol, rtol=rtol)
-    return program
+_check = partial(check_against_eager, equal_nan=False)
 
 
 @pytest.mark.parametrize(("opset", "norm"), [(18, None), (20, "ortho"), (23, None), (23, "ortho"), (23, "forward")])
@@ -48,7 +20,7 @@ def test_fft_family_every_norm_and_dft_encoding(opset: int, norm: str | None) ->
         lambda x: (torch.fft.fft(x, norm=norm), torch.fft.ifft(x, norm=norm), torch.fft.rfft(x, norm=norm),
                    torch.fft.irfft(x, norm=norm), torch.fft.hfft(x, norm=norm), torch.fft.ihfft(x, norm=norm)),
         x, opset=opset,
-    )
+    ).program
     dft = [n for n in program.model.graph if n.op_type == "DFT"]
     assert dft and all(len(n.inputs) == (3 if opset >= 20 else 1) for n in dft)  # DFT-20 takes axis as input
 

@@ -2,52 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import torch
 
 import onnxport
+from _eager import Fn, Fn1, check_against_eager
 from onnxport.errors import UnsupportedOpError
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Any) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
-
-
-class Fn1(Fn):
-    """One named input ``x`` (for dynamic_shapes)."""
-
-    def forward(self, x: torch.Tensor) -> Any:
-        return self.fn(x)
-
-
-def _leaves(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _leaves(v)]
-    return [value]
-
-
-def _check(fn: Any, *args: torch.Tensor, opset: int | None = None, optimize: bool = True,
-           atol: float = 2e-5, rtol: float = 2e-4, exact: bool = False) -> list[torch.Tensor]:
-    model = Fn(fn)
-    program = onnxport.export(model, args, opset_version=opset, optimize=optimize)
-    expected = _leaves(model(*args))
-    actual = list(program(*args))
-    assert len(actual) == len(expected)
-    for a, e in zip(actual, expected):
-        assert a.dtype == e.dtype and a.shape == e.shape, (a.dtype, e.dtype, a.shape, e.shape)
-        if exact:
-            torch.testing.assert_close(a, e, atol=0, rtol=0, equal_nan=True)
-        else:
-            torch.testing.assert_close(a, e, atol=atol, rtol=rtol, equal_nan=True)
-    return actual
-
 
 # -- grid_sampler_3d --------------------------------------------------------------------------
 
@@ -58,7 +18,7 @@ def test_grid_sample_5d_modes(mode: str, padding_mode: str, align_corners: bool)
     torch.manual_seed(0)
     x = torch.randn(2, 3, 4, 5, 6)
     grid = torch.rand(2, 3, 4, 2, 3) * 3 - 1.5  # a third of the points fall outside [-1, 1]
-    _check(lambda a, g: torch.nn.functional.grid_sample(a, g, mode=mode, padding_mode=padding_mode,
+    check_against_eager(lambda a, g: torch.nn.functional.grid_sample(a, g, mode=mode, padding_mode=padding_mode,
                                                         align_corners=align_corners), x, grid)
 
 
@@ -66,7 +26,7 @@ def test_grid_sample_5d_exact_corners_and_float64() -> None:
     x = torch.arange(2 * 3 * 4, dtype=torch.float64).reshape(1, 1, 2, 3, 4)
     corners = torch.tensor([[-1.0, -1, -1], [1, 1, 1], [1, -1, 1], [0, 0, 0], [2, 2, 2]], dtype=torch.float64)
     grid = corners.reshape(1, 5, 1, 1, 3)
-    out = _check(lambda a, g: torch.nn.functional.grid_sample(a, g, align_corners=True), x, grid, opset=20)
+    out = check_against_eager(lambda a, g: torch.nn.functional.grid_sample(a, g, align_corners=True), x, grid, opset=20)
     assert out[0].flatten()[:2].tolist() == [0.0, 23.0]  # (x, y, z) = last-dim order W, H, D
 
 
@@ -86,15 +46,15 @@ def test_histogram_bin_count_data_range(density: bool, weighted: bool) -> None:
     x = torch.randn(4, 50)
     w = torch.rand(4, 50)
     if weighted:
-        _check(lambda a, b: torch.histogram(a, 7, weight=b, density=density), x, w)
+        check_against_eager(lambda a, b: torch.histogram(a, 7, weight=b, density=density), x, w)
     else:
-        _check(lambda a: torch.histogram(a, 7, density=density), x)
+        check_against_eager(lambda a: torch.histogram(a, 7, density=density), x)
 
 
 def test_histogram_edges_hit_exactly_and_right_edge_included() -> None:
     # Points on the edges of linspace(0, 1, 11) and on the outer edges; 2.0, -1 and NaN ignored.
     x = torch.cat([torch.linspace(0, 1, 11), torch.tensor([0.0, 1.0, 1.0, 2.0, -1.0, float("nan")])])
-    hist, _ = _check(lambda a: torch.histogram(a, 10, range=(0.0, 1.0)), x, exact=True)
+    hist, _ = check_against_eager(lambda a: torch.histogram(a, 10, range=(0.0, 1.0)), x, exact=True)
     assert hist[-1] == 4 and hist.sum() == 14  # [0.9, 1.0] holds 0.9 and three 1.0s
 
 
@@ -102,14 +62,14 @@ def test_histogram_many_bins_and_data_edges_bit_exact() -> None:
     # 257 data-derived edges: the linspace must round as eager's for values sitting on them.
     edges = torch.linspace(-3.7, 5.3, 257)
     x = torch.cat([edges, edges[1:-1] + 1e-7, torch.randn(300)])
-    _check(lambda a: torch.histogram(a, 256), x, exact=True)
+    check_against_eager(lambda a: torch.histogram(a, 256), x, exact=True)
 
 
 def test_histogram_constant_input_float64_and_empty() -> None:
-    _check(lambda a: torch.histogram(a, 4), torch.full((6,), 2.5))  # range widened to [2, 3]
-    _check(lambda a: torch.histogram(a, 3, density=True), torch.randn(20, dtype=torch.float64))
-    _check(lambda a: torch.histogram(a, 5, range=(-1.0, 1.0), density=False), torch.randn(2, 3).double())
-    hist, edges = _check(lambda a: torch.histogram(a, 3), torch.zeros(0))  # edges linspace(0, 1)
+    check_against_eager(lambda a: torch.histogram(a, 4), torch.full((6,), 2.5))  # range widened to [2, 3]
+    check_against_eager(lambda a: torch.histogram(a, 3, density=True), torch.randn(20, dtype=torch.float64))
+    check_against_eager(lambda a: torch.histogram(a, 5, range=(-1.0, 1.0), density=False), torch.randn(2, 3).double())
+    hist, edges = check_against_eager(lambda a: torch.histogram(a, 3), torch.zeros(0))  # edges linspace(0, 1)
     assert hist.tolist() == [0, 0, 0] and edges[-1] == 1
 
 
@@ -117,16 +77,16 @@ def test_histogram_bin_tensor_uneven_edges() -> None:
     torch.manual_seed(3)
     x = torch.randn(40)
     bins = torch.tensor([-2.0, -0.5, 0.0, 0.1, 3.0])
-    _check(lambda a, b: torch.histogram(a, b), x, bins, exact=True)
-    _check(lambda a, b, c: torch.histogram(a, b, weight=c, density=True), x, bins, torch.rand(40))
+    check_against_eager(lambda a, b: torch.histogram(a, b), x, bins, exact=True)
+    check_against_eager(lambda a, b, c: torch.histogram(a, b, weight=c, density=True), x, bins, torch.rand(40))
 
 
 @pytest.mark.parametrize("density", [False, True])
 def test_histogramdd_counts_range_and_weight(density: bool) -> None:
     torch.manual_seed(4)
     x, w = torch.randn(3, 30, 3), torch.rand(3, 30)
-    _check(lambda a, b: torch.histogramdd(a, bins=[2, 3, 4], weight=b, density=density), x, w)
-    _check(lambda a: torch.histogramdd(a, bins=[3, 2, 2], range=[-1.0, 1.0, 0.0, 0.0, -2.0, 0.5],
+    check_against_eager(lambda a, b: torch.histogramdd(a, bins=[2, 3, 4], weight=b, density=density), x, w)
+    check_against_eager(lambda a: torch.histogramdd(a, bins=[3, 2, 2], range=[-1.0, 1.0, 0.0, 0.0, -2.0, 0.5],
                                        density=density), x)
 
 
@@ -134,7 +94,7 @@ def test_histogramdd_bin_tensors_and_two_outputs() -> None:
     torch.manual_seed(5)
     x = torch.randn(25, 2)
     bx, by = torch.tensor([-1.0, 0.0, 0.5, 2.0]), torch.tensor([-3.0, 3.0])
-    hist, ex, ey = _check(lambda a, b, c: tuple(torch.histogramdd(a, bins=[b, c])), x, bx, by, exact=True)
+    hist, ex, ey = check_against_eager(lambda a, b, c: tuple(torch.histogramdd(a, bins=[b, c])), x, bx, by, exact=True)
     assert hist.shape == (3, 1) and ex.tolist() == bx.tolist() and ey.tolist() == by.tolist()
 
 
@@ -155,7 +115,7 @@ def _mixed_symmetric(n: int, batch: int, seed: int) -> torch.Tensor:
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 16])
 def test_ldl_factor_matches_lapack_pivots_exactly(n: int) -> None:
     A = _mixed_symmetric(n, 30, n)
-    LD, piv, info = _check(lambda a: tuple(torch.linalg.ldl_factor_ex(a)), A, exact=False)
+    LD, piv, info = check_against_eager(lambda a: tuple(torch.linalg.ldl_factor_ex(a)), A, exact=False)
     LD_ref, piv_ref, info_ref = torch.linalg.ldl_factor_ex(A)
     assert piv.dtype == info.dtype == torch.int32
     assert torch.equal(piv, piv_ref) and torch.equal(info, info_ref)
@@ -169,14 +129,14 @@ def test_ldl_factor_hermitian_float64_unbatched_and_solve_round_trip() -> None:
     A = torch.randn(6, 6, dtype=torch.float64)
     A = A + A.mT
     A.diagonal().zero_()
-    _check(lambda a: tuple(torch.linalg.ldl_factor(a, hermitian=True)), A)
+    check_against_eager(lambda a: tuple(torch.linalg.ldl_factor(a, hermitian=True)), A)
     B = torch.randn(6, 2, dtype=torch.float64)
-    _check(lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a), b), A, B)
+    check_against_eager(lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a), b), A, B)
 
 
 def test_ldl_factor_empty_and_dynamic_size_refused() -> None:
-    _check(lambda a: tuple(torch.linalg.ldl_factor_ex(a)), torch.zeros(3, 0, 0))
-    _check(lambda a: tuple(torch.linalg.ldl_factor_ex(a)), torch.zeros(0, 4, 4))
+    check_against_eager(lambda a: tuple(torch.linalg.ldl_factor_ex(a)), torch.zeros(3, 0, 0))
+    check_against_eager(lambda a: tuple(torch.linalg.ldl_factor_ex(a)), torch.zeros(0, 4, 4))
     A = torch.randn(4, 4)
     n = torch.export.Dim("n", min=2)
     with pytest.raises(UnsupportedOpError, match="dynamic size"):
@@ -192,7 +152,7 @@ def test_ormqr_from_geqrf_batched(left: bool, transpose: bool) -> None:
     A = torch.randn(2, 6, 4)
     a, tau = torch.geqrf(A)
     C = torch.randn(2, 6, 3) if left else torch.randn(2, 3, 6)
-    out = _check(lambda x, t, c: torch.ormqr(x, t, c, left=left, transpose=transpose), a, tau, C)[0]
+    out = check_against_eager(lambda x, t, c: torch.ormqr(x, t, c, left=left, transpose=transpose), a, tau, C)[0]
     Q = torch.linalg.qr(A, mode="complete").Q
     Qop = Q.mT if transpose else Q
     torch.testing.assert_close(out, Qop @ C if left else C @ Qop, atol=1e-5, rtol=1e-4)
@@ -203,6 +163,6 @@ def test_ormqr_wide_reflectors_random_tau_float64_and_empty() -> None:
     a, tau = torch.randn(3, 5, dtype=torch.float64), torch.rand(3, dtype=torch.float64)  # τ not from geqrf
     for left in (True, False):
         C = torch.randn(3, 4, dtype=torch.float64) if left else torch.randn(4, 3, dtype=torch.float64)
-        _check(lambda x, t, c, left=left: torch.ormqr(x, t, c, left=left, transpose=True), a, tau, C)
-    _check(lambda x, t, c: torch.ormqr(x, t, c), torch.randn(4, 0), torch.zeros(0), torch.randn(4, 2))
-    _check(lambda x, t, c: torch.ormqr(x, t, c), torch.randn(0, 4, 2), torch.zeros(0, 2), torch.randn(0, 4, 3))
+        check_against_eager(lambda x, t, c, left=left: torch.ormqr(x, t, c, left=left, transpose=True), a, tau, C)
+    check_against_eager(lambda x, t, c: torch.ormqr(x, t, c), torch.randn(4, 0), torch.zeros(0), torch.randn(4, 2))
+    check_against_eager(lambda x, t, c: torch.ormqr(x, t, c), torch.randn(0, 4, 2), torch.zeros(0, 2), torch.randn(0, 4, 3))

@@ -3,47 +3,19 @@ nanmedian, mode, histc, unique, unique_consecutive, searchsorted) against eager,
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import pytest
 import torch
 
 import onnxport
+from _eager import Fn, check_against_eager
 from onnxport.errors import UnsupportedOpError
 
 nan, inf = float("nan"), float("inf")
 
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Any) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
-
-
-def _outputs(value: Any) -> list[torch.Tensor]:
-    return list(value) if isinstance(value, (tuple, list)) else [value]
-
-
-def _check(fn: Any, *args: torch.Tensor, skip: tuple[int, ...] = (), others: tuple = (), **tol: float) -> list:
-    """Export ``fn``, run it on ``args`` (and each tuple of ``others``), compare every output with
-    eager on dtype, shape and values (NaN equal to NaN); outputs listed in ``skip`` only on dtype
-    and shape. Returns the ONNX outputs of ``args``."""
-    model = Fn(fn)
-    program = onnxport.export(model, args)
-    first = None
-    for inputs in (args, *others):
-        expected, actual = _outputs(model(*inputs)), list(program(*inputs))
-        assert len(actual) == len(expected)
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            assert a.dtype == e.dtype, (i, a.dtype, e.dtype)
-            assert a.shape == e.shape, (i, a.shape, e.shape)
-            if i not in skip:
-                torch.testing.assert_close(a, e, equal_nan=True, **tol)
-        first = actual if first is None else first
-    return first
+# torch's default tolerances unless a test gives its own
+_check = partial(check_against_eager, rtol=None, atol=None)
 
 
 # -- det, slogdet, logdet -------------------------------------------------------------------------

@@ -6,39 +6,20 @@ time (an ONNX Loop up to max(n))."""
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import pytest
 import torch
 
-import onnxport
+from _eager import check_against_eager
 
 INF, NAN = math.inf, math.nan
 TOL = {torch.float32: (2e-4, 2e-5), torch.float64: (1e-9, 1e-12), torch.float16: (2e-3, 2e-3),
        torch.bfloat16: (1.6e-2, 1e-2)}
 
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Any) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
-
-
-def _check(fn: Any, *args: torch.Tensor, others: tuple = (), exact: bool = False) -> None:
-    model = Fn(fn)
-    program = onnxport.export(model, args)
-    for inputs in (args, *others):
-        expected = model(*inputs)
-        expected = expected if isinstance(expected, tuple) else (expected,)
-        actual = program(*inputs)
-        assert len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert a.dtype == e.dtype and a.shape == e.shape
-            rtol, atol = (0.0, 0.0) if exact or not e.is_floating_point() else TOL[e.dtype]
-            torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True)
+# TOL by dtype for floating outputs, exact for the others
+_check = partial(check_against_eager, tol_by_dtype=TOL)
 
 
 def t(values: list[float], dtype: torch.dtype = torch.float32) -> torch.Tensor:
