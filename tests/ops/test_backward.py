@@ -9,19 +9,11 @@ import torch
 import torch.nn.functional as F
 
 import onnxport
+from _eager import Fn, check_against_eager
 from onnxport.errors import UnsupportedOpError
 
 aten = torch.ops.aten
 RTOL, ATOL = 2e-4, 2e-5
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Any) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
 
 
 # Fixed arities for dynamic_shapes, which torch.export matches to named parameters.
@@ -52,15 +44,8 @@ def _check(fn: Any, args: tuple, *, dynamic_shapes: Any = None, others: tuple = 
     ``expected``) on ``args`` and each input tuple of ``others``."""
     cls = Fn if dynamic_shapes is None else {2: Fn2, 3: Fn3, 5: Fn5}[len(args)]
     model = cls(lambda *a: _present(fn(*a)))
-    program = onnxport.export(model, args, dynamic_shapes=dynamic_shapes)
-    for i, inputs in enumerate((args, *others)):
-        want = model(*inputs) if expected is None or i else _present(expected)
-        got = program(*inputs)
-        assert len(got) == len(want)
-        for a, e in zip(got, want):
-            assert a.dtype == e.dtype and a.shape == e.shape
-            torch.testing.assert_close(a, e, rtol=rtol, atol=atol)
-    return program
+    return check_against_eager(model, *args, dynamic_shapes=dynamic_shapes, others=others, rtol=rtol, atol=atol,
+                               equal_nan=False, expected=None if expected is None else _present(expected)).program
 
 
 def _op_types(program: onnxport.ONNXProgram) -> list[str]:

@@ -8,29 +8,14 @@ import pytest
 import torch
 
 import onnxport
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Any) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
+from _eager import Fn, check_against_eager
 
 
 def _check(fn: Any, args: tuple, *, dynamic_shapes: Any = None, others: tuple = (), opset: int | None = None) -> None:
-    """Export, then compare with eager on the example and on each input tuple of ``others``."""
-    model = Fn(fn)
-    program = onnxport.export(model, args, dynamic_shapes=dynamic_shapes, opset_version=opset)
-    for inputs in (args, *others):
-        expected = model(*inputs)
-        expected = expected if isinstance(expected, (tuple, list)) else (expected,)
-        actual = program(*inputs)
-        assert len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert a.dtype == e.dtype and a.shape == e.shape
-            torch.testing.assert_close(a, e)
+    """Export, then compare with eager (torch's default tolerances, NaN unequal) on the example and
+    on each input tuple of ``others``."""
+    check_against_eager(Fn(fn), *args, dynamic_shapes=dynamic_shapes, others=others, opset=opset,
+                        rtol=None, atol=None, equal_nan=False)
 
 
 def test_masked_scatter_takes_source_in_row_major_mask_order() -> None:
