@@ -28,8 +28,27 @@ def xfail(op: str | None, reason: str, dtypes: tuple[str, ...] | None = ALL) -> 
 
 _DATA_DEPENDENT = "torch.export cannot capture it: output shape or control flow depends on values"
 
-# Hand-written entries (none today: every failure below is generated with the reason it states).
-EXPECTATIONS: tuple[Expect, ...] = ()
+_HALF_ROUNDING = ("eager rounds intermediate results in half precision; onnxport computes the op in float32 and "
+                  "rounds once (closer to the float64 result), which misses the half tolerance on a few elements")
+
+# Failures the full suite (5 samples, optimization off and on) finds beyond the coverage run's samples.
+EXPECTATIONS: tuple[Expect, ...] = (
+    *(xfail(op, _HALF_ROUNDING, dtypes) for op, dtypes in (
+        ("addr", ("float16", "bfloat16")),
+        ("div.trunc_rounding", ("bfloat16",)),
+        ("nn.functional.conv_transpose2d", ("bfloat16",)),
+        ("nn.functional.conv_transpose3d", ("bfloat16",)),
+        ("nn.functional.instance_norm", ("bfloat16",)),
+        ("nn.functional.interpolate.bicubic", ("bfloat16",)),
+        ("nn.functional.interpolate.trilinear", ("float16", "bfloat16")),
+    )),
+    xfail("nn.functional.scaled_dot_product_attention", "samples with dropout_p > 0: attention dropout only exists "
+          "in training, refused with the advice to call model.eval()", ("float16", "bfloat16")),
+    xfail("__rpow__", "integer pow overflow: eager wraps around in the integer type, onnxruntime's Pow differs",
+          ("int32", "int64")),
+    xfail("combinations", "torch.export cannot capture samples 3-5 (PendingUnbackedSymbolNotFound: the output size "
+          "depends on values)", ("float16", "bfloat16", "int32", "int64", "bool")),
+)
 
 # Representative cases run in CI (not marked slow): one or two per op family, float32 and one
 # more dtype where the op supports it.

@@ -117,3 +117,13 @@ def test_addmm_with_an_empty_inner_dimension_scales_self_by_beta() -> None:
     c, a, b = torch.randn(5, 10), torch.randn(5, 0), torch.randn(0, 10)
     (out,) = onnxport.export(AddMM(), (c, a, b))(c, a, b)
     torch.testing.assert_close(out, 0.2 * c)
+
+
+def test_gather_with_an_empty_uint8_index_of_another_rank() -> None:
+    class Gather(torch.nn.Module):
+        def forward(self, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+            return torch.gather(x, 0, index)
+
+    x, index = torch.randn(5), torch.zeros(2, 0, dtype=torch.uint8)
+    (out,) = onnxport.export(Gather(), (x, index))(x, index)
+    assert out.shape == (2, 0) and out.dtype == torch.float32

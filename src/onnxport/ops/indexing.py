@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import onnx_ir as ir
 import torch
 
-from onnxport.ops.shape import rank
+from onnxport.ops.shape import dtype_of, rank, shape_of
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -34,9 +34,17 @@ def aten_index_select(ctx: Ctx, self: ir.Value, dim: int, index: ir.Value) -> ir
 
 @translates(aten.gather.default)
 def aten_gather(ctx: Ctx, self: ir.Value, dim: int, index: ir.Value, *, sparse_grad: bool = False) -> ir.Value:
-    """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"""
+    """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+
+    An empty index (torch accepts any integer dtype and rank for it) gives an empty result of its
+    shape; other indices are cast to INT64 when GatherElements would reject their type.
+    """
+    if 0 in shape_of(index):
+        return ctx.op.Expand(ctx.const(0, dtype_of(self)), ctx.op.Shape(index))
     if rank(self) == 0:
         return ctx.op.Identity(self)
+    if dtype_of(index) not in (ir.DataType.INT32, ir.DataType.INT64):
+        index = ctx.op.Cast(index, to=ir.DataType.INT64)
     return ctx.op.GatherElements(self, index, axis=dim % rank(self))
 
 
