@@ -87,6 +87,17 @@ def aten_triu(ctx: Ctx, self: ir.Value, diagonal: int | ir.Value = 0) -> ir.Valu
     return _trilu(ctx, self, diagonal, 1)
 
 
+def _static_plane(ctx: Ctx, x: ir.Value, dim1: int, dim2: int, what: str) -> tuple[int, int, int, int, int]:
+    """(rank, dim1, dim2 made non-negative, rows, cols) of the (dim1, dim2) plane of ``x``; refuses
+    dynamic sizes on those two axes (the diagonal positions are computed at export time)."""
+    r = rank(x)
+    d1, d2 = dim1 % r, dim2 % r
+    rows, cols = input_val(ctx).shape[d1], input_val(ctx).shape[d2]
+    if not (isinstance(rows, int) and isinstance(cols, int)):
+        ctx.unsupported(f"{what} on dynamic dims")
+    return r, d1, d2, rows, cols
+
+
 @translates(aten.diagonal.default)
 def aten_diagonal(ctx: Ctx, self: ir.Value, offset: int = 0, dim1: int = 0, dim2: int = 1) -> ir.Value:
     """diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)
@@ -95,12 +106,7 @@ def aten_diagonal(ctx: Ctx, self: ir.Value, offset: int = 0, dim1: int = 0, dim2
     positions. The diagonal's length comes from the recorded output shape, so the two dims must be
     static.
     """
-    r = rank(self)
-    d1, d2 = dim1 % r, dim2 % r
-    shape = list(input_val(ctx).shape)
-    rows, cols = shape[d1], shape[d2]
-    if not (isinstance(rows, int) and isinstance(cols, int)):
-        ctx.unsupported("diagonal of dynamic dims")
+    r, d1, d2, rows, cols = _static_plane(ctx, self, dim1, dim2, "diagonal")
     length = int(ctx.val().shape[-1])
     rest = [i for i in range(r) if i not in (d1, d2)]
     x = ctx.op.Transpose(self, perm=[*rest, d1, d2])
@@ -288,12 +294,7 @@ def aten_diagonal_scatter(ctx: Ctx, self: ir.Value, src: ir.Value, offset: int =
     The diagonal positions of ``diagonal`` (flattened dim1·dim2 plane, static sizes) written with
     ScatterND on the plane moved first.
     """
-    r = rank(self)
-    d1, d2 = dim1 % r, dim2 % r
-    shape = list(input_val(ctx).shape)
-    rows, cols = shape[d1], shape[d2]
-    if not (isinstance(rows, int) and isinstance(cols, int)):
-        ctx.unsupported("diagonal_scatter on dynamic dims")
+    r, d1, d2, rows, cols = _static_plane(ctx, self, dim1, dim2, "diagonal_scatter")
     length = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
     rest = [i for i in range(r) if i not in (d1, d2)]
     x = ctx.op.Transpose(self, perm=[d1, d2, *rest])

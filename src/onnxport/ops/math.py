@@ -259,9 +259,8 @@ def aten_ldexp(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
 @translates(aten._conj.default, aten._conj_physical.default, aten.conj_physical.default, aten.resolve_conj.default,
             aten.resolve_neg.default)
 def aten_conj_real(ctx: Ctx, self: ir.Value) -> ir.Value:
-    """_conj(Tensor(a) self) -> Tensor(a): identity on real tensors (complex ones are unsupported)."""
-    if self.dtype in (ir.DataType.COMPLEX64, ir.DataType.COMPLEX128):
-        ctx.unsupported("complex tensors (onnxport has no complex-number encoding)")
+    """_conj(Tensor(a) self) -> Tensor(a): identity on real tensors (complex ones reach the
+    ``complex=True`` translations of ops/fft.py instead)."""
     return ctx.op.Identity(self)
 
 
