@@ -23,18 +23,10 @@ from onnxport.errors import (
     UnsupportedOpsError,
     VerificationError,
 )
+from onnxport.ops import default_registry, is_registered, register_translation, translations_for
 from onnxport.program import ONNXProgram
 from onnxport.translate.context import Ctx
-from onnxport.translate.registry import (
-    Promote,
-    Registry,
-    Translation,
-    default_registry,
-    is_registered,
-    register_translation,
-    translates,
-    translations_for,
-)
+from onnxport.translate.registry import Promote, Registry, Translation, translates
 from onnxport.verify.api import verify
 
 __all__ = [

@@ -18,11 +18,12 @@ from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.strategies import Attempt, capture
 from onnxport.errors import CaptureError, InputError, OnnxportError
+from onnxport.ops import registry_for_export
 from onnxport.program import ONNXProgram
 from onnxport.translate import graph as graph_mod
 from onnxport.translate import preflight
 from onnxport.translate.opset_check import check_opset as check_graph_opset
-from onnxport.translate.registry import MIN_OPSET, Registry, check_opset, registry_for_export
+from onnxport.translate.registry import MIN_OPSET, Registry, check_opset
 
 
 @dataclasses.dataclass

@@ -21,7 +21,8 @@ from typing import Any
 
 import torch
 
-from onnxport.translate.registry import MAX_OPSET, Registry, default_registry
+from onnxport.ops import default_registry
+from onnxport.translate.registry import MAX_OPSET, Registry
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

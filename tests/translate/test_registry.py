@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import onnxport
-from onnxport.translate.registry import Registry, Translation, default_registry
+from onnxport.ops import default_registry
+from onnxport.translate.registry import Registry, Translation
 
 aten = torch.ops.aten
 
