@@ -1,4 +1,4 @@
-"""Typed Ctx helpers (arg_val, used_outputs, unsupported) and the shape helpers of ops/shape.py."""
+"""Typed Ctx helpers (arg_val, used_outputs, unsupported) and the shape helpers of ops/_common.py."""
 
 from __future__ import annotations
 

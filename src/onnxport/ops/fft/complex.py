@@ -1,5 +1,6 @@
-"""Discrete Fourier transforms (aten._fft_r2c / _fft_c2c / _fft_c2r) and the complex-number ops
-around them. Complex tensors are carried as real tensors with a trailing dimension of 2 (real,
+"""The complex-number ops (view_as_real/complex, real/imag, polar, complex arithmetic, the shape
+ops on complex tensors) and the complex-as-real helpers the DFT translations of ``transforms.py``
+share. Complex tensors are carried as real tensors with a trailing dimension of 2 (real,
 imaginary), the layout of ONNX DFT (onnx.ai/onnx/operators/onnx__DFT.html).
 
 Every translation here is declared ``complex=True``: the dispatcher chooses it for a node with a

@@ -1,5 +1,7 @@
-"""Matrix products (linear, addmm, mm, bmm, matmul, baddbmm) and small dense solvers: det, slogdet,
-inverse and solve (Gauss-Jordan elimination with partial pivoting, unrolled for a static n)."""
+"""Small dense matrix functions, unrolled for a static n: det, slogdet, inverse and solve
+(Gauss-Jordan elimination with partial pivoting), the singular values (one-sided Jacobi) and
+linalg's error check; the static-size guard every unrolled linalg algorithm uses. Matrix products
+are in ``products.py``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""More math: log2/log10, isinf, atan2.out, var.dim, cumprod, logcumsumexp, distances
-(_cdist_forward, _pdist_forward)."""
+"""Floating-point elementwise ops beyond the 1:1 ONNX ones: log2/log10/exp2, isinf/signbit,
+atan2.out, round(decimals), erfc, copysign, fmax/fmin, hypot, ldexp, angle, conj of a real tensor, and
+the decompositions frexp and nextafter (bit-exact, from the IEEE 754 formats)."""
 
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ def aten_ldexp(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
             aten.resolve_neg.default)
 def aten_conj_real(ctx: Ctx, self: ir.Value) -> ir.Value:
     """_conj(Tensor(a) self) -> Tensor(a): identity on real tensors (complex ones reach the
-    ``complex=True`` translations of ops/fft.py instead)."""
+    ``complex=True`` translations of ops/fft/complex.py instead)."""
     return ctx.op.Identity(self)
 
 

@@ -1,4 +1,5 @@
-"""Reductions: sum, mean, amax/amin, max/min along a dim, argmax/argmin, any/all, var/std."""
+"""Reductions: sum, mean, prod, amax/amin, max/min along a dim, argmax/argmin, any/all, var/std,
+segment_reduce."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Helpers shared by the special-function modules (gamma, incomplete_gamma, bessel,
-orthogonal_polynomials, special); no translations: float64 casting, Horner and Chebyshev-series
-evaluation, the ONNX ``Loop`` builder and its trip count, and the rational approximations of erf and
-erfc (Cephes ndtr.c) used by several functions.
+orthogonal_polynomials, error_function); no translations: Horner and Chebyshev-series evaluation,
+sin(πx) argument reduction, and the rational approximations of erf and erfc (Cephes ndtr.c) used by
+several functions. The generic float64 casting (``_f64``/``_back``/``_c``) and the ONNX ``Loop``
+builder are in :mod:`onnxport.ops._common`.
 
 The transcendental functions are evaluated in float64 (Cast to DOUBLE, evaluate, Cast back): the
 approximations are the double-precision ones, and onnxruntime has float64 kernels for the

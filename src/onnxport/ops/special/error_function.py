@@ -1,7 +1,7 @@
-"""Special functions not in a family module of their own, in float64: the inverses erfinv (Giles)
-and ndtri (Cephes ndtri.c), the scaled complementary error function erfcx (Cephes ndtr.c), and the
-floating-point decompositions frexp and nextafter. The other special functions are in gamma,
-incomplete_gamma, bessel and orthogonal_polynomials; shared helpers in special_common.
+"""The error-function family in float64: the inverses erfinv (Giles) and ndtri (Cephes ndtri.c) and
+the scaled complementary error function erfcx (Cephes ndtr.c). (frexp and nextafter, floating-point
+decompositions, are in ``ops/pointwise/float_ops.py``.) The other special functions are in gamma,
+incomplete_gamma, bessel and orthogonal_polynomials; shared helpers in ``_cephes`` and ``ops._common``.
 """
 
 from __future__ import annotations

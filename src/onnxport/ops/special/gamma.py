@@ -1,6 +1,6 @@
 """The gamma function family in float64: lgamma (Lanczos), digamma and polygamma (Cephes psi.c,
 trigamma series) and the Hurwitz zeta function (Cephes zeta.c, Euler–Maclaurin summation in an
-ONNX ``Loop``). Shared helpers are in special_common; the incomplete gamma function in
+ONNX ``Loop``). Shared helpers are in ``_cephes`` and ``ops._common``; the incomplete gamma function in
 incomplete_gamma.
 """
 

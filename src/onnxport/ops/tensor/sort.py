@@ -1,4 +1,5 @@
-"""Sorting and selection: sort, topk, argsort (via sort), nonzero, kthvalue-free helpers.
+"""Sorting, selection and searching: sort, topk, argsort (via sort), nonzero, kthvalue,
+searchsorted and bucketize; the TopK helpers the order statistics (``reduction/stats.py``) share.
 
 ONNX TopK returns, among equal elements, the one with the lower index first (ONNX operator spec,
 TopK), which is the order of torch's stable sort; sort is TopK with k = the dim's length.

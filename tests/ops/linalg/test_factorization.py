@@ -1,4 +1,4 @@
-"""Matrix factorizations and triangular solves (onnxport.ops.factorization) against eager torch.linalg."""
+"""Matrix factorizations and triangular solves (onnxport.ops.linalg.factorization) against eager torch.linalg."""
 
 from __future__ import annotations
 
@@ -135,3 +135,28 @@ def test_ldl_solve_with_1x1_and_2x2_bunch_kaufman_blocks() -> None:
     assert bool((piv < 0).any()) and bool((piv > 0).any())
     check_against_eager(torch.linalg.ldl_solve, LD, piv, torch.randn(16, 6, 3))
     check_against_eager(torch.linalg.ldl_solve, LD[:2], piv[:2], torch.randn(6, 2))  # B broadcast over the batch
+
+
+# -- ormqr ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [True, False])
+def test_ormqr_from_geqrf_batched(left: bool, transpose: bool) -> None:
+    torch.manual_seed(7)
+    A = torch.randn(2, 6, 4)
+    a, tau = torch.geqrf(A)
+    C = torch.randn(2, 6, 3) if left else torch.randn(2, 3, 6)
+    out = check_against_eager(lambda x, t, c: torch.ormqr(x, t, c, left=left, transpose=transpose), a, tau, C)[0]
+    Q = torch.linalg.qr(A, mode="complete").Q
+    Qop = Q.mT if transpose else Q
+    torch.testing.assert_close(out, Qop @ C if left else C @ Qop, atol=1e-5, rtol=1e-4)
+
+
+def test_ormqr_wide_reflectors_random_tau_float64_and_empty() -> None:
+    torch.manual_seed(8)
+    a, tau = torch.randn(3, 5, dtype=torch.float64), torch.rand(3, dtype=torch.float64)  # τ not from geqrf
+    for left in (True, False):
+        C = torch.randn(3, 4, dtype=torch.float64) if left else torch.randn(4, 3, dtype=torch.float64)
+        check_against_eager(lambda x, t, c, left=left: torch.ormqr(x, t, c, left=left, transpose=True), a, tau, C)
+    check_against_eager(lambda x, t, c: torch.ormqr(x, t, c), torch.randn(4, 0), torch.zeros(0), torch.randn(4, 2))
+    check_against_eager(lambda x, t, c: torch.ormqr(x, t, c), torch.randn(0, 4, 2), torch.zeros(0, 2), torch.randn(0, 4, 3))

@@ -1,4 +1,4 @@
-"""The Core ATen backward ops (onnxport.ops.backward) against eager ATen and against autograd."""
+"""The Core ATen backward ops (onnxport.ops.nn.backward) against eager ATen and against autograd."""
 
 from __future__ import annotations
 

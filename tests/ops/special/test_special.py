@@ -1,4 +1,4 @@
-"""Special functions (onnxport/ops/special.py, gamma.py, incomplete_gamma.py, bessel.py,
+"""Special functions (onnxport/ops/special/: error_function.py, gamma.py, incomplete_gamma.py, bessel.py,
 orthogonal_polynomials.py) against eager PyTorch: values at poles, ±inf, NaN, negative arguments,
 both tails, integer inputs, float64, and orthogonal polynomials whose degree is only known at run
 time (an ONNX Loop up to max(n))."""

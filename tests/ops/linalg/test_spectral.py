@@ -1,4 +1,4 @@
-"""Symmetric eigenvalues, pseudo-inverse and matrix exponential (onnxport.ops.spectral) against eager."""
+"""Symmetric eigenvalues, pseudo-inverse and matrix exponential (onnxport.ops.linalg.spectral) against eager."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import onnxport
+from _eager import check_against_eager
 
 
 class Sdpa(torch.nn.Module):
@@ -61,3 +62,21 @@ def test_sdpa_matches_eager(case: str, opset: int) -> None:
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
     if mask_kind == "bool":
         assert float(out[0, :, 1].abs().max()) == 0.0
+
+
+F = torch.nn.functional
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
+
+
+def test_sdpa_query_broadcast_against_batched_key() -> None:
+    q, k, v = torch.randn(4, 3, 8), torch.randn(4, 4, 6, 8), torch.randn(4, 4, 6, 8)
+    check_against_eager(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True), q, k, v)
+
+
+def test_sdpa_bfloat16() -> None:
+    q, k, v = (torch.randn(2, 2, 5, 8).bfloat16() for _ in range(3))
+    check_against_eager(F.scaled_dot_product_attention, q, k, v, rtol=1.6e-2, atol=1e-2)
