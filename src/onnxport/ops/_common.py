@@ -114,12 +114,13 @@ def reshape_to(ctx: Ctx, x: ir.Value, out_shape: Sequence[Any], sizes: Sequence[
             ctx.unsupported(f"cannot derive output dims {[str(out_shape[i]) for i in unknown]} of the reshape")
     return ctx.op.Reshape(x, ctx.shape_tensor(target), allowzero=1 if has_zero else None)
 
+
+# --- float64 evaluation and loops (the special functions, integer algorithms, linalg) -----------
+
 _D = ir.DataType.DOUBLE
 _F = ir.DataType.FLOAT
 _I64 = ir.DataType.INT64
 
-
-# --- helpers ---------------------------------------------------------------------------------
 
 def _c(ctx: Ctx, value: float, dtype: ir.DataType = _D) -> ir.Value:
     return ctx.const(value, dtype)

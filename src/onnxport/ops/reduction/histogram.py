@@ -16,8 +16,7 @@ from onnxport.translate.registry import translates
 aten = torch.ops.aten
 
 
-# -- counting: histc, unique, unique_consecutive ----------------------------------------------------
-
+# -- histc ------------------------------------------------------------------------------------
 
 @translates(aten.histc.default)
 def aten_histc(ctx: Ctx, self: ir.Value, bins: int = 100, min: float = 0, max: float = 0) -> ir.Value:

@@ -181,8 +181,7 @@ def aten_bucketize(ctx: Ctx, self: ir.Value, boundaries: ir.Value, *, out_int32:
     return _search(ctx, boundaries, values, right, out_int32, False, rank(self))
 
 
-# -- order statistics: median, nanmedian, mode ----------------------------------------------------
-
+# -- helpers the order statistics (reduction/stats.py) share ----------------------------------
 
 def _float_work(ctx: Ctx, x: ir.Value) -> ir.Value:
     """Half types computed in float32 (exact: comparisons and selections only)."""
