@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import onnx_ir as ir
 import torch
 
@@ -38,8 +39,6 @@ def aten_arange(ctx: Ctx, *args: Any, **kwargs: Any) -> ir.Value:
         start, end, step = numbers[:3]
     dtype = ctx.out_dtype()
     if isinstance(start, int) and isinstance(end, int) and isinstance(step, int):
-        import numpy as np
-
         return ctx.op.Identity(ctx.const(np.arange(start, end, step), dtype))
     return ctx.op.Range(_scalar(ctx, start, dtype), _scalar(ctx, end, dtype), _scalar(ctx, step, dtype))
 
