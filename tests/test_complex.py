@@ -11,7 +11,7 @@ import torch
 import onnxport
 from _eager import Fn, check_against_eager
 from onnxport.errors import UnsupportedOpError, UnsupportedOpsError
-from onnxport.translate.dispatch import KEY_COMPLEX_AS_REAL, KEY_COMPLEX_OUTPUTS
+from onnxport.metadata import KEY_COMPLEX_AS_REAL, KEY_COMPLEX_OUTPUTS
 from onnxport.translate.registry import Registry, default_registry
 
 aten = torch.ops.aten

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from onnxport.testing import opinfo as oi
 from onnxport.translate.registry import MAX_OPSET, Registry, default_registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,8 +64,6 @@ def _run_case(args: tuple[str, str, int]) -> tuple[str, str, list[list[Any]]]:
     import logging
     import warnings
 
-    from onnxport.testing import opinfo as oi
-
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
     name, dtype_name, limit = args
@@ -85,8 +84,6 @@ def _run_case(args: tuple[str, str, int]) -> tuple[str, str, list[list[Any]]]:
 def core_named_opinfos() -> list[str]:
     """The OpInfos named after a Core ATen op (``add``, ``sort``, ``nn.functional.conv2d`` → no;
     ``nn.functional.pad`` → ``pad``...): the subset the non-float32 dtypes run by default."""
-    from onnxport.testing import opinfo as oi
-
     core = {str(o).split(".")[1] for o in core_aten_overloads()}
     return [n for n in oi.op_db() if n.removeprefix("nn.functional.").split(".")[0] in core]
 
@@ -95,8 +92,6 @@ def run(dtypes: Sequence[str], limit: int, jobs: int, names: Sequence[str] | Non
         scope: str | None = "every OpInfo") -> dict[str, Any]:
     """Run every (OpInfo, dtype) case and merge the outcome into ``docs/coverage_results.json``."""
     from concurrent.futures import ProcessPoolExecutor
-
-    from onnxport.testing import opinfo as oi
 
     cases = [(n, oi.DTYPE_NAMES[d], limit) for n, d in oi.iter_cases(names, [getattr(torch, x) for x in dtypes])]
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"samples_per_case": {}, "results": {}}

@@ -22,6 +22,10 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from onnxport._export import export
+from onnxport.capture.decomp import call_nodes
+from onnxport.errors import UnsupportedOpError
+
 DTYPES: tuple[torch.dtype, ...] = (
     torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool,
 )
@@ -205,8 +209,6 @@ def _compare_distribution(name: str, exp: torch.Tensor, act: torch.Tensor) -> st
 
 def aten_targets(ep: Any) -> tuple[str, ...]:
     """The ``call_function`` targets of a (decomposed) ExportedProgram, as strings."""
-    from onnxport.capture.decomp import call_nodes
-
     return tuple(sorted({str(n.target) for n in call_nodes(ep) if isinstance(n.target, torch._ops.OpOverload)}))
 
 
@@ -215,8 +217,6 @@ def run_sample(
     exporter: str = "onnxport",
 ) -> SampleResult:
     """Export one sample with ``exporter`` ("onnxport" or "torch.onnx"), run it, compare."""
-    from onnxport.errors import UnsupportedOpError
-
     module, tensors = as_module(opinfo, sample)
     name = full_name(opinfo)
     try:
@@ -227,11 +227,9 @@ def run_sample(
         return SampleResult("skip", "no tensor output")
     try:
         if exporter == "onnxport":
-            import onnxport
-
             if opset is None and name in RANDOM_OPS:
                 opset = RANDOM_OPSET
-            program = onnxport.export(module, tensors, opset_version=opset, optimize=optimize)
+            program = export(module, tensors, opset_version=opset, optimize=optimize)
             ops = aten_targets(program.exported_program)
         else:
             program = _torch_onnx_export(module, tensors, opset, optimize)
@@ -342,8 +340,8 @@ print(compare_outputs({name!r}, expected, actual) or "outputs match")
 
 
 def write_repro(
-    opinfo: Any, sample: Any, dtype: torch.dtype, index: int, optimize: bool, opset: int | None,
-    result: SampleResult, folder: str | os.PathLike[str] | None = None,
+    opinfo: Any, sample: Any, dtype: torch.dtype, index: int, result: SampleResult, *,
+    optimize: bool = True, opset: int | None = None, folder: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Write ``repro_<op>_<dtype>_<index>.py`` (and its ``.pt`` inputs) for a failing sample."""
     folder = Path(folder or os.environ.get("ONNXPORT_REPRO_DIR", "onnxport_repro"))

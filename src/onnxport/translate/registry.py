@@ -25,10 +25,7 @@ from typing import Any
 import torch
 
 from onnxport.errors import InputError
-
-MIN_OPSET = 18
-MAX_OPSET = 26
-DEFAULT_OPSET = 23
+from onnxport.options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, check_opset  # noqa: F401 (re-exported)
 
 
 class Promote(enum.Enum):
@@ -271,25 +268,3 @@ def registry_for_export(registry: Registry | None, custom_translations: Any) -> 
             f"got {type(custom_translations).__name__}."
         )
     return merged
-
-
-def check_opset(opset_version: int | None) -> int:
-    """Validate the requested opset and return the one to translate to.
-
-    Raises:
-        OpsetError: ``opset_version`` is outside the supported range.
-    """
-    from onnxport.errors import OpsetError
-
-    if opset_version is None:
-        return DEFAULT_OPSET
-    if not isinstance(opset_version, int) or isinstance(opset_version, bool):
-        raise OpsetError(f"opset_version must be an int, got {opset_version!r}.")
-    if opset_version > MAX_OPSET:
-        raise OpsetError(
-            f"opset_version={opset_version} is newer than onnxport supports ({MIN_OPSET}..{MAX_OPSET}); "
-            f"onnxruntime 1.31 runs up to opset {MAX_OPSET}. Use opset_version={MAX_OPSET} or lower."
-        )
-    if opset_version < 1:
-        raise OpsetError(f"opset_version must be positive, got {opset_version}.")
-    return opset_version

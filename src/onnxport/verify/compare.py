@@ -21,6 +21,9 @@ from typing import Any
 
 import torch
 
+from onnxport.errors import VerificationError
+from onnxport.runtime import CheckResult
+
 # (rtol, atol) per dtype: float32 allows for onnxruntime's fused kernels and reassociated sums.
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float64: (1e-7, 1e-7),
@@ -231,16 +234,6 @@ class InputSetResult:
 
 
 @dataclasses.dataclass
-class CheckResult:
-    """One model check (``onnx.checker`` full check, onnxruntime load): truthful outcome and time."""
-
-    name: str
-    passed: bool
-    seconds: float
-    detail: str = ""
-
-
-@dataclasses.dataclass
 class VerificationResult:
     """Everything :func:`onnxport.verify` found.
 
@@ -294,8 +287,6 @@ def compare_outputs(
     Raises:
         VerificationError: The number of outputs differs.
     """
-    from onnxport.errors import VerificationError
-
     if len(expected) != len(actual):
         raise VerificationError(f"The ONNX model returned {len(actual)} outputs; eager returned {len(expected)}.")
     return [compare_tensors(n, e, a, rtol, atol) for n, e, a in zip(names, expected, actual)]

@@ -17,6 +17,8 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
+from onnxport.errors import InputError
+
 InputSet = tuple[tuple[Any, ...], dict[str, Any]]
 
 
@@ -34,8 +36,6 @@ def normalize_sets(inputs: Sequence[Any] | None) -> list[InputSet]:
     Raises:
         InputError: An item is neither.
     """
-    from onnxport.errors import InputError
-
     sets = []
     for i, item in enumerate(inputs or ()):
         if isinstance(item, torch.Tensor):
