@@ -3,7 +3,8 @@
 Shared by the op suite (``tests/ops``), the coverage generator (``onnxport.coverage``) and
 ``bench/opinfo_compare.py``. Each sample becomes a module whose inputs are the sample's tensors
 (every other argument is baked in), exported, run in onnxruntime, and compared with eager on
-values, shapes and dtypes with the tolerances of :data:`TOLERANCES`.
+values, shapes and dtypes by :func:`onnxport.verify.compare.compare_tensors` with its one
+tolerance table (:data:`onnxport.verify.compare.TOLERANCES`; NaN must match NaN).
 
 Needs ``torch.testing._internal`` (and its ``expecttest`` dependency): import lazily.
 """
@@ -25,23 +26,12 @@ import torch.utils._pytree as pytree
 from onnxport._export import export
 from onnxport.capture.decomp import call_nodes
 from onnxport.errors import UnsupportedOpError
+from onnxport.verify.compare import compare_tensors
 
 DTYPES: tuple[torch.dtype, ...] = (
     torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool,
 )
 DTYPE_NAMES = {d: str(d).removeprefix("torch.") for d in DTYPES}
-
-# (rtol, atol) per dtype, onnxruntime vs eager. Half types compute in float32 in many ORT kernels
-# and round once, where eager rounds at every step; integers and bools are exact.
-TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
-    torch.float32: (2e-4, 2e-5),
-    torch.float64: (1e-7, 1e-7),
-    torch.float16: (2e-3, 2e-3),
-    torch.bfloat16: (1.6e-2, 1e-2),
-    torch.int32: (0, 0),
-    torch.int64: (0, 0),
-    torch.bool: (0, 0),
-}
 
 # OpInfos whose values are random: compared by shape, dtype and distribution, not values.
 RANDOM_OPS = frozenset({
@@ -167,15 +157,10 @@ def compare_outputs(name: str, expected: Sequence[torch.Tensor], actual: Sequenc
 
 
 def _compare_values(exp: torch.Tensor, act: torch.Tensor) -> str:
-    if exp.is_complex() or act.is_complex():
-        # resolve_conj: eager may return a lazily conjugated view (fft.ifft), which view_as_real refuses
-        exp, act = torch.view_as_real(exp.resolve_conj()), torch.view_as_real(act.resolve_conj())
-    rtol, atol = TOLERANCES.get(exp.dtype, (1e-5, 1e-5))
-    try:
-        torch.testing.assert_close(act, exp, rtol=rtol, atol=atol, equal_nan=True, check_device=False)
-    except AssertionError as e:
-        return " ".join(str(e).split())[:300]
-    return ""
+    """'' when ``act`` matches ``exp`` by :func:`~onnxport.verify.compare.compare_tensors` (the
+    shared tolerance table, NaN must match NaN), else its one-line summary."""
+    comparison = compare_tensors("output", exp, act, strict_nan=True)
+    return "" if comparison.passed else comparison.summary()[:300]
 
 
 def _compare_distribution(name: str, exp: torch.Tensor, act: torch.Tensor) -> str:
