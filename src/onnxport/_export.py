@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import onnx.helper
 import onnx_ir as ir
 import torch
 from torch.export import ExportedProgram
@@ -316,8 +317,6 @@ def _user_input_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
 
 def _ir_version(opset: int) -> int:
     """The lowest IR version that supports ``opset`` (onnx.helper.VERSION_TABLE)."""
-    import onnx.helper  # onnx's helper module is only needed here
-
     return int(onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", opset)]))
 
 

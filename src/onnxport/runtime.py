@@ -15,6 +15,7 @@ onnxruntime is imported inside the functions that need it: it is heavy and only 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import os
 import tempfile
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import onnx
 import onnx_ir as ir
 import torch
 
@@ -108,7 +110,6 @@ def create_session(
         ModelCheckError: The checker rejected the model (``check="onnx.checker"``) or onnxruntime
             refused to load it (``check="onnxruntime load"``).
     """
-    import onnx  # heavy: only when a session is built
     import onnxruntime as ort  # heavy optional runtime
 
     checks = checks if checks is not None else []
@@ -216,8 +217,6 @@ def to_torch(array: Any) -> torch.Tensor:
 
 def _ortvalue_to_torch(value: Any) -> torch.Tensor:
     if value.data_type() == "tensor(bfloat16)":
-        import ctypes
-
         n = int(np.prod(value.shape()))
         buffer = memoryview((ctypes.c_int16 * n).from_address(value.data_ptr())).cast("B")
         bits = np.frombuffer(buffer, dtype=np.int16).copy()

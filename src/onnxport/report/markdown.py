@@ -18,6 +18,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy
+import onnx
+import onnx_ir
 import torch
 
 from onnxport.report import stats
@@ -28,9 +31,6 @@ VERIFY_STEPS = ("onnx.checker (full_check)", "onnxruntime load", "accuracy")
 
 
 def _versions() -> list[tuple[str, str]]:
-    import numpy
-    import onnx
-    import onnx_ir
     import onnxruntime  # heavy optional runtime: only its version is read
 
     return [

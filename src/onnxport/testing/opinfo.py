@@ -11,11 +11,14 @@ Needs ``torch.testing._internal`` (and its ``expecttest`` dependency): import la
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import io
 import os
 import textwrap
 import traceback
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,6 +64,7 @@ UNINITIALIZED_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empt
 @functools.cache
 def op_db() -> dict[str, Any]:
     """OpInfo full name (``name`` or ``name.variant``) → OpInfo."""
+    # heavy optional dependency (needs expecttest); imported only when the op suite runs
     from torch.testing._internal.common_methods_invocations import op_db as db
 
     return {full_name(o): o for o in db}
@@ -260,10 +264,6 @@ def _failing_target(e: BaseException) -> tuple[str, ...]:
 
 
 def _torch_onnx_export(module: torch.nn.Module, tensors: tuple, opset: int | None, optimize: bool) -> Any:
-    import contextlib
-    import io
-    import warnings
-
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
         return torch.onnx.export(

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
+import sympy
 import torch
 import torch.fx
 from torch.export import ExportedProgram
@@ -65,8 +66,6 @@ class DimNamer:
 
 
 def _symbol(name: str) -> Any:
-    import sympy
-
     return sympy.Symbol(name, integer=True, positive=True)
 
 

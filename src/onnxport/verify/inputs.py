@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import sympy
 import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
@@ -118,8 +119,6 @@ def second_input_set(ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping
         if choice is None:
             return None
         new[symbol] = choice
-
-    import sympy
 
     def resize(leaf: Any) -> Any:
         node = by_id.get(id(leaf))
