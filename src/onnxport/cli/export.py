@@ -54,7 +54,7 @@ def export_command(
             "--output",
             "-o",
             metavar="OUT.onnx",
-            help="The ONNX file to write (its folder must exist).",
+            help="The ONNX file to write (its folder must exist); for a Hugging Face folder, the output folder.",
             show_default=False,
         ),
     ],
