@@ -26,7 +26,8 @@ class CaptureError(OnnxportError):
 
     Attributes:
         cause: The kind of the first real cause: ``"data-dependent guard"``,
-            ``"unsupported Python construct"``, ``"constraint violation"`` or ``"error"``.
+            ``"unsupported Python construct"``, ``"constraint violation"``, ``"shape mismatch"``,
+            ``"device mismatch"``, ``"exception raised in forward"`` or ``"error"``.
         source_line: The user's source line of that cause (``File "...", line N`` and the code),
             or ``None`` when torch gave no user frame.
         attempts: The :class:`onnxport.capture.strategies.Attempt` list, one per strategy tried.

@@ -11,6 +11,8 @@ user's source line.
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import time
 import traceback
 import warnings
@@ -78,23 +80,62 @@ STRATEGIES: tuple[tuple[str, Callable[..., ExportedProgram]], ...] = (
 DATA_DEPENDENT = "data-dependent guard"
 UNSUPPORTED_CONSTRUCT = "unsupported Python construct"
 CONSTRAINT_VIOLATION = "constraint violation"
+SHAPE_MISMATCH = "shape mismatch"
+DEVICE_MISMATCH = "device mismatch"
+RAISED = "exception raised in forward"
 OTHER = "error"
-# Causes that say what is wrong with the model, in the order they are preferred.
-REAL_CAUSES = (DATA_DEPENDENT, UNSUPPORTED_CONSTRUCT, CONSTRAINT_VIOLATION)
+# Causes that say what is wrong with the model, in the order they are preferred: shape and device
+# mismatches come before an unsupported construct (strict mode reports the same failure as a
+# "TorchRuntimeError"); an exception raised in forward comes last, since code may raise only
+# because it sees FakeTensors (another strategy's unsupported construct is then the real cause).
+REAL_CAUSES = (DATA_DEPENDENT, CONSTRAINT_VIOLATION, SHAPE_MISMATCH, DEVICE_MISMATCH, UNSUPPORTED_CONSTRUCT, RAISED)
+# Causes no other strategy can fix: the shapes/devices of the inputs and weights do not fit.
+MODEL_FAILURES = (SHAPE_MISMATCH, DEVICE_MISMATCH)
+
+_DEVICE_TEXT = re.compile(r"device mismatch|(?:on|found at least two) (?:the same |different )?devices?|\bmeta\b.*\bcpu\b|\bcpu\b.*\bmeta\b", re.I)
+_SHAPE_TEXT = re.compile(
+    r"size mismatch|shape mismatch|cannot be multiplied|must have same reduction dim|must match the size"
+    r"|shape '\[.*\]' is invalid|expected .*(?:shape|size|dim)|doesn't match the broadcast shape"
+    r"|the size of tensor a",
+    re.I,
+)
 
 
 def classify(error: BaseException) -> str:
-    """The kind of a capture failure: one of :data:`REAL_CAUSES`, or ``"error"``."""
-    for e in _chain(error):
+    """The kind of a capture failure: one of :data:`REAL_CAUSES`, or ``"error"``.
+
+    Shape and device mismatches are recognised from the messages of torch's meta kernels and
+    FakeTensor (``torch/_meta_registrations.py``, ``torch/_subclasses/fake_tensor.py``); an exception
+    the model raised itself is one whose traceback has a frame outside torch, or Dynamo's
+    "Observed exception".
+    """
+    chain = _chain(error)
+    for e in chain:
         if isinstance(e, (GuardOnDataDependentSymNode, DataDependentOutputException)):
             return DATA_DEPENDENT
         if isinstance(e, ConstraintViolationError) or (
             isinstance(e, UserError) and "Constraints violated" in str(e)
         ):
             return CONSTRAINT_VIOLATION
+    text = "\n".join(str(e) for e in chain)
+    if _DEVICE_TEXT.search(text):
+        return DEVICE_MISMATCH
+    if _SHAPE_TEXT.search(text):
+        return SHAPE_MISMATCH
+    for e in chain:
         if isinstance(e, Unsupported):
-            return DATA_DEPENDENT if "Data-dependent" in str(e) else UNSUPPORTED_CONSTRUCT
+            if "Data-dependent" in str(e):
+                return DATA_DEPENDENT
+            return RAISED if "Observed exception" in str(e) else UNSUPPORTED_CONSTRUCT
+    if not isinstance(error, UserError) and _raised_by_user(error):
+        return RAISED
     return OTHER
+
+
+def _raised_by_user(error: BaseException) -> bool:
+    """The exception's innermost frame is the user's code (a ``raise`` in forward), not torch's."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and not _is_library_frame(frames[-1].filename)
 
 
 def _chain(error: BaseException) -> list[BaseException]:
@@ -153,7 +194,7 @@ def capture(
                 Attempt(name, time.perf_counter() - start, e, traceback.format_exc(), classify(e),
                         source_line(e))
             )
-            if _is_user_error(e):
+            if _is_user_error(e) or attempts[-1].cause in MODEL_FAILURES:
                 break
             continue
         attempt = Attempt(name, time.perf_counter() - start, warnings=_draft_warnings(ep))
@@ -181,13 +222,19 @@ def capture_error(attempts: list[Attempt]) -> CaptureError:
         DATA_DEPENDENT: "Control flow or shapes depend on tensor values: use torch.cond, "
         "torch._check, or compute the value outside the model.",
         UNSUPPORTED_CONSTRUCT: "Rewrite the Python construct named above in plain torch code.",
+        SHAPE_MISMATCH: "The example inputs' shapes do not fit the model's weights or ops at the "
+        "source line above: pass inputs of the shapes forward() expects.",
+        DEVICE_MISMATCH: "Inputs, parameters and buffers are on different devices (or on the meta "
+        "device): move the model and the example inputs to one real device, e.g. model.to('cpu').",
+        RAISED: "forward() raised this exception on the example inputs (source line above): fix "
+        "the inputs or the code; onnxport can only export what runs in eager PyTorch.",
         CONSTRAINT_VIOLATION: "dynamic_shapes declares a dim dynamic that the code specializes: "
         "mark it static or fix the code that depends on its value.",
     }.get(first.cause or OTHER, "Fix the model code named above, or check that "
           "args/kwargs/dynamic_shapes match forward().")
     error = CaptureError(
-        f"torch.export could not capture the model; first cause ({first.cause}, "
-        f"{first.strategy}):\n{_first_cause(first.error)}\n{where}"
+        f"torch.export could not capture the model: {first.cause}; first cause ({first.strategy}):\n"
+        f"{_first_cause(first.error)}\n{where}"
         f"Attempts:\n{tried}\n{advice}",
         cause=first.cause or OTHER,
         source_line=first.source_line,
@@ -231,8 +278,13 @@ def _is_user_error(error: BaseException) -> bool:
     return isinstance(error, UserError) and ("dynamic_shapes" in text or "Constraints violated" in text)
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../onnxport
+
+
 def _is_library_frame(filename: str) -> bool:
-    return any(part in filename for part in ("site-packages/torch", "/torch/", "onnxport", "<frozen"))
+    return filename.startswith(_PACKAGE_DIR) or any(
+        part in filename for part in ("site-packages/torch", "/torch/", "<frozen", "/contextlib.py")
+    )
 
 
 def source_line(error: BaseException) -> str | None:
