@@ -13,9 +13,10 @@ these stages. The step checklist follows torch.onnx's ``torch/onnx/_internal/exp
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import onnx.helper
 import onnx_ir as ir
@@ -84,7 +85,7 @@ def export(
     args: Any = (),
     kwargs: Mapping[str, Any] | None = None,
     *,
-    f: str | os.PathLike[str] | None = None,
+    f: str | os.PathLike[str] | BinaryIO | None = None,
     dynamic_shapes: Any = None,
     dynamic_axes: Mapping[str, Any] | None = None,
     dynamic: bool = False,
@@ -110,7 +111,8 @@ def export(
         args: Positional example inputs (a tuple, or one tensor). Nested tuples/lists/dicts are
             flattened as torch.export does.
         kwargs: Keyword example inputs.
-        f: If given, the ONNX file to write (as ``ONNXProgram.save(f)``).
+        f: If given, the ONNX file to write (as ``ONNXProgram.save(f)``): a path, or a binary
+            file object such as ``io.BytesIO`` (one protobuf, at most 2 GB).
         dynamic_shapes: As for ``torch.export.export`` (``Dim``, ``Dim.AUTO``/``Dim.DYNAMIC``), or
             strings naming the dims: ``{"x": {0: "batch"}}``. Named dims keep their names in ONNX.
             A dict may be keyed by forward-parameter names or by ``input_names``.
@@ -125,7 +127,8 @@ def export(
         optimize: Run onnxport's graph passes (cleanup, constant folding, fusions).
         verify: Run the model in onnxruntime on the example inputs and compare with eager.
         report: Write a markdown report (``True``: ``onnxport_report_<Model>.md`` in the working
-            folder, or a path).
+            folder, or a path). A report that cannot be written only warns (``UserWarning``): the
+            export's own result or error is kept.
         export_params: With ``f``: include the weights in the saved file.
         external_data: With ``f``: force (True) or forbid (False) external data; default past 2 GB.
         registry: Translations to use instead of :func:`onnxport.default_registry`.
@@ -173,7 +176,21 @@ def export(
         return program
     finally:
         if report:
-            write_report(report, model, status, program)
+            _write_report_safely(report, model, status, program)
+
+
+def _write_report_safely(report: Any, model: Any, status: ExportStatus, program: ONNXProgram | None) -> None:
+    """Write the report without letting its failure hide or replace the export's own outcome: a
+    failing report (missing folder, unwritable path, a formatting bug) is a ``UserWarning``."""
+    try:
+        write_report(report, model, status, program)
+    except Exception as e:  # any failure of the report only warns; the export's result or error stands
+        warnings.warn(
+            f"onnxport could not write the report {report!r}: {type(e).__name__}: {e}. "
+            "The export's result is unaffected; give report= a path in an existing, writable folder.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: ExportStatus) -> ONNXProgram:
@@ -304,6 +321,10 @@ def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatu
         SaveError: The destination cannot be written.
     """
     assert options.f is not None
+    if not isinstance(options.f, (str, os.PathLike)):  # a binary file object (io.BytesIO)
+        with status.step("save"):
+            program.save(options.f, include_initializers=options.export_params, external_data=options.external_data)
+        return
     external = runtime.needs_external_data(program.model, options.external_data, options.export_params)
     with status.step("save"):
         program.save(options.f, include_initializers=options.export_params, external_data=external)

@@ -9,6 +9,7 @@ are ``torch.onnx.export``'s (torch/onnx/__init__.py), plus onnxport's own (``mod
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -68,7 +69,7 @@ class ExportOptions:
     output_names: tuple[str, ...] | None = None
     optimize: bool = True
     verify: bool = False
-    f: str | os.PathLike[str] | None = None
+    f: Any = None
     export_params: bool = True
     external_data: bool | None = None
     report: bool | str | os.PathLike[str] = False
@@ -88,11 +89,22 @@ class ExportOptions:
 
         Raises:
             OpsetError: See :func:`check_opset`.
-            InputError: ``half_precision_compute`` is not ``"float32"`` or ``None``.
+            InputError: ``half_precision_compute`` is not ``"float32"`` or ``None``; names are not
+                distinct non-empty strings; ``f`` is neither a path nor a binary file object; a
+                flag is not a bool.
         """
         for key in ("input_names", "output_names"):
             if kwargs.get(key) is not None:
                 kwargs[key] = tuple(_names(kwargs[key], key))
+        check_destination(kwargs.get("f"))
+        for key in ("optimize", "verify", "dynamic", "export_params"):
+            if key in kwargs and not isinstance(kwargs[key], (bool, int)):
+                raise InputError(f"{key} must be True or False, got {kwargs[key]!r}.")
+        if kwargs.get("external_data") not in (None, True, False):
+            raise InputError(f"external_data must be True, False or None, got {kwargs['external_data']!r}.")
+        report = kwargs.get("report", False)
+        if not isinstance(report, (bool, str, os.PathLike)):
+            raise InputError(f"report must be True, False or a path, got {type(report).__name__}.")
         return cls(opset=check_opset(opset_version), **kwargs)
 
     @property
@@ -101,9 +113,48 @@ class ExportOptions:
 
 
 def _names(names: Any, what: str) -> Sequence[str]:
-    if isinstance(names, str) or not isinstance(names, Sequence):
-        raise InputError(f"{what} must be a list of strings, got {type(names).__name__}.")
+    """``input_names``/``output_names`` checked: a list of distinct, non-empty strings (ONNX value
+    names must be unique in a graph: onnx/onnx docs/IR.md, "Names Within a Graph").
+
+    Raises:
+        InputError: Not a list, an entry that is not a non-empty string, or a repeated name.
+    """
+    if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+        raise InputError(f"{what} must be a list of strings, got {type(names).__name__}: {names!r}.")
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            raise InputError(
+                f"{what}[{i}] is {name!r}: every name must be a non-empty string. "
+                f"Pass {what}=[{', '.join(repr(str(n) or f'{what[:-6]}_{j}') for j, n in enumerate(names))}]."
+            )
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise InputError(
+                f"{what} repeats {name!r} (positions {seen[name]} and {i}): graph value names must be "
+                "unique. Give every input/output its own name."
+            )
+        seen[name] = i
     return names
 
 
-__all__ = ["DEFAULT_OPSET", "MAX_OPSET", "MIN_OPSET", "ExportOptions", "check_opset"]
+def check_destination(f: Any) -> None:
+    """``f`` must be a path (``str``/``os.PathLike``) or a writable binary file object.
+
+    Raises:
+        InputError: Anything else (bytes, an int, a text-mode file, a closed file).
+    """
+    if f is None or isinstance(f, (str, os.PathLike)):
+        if isinstance(f, str) and not f:
+            raise InputError("f is an empty string: give the path of the .onnx file to write.")
+        return
+    if hasattr(f, "write"):
+        if getattr(f, "closed", False):
+            raise InputError("f is a closed file object: pass an open binary file (or a path).")
+        if "b" not in getattr(f, "mode", "b") or isinstance(f, io.TextIOBase):
+            raise InputError("f is a text file object: open it in binary mode ('wb') or pass an io.BytesIO.")
+        return
+    raise InputError(f"f must be a path (str or os.PathLike) or a binary file object, got {type(f).__name__}: {f!r}.")
+
+
+__all__ = ["DEFAULT_OPSET", "MAX_OPSET", "MIN_OPSET", "ExportOptions", "check_destination", "check_opset"]

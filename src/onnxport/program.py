@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import onnx_ir as ir
 import torch
@@ -17,6 +17,7 @@ from torch.export import ExportedProgram
 
 from onnxport import runtime
 from onnxport.errors import InputError, SaveError
+from onnxport.options import check_destination
 
 if TYPE_CHECKING:
     import onnx
@@ -53,7 +54,7 @@ class ONNXProgramBase:
     # -- save --------------------------------------------------------------------------------
     def save(
         self,
-        destination: str | os.PathLike[str],
+        destination: str | os.PathLike[str] | BinaryIO,
         *,
         include_initializers: bool = True,
         keep_initializers_as_inputs: bool = False,
@@ -66,9 +67,20 @@ class ONNXProgramBase:
         tensor (``onnx_ir.save``), never gathered into one protobuf. The files are written in a
         temporary folder beside ``destination`` and moved into place, so a failure leaves nothing.
 
+        ``destination`` may also be a binary file object (``io.BytesIO``, ``open(..., "wb")``), as
+        in ``torch.onnx.export(f=io.BytesIO())``: the whole model is written to it as one protobuf
+        (no external data, so at most 2 GB).
+
         Raises:
-            SaveError: The destination folder does not exist or is not writable, or writing failed.
+            InputError: ``destination`` is neither a path nor a binary file object.
+            SaveError: The destination folder does not exist or is not writable, or writing failed;
+                a file object with a model past 2 GB or ``external_data=True``.
         """
+        if not isinstance(destination, (str, os.PathLike)):
+            check_destination(destination)
+            self._save_to_file_object(destination, include_initializers, keep_initializers_as_inputs, external_data)
+            return
+        check_destination(destination)
         path = Path(destination)
         folder = path.parent if str(path.parent) else Path(".")
         if path.is_dir():
@@ -91,8 +103,28 @@ class ONNXProgramBase:
             os.replace(os.path.join(tmp, path.name), path)
         except OSError as e:
             raise SaveError(f"Writing the ONNX model to {path} failed: {e}") from e
+        except Exception as e:  # protobuf EncodeError / onnx_ir SerdeError: nothing was moved into place
+            raise SaveError(f"The ONNX model cannot be serialized to {path}: {type(e).__name__}: {e}") from e
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def _save_to_file_object(self, file: BinaryIO, include: bool, as_inputs: bool, external_data: bool | None) -> None:
+        if external_data:
+            raise SaveError("external_data=True needs a path: a file object holds one protobuf. Pass f='model.onnx'.")
+        if include and runtime.initializer_bytes(self.model) >= runtime.PROTOBUF_LIMIT:
+            raise SaveError(
+                "The weights exceed 2 GB, the protobuf limit of a single ONNX file: save to a path "
+                "(weights go to external data) instead of a file object."
+            )
+        with self._initializers_for_save(include, as_inputs):
+            try:
+                data = ir.serde.serialize_model(self.model).SerializeToString()
+            except Exception as e:  # protobuf EncodeError / onnx_ir SerdeError: the graph cannot be serialized
+                raise SaveError(f"The ONNX model cannot be serialized: {type(e).__name__}: {e}") from e
+        try:
+            file.write(data)
+        except (OSError, ValueError, TypeError) as e:
+            raise SaveError(f"Writing the ONNX model to the file object failed: {type(e).__name__}: {e}") from e
 
     @contextlib.contextmanager
     def _initializers_for_save(self, include: bool, as_inputs: bool) -> Iterator[None]:

@@ -143,8 +143,14 @@ def registry_for_export(registry: Registry | None, custom_translations: Any) -> 
     a ``{target: fn}`` mapping or a :class:`Registry` whose entries win over the base ones.
 
     Raises:
-        InputError: ``custom_translations`` is neither a mapping nor a Registry.
+        InputError: ``registry`` is not a Registry, or ``custom_translations`` is neither a
+            mapping nor a Registry.
     """
+    if registry is not None and not isinstance(registry, Registry):
+        raise InputError(
+            f"registry must be an onnxport.Registry (e.g. onnxport.default_registry().copy()), "
+            f"got {type(registry).__name__}: {registry!r}. To add translations, use custom_translations={{op: fn}}."
+        )
     base = registry or default_registry()
     if not custom_translations:
         return base
