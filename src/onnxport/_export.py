@@ -27,6 +27,7 @@ from torch.export.graph_signature import InputKind
 from onnxport import runtime
 from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
+from onnxport.capture.specialization import check_specialized
 from onnxport.capture.strategies import capture
 from onnxport.errors import CaptureError, InputError, OnnxportError
 from onnxport.metadata import KEY_GRAPH_SIGNATURE, KEY_RANGE_CONSTRAINTS, stamp_complex_outputs
@@ -221,6 +222,8 @@ def capture_stage(
     Raises:
         InputError: ``model`` is neither an ``nn.Module`` nor an ExportedProgram, or bad names.
         CaptureError: Every strategy failed (constraint violations explained per input and axis).
+        DynamicShapesError: An axis named dynamic was specialized by the model (input, axis and
+            source line named).
     """
     if not isinstance(model, (torch.nn.Module, ExportedProgram)):
         raise InputError(
@@ -236,6 +239,8 @@ def capture_stage(
                 ep = capture(model, args, kwargs, spec.export_shapes, status.capture_attempts)
             except CaptureError as e:
                 raise dyn.explain_violation(e, spec.leaves) from e.__cause__
+            examples = dyn.tensor_leaves(dyn.bind_inputs(model.forward, args, kwargs))
+            check_specialized(ep, spec.leaves, examples)
     status.captured_program = ep
     return ep, spec
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 from torch.export import Dim
+from torch.export.dynamic_shapes import _DimHint
 
 from onnxport.capture.strategies import CONSTRAINT_VIOLATION, classify
 from onnxport.errors import DynamicShapesError, InputError
@@ -69,12 +70,35 @@ def _spec_for(value: Any, path: str, leaf_axes: Mapping[str, Mapping[int, Any]])
     return None
 
 
+def _axis(axis: Any, where: str) -> int:
+    """An axis given by the user: an ``int`` (not a bool, a float or a string such as ``"zero"``).
+
+    Raises:
+        InputError: Anything else, naming where it was found.
+    """
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise InputError(
+            f"{where} uses {axis!r} as an axis: axes are ints (0 for the first dim), e.g. {{0: 'batch_size'}}."
+        )
+    return axis
+
+
 def _legacy_axes(axes: Any, name: str) -> dict[int, str]:
-    """``dynamic_axes`` entry (``{0: "batch"}`` or ``[0, 1]``) → axis → dim name."""
+    """``dynamic_axes`` entry (``{0: "batch"}`` or ``[0, 1]``) → axis → dim name.
+
+    Raises:
+        InputError: An axis that is not an int, or a dim name that is not a non-empty string.
+    """
+    where = f"dynamic_axes[{name!r}]"
     if isinstance(axes, Mapping):
-        return {int(a): str(n) for a, n in axes.items()}
+        out = {}
+        for a, n in axes.items():
+            if not isinstance(n, str) or not n:
+                raise InputError(f"{where} names axis {a!r} {n!r}: dim names are non-empty strings such as 'batch_size'.")
+            out[_axis(a, where)] = n
+        return out
     if isinstance(axes, (list, tuple)):
-        return {int(a): f"{name}_dim_{int(a)}" for a in axes}
+        return {_axis(a, where): f"{name}_dim_{a}" for a in axes}
     raise InputError(f"dynamic_axes[{name!r}] must be a dict {{axis: name}} or a list of axes, got {axes!r}.")
 
 
@@ -105,6 +129,15 @@ def resolve(
     Raises:
         InputError: Several forms given, unknown input names, or an axis beyond an input's rank.
     """
+    if dynamic_shapes is not None and not isinstance(dynamic_shapes, (Mapping, list, tuple)):
+        raise InputError(
+            f"dynamic_shapes must be a dict (by input name) or a tuple (one entry per input), got "
+            f"{type(dynamic_shapes).__name__}: {dynamic_shapes!r}. Example: {{'x': {{0: 'batch_size'}}}}."
+        )
+    if dynamic_axes is not None and not isinstance(dynamic_axes, Mapping):
+        raise InputError(
+            f"dynamic_axes must be a dict {{input_name: {{axis: dim_name}}}}, got {type(dynamic_axes).__name__}."
+        )
     given = [n for n, v in (("dynamic_shapes", dynamic_shapes), ("dynamic_axes", dynamic_axes), ("dynamic", dynamic)) if v]
     if len(given) > 1:
         raise InputError(f"Give only one of {', '.join(given)}: they all declare the dynamic dims.")
@@ -144,7 +177,31 @@ def resolve(
                     f"{tensor.dim()} dimensions (shape {list(tensor.shape)})."
                 )
     _check_ranks(spec, combined, forward)
+    check_dim_names(leaves, named)
     return to_torch_export(spec, combined), named
+
+
+def check_dim_names(leaves: Sequence[tuple[str, torch.Tensor]], named: Sequence[tuple[str, AxisNames]]) -> None:
+    """One dim name stands for one size: the example sizes of the axes sharing a name must agree
+    (ONNX treats equal ``dim_param`` names as equal sizes: onnx/onnx docs/IR.md, "Tensor shapes").
+
+    Raises:
+        DynamicShapesError: A name given to axes whose example sizes differ, naming both.
+    """
+    first: dict[str, tuple[str, int, int]] = {}
+    for (path, tensor), (_, axes) in zip(leaves, named):
+        for axis, name in axes.items():
+            size = int(tensor.shape[axis])
+            if name not in first:
+                first[name] = (path, axis % tensor.dim(), size)
+                continue
+            other_path, other_axis, other_size = first[name]
+            if other_size != size:
+                raise DynamicShapesError(
+                    f"Dim name {name!r} is used for input {other_path!r} axis {other_axis} (example size "
+                    f"{other_size}) and input {path!r} axis {axis % tensor.dim()} (example size {size}): one "
+                    "name means one size. Give the axes different names, or examples of equal size."
+                )
 
 
 def _check_ranks(spec: Any, combined: Mapping[str, Any], forward: Any) -> None:
@@ -193,9 +250,15 @@ def _axis_names(spec: Any) -> AxisNames:
         return {}
     names = {}
     for axis, dim in items:
+        axis = _axis(axis, "dynamic_shapes")
+        if not (dim is None or isinstance(dim, (str, int, Dim, _DimHint))) or isinstance(dim, bool) or dim == "":
+            raise InputError(
+                f"dynamic_shapes gives axis {axis} the value {dim!r}: use a dim name (a non-empty string "
+                "such as 'batch_size'), torch.export.Dim('batch_size'), Dim.AUTO / Dim.DYNAMIC, or None."
+            )
         name = _dim_name(dim)
         if name is not None:
-            names[int(axis)] = name
+            names[axis] = name
     return names
 
 

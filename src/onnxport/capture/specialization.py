@@ -1,0 +1,103 @@
+"""Keep torch's specialization facts: a dim declared dynamic that the captured program only
+supports at (about) its example value is an error, never a graph declaring a dynamic dim it does
+not support.
+
+onnxport captures with ``backed_size_oblivious`` (``strategies._size_oblivious``) so that a batch of
+1 stays dynamic. Code that branches on such a dim (``if x.shape[0] == 1:``) then records a guard
+``Eq(s0, 1)`` in the ShapeEnv instead of failing the capture, and the program holds only the
+branch the example took. torch.export's own answer to the same code is a constraint violation
+("specialized it to be a constant"); this module restores it by reading the ShapeEnv guards of the
+captured program (``torch/fx/experimental/symbolic_shapes.py``: ``ShapeEnv.guards``, each with the
+user's source location).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import sympy
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
+
+from onnxport.errors import DynamicShapesError
+
+AxisNames = dict[int, str]
+
+
+def _user_tensor_inputs(ep: ExportedProgram) -> list[torch.Tensor]:
+    user = {s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT}
+    vals = [n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
+    return [v for v in vals if isinstance(v, torch.Tensor)]
+
+
+def _where(guard: Any) -> str:
+    loc = getattr(guard, "sloc", None)
+    frame = getattr(loc, "framework_loc", None)
+    if isinstance(frame, traceback.FrameSummary):
+        return f'File "{frame.filename}", line {frame.lineno}, in {frame.name}\n    {frame.line or ""}'.rstrip()
+    return str(loc) if loc is not None else "(source line unknown)"
+
+
+def _holds_only_near(expr: Any, symbol: Any, example: int) -> bool:
+    """The guard, in ``symbol`` alone, is false for every other size a dynamic dim should take
+    (2, 3, example ± 1): the graph is only valid at the example's size."""
+    others = {2, 3, example + 1, max(example - 1, 2)} - {example}
+    for value in others:
+        try:
+            result = expr.subs(symbol, value)
+        except (TypeError, ValueError):  # sympy could not substitute: no conclusion
+            return False
+        if result != sympy.false:
+            return False
+    return True
+
+
+def check_specialized(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames]],
+                      examples: Sequence[tuple[str, torch.Tensor]]) -> None:
+    """Raise when an axis the user named dynamic was specialized by the captured program.
+
+    Args:
+        ep: The captured program (FakeTensor ``val`` on its placeholders).
+        leaves: Per tensor input (pytree order): its path and the axes the user named.
+        examples: Per tensor input (same order): its path and example tensor.
+
+    Raises:
+        DynamicShapesError: Naming the input, the axis, the dim name, the size it was fixed to and
+            the user's source line that fixed it, with the fix (an example of size >= 2 on that
+            axis, or declare the axis static).
+    """
+    vals = _user_tensor_inputs(ep)
+    if len(vals) != len(leaves) or len(examples) != len(leaves):
+        return
+    for val, (path, axes), (_, example) in zip(vals, leaves, examples):
+        for axis, name in axes.items():
+            axis %= max(val.dim(), 1)
+            size = int(example.shape[axis])
+            dim = val.shape[axis]
+            if not isinstance(dim, torch.SymInt):
+                raise DynamicShapesError(
+                    f"Input {path!r} axis {axis} ({name!r}) is declared dynamic, but the model fixed it to "
+                    f"{dim} during capture. Fix: use an example of size >= 2 on that axis (a size of 0 or 1 "
+                    "is often specialized), or declare the axis static."
+                )
+            expr = dim.node.expr
+            if not expr.is_Symbol:
+                continue
+            shape_env = dim.node.shape_env
+            for guard in getattr(shape_env, "guards", ()):
+                if guard.expr.free_symbols == {expr} and _holds_only_near(guard.expr, expr, size):
+                    raise DynamicShapesError(
+                        f"Input {path!r} axis {axis} ({name!r}) is declared dynamic, but the model only "
+                        f"supports size {size} there: the code guards on `{guard.expr}` "
+                        f"({expr} is that axis) at\n  {_where(guard)}\n"
+                        "An ONNX graph with this axis dynamic would hold only the branch the example "
+                        f"took. Fix: use an example of size >= 2 on axis {axis} of {path!r} (sizes 0 and "
+                        "1 are special cases for torch), remove the size-dependent branch, or declare "
+                        "the axis static."
+                    )
+
+
+__all__ = ["check_specialized"]
