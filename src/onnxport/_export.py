@@ -260,6 +260,7 @@ def translate_stage(
     """Pre-flight (every op has a translation), then one walk over the FX graph → ``ir.Model``.
 
     Raises:
+        InputError: No output, or an output that is not a tensor or number.
         UnsupportedOpsError: Ops without translation (all listed, with source lines).
         TranslationError: A translation failed.
         OpsetError: An emitted op does not exist at the target opset.
@@ -267,6 +268,7 @@ def translate_stage(
     registry: Registry = options.registry
     target_opset = options.target_opset
     with status.step("pre-flight"):
+        preflight.check_outputs(ep)
         status.unsupported = preflight.find_unsupported(ep, registry, target_opset)
         if status.unsupported:
             raise preflight.unsupported_ops_error(status.unsupported, registry)

@@ -96,6 +96,12 @@ class ExportOptions:
         for key in ("input_names", "output_names"):
             if kwargs.get(key) is not None:
                 kwargs[key] = tuple(_names(kwargs[key], key))
+        both = set(kwargs.get("input_names") or ()) & set(kwargs.get("output_names") or ())
+        if both:
+            raise InputError(
+                f"{sorted(both)} named both an input and an output: graph value names must be unique. "
+                "Rename the output (e.g. 'logits') or the input."
+            )
         check_destination(kwargs.get("f"))
         for key in ("optimize", "verify", "dynamic", "export_params"):
             if key in kwargs and not isinstance(kwargs[key], (bool, int)):

@@ -13,8 +13,9 @@ from typing import Any
 
 import torch.fx
 from torch.export import ExportedProgram
+from torch.export.graph_signature import OutputKind
 
-from onnxport.errors import UnsupportedOpsError, user_source_line
+from onnxport.errors import InputError, UnsupportedOpsError, user_source_line
 from onnxport.translate import graph as graph_mod
 from onnxport.translate.registry import Registry
 
@@ -95,4 +96,38 @@ def unsupported_ops_error(ops: list[UnsupportedOp], registry: Registry) -> Unsup
     return UnsupportedOpsError("\n".join(lines), ops)
 
 
-__all__ = ["UnsupportedOp", "find_unsupported", "table_markdown", "unsupported_ops_error"]
+__all__ = ["check_outputs", "UnsupportedOp", "find_unsupported", "table_markdown", "unsupported_ops_error"]
+
+
+_SCALARS = (bool, int, float, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def check_outputs(ep: ExportedProgram) -> None:
+    """The user outputs must be tensors (or Python/symbolic scalars, which become 0-d tensors as
+    in torch.onnx), at least one of them; ``None`` leaves are dropped as eager's tensor leaves do.
+
+    Raises:
+        InputError: No output at all (``forward`` returned ``None`` or an empty container), or an
+            output of another type (``str``, an object), naming its position, type and the fix.
+    """
+    output = next((n for n in ep.graph.nodes if n.op == "output"), None)
+    results = list(output.args[0]) if output is not None and isinstance(output.args[0], (list, tuple)) else []
+    user = [r for r, s in zip(results, ep.graph_signature.output_specs) if s.kind == OutputKind.USER_OUTPUT]
+    kept = 0
+    for i, result in enumerate(user):
+        value = result.meta.get("val") if isinstance(result, torch.fx.Node) else result
+        if value is None:
+            continue
+        if not isinstance(value, (torch.Tensor, *_SCALARS)):
+            raise InputError(
+                f"forward returns a {type(value).__name__} ({value!r:.60}) as output {i}: ONNX outputs are "
+                "tensors. Return tensors (numbers are fine: they become 0-d tensors) and drop or encode "
+                "the other values."
+            )
+        kept += 1
+    if kept == 0:
+        raise InputError(
+            "forward returns no tensor (None, or an empty tuple/list/dict): an ONNX model needs at least "
+            "one output. Return the tensors the model computes."
+        )
+
