@@ -16,7 +16,7 @@ import torch
 from torch.export import ExportedProgram
 
 from onnxport import runtime
-from onnxport.errors import InputError, SaveError
+from onnxport.errors import InputError, OnnxportError, SaveError
 from onnxport.options import check_destination
 
 if TYPE_CHECKING:
@@ -158,11 +158,20 @@ class ONNXProgramBase:
         graph marks complex-as-real (``pkg.onnxport.complex_as_real``) come back complex.
 
         Raises:
-            InputError: The number of tensors does not match the graph inputs.
+            InputError: The number of tensors does not match the graph inputs, or a tensor's dtype
+                or shape does not match its input (the input, expected and given are named).
+            OnnxportError: onnxruntime failed while running the model (its message kept).
         """
         session = self._inference_session()
         names = [i.name for i in session.get_inputs()]
-        return runtime.restore_complex(self.model, runtime.run_session(session, runtime.feeds(names, args, kwargs)))
+        inputs = runtime.feeds(names, args, kwargs)
+        runtime.check_feeds(session, inputs)
+        try:
+            outputs = runtime.run_session(session, inputs)
+        except Exception as e:  # onnxruntime's InvalidArgument/Fail/RuntimeException (pybind types)
+            kind = InputError if "INVALID_ARGUMENT" in str(e) or type(e).__name__ == "InvalidArgument" else OnnxportError
+            raise kind(f"onnxruntime could not run the model on these inputs: {type(e).__name__}: {e}") from e
+        return runtime.restore_complex(self.model, outputs)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:

@@ -20,11 +20,12 @@ import dataclasses
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import onnx
+import onnx.helper
 import onnx_ir as ir
 import torch
 
@@ -192,6 +193,63 @@ def feeds(names: list[str], args: tuple, kwargs: dict) -> dict[str, Any]:
     return result
 
 
+def _feed_signature(value: Any) -> tuple[str, tuple[int, ...]]:
+    """(onnxruntime type string, shape) of a feed: a numpy array or an OrtValue."""
+    if hasattr(value, "data_type") and callable(value.data_type):  # an OrtValue (bfloat16)
+        return str(value.data_type()), tuple(value.shape())
+    name = onnx.helper.tensor_dtype_to_string(onnx.helper.np_dtype_to_tensor_dtype(value.dtype))
+    ort_name = {"FLOAT": "float", "DOUBLE": "double"}.get(name.removeprefix("TensorProto."), name.removeprefix("TensorProto.").lower())
+    return f"tensor({ort_name})", tuple(value.shape)
+
+
+def check_feeds(session: Any, inputs: Mapping[str, Any]) -> None:
+    """Compare the feeds with the session's declared inputs before running: dtype, rank, fixed
+    sizes, and equal sizes for axes sharing a dim name (``batch_size``), so that a mistake is an
+    :class:`InputError` naming the input, what the model expects and what it got, instead of
+    onnxruntime's ``InvalidArgument``.
+
+    Raises:
+        InputError: A feed of the wrong dtype or shape, or a missing feed.
+    """
+    dims: dict[str, tuple[str, int, int]] = {}
+    for meta in session.get_inputs():
+        if meta.name not in inputs:
+            raise InputError(f"The ONNX model's input {meta.name!r} was not given.")
+        dtype, shape = _feed_signature(inputs[meta.name])
+        expected = list(meta.shape) if meta.shape is not None else None
+        if dtype != meta.type:
+            raise InputError(
+                f"Input {meta.name!r}: the model expects {meta.type} of shape {expected}, got {dtype} "
+                f"of shape {list(shape)}. Convert it, e.g. x.to(torch.{_torch_name(meta.type)})."
+            )
+        if expected is None:
+            continue
+        if len(expected) != len(shape):
+            raise InputError(
+                f"Input {meta.name!r}: the model expects rank {len(expected)} (shape {expected}), got rank "
+                f"{len(shape)} (shape {list(shape)})."
+            )
+        for axis, (want, got) in enumerate(zip(expected, shape)):
+            if isinstance(want, int) and want >= 0 and want != got:
+                raise InputError(
+                    f"Input {meta.name!r} axis {axis}: the model expects size {want} (shape {expected}), "
+                    f"got {got} (shape {list(shape)}). Only named axes are dynamic; re-export with "
+                    f"dynamic_shapes naming this axis to accept other sizes."
+                )
+            if isinstance(want, str) and want:
+                first = dims.setdefault(want, (meta.name, axis, got))
+                if first[2] != got:
+                    raise InputError(
+                        f"Dim {want!r} is {first[2]} in input {first[0]!r} axis {first[1]} but {got} in input "
+                        f"{meta.name!r} axis {axis}: axes sharing a dim name must have equal sizes."
+                    )
+
+
+def _torch_name(ort_type: str) -> str:
+    name = ort_type.removeprefix("tensor(").removesuffix(")")
+    return {"float": "float32", "double": "float64"}.get(name, name)
+
+
 def to_numpy(tensor: torch.Tensor) -> Any:
     """A feed for onnxruntime: a numpy array, or for bfloat16 (which numpy cannot carry into
     onnxruntime) an OrtValue holding the bits. A complex tensor is fed as its real view [..., 2]."""
@@ -256,6 +314,7 @@ __all__ = [
     "ORT_LOAD",
     "PROTOBUF_LIMIT",
     "CheckResult",
+    "check_feeds",
     "create_session",
     "feeds",
     "initializer_bytes",
