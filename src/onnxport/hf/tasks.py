@@ -87,18 +87,42 @@ def get_task(name: str) -> Task:
     return task
 
 
+def task_from_model_type(model_type: str | None) -> str:
+    """The task for a config without ``architectures``, from transformers' auto-class mappings
+    (``transformers/models/auto/modeling_auto.py``): a speech seq2seq model type is
+    automatic-speech-recognition, a seq2seq one text2text-generation, an encoder with a masked-LM
+    head (BERT: also listed for causal LM) feature-extraction, a decoder in the causal-LM mapping
+    (``llama``, ``gpt2``) text-generation; anything else feature-extraction.
+    """
+    # transformers is a heavy optional dependency: imported only for Hugging Face configs
+    from transformers.models.auto import modeling_auto
+
+    if not model_type:
+        return "feature-extraction"
+    if model_type in modeling_auto.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES:
+        return "automatic-speech-recognition"
+    if model_type in modeling_auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        return "text2text-generation"
+    if model_type in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "feature-extraction"
+    if model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "text-generation"
+    return "feature-extraction"
+
+
 def infer_task(config: Any) -> Task:
     """The task of a config's first ``architectures`` entry (``BertForMaskedLM`` → fill-mask).
 
     Whisper-style ``*ForConditionalGeneration`` models (a config with ``num_mel_bins``) are
-    automatic-speech-recognition; a config without ``architectures`` is feature-extraction.
+    automatic-speech-recognition; a config without ``architectures`` (one saved from
+    ``LlamaConfig`` directly) gets its task from ``model_type`` (:func:`task_from_model_type`).
 
     Raises:
         HFError: The architecture's name matches no task.
     """
     architectures = getattr(config, "architectures", None) or []
     if not architectures:
-        return TASKS["feature-extraction"]
+        return TASKS[task_from_model_type(getattr(config, "model_type", None))]
     arch = architectures[0]
     for suffix, task in _SUFFIXES:
         if arch.endswith(suffix):
