@@ -23,6 +23,71 @@ if TYPE_CHECKING:
     import onnx
 
 
+def external_data_problems(model: ir.Model, folder: Path) -> tuple[list[str], list[str]]:
+    """Check every external-data reference of a loaded model against ``folder`` (the model's).
+
+    ONNX's rule (``onnx/external_data_helper.py``, and onnxruntime's loader) is that a location is
+    a relative path inside the model's folder; onnx_ir resolves it as given, so a hostile file
+    could otherwise point at ``../../etc/passwd`` or an absolute path.
+
+    Returns:
+        ``(outside, broken)``: locations that are absolute or escape ``folder``; and tensors whose
+        file is missing or shorter than ``offset + length``.
+    """
+    outside: list[str] = []
+    broken: list[str] = []
+    root = folder.resolve()
+    for value in model.graph.initializers.values():
+        tensor = value.const_value
+        if not isinstance(tensor, ir.ExternalTensor):
+            continue
+        location = str(tensor.location)
+        target = (folder / location).resolve()
+        if os.path.isabs(location) or not target.is_relative_to(root):
+            if location not in outside:
+                outside.append(location)
+            continue
+        if not target.is_file():
+            broken.append(f"{value.name}: {location} is missing")
+        elif tensor.length is not None and (tensor.offset or 0) + tensor.length > target.stat().st_size:
+            broken.append(
+                f"{value.name}: {location} has {target.stat().st_size} bytes, the tensor needs "
+                f"{(tensor.offset or 0) + tensor.length} (truncated)"
+            )
+    return outside, broken
+
+
+def read_onnx_file(path: str | os.PathLike[str]) -> ir.Model:
+    """Read an ONNX file that may be empty, truncated, not ONNX at all, or hostile; weights in
+    external data stay on disk.
+
+    Raises:
+        InputError: The path is missing or a folder, the file is empty, protobuf cannot parse it
+            (truncated or another format), or it parses but is no model (no ``ir_version``, no
+            graph output) — the message names the file and the cause.
+    """
+    file = Path(path)
+    if not file.exists():
+        raise InputError(f"ONNX file {file} not found.")
+    if not file.is_file():
+        raise InputError(f"{file} is not a file: give the path of a .onnx file.")
+    if file.stat().st_size == 0:
+        raise InputError(f"{file} is empty (0 bytes): not an ONNX model. Re-export or re-download it.")
+    try:
+        model = ir.load(file)
+    except Exception as e:  # protobuf DecodeError (truncated or not protobuf), onnx_ir errors
+        raise InputError(
+            f"{file} is not a readable ONNX model (truncated, or another file format): "
+            f"{type(e).__name__}: {str(e)[:200]}"
+        ) from e
+    if not model.ir_version or not len(model.graph.outputs):
+        raise InputError(
+            f"{file} is not an ONNX model: it parses as protobuf but has no "
+            f"{'ir_version' if not model.ir_version else 'graph output'} (truncated, or another file format)."
+        )
+    return model
+
+
 class ONNXProgramBase:
     """An exported ONNX model with the ExportedProgram it came from: save, load, run.
 
@@ -178,14 +243,19 @@ class ONNXProgramBase:
         """Load an ONNX file (external data included) as a program without ExportedProgram.
 
         Raises:
-            InputError: The file does not exist or is not an ONNX model.
+            InputError: The file does not exist, is empty, truncated or not an ONNX model, or its
+                external data points outside the model's folder (onnxruntime refuses such
+                locations; onnxport does not read them).
         """
-        if not Path(path).is_file():
-            raise InputError(f"ONNX file {path} not found.")
-        try:
-            return cls(ir.load(path), None)
-        except Exception as e:  # protobuf's DecodeError and others
-            raise InputError(f"{path} is not a readable ONNX model: {type(e).__name__}: {e}") from e
+        model = read_onnx_file(path)
+        outside, _ = external_data_problems(model, Path(path).parent)
+        if outside:
+            raise InputError(
+                f"{path} points its external data outside its folder ({', '.join(outside)}): onnxport "
+                "does not read such files. Move the data file beside the model and set its location "
+                "to the file name."
+            )
+        return cls(model, None)
 
     def release(self) -> None:
         """Drop the onnxruntime session (and any temporary file it needed)."""
@@ -195,4 +265,4 @@ class ONNXProgramBase:
             self._tempdir = None
 
 
-__all__ = ["ONNXProgramBase"]
+__all__ = ["ONNXProgramBase", "external_data_problems", "read_onnx_file"]

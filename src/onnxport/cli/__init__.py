@@ -17,8 +17,10 @@ import typer
 
 from onnxport.cli._common import (
     EXIT_EXPORT_FAILED,
+    DEBUG,
     EXIT_USAGE,
     Progress,
+    guarded,
     format_bytes,
     format_dtype,
     format_shape,
@@ -40,6 +42,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
+    pretty_exceptions_enable=False,
 )
 
 
@@ -60,6 +63,9 @@ def _root(
             is_eager=True,
         ),
     ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the full traceback of an unexpected error.")
+    ] = False,
 ) -> None:
     """Export PyTorch models to ONNX with onnxport.
 
@@ -76,14 +82,15 @@ def _root(
     * `report SPEC`: export and write a markdown report of every step.
 
     Exit codes: 0 success, 1 the export failed (message in red, no traceback), 2 bad command line
-    or SPEC.
+    or SPEC. An unexpected error prints one line; `--debug` shows its traceback.
     """
+    DEBUG["enabled"] = debug
 
 
-app.command("export")(export_command)
-app.command("verify")(verify_command)
-app.command("inspect")(inspect_command)
-app.command("report")(report_command)
+app.command("export")(guarded(export_command))
+app.command("verify")(guarded(verify_command))
+app.command("inspect")(guarded(inspect_command))
+app.command("report")(guarded(report_command))
 
 
 def main() -> None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
+import click
 import onnx_ir as ir
 import typer
 from rich.console import Console
@@ -29,6 +31,31 @@ STEP_LABELS = {"capture": "capturing", "translate": "translating", "verify": "ve
 def consoles() -> tuple[Console, Console]:
     """``(out, err)``: stdout for results, stderr for progress and errors (no markup guessing)."""
     return Console(soft_wrap=True, highlight=False), Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+# Set by the root ``--debug`` option: unexpected exceptions keep their traceback.
+DEBUG = {"enabled": False}
+
+
+def guarded(command: Callable[..., None]) -> Callable[..., None]:
+    """Wrap a subcommand so that an exception onnxport did not foresee (a bug, a dependency's
+    error) prints one red line naming it and how to get the traceback (``--debug``), exit 1; with
+    ``--debug`` it propagates with its traceback. Typer/click exits pass through."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, click.exceptions.ClickException, KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:  # anything else: one line, no traceback, unless --debug
+            if DEBUG["enabled"]:
+                raise
+            _, err = consoles()
+            fail(err, f"{type(e).__name__}: {e}\n(an unexpected error: run again with --debug for the "
+                 "traceback, and report it)", EXIT_EXPORT_FAILED)
+
+    return wrapper
 
 
 def fail(err: Console, message: str, code: int) -> NoReturn:
@@ -128,7 +155,9 @@ def text_table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
 __all__ = [
     "EXIT_EXPORT_FAILED",
     "EXIT_USAGE",
+    "DEBUG",
     "Progress",
+    "guarded",
     "add_row",
     "consoles",
     "fail",

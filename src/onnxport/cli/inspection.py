@@ -25,6 +25,8 @@ from onnxport.cli._common import (
     format_dtype,
     format_shape,
 )
+from onnxport.errors import InputError
+from onnxport.program import external_data_problems, read_onnx_file
 from onnxport.report.stats import onnx_histogram
 
 METADATA_WIDTH = 100
@@ -67,7 +69,9 @@ def inspect_tables(model: ir.Model, path: Path) -> list[Table]:
     if external:
         for location, count in external.items():
             file = path.parent / location
-            state = format_bytes(file.stat().st_size) if file.is_file() else "MISSING"
+            inside = not Path(location).is_absolute() and file.resolve().is_relative_to(path.parent.resolve())
+            state = ("OUTSIDE THE MODEL'S FOLDER" if not inside
+                     else format_bytes(file.stat().st_size) if file.is_file() else "MISSING")
             add_row(facts, "external data", f"{location}: {count} tensors, {format_bytes(external_bytes[location])} ({state})")
     else:
         add_row(facts, "external data", "none (weights inside the file)")
@@ -99,15 +103,21 @@ def inspect_command(
     """Describe an ONNX file: inputs/outputs with symbolic shapes, opsets, op histogram,
     initializer bytes, external data files and metadata.
 
-    **Exit codes**: 0 success; 2 the file does not exist or is not an ONNX model.
+    **Exit codes**: 0 success; 2 the file does not exist, is empty, truncated or not an ONNX model.
+    External data outside the model's folder, missing or truncated is reported as a warning.
     """
     _, err = consoles()
-    if not model_path.is_file():
-        fail(err, f"{model_path} not found.", EXIT_USAGE)
     try:
-        model = ir.load(model_path)
-    except Exception as e:  # protobuf DecodeError and others
-        fail(err, f"{model_path} is not a readable ONNX model: {type(e).__name__}: {e}", EXIT_USAGE)
+        model = read_onnx_file(model_path)
+    except InputError as e:
+        fail(err, str(e), EXIT_USAGE)
+    outside, broken = external_data_problems(model, model_path.parent)
+    for location in outside:
+        err.print(Text(
+            f"Warning: external data location {location!r} points outside {model_path.parent}: "
+            "onnxruntime refuses it and onnxport does not read it.", style="yellow"))
+    for problem in broken:
+        err.print(Text(f"Warning: external data {problem}.", style="yellow"))
     out = Console(highlight=False)
     for table in inspect_tables(model, model_path):
         out.print(table)

@@ -19,6 +19,7 @@ from onnxport._export import export
 from onnxport.cli._common import EXIT_EXPORT_FAILED, EXIT_USAGE, add_row, consoles, fail
 from onnxport.cli.spec import SpecError, load_spec
 from onnxport.errors import InputError, OnnxportError
+from onnxport.program import external_data_problems
 from onnxport.verify.api import ONNXProgram, verify
 
 
@@ -74,11 +75,19 @@ def verify_command(
     second input set where every named dynamic dim is one larger.
 
     **Exit codes**: 0 every output within tolerance; 1 a check failed or an output differs;
-    2 bad MODEL.onnx or SPEC.
+    2 bad MODEL.onnx (missing, empty, truncated, not ONNX, external data missing, truncated or
+    outside its folder) or SPEC.
     """
     out, err = consoles()
     try:
         program = ONNXProgram.load(model_path)
+    except InputError as e:
+        fail(err, str(e), EXIT_USAGE)
+    _, broken = external_data_problems(program.model, model_path.parent)
+    if broken:
+        fail(err, f"{model_path}'s external data cannot be read: {'; '.join(broken)}. Put the data file "
+             "written with the model beside it (same name, complete).", EXIT_USAGE)
+    try:
         loaded = load_spec(spec)
     except (SpecError, InputError) as e:
         fail(err, str(e), EXIT_USAGE)
