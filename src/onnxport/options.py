@@ -22,6 +22,9 @@ from onnxport.errors import InputError, OpsetError
 MIN_OPSET = 18
 MAX_OPSET = 26
 DEFAULT_OPSET = 23
+# The oldest ai.onnx opset onnxruntime implements kernels for (its docs/OperatorKernels.md starts
+# at 7); an older target would convert to a model onnxruntime refuses.
+MIN_RUNNABLE_OPSET = 7
 
 HALF_PRECISION_COMPUTE = ("float32", None)
 
@@ -41,8 +44,12 @@ def check_opset(opset_version: int | None) -> int:
             f"opset_version={opset_version} is newer than onnxport supports ({MIN_OPSET}..{MAX_OPSET}); "
             f"onnxruntime 1.31 runs up to opset {MAX_OPSET}. Use opset_version={MAX_OPSET} or lower."
         )
-    if opset_version < 1:
-        raise OpsetError(f"opset_version must be positive, got {opset_version}.")
+    if opset_version < MIN_RUNNABLE_OPSET:
+        raise OpsetError(
+            f"opset_version={opset_version} is older than any opset onnxruntime runs "
+            f"({MIN_RUNNABLE_OPSET}..{MAX_OPSET}); use opset_version={DEFAULT_OPSET} (the default) or "
+            f"at least {MIN_RUNNABLE_OPSET}."
+        )
     return opset_version
 
 

@@ -83,8 +83,11 @@ def convert_opset(model: ir.Model, opset: int) -> ir.Model:
             ) from e
     try:
         onnx.checker.check_model(converted, full_check=True)
-    except onnx.checker.ValidationError as e:
-        raise OpsetError(f"The model converted to opset {opset} is invalid: {e}") from e
+    except Exception as e:  # ValidationError, or shape inference's InferenceError
+        raise OpsetError(
+            f"The model converted to opset {opset} is invalid: {type(e).__name__}: {e}. "
+            "Use a newer opset_version (18..26 are translated natively)."
+        ) from e
     new = ir.serde.deserialize_model(converted)
     for value in list(new.graph.inputs):
         original = model.graph.initializers.get(value.name or "")

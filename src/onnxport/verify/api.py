@@ -28,7 +28,7 @@ from onnxport.verify.compare import (
 
 
 def _eager(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
-    """Eager outputs flattened to tensors (pytree order)."""
+    """Eager outputs flattened to tensors (pytree order); Python numbers as 0-d tensors."""
     if isinstance(reference, ExportedProgram):
         flat = reference._graph_module_flat_inputs(args, kwargs)
         with torch.no_grad():
@@ -38,7 +38,9 @@ def _eager(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> lis
     else:
         with torch.no_grad():
             out = reference(*args, **kwargs)
-    return [x for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
+    # numbers are graph outputs too (0-d tensors, as the translation makes them); None is dropped
+    return [x if isinstance(x, torch.Tensor) else torch.tensor(x)
+            for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, bool, int, float))]
 
 
 def _run(session: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
