@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tests.reliability.models import AddMul, BatchOneBranch, Linear
 from torch.export import Dim
 
 import onnxport
 from onnxport.errors import DynamicShapesError, InputError
-from tests.reliability.models import AddMul, BatchOneBranch, Linear
 
 
 def test_batch_one_branch_with_dynamic_batch_is_an_error(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -8,10 +8,10 @@ import warnings
 
 import pytest
 import torch
+from tests.reliability.models import BatchOneBranch, Linear, Returns
 
 import onnxport
 from onnxport.errors import CaptureError, InputError, SaveError
-from tests.reliability.models import BatchOneBranch, Linear, Returns
 
 
 def test_registry_must_be_a_registry() -> None:

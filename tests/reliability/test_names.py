@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tests.reliability.models import AddMul
 
 import onnxport
 from onnxport.errors import InputError
-from tests.reliability.models import AddMul
 
 
 def _export(**kw):  # type: ignore[no-untyped-def]

@@ -8,13 +8,13 @@ from pathlib import Path
 import onnx
 import pytest
 import torch
+from tests.reliability import spec_linear
 from typer.testing import CliRunner
 
 import onnxport
 from onnxport.cli import _common, app
 from onnxport.errors import InputError
 from onnxport.program import read_onnx_file
-from tests.reliability import spec_linear
 
 SPEC = f"{Path(__file__).with_name('spec_linear.py')}:make"
 

@@ -16,14 +16,14 @@ from typing import Annotated
 import typer
 
 from onnxport.cli._common import (
-    EXIT_EXPORT_FAILED,
     DEBUG,
+    EXIT_EXPORT_FAILED,
     EXIT_USAGE,
     Progress,
-    guarded,
     format_bytes,
     format_dtype,
     format_shape,
+    guarded,
 )
 from onnxport.cli.export import export_command
 from onnxport.cli.inspection import inspect_command
