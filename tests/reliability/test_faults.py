@@ -146,3 +146,12 @@ def test_no_warning_for_a_clean_export(tmp_path) -> None:  # type: ignore[no-unt
         warnings.simplefilter("error", UserWarning)
         onnxport.export(BatchOneBranch(), (torch.randn(3, 4),), f=tmp_path / "m.onnx", report=tmp_path / "r.md")
     assert (tmp_path / "r.md").is_file()
+
+
+def test_two_exports_give_identical_bytes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    model, x = Linear(), torch.randn(2, 4)
+    onnxport.export(model, (x,), f=tmp_path / "a.onnx", dynamic_shapes={"x": {0: "batch"}})
+    onnxport.export(model, (x,), f=tmp_path / "b.onnx", dynamic_shapes={"x": {0: "batch"}})
+    assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.onnx", "b.onnx"]  # no temp folder left
