@@ -10,7 +10,7 @@ import torch
 
 import onnxport
 import onnxport.ops
-from onnxport.ops import FAMILIES, default_registry
+from onnxport.ops import FAMILIES, default_registry, register_families
 from onnxport.translate.registry import Registry, Translation
 
 aten = torch.ops.aten
@@ -63,8 +63,7 @@ class _CountingRegistry(Registry):
 
 def test_each_translation_is_registered_once_by_the_module_that_defines_it() -> None:
     registry = _CountingRegistry()
-    for module in FAMILIES:
-        registry.register_module(module)
+    register_families(registry)
     keys = [(t.target, t.since, t.complex) for t in registry.calls]
     twice = {k for k in keys if keys.count(k) > 1}
     assert not twice, f"registered more than once: {sorted(map(str, twice))[:5]}"
