@@ -45,7 +45,7 @@ def test_nonstrict_fails_strict_captures(tmp_path: Path) -> None:
     torch.testing.assert_close(program(x)[0], x * 2)
     attempts = program.status.capture_attempts
     assert [a.strategy for a in attempts] == ["torch.export.export(strict=False)", "torch.export.export(strict=True)"]
-    assert isinstance(attempts[0].error, TypeError) and attempts[0].cause == "error"
+    assert isinstance(attempts[0].error, TypeError) and attempts[0].cause == "exception raised in forward"
     assert attempts[1].success
     md = report.read_text(encoding="utf-8")
     assert "  - [ ] `torch.export.export(strict=False)` failed: TypeError: expected a plain torch.Tensor" in md

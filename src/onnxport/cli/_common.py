@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
-import click
 import onnx_ir as ir
 import typer
 from rich.console import Console
@@ -40,16 +39,17 @@ DEBUG = {"enabled": False}
 def guarded(command: Callable[..., None]) -> Callable[..., None]:
     """Wrap a subcommand so that an exception onnxport did not foresee (a bug, a dependency's
     error) prints one red line naming it and how to get the traceback (``--debug``), exit 1; with
-    ``--debug`` it propagates with its traceback. Typer/click exits pass through."""
+    ``--debug`` it propagates with its traceback. Typer/click exits and usage errors pass through."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             command(*args, **kwargs)
-        except (typer.Exit, typer.Abort, click.exceptions.ClickException, KeyboardInterrupt, SystemExit):
+        except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:  # anything else: one line, no traceback, unless --debug
-            if DEBUG["enabled"]:
+            # click's usage errors (typer vendors click: match by class name) exit 2 as before
+            if DEBUG["enabled"] or any(c.__name__ == "ClickException" for c in type(e).__mro__):
                 raise
             _, err = consoles()
             fail(err, f"{type(e).__name__}: {e}\n(an unexpected error: run again with --debug for the "
