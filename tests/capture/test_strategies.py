@@ -107,7 +107,7 @@ def test_all_fail_names_first_real_cause_and_source_line(tmp_path: Path) -> None
     assert err.source_line is not None and "sys._getframe()  # the construct strict export rejects" in err.source_line
     assert [a.strategy for a in err.attempts] == [s for s, _ in strategies.STRATEGIES]
     text = str(err)
-    assert "first cause (unsupported Python construct, torch.export.export(strict=True))" in text
+    assert "could not capture the model: unsupported Python construct; first cause (torch.export.export(strict=True))" in text
     assert "torch.export._draft_export.draft_export: TypeError: expected a plain torch.Tensor" in text
     md = report.read_text(encoding="utf-8")
     assert "**Result: failure**" in md and "- [ ] capture" in md

@@ -214,7 +214,8 @@ def capture_error(attempts: list[Attempt]) -> CaptureError:
     """The error for a capture where every attempt failed: first real cause, source line, attempts."""
     failed = [a for a in attempts if a.error is not None]
     real = [a for a in failed if a.cause in REAL_CAUSES]
-    first = real[0] if real else failed[0]
+    # the most telling cause (REAL_CAUSES order), the earliest attempt among equals
+    first = min(real, key=lambda a: REAL_CAUSES.index(a.cause or OTHER)) if real else failed[0]
     assert first.error is not None
     tried = "\n".join(f"  - {a.strategy}: {_first_line(a.error)}" for a in failed if a.error)
     where = f"Source:\n  {first.source_line}\n" if first.source_line else ""
