@@ -162,7 +162,7 @@ def _referenced_locations(path: Path) -> set[str]:
         proto = onnx.load(str(path), load_external_data=False)
     except Exception:  # not an ONNX file: nothing of it to keep or remove
         return set()
-    out = set()
+    out: set[str] = set()
     for tensor in onnx.external_data_helper._get_all_tensors(proto):
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             out.update(e.value for e in tensor.external_data if e.key == "location")
@@ -302,16 +302,16 @@ def save_model(
         finals = data_file_names(path.name, len(fresh))
         if fresh:
             with contextlib.suppress(OSError):  # no hard links here: the fresh names stay valid
-                for src, dst in zip(fresh, finals):
-                    link = folder / f".{dst}{TEMP_TAG}{token}.link"
-                    os.link(folder / src, link)
+                for i, (new, dst) in enumerate(zip(fresh, finals)):
+                    link = folder / f".{path.name}{TEMP_TAG}{token}.link{i}"
+                    os.link(folder / new, link)
                     os.replace(link, folder / dst)
                 for v, orig in zip(values, originals):
                     v.const_value = orig
                 _point_at(placed, finals, folder)
                 _write_graph(model, path, tmp_graph)
-                for src in fresh:
-                    os.unlink(folder / src)
+                for new in fresh:
+                    os.unlink(folder / new)
                 fresh = []
         current = set(fresh or finals)
         for name in old - current:
