@@ -79,7 +79,7 @@ class WeightTensor(ir.LazyTensor):
             super().tofile(file)
             return
         for block in self.chunks(*(base.numpy() for base in self.bases)):
-            file.write(memoryview(np.asarray(block, order="C").reshape(-1).view(np.uint8)))
+            file.write(np.asarray(block, order="C").reshape(-1).view(np.uint8).data)
 
     @classmethod
     def root(cls, slot: Slot) -> WeightTensor:
