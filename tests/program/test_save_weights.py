@@ -212,3 +212,17 @@ def test_save_errors_are_onnxport_errors(tiny: tuple, tmp_path: Path) -> None:
         program.save(tmp_path)
     with pytest.raises(SaveError, match="positive"):
         program.save(tmp_path / "m.onnx", max_shard_size=0)
+
+
+def test_loaded_model_saved_over_itself(wide: tuple, tmp_path: Path) -> None:
+    model, program, x = wide
+    path = tmp_path / "model.onnx"
+    program.save(path, external_data=True)
+    loaded = onnxport.ONNXProgram.load(path)
+    loaded.save(path, max_shard_size=3 * 1024**2)  # its own source files are replaced meanwhile
+    loaded.save(path, external_data=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "model.onnx.data"]
+    expected = model(x).detach().numpy()
+    np.testing.assert_allclose(loaded(x)[0].numpy(), expected, rtol=1e-4, atol=1e-5)
+    out = _session(path).run(None, {"x": x.numpy()})[0]
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)

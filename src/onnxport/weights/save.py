@@ -313,6 +313,12 @@ def save_model(
                 for new in fresh:
                     os.unlink(folder / new)
                 fresh = []
+        # initializers that were read from files of this folder now point at the new files (the
+        # old ones may be replaced or removed below); small ones were inlined: keep them in memory
+        for i, (v, orig) in enumerate(zip(values, originals)):
+            if isinstance(orig, ir.ExternalTensor) and v.const_value is not None:
+                kept = v.const_value
+                originals[i] = kept if isinstance(kept, ir.ExternalTensor) else ir.Tensor(orig.numpy(), name=orig.name)
         current = set(fresh or finals)
         for name in old - current:
             stale = folder / name
