@@ -239,7 +239,8 @@ def save_model(
             not changed.
         destination: The ``.onnx`` file path; its folder must exist.
         external_data: Force (True) or forbid (False) external data; ``None``: external when the
-            estimated protobuf (graph + weights) exceeds 90% of the 2 GiB protobuf limit.
+            estimated protobuf (graph + weights) exceeds 90% of the 2 GiB protobuf limit. Tensors
+            of at most 256 bytes stay inline, unless ``True`` and no tensor is larger.
         max_shard_bytes: Split the external data into files of at most this many bytes
             (a larger tensor gets a file of its own); ``None``: one file.
         callback: Called per tensor written (``onnx_ir.external_data.CallbackInfo``), for progress.
@@ -264,6 +265,7 @@ def save_model(
         raise SaveError(f"max_shard_bytes must be a positive number of bytes, got {max_shard_bytes}.")
     check_weights_present(model, "save the initializers")
     estimate = estimated_proto_bytes(model)
+    forced = external_data is True
     if external_data is None:
         external_data = estimate > EXTERNAL_MARGIN * PROTOBUF_LIMIT or max_shard_bytes is not None
     elif not external_data and estimate > PROTOBUF_LIMIT:
@@ -284,6 +286,8 @@ def save_model(
         placed: list[tuple[ir.Value, tuple[int, int, int]]] = []
         if external_data:
             big = [v for v in values if v.const_value is not None and v.const_value.nbytes > INLINE_BYTES]
+            if not big and forced:  # asked for external data: a tiny model still gets its data file
+                big = [v for v in values if v.const_value is not None and v.const_value.nbytes > 0]
             unique: dict[Any, ir.TensorProtocol] = {}
             for v in big:
                 unique.setdefault(_storage_key(v.const_value), v.const_value)  # type: ignore[arg-type]
