@@ -160,16 +160,27 @@ def derive_many(
 BLOCK_BYTES = 16 * 1024**2
 
 
+_SAME_SIZE_INT = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
 def _transpose_blocks(array: np.ndarray, perm: tuple[int, ...]) -> Iterator[np.ndarray]:
-    """``array.transpose(perm)`` in C order, as consecutive blocks along the first axis."""
-    view = array.transpose(perm)
-    if view.ndim == 0 or view.shape[0] == 0:
-        yield np.asarray(view, order="C")
+    """``array.transpose(perm)`` in C order, as consecutive blocks along the first axis.
+
+    The copy runs in torch (multi-threaded, ~1.5x numpy's strided copy) on the bits viewed as a
+    same-size integer type, so any dtype (bfloat16 included) moves unchanged.
+    """
+    import torch  # torch's strided copy; numpy's ml_dtypes have no torch counterpart
+
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    if array.ndim == 0 or array.size == 0 or array.itemsize not in _SAME_SIZE_INT:
+        yield np.asarray(array.transpose(perm), order="C")
         return
-    row = max(1, view[0].nbytes)
+    bits = torch.from_numpy(array.view(_SAME_SIZE_INT[array.itemsize])).permute(perm)
+    row = max(1, bits[0].numel() * array.itemsize)
     step = max(1, BLOCK_BYTES // row)
-    for start in range(0, view.shape[0], step):
-        yield np.asarray(view[start : start + step], order="C")
+    for start in range(0, bits.shape[0], step):
+        yield bits[start : start + step].contiguous().numpy().view(array.dtype)
 
 
 def transposed(base: ir.TensorProtocol, perm: Sequence[int], name: str) -> ir.TensorProtocol:
