@@ -64,7 +64,12 @@ class ONNXProgram:
 
     @property
     def model_proto(self) -> onnx.ModelProto:
-        """The model as an ``onnx.ModelProto`` (a full copy, weights included)."""
+        """The model as an ``onnx.ModelProto`` (a full copy, weights included).
+
+        Raises:
+            MissingWeightsError: Weights have no data yet (call :meth:`apply_weights`).
+        """
+        check_weights_present(self.model, "build the ModelProto with its weights")
         return ir.serde.serialize_model(self.model)
 
     # -- weights ------------------------------------------------------------------------------
