@@ -87,9 +87,15 @@ def default_registry() -> Registry:
     """The process-wide registry: onnxport's translations (built once per process) plus whatever
     :func:`register_translation` added without an explicit ``registry``."""
     registry = Registry()
-    for module in FAMILIES:
-        registry.register_module(module)
+    register_families(registry)
     return registry
+
+
+def register_families(registry: Registry) -> None:
+    """Register into ``registry`` the translations each module of :data:`FAMILIES` defines; one a
+    family imports from another is registered by its own module, once."""
+    for module in FAMILIES:
+        registry.register_module(module, defined_here=True)
 
 
 def register_translation(

@@ -137,14 +137,15 @@ class Registry:
         entries.sort(key=lambda e: e.since)
         self._table[translation.target] = entries
 
-    def register_module(self, module: ModuleType) -> None:
-        """Register every function *defined* in ``module`` and marked with :func:`translates`.
+    def register_module(self, module: ModuleType, *, defined_here: bool = False) -> None:
+        """Register every function in ``module`` marked with :func:`translates`.
 
-        A marked function that ``module`` imports from another module is skipped: it is registered
-        by the module that defines it, once.
+        With ``defined_here``, only the functions ``module`` defines (``fn.__module__``): a marked
+        function it imports from another module is left to that module, so it is registered once
+        (how :func:`onnxport.ops.default_registry` registers the op families).
         """
         for value in vars(module).values():
-            if getattr(value, "__module__", None) != module.__name__:
+            if defined_here and getattr(value, "__module__", None) != module.__name__:
                 continue
             for translation in getattr(value, _MARK, ()):
                 self.register(translation)
