@@ -14,7 +14,8 @@ import torch
 from onnxport.errors import HFError, VerificationError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import LoadedModel, from_model, load
-from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, eager
+from onnxport.hf.streamed import Streamed, WeightProgress, export_streamed
+from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, describe, eager
 
 
 @dataclasses.dataclass
@@ -29,6 +30,8 @@ class HFExport:
         output_dir: Where the files were written (``None`` when not saved).
         files: The files written, relative to ``output_dir``.
         seconds: Component name → export seconds.
+        streamed: For the large-model path (weights streamed from the checkpoint), its
+            :class:`onnxport.hf.streamed.Streamed` (checkpoint bytes, dtype, validation kind).
     """
 
     task: str
@@ -38,6 +41,7 @@ class HFExport:
     output_dir: Path | None = None
     files: list[Path] = dataclasses.field(default_factory=list)
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    streamed: Streamed | None = None
 
     @property
     def passed(self) -> bool:
@@ -52,8 +56,11 @@ def export(
     with_past: bool | None = None,
     output_dir: str | Path | None = None,
     validate: bool = True,
-    atol: float = DEFAULT_ATOL,
+    atol: float | None = None,
     optimize: bool = True,
+    stream: bool | None = None,
+    memory_fraction: float = 1 / 3,
+    progress: WeightProgress | None = None,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -69,8 +76,16 @@ def export(
             exist or be empty; it is created only when everything succeeded.
         validate: Compare every output with eager PyTorch on fresh inputs (another batch, sequence
             and past length); a failure raises ``VerificationError`` and writes nothing.
-        atol: The validation tolerance (max abs difference).
-        optimize: Run onnxport's graph passes.
+        atol: The validation tolerance (max abs difference); ``None``: 1e-4 (for half-precision
+            checkpoints on the streamed path, 0.1).
+        optimize: Run onnxport's graph passes (the streamed path exports without them: they read
+            weight values).
+        stream: Build the model on the meta device and stream the checkpoint's tensors into the
+            output (:mod:`onnxport.hf.streamed`): memory does not grow with the model. ``None``:
+            when a folder with safetensors weights and an ``output_dir`` are given.
+        memory_fraction: Streamed path: validate the whole model when the checkpoint takes at most
+            this fraction of the available memory, else a 2-layer slice with its real weights.
+        progress: Streamed path: receives the tensors/bytes written (``begin``/``advance``).
 
     Returns:
         An :class:`HFExport` with the programs, the validation rows and the files written.
@@ -85,6 +100,29 @@ def export(
             "with_past=False is not supported: the cache model also runs the first step (empty past)."
         )
     destination = _check_output_dir(output_dir) if output_dir is not None else None
+    is_folder = isinstance(model_or_folder, (str, Path))
+    if stream is None:
+        stream = bool(
+            is_folder and destination is not None and any(Path(model_or_folder).glob("*.safetensors"))
+        )
+    if stream:
+        if not is_folder or destination is None:
+            raise HFError("stream=True needs a model folder and an output_dir to stream into.")
+        done = export_streamed(
+            Path(model_or_folder),
+            task,
+            destination,
+            opset_version=opset_version,
+            validate=validate,
+            atol=atol,
+            memory_fraction=memory_fraction,
+            progress=progress,
+        )
+        return HFExport(
+            done.task.name, done.model, done.programs, done.checks, destination, done.files,
+            done.seconds, done,
+        )
+    atol = DEFAULT_ATOL if atol is None else atol
     if isinstance(model_or_folder, (str, Path)):
         loaded = load(Path(model_or_folder), task)
     elif isinstance(model_or_folder, torch.nn.Module):
@@ -141,16 +179,6 @@ def validate_component(part: hf_inputs.Component, program: Any, atol: float) -> 
             part.name, describe(feeds), part.output_names, actual, expected, atol
         )
     return checks
-
-
-def describe(feeds: dict[str, Any]) -> str:
-    """``input_ids 3x5, past 0``: the first input's shape and the past length (cache models)."""
-    name, first = next(iter(feeds.items()))
-    text = f"{name} {'x'.join(str(d) for d in first.shape)}"
-    past = feeds.get("past_key_values")
-    if past:
-        text += f", past {past[0][0].shape[2]}"
-    return text
 
 
 def _check_output_dir(output_dir: str | Path) -> Path:
