@@ -9,10 +9,12 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from onnxport._export import ExportStatus, export
+from onnxport.capture.fake_mode import enable_fake_mode
 from onnxport.errors import (
     CaptureError,
     DynamicShapesError,
     InputError,
+    MissingWeightsError,
     ModelCheckError,
     NodeError,
     OnnxportError,
@@ -22,6 +24,7 @@ from onnxport.errors import (
     UnsupportedOpError,
     UnsupportedOpsError,
     VerificationError,
+    WeightsError,
 )
 from onnxport.program import ONNXProgram
 from onnxport.translate.context import Ctx
@@ -43,6 +46,7 @@ __all__ = [
     "DynamicShapesError",
     "ExportStatus",
     "InputError",
+    "MissingWeightsError",
     "ModelCheckError",
     "NodeError",
     "ONNXProgram",
@@ -55,9 +59,11 @@ __all__ = [
     "UnsupportedOpError",
     "UnsupportedOpsError",
     "VerificationError",
+    "WeightsError",
     "__version__",
     "Translation",
     "default_registry",
+    "enable_fake_mode",
     "export",
     "is_registered",
     "register_translation",

@@ -14,6 +14,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
+from onnxport import weights
 from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.strategies import Attempt, capture
@@ -23,6 +24,7 @@ from onnxport.translate import graph as graph_mod
 from onnxport.translate import preflight
 from onnxport.translate.opset_check import check_opset as check_graph_opset
 from onnxport.translate.registry import MIN_OPSET, Registry, check_opset, registry_for_export
+from onnxport.weights.save import check_weights_present
 
 
 @dataclasses.dataclass
@@ -230,6 +232,7 @@ def _export(
             model.forward, combined, dynamic_shapes=dynamic_shapes, dynamic_axes=dynamic_axes,
             dynamic=dynamic, input_names=input_names, output_names=output_names,
         )
+        args, kwargs = _inputs_to_meta(model, args, kwargs)
         with status.step("capture"):
             try:
                 ep = capture(model, args, kwargs, export_shapes, status.capture_attempts)
@@ -273,6 +276,9 @@ def _export(
         graph.metadata_props[graph_mod.KEY_RANGE_CONSTRAINTS] = str(ep.range_constraints)
         model_ir = ir.Model(graph, ir_version=_ir_version(target_opset), producer_name="onnxport",
                             producer_version=_version())
+        table = weights.adopt(model_ir, _required_weight)
+        if isinstance(model, torch.nn.Module):
+            table.aliases = _tied_aliases(model, table.slots)
 
     if half_precision_compute is not None:
         from onnxport.passes.half_compute import HalfComputePass
@@ -296,13 +302,51 @@ def _export(
 
         with status.step(f"convert to opset {opset}"):
             model_ir = convert_opset(model_ir, opset)
-    program = ONNXProgram(model_ir, ep, status)
+    program = ONNXProgram(model_ir, ep, status, weights=table)
     status.program = program
     if verify:
+        check_weights_present(model_ir, "verify the model against eager PyTorch")
         from onnxport.verify.api import verify_export
 
         verify_export(program, model, args, kwargs, status)  # steps: checks, onnxruntime load, accuracy
     return program
+
+
+def _required_weight(value: ir.Value) -> bool:
+    """Whether ``apply_weights`` must supply this initializer: a parameter or persistent buffer
+    (what ``module.state_dict()`` holds)."""
+    kind = value.metadata_props.get(graph_mod.KEY_INPUT_KIND)
+    persistent = value.metadata_props.get(graph_mod.KEY_INPUT_PERSISTENT, "True") == "True"
+    return kind == InputKind.PARAMETER.name or (kind == InputKind.BUFFER.name and persistent)
+
+
+def _tied_aliases(module: torch.nn.Module, slots: Mapping[str, Any]) -> dict[str, str]:
+    """Every other name of a tied parameter/buffer (``lm_head.weight``) → the name the graph uses."""
+    groups: dict[int, list[str]] = {}
+    named = [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]
+    for name, tensor in named:
+        groups.setdefault(id(tensor), []).append(name)
+    aliases = {}
+    for names in groups.values():
+        canonical = next((n for n in names if n in slots), None)
+        if canonical is not None:
+            aliases.update({n: canonical for n in names if n != canonical})
+    return aliases
+
+
+def _inputs_to_meta(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Real example inputs of a model on the meta device, moved to the meta device (shapes and
+    dtypes are all torch.export needs; eager would fail on mixed devices)."""
+    if not isinstance(model, torch.nn.Module):
+        return args, kwargs
+    tensors = [*model.parameters(), *model.buffers()]
+    if not tensors or not any(t.is_meta for t in tensors):
+        return args, kwargs
+
+    def to_meta(x: Any) -> Any:
+        return x.to("meta") if isinstance(x, torch.Tensor) and not x.is_meta else x
+
+    return torch.utils._pytree.tree_map(to_meta, args), torch.utils._pytree.tree_map(to_meta, kwargs)
 
 
 def _user_input_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:

@@ -158,3 +158,40 @@ class HFError(InputError):
     """A Hugging Face model folder cannot be exported: missing or malformed ``config.json``, an
     architecture transformers does not know, missing weights, or a task the model does not support.
     """
+
+
+class WeightsError(InputError):
+    """Weights given to :meth:`onnxport.ONNXProgram.apply_weights` do not fit the model: every
+    missing, unexpected and mismatched (shape or dtype) name is listed in one message.
+
+    Attributes:
+        missing: Initializer names the weights did not provide.
+        unexpected: Names in the weights that are no initializer of the model.
+        mismatched: ``(name, expected, got)`` rows, ``expected``/``got`` as ``"float32[768, 768]"``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        missing: list[str] | None = None,
+        unexpected: list[str] | None = None,
+        mismatched: list[tuple[str, str, str]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.missing = list(missing or [])
+        self.unexpected = list(unexpected or [])
+        self.mismatched = list(mismatched or [])
+
+
+class MissingWeightsError(OnnxportError):
+    """The program's weights have no data yet (a fake-mode or meta-device export): running,
+    verifying or saving it with its initializers needs :meth:`onnxport.ONNXProgram.apply_weights`.
+
+    Attributes:
+        names: The initializer names without data.
+    """
+
+    def __init__(self, message: str, names: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.names = list(names or [])

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,15 +12,21 @@ import numpy as np
 import onnx_ir as ir
 import torch
 
-from onnxport.errors import InputError, ModelCheckError, SaveError
+from onnxport import weights as weights_mod
+from onnxport.errors import InputError, ModelCheckError, OnnxportError
+from onnxport.weights.save import (
+    PROTOBUF_LIMIT,
+    check_weights_present,
+    initializer_layout,
+    missing_weights,
+    save_model,
+)
 
 if TYPE_CHECKING:
     import onnx
     import onnxruntime as ort
     from torch.export import ExportedProgram
 
-# Protobuf cannot serialize a message over 2 GiB; past this the weights go to external data.
-PROTOBUF_LIMIT = 2 * 1024**3
 
 
 def initializer_bytes(model: ir.Model) -> int:
@@ -40,8 +44,16 @@ class ONNXProgram:
         status: The :class:`onnxport._export.ExportStatus` of the export (steps, timings, errors).
     """
 
-    def __init__(self, model: ir.Model, exported_program: ExportedProgram | None, status: Any = None) -> None:
+    def __init__(
+        self,
+        model: ir.Model,
+        exported_program: ExportedProgram | None,
+        status: Any = None,
+        *,
+        weights: weights_mod.WeightTable | None = None,
+    ) -> None:
         self.model = model
+        self.weights = weights if weights is not None else weights_mod.WeightTable()
         self.exported_program = exported_program
         self.status = status
         self._session: ort.InferenceSession | None = None
@@ -55,6 +67,32 @@ class ONNXProgram:
         """The model as an ``onnx.ModelProto`` (a full copy, weights included)."""
         return ir.serde.serialize_model(self.model)
 
+    # -- weights ------------------------------------------------------------------------------
+    @property
+    def missing_weights(self) -> list[str]:
+        """Names of the initializers without data yet (a fake-mode or meta-device export)."""
+        return missing_weights(self.model)
+
+    def apply_weights(self, weights: Any, *, strict: bool = True) -> None:
+        """Use ``weights`` for the initializers, by the module's own state_dict names (seed 003's
+        ``torch.onnx.ONNXProgram.apply_weights``). Lazy: nothing is read until save or run.
+
+        Args:
+            weights: A state_dict (name → ``torch.Tensor``/``numpy.ndarray``; meta/fake tensors
+                keep the weight missing), a ``.safetensors`` file, a folder of safetensors shards
+                (``model.safetensors.index.json``) or that index file. Tied weights may be given
+                under any of their names.
+            strict: Every parameter and persistent buffer the model uses must be given (as
+                ``torch.nn.Module.load_state_dict``); ``False``: only those still without data.
+
+        Raises:
+            WeightsError: Every missing, unexpected and shape/dtype-mismatched name, in one error;
+                nothing is applied then.
+            InputError: The file or folder cannot be read.
+        """
+        self.release()
+        weights_mod.apply(self.weights, self.model, weights, strict=strict)
+
     # -- save --------------------------------------------------------------------------------
     def save(
         self,
@@ -63,66 +101,74 @@ class ONNXProgram:
         include_initializers: bool = True,
         keep_initializers_as_inputs: bool = False,
         external_data: bool | None = None,
-    ) -> None:
-        """Write the model to ``destination`` (and ``<destination>.data`` with external data).
+        max_shard_size: int | None = None,
+        callback: Callable[[ir.TensorProtocol, Any], None] | None = None,
+    ) -> list[Path]:
+        """Write the model to ``destination``; weights stream one tensor at a time into external
+        data (``model.onnx.data``), so memory stays about the largest tensor.
 
-        Behaviour as ``torch.onnx.ONNXProgram.save``: ``external_data=None`` writes the weights to
-        a separate file when they exceed 2 GB (the protobuf limit). Weights are streamed tensor by
-        tensor (``onnx_ir.save``), never gathered into one protobuf. The files are written in a
-        temporary folder beside ``destination`` and moved into place, so a failure leaves nothing.
+        Behaviour as ``torch.onnx.ONNXProgram.save`` (seed 003): ``include_initializers`` ×
+        ``keep_initializers_as_inputs`` choose whether the weights are stored and whether they are
+        also graph inputs (overridable at run time). ``external_data=None`` stores the weights
+        externally when the serialized model (graph + weights) would come near protobuf's 2 GiB
+        limit. The write is atomic (temporary files beside ``destination``, then renames; see
+        :mod:`onnxport.weights.save`): a failure or kill leaves the previous model intact.
+
+        Args:
+            max_shard_size: Split the external data into files of at most this many bytes
+                (``model.onnx.data``, ``model.onnx.data_1``, ...).
+            callback: Called for each tensor written (tensor, ``onnx_ir.external_data.CallbackInfo``).
+
+        Returns:
+            The files written: the ``.onnx`` first, then its external data files.
 
         Raises:
             SaveError: The destination folder does not exist or is not writable, or writing failed.
+            MissingWeightsError: ``include_initializers=True`` while weights have no data yet.
         """
-        path = Path(destination)
-        folder = path.parent if str(path.parent) else Path(".")
-        if path.is_dir():
-            raise SaveError(f"Cannot save the ONNX model to {path}: it is a directory; give a file path such as {path / 'model.onnx'}.")
-        if not folder.is_dir():
-            raise SaveError(f"Cannot save the ONNX model to {path}: folder {folder} does not exist. Create it first.")
-        if not os.access(folder, os.W_OK):
-            raise SaveError(f"Cannot save the ONNX model to {path}: folder {folder} is not writable. Choose another path.")
-        if external_data is None:
-            external_data = include_initializers and initializer_bytes(self.model) > PROTOBUF_LIMIT
-        data_name = f"{path.name}.data"
-        try:
-            tmp = tempfile.mkdtemp(prefix=".onnxport-", dir=folder)
-        except OSError as e:
-            raise SaveError(f"Cannot write in {folder}: {e}") from e
-        try:
-            with self._initializers_for_save(include_initializers, keep_initializers_as_inputs):
-                ir.save(self.model, os.path.join(tmp, path.name), external_data=data_name if external_data else None)
-            if external_data:
-                os.replace(os.path.join(tmp, data_name), folder / data_name)
-            os.replace(os.path.join(tmp, path.name), path)
-        except OSError as e:
-            raise SaveError(f"Writing the ONNX model to {path} failed: {e}") from e
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        with initializer_layout(self.model, include_initializers, keep_initializers_as_inputs):
+            return save_model(self.model, destination, external_data=external_data,
+                              max_shard_bytes=max_shard_size, callback=callback)
 
-    @contextlib.contextmanager
-    def _initializers_for_save(self, include: bool, as_inputs: bool) -> Iterator[None]:
-        graph = self.model.graph
-        saved = dict(graph.initializers)
-        added: list[ir.Value] = []
-        if as_inputs:
-            added = [v for v in saved.values() if not v.is_graph_input()]
-            graph.inputs.extend(added)
-        if not include:
-            graph.initializers.clear()
-        try:
-            yield
-        finally:
-            for value in added:
-                graph.inputs.remove(value)
-            if not include:
-                for value in saved.values():
-                    graph.register_initializer(value)
+    def optimize(self) -> ONNXProgram:
+        """Run onnxport's graph passes (folding, fusions, cleanup) in place; idempotent (seed 003).
+
+        Weights are not read: passes record transforms applied when the weights are written.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            OnnxportError: A pass failed (the pass is named).
+        """
+        from onnxport.passes import optimize as run_passes
+
+        self.release()
+        run_passes(self.model)
+        return self
 
     # -- run ---------------------------------------------------------------------------------
+    def initialize_inference_session(
+        self, initializer: Callable[[str | bytes], ort.InferenceSession] | None = None
+    ) -> None:
+        """Create the onnxruntime session :meth:`__call__` uses (seed 003).
+
+        Args:
+            initializer: Builds the session from the serialized model (``bytes``) or, past 2 GB,
+                a model path; default: an ``onnxruntime.InferenceSession`` on the CPU provider.
+
+        Raises:
+            MissingWeightsError: Weights have no data yet (call :meth:`apply_weights`).
+            ModelCheckError: onnxruntime refused the model.
+        """
+        check_weights_present(self.model, "run the model")
+        self.release()
+        self._session = make_session(self.model, self, initializer=initializer)
+
     def _inference_session(self) -> ort.InferenceSession:
         if self._session is None:
-            self._session = make_session(self.model, self)
+            self.initialize_inference_session()
+        assert self._session is not None  # set by initialize_inference_session
         return self._session
 
     def __call__(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
@@ -179,7 +225,7 @@ class ONNXProgram:
             raise InputError(f"{path} is not a readable ONNX model: {type(e).__name__}: {e}") from e
 
     def release(self) -> None:
-        """Drop the onnxruntime session (and any temporary file it needed)."""
+        """Drop the onnxruntime session (and any temporary file it needed); seed 003."""
         self._session = None
         if self._tempdir is not None:
             self._tempdir.cleanup()
@@ -278,28 +324,44 @@ def run_session(session: Any, feeds: dict[str, Any]) -> list[torch.Tensor]:
     return [to_torch(o) for o in session.run(None, feeds)]
 
 
-def make_session(model: ir.Model, owner: ONNXProgram | None = None, providers: Sequence[str] = ("CPUExecutionProvider",)) -> ort.InferenceSession:
+def make_session(
+    model: ir.Model,
+    owner: ONNXProgram | None = None,
+    providers: Sequence[str] = ("CPUExecutionProvider",),
+    *,
+    initializer: Callable[[str | bytes], Any] | None = None,
+) -> ort.InferenceSession:
     """An onnxruntime session for an in-memory model; through a temporary file past 2 GB.
 
+    Args:
+        initializer: Builds the session from model bytes or a path (default: CPU
+            ``onnxruntime.InferenceSession``).
+
     Raises:
+        MissingWeightsError: Weights have no data yet.
         ModelCheckError: onnxruntime refused to load the model.
     """
     import onnxruntime as ort
 
+    check_weights_present(model, "run the model")
     options = ort.SessionOptions()
     options.log_severity_level = 3
+
+    def default(model_or_path: str | bytes) -> Any:
+        return ort.InferenceSession(model_or_path, options, providers=list(providers))
+
+    build = initializer or default
     try:
         on_disk = any(isinstance(v.const_value, ir.ExternalTensor) for v in model.graph.initializers.values())
         if initializer_bytes(model) < PROTOBUF_LIMIT and not on_disk:
-            data = ir.serde.serialize_model(model).SerializeToString()
-            return ort.InferenceSession(data, options, providers=list(providers))
+            return build(ir.serde.serialize_model(model).SerializeToString())
         tmp = tempfile.TemporaryDirectory(prefix="onnxport-")
         if owner is not None:
             owner._tempdir = tmp
         path = os.path.join(tmp.name, "model.onnx")
-        ir.save(model, path, external_data="model.onnx.data")
-        return ort.InferenceSession(path, options, providers=list(providers))
+        save_model(model, path, external_data=True)
+        return build(path)
     except Exception as e:  # onnxruntime raises its own exception types
-        if isinstance(e, (InputError, SaveError)):
+        if isinstance(e, OnnxportError):
             raise
         raise ModelCheckError(f"onnxruntime could not load the exported model: {e}", "onnxruntime load") from e

@@ -19,6 +19,7 @@ import onnx_ir as ir
 
 from onnxport.errors import ModelCheckError
 from onnxport.verify.compare import CheckResult
+from onnxport.weights.save import check_weights_present
 
 CHECKER = "onnx.checker (full_check)"
 ORT_LOAD = "onnxruntime load"
@@ -76,6 +77,7 @@ def checked_session(
 
     from onnxport.program import PROTOBUF_LIMIT, initializer_bytes
 
+    check_weights_present(model, "check or run the model")
     checks = checks if checks is not None else []
     start = time.perf_counter()
     data: Any
