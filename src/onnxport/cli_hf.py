@@ -38,17 +38,93 @@ def run_hf_export(
     from onnxport.errors import HFError, OnnxportError
 
     progress = Progress(err)
+    label = f"exporting {folder} ({task or 'task from the architecture'})"
     try:
-        with progress.phase(f"exporting {folder} ({task or 'task from the architecture'})"):
-            result = onnxport.hf.export(
-                folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize
-            )
+        if streams(folder):
+            with WeightBar(err, label) as bar:
+                result = onnxport.hf.export(
+                    folder, task, opset_version=opset, output_dir=output_dir, stream=True, optimize=optimize,
+                    progress=bar,
+                )
+        else:
+            with progress.phase(label):
+                result = onnxport.hf.export(
+                    folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize
+                )
     except HFError as e:
         _fail(err, str(e), EXIT_USAGE)
     except OnnxportError as e:
         _fail(err, str(e), EXIT_EXPORT_FAILED)
     for line in summary_lines(result):
         out.print(line, markup=False, highlight=False)
+
+
+def streams(folder: Path) -> bool:
+    """True when ``onnxport.hf.export`` takes the streamed path for ``folder`` (safetensors)."""
+    return folder.is_dir() and any(folder.glob("*.safetensors"))
+
+
+class WeightBar:
+    """A rich progress display for the streamed export: a spinner while the graph is exported,
+    then a bar over the checkpoint's tensors and bytes, then the validation (implements
+    :class:`onnxport.hf.streamed.WeightProgress`). Off a terminal, one line per phase."""
+
+    def __init__(self, console: Console, label: str) -> None:
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.console = console
+        self.display = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(binary_units=True),
+            TextColumn("{task.fields[tensors]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task = self.display.add_task(label, total=None, tensors="")
+        self.count = self.total = self.done = 0
+
+    def __enter__(self) -> WeightBar:
+        if self.console.is_terminal:
+            self.display.start()
+        else:
+            self.console.print(f"{self.display.tasks[0].description}...", markup=False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.console.is_terminal:
+            self.display.stop()
+
+    def begin(self, count: int, nbytes: int) -> None:
+        self.count, self.total, self.done = count, nbytes, 0
+        self.display.update(
+            self.task, description="streaming weights", total=nbytes, completed=0,
+            tensors=f"0/{count} tensors",
+        )
+        if not self.console.is_terminal:
+            self.console.print(
+                f"streaming {count} tensors ({nbytes / 2**30:.2f} GiB) into external data...",
+                markup=False,
+            )
+
+    def advance(self, name: str, nbytes: int) -> None:
+        self.done += 1
+        self.display.update(
+            self.task, advance=nbytes, tensors=f"{self.done}/{self.count} tensors"
+        )
+        if self.done == self.count:
+            self.display.update(self.task, description="validating against eager")
+            if not self.console.is_terminal:
+                self.console.print("validating against eager...", markup=False)
 
 
 def summary_lines(result: Any) -> list[str]:
@@ -83,6 +159,19 @@ def summary_lines(result: Any) -> list[str]:
                 )
                 for c in result.checks
             ]
+        )
+    streamed = getattr(result, "streamed", None)
+    if streamed is not None:
+        lines.append(
+            f"Weights: streamed from the checkpoint ({streamed.weight_bytes / 2**30:.2f} GiB of "
+            f"{streamed.checkpoint_bytes / 2**30:.2f} GiB, {str(streamed.dtype).removeprefix('torch.')}); "
+            f"validation: {streamed.validation}"
+            + (
+                " — the model is too large to run in memory: a 2-layer copy of it with those"
+                " layers' real weights was exported the same way and compared with eager"
+                if streamed.validation.startswith("slice")
+                else ""
+            )
         )
     if result.output_dir is not None:
         lines.append(f"Output: {result.output_dir} ({', '.join(str(f) for f in result.files)})")

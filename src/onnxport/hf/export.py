@@ -81,8 +81,10 @@ def export(
         optimize: Run onnxport's graph passes (the streamed path exports without them: they read
             weight values).
         stream: Build the model on the meta device and stream the checkpoint's tensors into the
-            output (:mod:`onnxport.hf.streamed`): memory does not grow with the model. ``None``:
-            when a folder with safetensors weights and an ``output_dir`` are given.
+            output (:mod:`onnxport.hf.streamed`): memory does not grow with the model; needs a
+            folder with safetensors weights and an ``output_dir``. ``HFExport.model`` is then the
+            meta-device model. ``None`` (the default) is ``False``; ``onnxport export --hf``
+            streams whenever the folder has safetensors weights.
         memory_fraction: Streamed path: validate the whole model when the checkpoint takes at most
             this fraction of the available memory, else a 2-layer slice with its real weights.
         progress: Streamed path: receives the tensors/bytes written (``begin``/``advance``).
@@ -101,10 +103,6 @@ def export(
         )
     destination = _check_output_dir(output_dir) if output_dir is not None else None
     is_folder = isinstance(model_or_folder, (str, Path))
-    if stream is None:
-        stream = bool(
-            is_folder and destination is not None and any(Path(model_or_folder).glob("*.safetensors"))
-        )
     if stream:
         if not is_folder or destination is None:
             raise HFError("stream=True needs a model folder and an output_dir to stream into.")
@@ -117,6 +115,7 @@ def export(
             atol=atol,
             memory_fraction=memory_fraction,
             progress=progress,
+            optimize=optimize,
         )
         return HFExport(
             done.task.name, done.model, done.programs, done.checks, destination, done.files,

@@ -5,10 +5,12 @@
   never stores (rotary ``inv_freq``, non-persistent) keep their values. This is accelerate's
   ``init_empty_weights(include_buffers=False)`` idea (huggingface/accelerate
   ``big_modeling.py``): each parameter is moved to ``meta`` as it is registered.
-- :func:`own_names` maps the export wrapper's parameter names (``model.model.layers.0...``) to the
-  model's own state_dict keys (``model.layers.0...``), by tensor identity, so initializer names
-  are the keys of the checkpoint; tied parameters (``lm_head.weight`` = ``embed_tokens.weight``)
-  share one initializer and every alias is kept.
+- :func:`own_names` / :func:`rename_weights` map the export wrapper's parameter names
+  (``model.model.layers.0...``) to the model's own state_dict keys (``model.layers.0...``), by
+  tensor identity, so initializer names are the keys of the checkpoint; tied parameters
+  (``lm_head.weight`` = ``embed_tokens.weight``) share one initializer and every alias is kept.
+- :func:`checkpoint_weights` gives ``ONNXProgram.apply_weights`` the checkpoint's tensors under
+  those names, after the renames transformers applies on load.
 - :func:`materialize` loads the checkpoint's tensors into a meta model as memory-mapped tensors
   (``load_state_dict(assign=True)``), for the eager reference of the validation.
 """
@@ -16,11 +18,9 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import onnx_ir as ir
 import torch
 
 from onnxport.errors import HFError
@@ -103,107 +103,82 @@ def own_names(wrapper: torch.nn.Module, model: torch.nn.Module) -> dict[str, lis
     return out
 
 
-def rename_initializers(graph: ir.Graph, names: dict[str, list[str]]) -> None:
-    """Rename initializers named after wrapper keys (or derived from them: ``<key>.T``) to the
-    model's own keys."""
-    for value in list(graph.initializers.values()):
-        old = value.name or ""
-        for prefix, own in names.items():
-            if old == prefix or old.startswith(prefix + "."):
-                value.name = own[0] + old[len(prefix) :]
-                break
+def rename_weights(program: Any, names: dict[str, list[str]]) -> None:
+    """Rename the program's weights from the wrapper's names (``model.model.layers.0...``) to the
+    model's own state_dict keys: initializers (and those derived from them, ``<key>.T``), the
+    weight slots ``apply_weights`` matches by name, and the tied-weight aliases."""
+    def own(name: str) -> str:
+        if name in names:
+            return names[name][0]
+        head, _, tail = name.rpartition(".")
+        while head:
+            if head in names:
+                return names[head][0] + name[len(head) :]
+            head, _, _ = head.rpartition(".")
+        return name
+
+    for graph in program.model.graphs():
+        for value in list(graph.initializers.values()):
+            if value.name:
+                value.name = own(value.name)
+    table = program.weights
+    slots = {}
+    for name, slot in table.slots.items():
+        slot.name = own(name)
+        slots[slot.name] = slot
+    table.slots = slots
+    aliases = {own(a): own(c) for a, c in table.aliases.items()}
+    for group in names.values():  # every other own name of a tied tensor
+        aliases.update({alias: group[0] for alias in group[1:] if group[0] in slots})
+    table.aliases = {a: c for a, c in aliases.items() if a != c}
 
 
-@dataclasses.dataclass
-class Binding:
-    """Initializer name → checkpoint tensor name, for the initializers the checkpoint provides.
-
-    Attributes:
-        sources: Initializer name → checkpoint name.
-        computed: Initializers with data the model computed itself (non-persistent buffers).
-        unused: Checkpoint tensors no initializer reads (e.g. a tied copy, layers cut by a slice).
-    """
-
-    sources: dict[str, str]
-    computed: list[str]
-    unused: list[str]
-
-
-def bind(
-    graph: ir.Graph, model: torch.nn.Module, checkpoint: Checkpoint, names: dict[str, list[str]]
-) -> Binding:
-    """Match every initializer of ``graph`` with its checkpoint tensor, checking shape and dtype.
-
-    An initializer wrapping a ``meta`` tensor needs a checkpoint tensor; one with data (a buffer
-    the model computed) uses the checkpoint's when present.
+def check(model: torch.nn.Module, checkpoint: Checkpoint) -> None:
+    """Before exporting: every parameter has a checkpoint tensor of its shape and dtype.
 
     Raises:
-        HFError: Listing every initializer the checkpoint lacks and every shape/dtype mismatch.
+        HFError: Listing every parameter the checkpoint lacks and every shape/dtype mismatch.
     """
     keys = model_keys(model, checkpoint)
-    own = {alias for group in names.values() for alias in group}
-    sources, computed, missing, mismatched = {}, [], [], []
-    groups = {g[0]: g for g in names.values()}
-    for name, value in graph.initializers.items():
-        data = value.const_value
-        on_meta = isinstance(data, ir.tensor_adapters.TorchTensor) and data.raw.device.type == "meta"
-        if on_meta and data.raw.numel() == 0:  # an empty constant (an empty cache): no data needed
-            value.const_value = ir.tensor_adapters.TorchTensor(
-                torch.empty(data.raw.shape, dtype=data.raw.dtype), name=name
-            )
-            continue
-        if name not in own:
-            if on_meta:
-                missing.append(f"{name} (a constant the model computes on the meta device)")
-            continue  # an initializer the export made (a constant), not a model tensor
-        group = groups[name]
+    params = {id(p) for p in model.parameters()}
+    missing, mismatched = [], []
+    tensors = dict(_tensors(model))
+    for group in aliases(model).values():
+        tensor = tensors[group[0]]
         found = next((keys[a] for a in group if a in keys), None)
         if found is None:
-            if on_meta:
-                missing.append(name)
-            else:
-                computed.append(name)
+            if id(tensor) in params:
+                missing.append(group[0])
             continue
         entry = checkpoint.entries[found]
-        want_dtype = ir.tensor_adapters.from_torch_dtype(entry.dtype)
-        if tuple(entry.shape) != tuple(value.shape or ()) or value.dtype != want_dtype:
+        if tuple(entry.shape) != tuple(tensor.shape) or entry.dtype != tensor.dtype:
             mismatched.append(
-                f"{name}: model {value.dtype} {list(value.shape or ())}, checkpoint {found} "
+                f"{group[0]}: model {tensor.dtype} {list(tensor.shape)}, checkpoint {found} "
                 f"{entry.dtype} {list(entry.shape)}"
             )
-            continue
-        sources[name] = found
+    _raise_unfit(checkpoint, missing, mismatched)
+
+
+def _raise_unfit(checkpoint: Checkpoint, missing: list[str], mismatched: list[str]) -> None:
     if missing or mismatched:
         lines = [f"  missing: {n}" for n in missing] + [f"  mismatched: {m}" for m in mismatched]
         raise HFError(
             f"The checkpoint in {checkpoint.folder} does not fit the model of its config.json "
             f"({len(missing)} missing, {len(mismatched)} mismatched):\n" + "\n".join(lines)
+            + "\nCheck that config.json belongs to these weights; a checkpoint mixing float "
+            "dtypes must be re-saved in one dtype."
         )
-    used = set(sources.values())
-    return Binding(sources, computed, [n for n in checkpoint.entries if n not in used])
 
 
-def attach(
-    graph: ir.Graph,
-    binding: Binding,
-    checkpoint: Checkpoint,
-    on_read: Callable[[str, int], None] | None = None,
-) -> None:
-    """Make each bound initializer read its checkpoint tensor lazily (``onnx_ir.LazyTensor``):
-    one tensor is memory-mapped when it is serialized, then released. ``on_read(name, nbytes)``
-    is called after each read (progress)."""
-    for name, source in binding.sources.items():
-        value = graph.initializers[name]
-
-        def read(name: str = name, source: str = source) -> ir.TensorProtocol:
-            tensor = checkpoint.tensor(source)
-            if on_read is not None:
-                on_read(name, checkpoint.entries[source].nbytes)
-            return ir.tensor_adapters.TorchTensor(tensor, name=name)
-
-        value.const_value = ir.LazyTensor(
-            read, dtype=value.dtype or ir.DataType.UNDEFINED, shape=ir.Shape(value.shape or []), name=name
-        )
+def checkpoint_weights(
+    program: Any, model: torch.nn.Module, checkpoint: Checkpoint
+) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors for the program's weights, by the model's own names, for
+    ``ONNXProgram.apply_weights``: memory-mapped, nothing read yet. Checkpoint tensors the program
+    does not use (a slice's cut layers, a tied copy) are left out."""
+    keys = model_keys(model, checkpoint)
+    wanted = set(program.weights.slots) | set(program.weights.aliases)
+    return {name: checkpoint.tensor(keys[name]) for name in wanted if name in keys}
 
 
 def materialize(model: torch.nn.Module, checkpoint: Checkpoint) -> torch.nn.Module:

@@ -18,6 +18,7 @@ Any failure removes the staging folder: nothing is left behind.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import tempfile
 import time
@@ -63,7 +64,7 @@ class Streamed:
         seconds: Component name → export seconds (weights excluded).
         checks: The validation rows.
         files: Files written, relative to the destination.
-        weight_bytes: Checkpoint bytes written (tied tensors once).
+        weight_bytes: Bytes of external data written (tied tensors once).
         validation: ``"full"``, ``"slice (2 of N layers)"`` or ``"off"``.
     """
 
@@ -88,60 +89,59 @@ def available_memory() -> int:
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
-    import os
+
 
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
-def _to_meta(value: Any) -> Any:
-    return torch.utils._pytree.tree_map(
-        lambda t: t.to("meta") if isinstance(t, torch.Tensor) else t, value
-    )
-
-
 def _export_part(
-    part: hf_inputs.Component, model: torch.nn.Module, checkpoint: Checkpoint, options: dict[str, Any]
-) -> tuple[Any, meta.Binding]:
-    """Export one component of a meta model and bind its initializers to the checkpoint."""
+    part: hf_inputs.Component,
+    model: torch.nn.Module,
+    checkpoint: Checkpoint,
+    options: dict[str, Any],
+) -> Any:
+    """Export one component of a meta model, name its weights by the model's own keys and apply
+    the checkpoint's tensors to them (lazily: nothing is read until the save)."""
     program = onnxport.export(
         part.module,
         (),
-        _to_meta(part.make_inputs(hf_inputs.EXPORT_SIZES)),
+        part.make_inputs(hf_inputs.EXPORT_SIZES),  # moved to meta by onnxport.export
         dynamic_shapes=part.dynamic_shapes,
         input_names=part.input_names,
         output_names=part.output_names,
         opset_version=options.get("opset_version"),
-        # onnxport's passes read weight values (transposes, folding), which a meta model has not.
-        optimize=False,
+        optimize=options.get("optimize", True),
     )
-    names = meta.own_names(part.module, model)
-    meta.rename_initializers(program.model.graph, names)
-    binding = meta.bind(program.model.graph, model, checkpoint, names)
-    return program, binding
+    meta.rename_weights(program, meta.own_names(part.module, model))
+    program.apply_weights(meta.checkpoint_weights(program, model, checkpoint))
+    return program
 
 
 def _save_parts(
-    programs: dict[str, tuple[Any, meta.Binding]],
-    checkpoint: Checkpoint,
-    folder: Path,
-    progress: WeightProgress | None,
+    programs: dict[str, Any], folder: Path, progress: WeightProgress | None
 ) -> tuple[list[Path], int]:
-    """Save every program into ``folder`` with external data, streaming the checkpoint tensors."""
-    sources = {s for _, b in programs.values() for s in b.sources.values()}
-    total = sum(checkpoint.entries[s].nbytes for s in sources)
+    """Save every program into ``folder`` with external data, streaming the checkpoint tensors;
+    the files written and the bytes of external data."""
+    tensors = [
+        v.const_value
+        for p in programs.values()
+        for v in p.model.graph.initializers.values()
+        if v.const_value is not None
+    ]
+    total = sum(t.nbytes for t in tensors)
     if progress is not None:
-        progress.begin(len(sources), total)
+        progress.begin(len(tensors), total)
 
-    def on_read(name: str, nbytes: int) -> None:
+    def on_tensor(tensor: Any, info: Any) -> None:
         if progress is not None:
-            progress.advance(name, nbytes)
+            progress.advance(str(tensor.name), int(tensor.nbytes))
 
     files: list[Path] = []
-    for name, (program, binding) in programs.items():
-        meta.attach(program.model.graph, binding, checkpoint, on_read)
-        program.save(folder / f"{name}.onnx", external_data=True)
-        files += sorted(p.relative_to(folder) for p in folder.glob(f"{name}.onnx*"))
-    return files, total
+    for name, program in programs.items():
+        written = program.save(folder / f"{name}.onnx", external_data=True, callback=on_tensor)
+        files += [Path(p).resolve().relative_to(folder.resolve()) for p in written]
+    data = sum((folder / f).stat().st_size for f in files if f.suffix != ".onnx")
+    return files, data
 
 
 def slice_config(config: Any, layers: int = SLICE_LAYERS) -> Any | None:
@@ -214,7 +214,7 @@ def _validate(spec: _Spec, staging: Path, atol: float, memory_fraction: float) -
     loaded = LoadedModel(model, spec.task, spec.folder, spec.pooling)
     parts = hf_inputs.components(loaded)
     programs = {p.name: _export_part(p, model, spec.checkpoint, {"opset_version": spec.opset}) for p in parts}
-    _save_parts(programs, spec.checkpoint, folder, None)
+    _save_parts(programs, folder, None)
     del programs
     real = meta.materialize(meta.build(cut, spec.task.auto_class, spec.dtype), spec.checkpoint)
     checks = []
@@ -246,6 +246,7 @@ def export_streamed(
     atol: float | None = None,
     memory_fraction: float = 1 / 3,
     progress: WeightProgress | None = None,
+    optimize: bool = True,
 ) -> Streamed:
     """Export ``folder`` into ``destination`` without loading its weights (module docstring).
 
@@ -260,6 +261,7 @@ def export_streamed(
         memory_fraction: Validate the whole model when the checkpoint's bytes are at most this
             fraction of the available memory (``/proc/meminfo`` MemAvailable), else a 2-layer slice.
         progress: Receives the streaming progress (tensors and bytes).
+        optimize: Run onnxport's graph passes (they record weight transforms, read no values).
 
     Returns:
         A :class:`Streamed` with the meta model, the programs, the checks and the files written.
@@ -278,16 +280,19 @@ def export_streamed(
     if atol is None:
         atol = 1e-4 if dtype in (None, torch.float32, torch.float64) else 0.1
     model = meta.build(config, resolved.auto_class, dtype)
+    meta.check(model, checkpoint)
     result = Streamed(resolved, model, checkpoint.nbytes, dtype)
-    programs = {}
+    programs: dict[str, Any] = {}
     for part in hf_inputs.components(LoadedModel(model, resolved, folder, pooling)):
         start = time.perf_counter()
-        programs[part.name] = _export_part(part, model, checkpoint, {"opset_version": opset_version})
-        result.programs[part.name] = programs[part.name][0]
+        programs[part.name] = _export_part(
+            part, model, checkpoint, {"opset_version": opset_version, "optimize": optimize}
+        )
+        result.programs[part.name] = programs[part.name]
         result.seconds[part.name] = time.perf_counter() - start
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
     try:
-        result.files, result.weight_bytes = _save_parts(programs, checkpoint, staging, progress)
+        result.files, result.weight_bytes = _save_parts(programs, staging, progress)
         for rel in hf_inputs.folder_files(folder):
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(folder / rel, staging / rel)
@@ -305,6 +310,9 @@ def export_streamed(
                 )
         if destination.exists():
             destination.rmdir()  # checked empty by the caller
+        umask = os.umask(0)
+        os.umask(umask)
+        staging.chmod(0o777 & ~umask)  # mkdtemp made it private
         staging.rename(destination)
     except OnnxportError:
         shutil.rmtree(staging, ignore_errors=True)
