@@ -199,7 +199,7 @@ def model_keys(model: Any, checkpoint: Checkpoint) -> dict[str, str]:
             f"transformers could not list the checkpoint renames of {type(model).__name__}: {e}"
         ) from e
     converters = [t for t in transforms if isinstance(t, WeightConverter)]
-    renamings = [t for t in transforms if not isinstance(t, WeightConverter)]
+    renamings: list[Any] = [t for t in transforms if not isinstance(t, WeightConverter)]
     own = dict.fromkeys(model.state_dict(keep_vars=True))
     mapping: dict[str, str] = {}
     merged = []

@@ -42,7 +42,7 @@ def parameters_on_meta() -> Iterator[None]:
             kind = type(param)
             module._parameters[name] = kind(param.to("meta"), requires_grad=param.requires_grad)
 
-    torch.nn.Module.register_parameter = register_on_meta  # type: ignore[method-assign]
+    torch.nn.Module.register_parameter = register_on_meta  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
@@ -96,7 +96,7 @@ def own_names(wrapper: torch.nn.Module, model: torch.nn.Module) -> dict[str, lis
     """Wrapper parameter/buffer name → the model's own names for the same tensor (first =
     canonical)."""
     by_id = aliases(model)
-    out = {}
+    out: dict[str, list[str]] = {}
     for name, tensor in _tensors(wrapper):
         if id(tensor) in by_id:
             out.setdefault(name, by_id[id(tensor)])
