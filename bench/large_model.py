@@ -208,18 +208,30 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-def raw_copy(src: Path, dst: Path) -> float:
-    """Copy every shard's bytes to ``dst`` (same disk) with fsync; seconds."""
+def raw_copy(src: Path, dst: Path, limit: int | None = None) -> dict[str, Any]:
+    """Copy the shards' bytes to ``dst`` (same disk) with fsync; seconds for all the bytes.
+
+    With ``limit``, only the first ``limit`` bytes are copied (shard by shard) and the time is
+    extrapolated to the whole checkpoint at the measured rate (when the disk cannot hold a second
+    copy beside the export)."""
     dst.mkdir(parents=True)
+    files = sorted(src.glob("*.safetensors"))
+    total = sum(p.stat().st_size for p in files)
+    copied = 0
     start = time.perf_counter()
-    for path in sorted(src.glob("*.safetensors")):
+    for path in files:
+        if limit is not None and copied >= limit:
+            break
         with open(path, "rb") as fin, open(dst / path.name, "wb") as fout:
             shutil.copyfileobj(fin, fout, 16 * 2**20)
             fout.flush()
             os.fsync(fout.fileno())
+        copied += path.stat().st_size
+        (dst / path.name).unlink()  # one copied shard on disk at a time
     seconds = time.perf_counter() - start
     shutil.rmtree(dst)
-    return seconds
+    return {"seconds": seconds * total / copied, "copied_bytes": copied, "measured_seconds": seconds,
+            "extrapolated": copied < total, "mb_per_s": copied / seconds / 1e6}
 
 
 # -- child-process jobs -------------------------------------------------------------------------
@@ -240,8 +252,17 @@ def job_meta_export(ckpt: str) -> None:
         lambda t: t.to("meta") if isinstance(t, torch.Tensor) else t,
         part.make_inputs(hf_inputs.EXPORT_SIZES),
     )
+    def dims(spec: Any) -> Any:  # onnxport's named dims → Dim.DYNAMIC (torch.export's form)
+        if isinstance(spec, dict) and all(isinstance(k, int) for k in spec):
+            return {k: torch.export.Dim.DYNAMIC for k in spec}
+        if isinstance(spec, dict):
+            return {k: dims(v) for k, v in spec.items()}
+        if isinstance(spec, (list, tuple)):
+            return type(spec)(dims(v) for v in spec)
+        return spec
+
     start = time.perf_counter()
-    torch.export.export(part.module, (), inputs, dynamic_shapes=part.dynamic_shapes, strict=False)
+    torch.export.export(part.module, (), inputs, dynamic_shapes=dims(part.dynamic_shapes), strict=False)
     print(f"torch.export seconds {time.perf_counter() - start:.2f}")
 
 
@@ -287,7 +308,7 @@ def job_torch_onnx(ckpt: str, out: str) -> None:
     feeds = _step_inputs(model.config.vocab_size)
     model.config.use_cache = False
     start = time.perf_counter()
-    program = torch.onnx.export(model, (), feeds, dynamo=True, optimize=False,
+    program = torch.onnx.export(model, (), kwargs=feeds, dynamo=True, optimize=False,
                                 dynamic_shapes={k: {0: "batch", 1: "sequence"} for k in feeds})
     program.save(out, external_data=True)
     print(f"torch.onnx seconds {time.perf_counter() - start:.2f}")
@@ -322,7 +343,7 @@ def job_in_memory(name: str, exporter: str, out: str) -> None:
 
             program = onnxport.export(model, (), feeds)
         else:
-            program = torch.onnx.export(model, (), feeds, dynamo=True)
+            program = torch.onnx.export(model, (), kwargs=feeds, dynamo=True)
         program.save(out, external_data=True)
     print(json.dumps({"weights_gib": weights / GiB, "seconds": time.perf_counter() - start,
                       "peak_above_loaded_gib": (sampler.peak_anon - base) / GiB,
@@ -355,7 +376,7 @@ def check_output(out: Path, checkpoint_bytes: int) -> dict[str, Any]:
 
 
 # -- driver --------------------------------------------------------------------------------------
-def bench_model(name: str, work: Path, keep: bool, torch_onnx: bool) -> dict[str, Any]:
+def bench_model(name: str, work: Path, keep: bool, torch_onnx: bool, copy_limit: int | None) -> dict[str, Any]:
     ckpt, out = work / f"{name}-ckpt", work / f"{name}-onnx"
     for path in (ckpt, out):
         shutil.rmtree(path, ignore_errors=True)
@@ -363,11 +384,16 @@ def bench_model(name: str, work: Path, keep: bool, torch_onnx: bool) -> dict[str
     try:
         row["checkpoint"] = generate(MODELS[name], ckpt)
         print(f"[{name}] checkpoint {row['checkpoint']}", flush=True)
-        row["raw_copy_seconds"] = raw_copy(ckpt, work / f"{name}-copy")
+        copy = raw_copy(ckpt, work / f"{name}-copy", copy_limit)
+        row["raw_copy"] = copy
+        row["raw_copy_seconds"] = copy["seconds"]
         me = run_measured([sys.executable, __file__, "--job", "meta-export", ckpt.as_posix()], work / "meta.log")
         row["meta_export"] = me
+        if me["returncode"] != 0:
+            raise RuntimeError(f"torch.export on meta failed: {me['log_tail']}")
         row["floor_seconds"] = me["seconds"] + row["raw_copy_seconds"]
-        print(f"[{name}] floor {row['floor_seconds']:.1f} s (raw copy {row['raw_copy_seconds']:.1f} s, "
+        print(f"[{name}] floor {row['floor_seconds']:.1f} s (raw copy {row['raw_copy_seconds']:.1f} s"
+              f"{' extrapolated' if copy['extrapolated'] else ''}, {copy['mb_per_s']:.0f} MB/s; "
               f"meta torch.export process {me['seconds']:.1f} s)", flush=True)
         cli = run_measured([sys.executable, "-m", "onnxport", "export", "--hf", str(ckpt), "-o", str(out)],
                            work / f"{name}-cli.log")
@@ -434,6 +460,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the generated checkpoints")
     parser.add_argument("--no-torch-onnx", action="store_true", help="skip torch.onnx on the small model")
     parser.add_argument("--in-memory", action="store_true", help="also the Python-API in-memory case")
+    parser.add_argument("--copy-limit-gib", type=float, default=None,
+                        help="copy only this much of the checkpoint for the floor and extrapolate")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "large_model.json")
     parser.add_argument("--job", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -445,7 +473,8 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"load_average_start": os.getloadavg(), "models": []}
     for name in [m for m in args.models.split(",") if m and m != "none"]:
-        results["models"].append(bench_model(name, args.workdir, args.keep, not args.no_torch_onnx))
+        limit = int(args.copy_limit_gib * GiB) if args.copy_limit_gib else None
+        results["models"].append(bench_model(name, args.workdir, args.keep, not args.no_torch_onnx, limit))
     if args.in_memory:
         results["in_memory"] = bench_in_memory(args.workdir)
     results["load_average_end"] = os.getloadavg()
