@@ -157,8 +157,9 @@ def tensor_shapes(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in model.state_dict().items()}
 
 
-def generate(config: dict[str, Any], folder: Path, shard_bytes: int = GiB) -> dict[str, Any]:
-    """Random weights (normal, std 0.02; norms 1) shard by shard: at most one shard in memory."""
+def generate(config: dict[str, Any], folder: Path, shard_bytes: int = GiB, fast: bool = False) -> dict[str, Any]:
+    """Random weights (normal, std 0.02; norms 1) shard by shard: at most one shard in memory.
+    ``fast``: each tensor tiles one 2**24-element random block (rolled by a random shift)."""
     import torch
     from safetensors.torch import save_file
 
@@ -166,6 +167,9 @@ def generate(config: dict[str, Any], folder: Path, shard_bytes: int = GiB) -> di
     folder.mkdir(parents=True)
     shapes = tensor_shapes(config)
     generator = torch.Generator().manual_seed(0)
+    # Large checkpoints: tensors are tiles of one random block (rolled per tensor), so generating
+    # costs a copy, not a normal_ per element (the disk, not the generator, sets the pace).
+    block = torch.empty(2**24, dtype=torch.float32).normal_(0, 0.02, generator=generator).to(dtype)
     groups: list[list[str]] = [[]]
     size = 0
     for name, shape in shapes.items():
@@ -177,8 +181,18 @@ def generate(config: dict[str, Any], folder: Path, shard_bytes: int = GiB) -> di
         size += nbytes
     weight_map, total, largest = {}, 0, 0
     start = time.perf_counter()
+    codes = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
+    raw_block = block.view(torch.uint8).numpy().tobytes() if fast else b""
     for i, names in enumerate(groups):
         file = f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors"
+        for name in names:
+            weight_map[name] = file
+            nbytes = dtype.itemsize * _numel(shapes[name])
+            total += nbytes
+            largest = max(largest, nbytes)
+        if fast:  # the safetensors layout written directly: header, then each tensor's bytes
+            _write_tiled(folder / file, {n: shapes[n] for n in names}, codes[dtype], dtype.itemsize, raw_block)
+            continue
         shard = {}
         for name in names:
             if name.endswith("norm.weight"):
@@ -187,9 +201,6 @@ def generate(config: dict[str, Any], folder: Path, shard_bytes: int = GiB) -> di
                 t = torch.empty(shapes[name], dtype=torch.float32).normal_(0, 0.02, generator=generator)
                 t = t.to(dtype)
             shard[name] = t
-            weight_map[name] = file
-            total += t.nbytes
-            largest = max(largest, t.nbytes)
         save_file(shard, folder / file, metadata={"format": "pt"})
         del shard
     (folder / "model.safetensors.index.json").write_text(
@@ -199,6 +210,31 @@ def generate(config: dict[str, Any], folder: Path, shard_bytes: int = GiB) -> di
     return {"bytes": total, "largest": largest, "shards": len(groups),
             "parameters": sum(_numel(s) for s in shapes.values()),
             "seconds": time.perf_counter() - start}
+
+
+def _write_tiled(path: Path, shapes: dict[str, tuple[int, ...]], code: str, itemsize: int, block: bytes) -> None:
+    """A ``.safetensors`` file (8-byte header length, JSON header, data) whose tensors repeat
+    ``block``, each from another offset (the format: huggingface/safetensors README)."""
+    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, shape in shapes.items():
+        size = itemsize * _numel(shape)
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    view = memoryview(block)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for i, (name, shape) in enumerate(shapes.items()):
+            left = itemsize * _numel(shape)
+            start = (i * 7919 * itemsize) % len(block)
+            while left:
+                chunk = view[start : start + left]
+                f.write(chunk)
+                left -= len(chunk)
+                start = 0
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -382,7 +418,7 @@ def bench_model(name: str, work: Path, keep: bool, torch_onnx: bool, copy_limit:
         shutil.rmtree(path, ignore_errors=True)
     row: dict[str, Any] = {"model": name, "config": MODELS[name]}
     try:
-        row["checkpoint"] = generate(MODELS[name], ckpt)
+        row["checkpoint"] = generate(MODELS[name], ckpt, fast=name != "small")
         print(f"[{name}] checkpoint {row['checkpoint']}", flush=True)
         copy = raw_copy(ckpt, work / f"{name}-copy", copy_limit)
         row["raw_copy"] = copy
