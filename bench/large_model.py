@@ -227,7 +227,7 @@ def _write_tiled(path: Path, shapes: dict[str, tuple[int, ...]], code: str, item
     with open(path, "wb") as f:
         f.write(len(text).to_bytes(8, "little"))
         f.write(text)
-        for i, (name, shape) in enumerate(shapes.items()):
+        for i, shape in enumerate(shapes.values()):
             left = itemsize * _numel(shape)
             start = (i * 7919 * itemsize) % len(block)
             while left:
