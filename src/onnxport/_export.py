@@ -278,7 +278,7 @@ def _export(
                             producer_version=_version())
         table = weights.adopt(model_ir, _required_weight)
         if isinstance(model, torch.nn.Module):
-            table.aliases = _tied_aliases(model, table.slots)
+            weights.tie(model_ir, table, _tied_groups(model))
 
     if half_precision_compute is not None:
         from onnxport.passes.half_compute import HalfComputePass
@@ -320,18 +320,13 @@ def _required_weight(value: ir.Value) -> bool:
     return kind == InputKind.PARAMETER.name or (kind == InputKind.BUFFER.name and persistent)
 
 
-def _tied_aliases(module: torch.nn.Module, slots: Mapping[str, Any]) -> dict[str, str]:
-    """Every other name of a tied parameter/buffer (``lm_head.weight``) → the name the graph uses."""
+def _tied_groups(module: torch.nn.Module) -> list[list[str]]:
+    """The names of each parameter/buffer known under several names (tied weights)."""
     groups: dict[int, list[str]] = {}
     named = [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]
     for name, tensor in named:
         groups.setdefault(id(tensor), []).append(name)
-    aliases = {}
-    for names in groups.values():
-        canonical = next((n for n in names if n in slots), None)
-        if canonical is not None:
-            aliases.update({n: canonical for n in names if n != canonical})
-    return aliases
+    return [names for names in groups.values() if len(names) > 1]
 
 
 def _inputs_to_meta(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:

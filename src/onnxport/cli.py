@@ -316,7 +316,6 @@ def _export_and_save(
         The ONNXProgram and the external data file (``None`` when the weights are inline).
     """
     import onnxport
-    from onnxport.program import PROTOBUF_LIMIT, initializer_bytes
 
     with progress.phase("capturing and translating"):
         program = onnxport.export(
@@ -328,21 +327,20 @@ def _export_and_save(
             optimize=options.optimize,
             report=options.report or False,
         )
-    external = options.external_data
-    if external is None:
-        external = initializer_bytes(program.model) > PROTOBUF_LIMIT
+    files: list[Path] = []
     try:
         if options.verify:
             with progress.phase("verifying"):
                 _verify(program, loaded)
         with progress.phase("saving"), program.status.step("save"):
-            program.save(options.output, external_data=external)
+            # external data when asked, or when graph + weights come near protobuf's 2 GiB
+            files = program.save(options.output, external_data=options.external_data)
     finally:
         if options.report:
             from onnxport.report.markdown import write_report
 
             write_report(options.report, loaded.model, program.status, program)
-    data_file = options.output.with_name(f"{options.output.name}.data") if external else None
+    data_file = files[1] if len(files) > 1 else None
     return program, data_file
 
 

@@ -88,11 +88,12 @@ NOT_FOLDED = frozenset(
 )
 
 
-def _reference(node: ir.Node, values: list[np.ndarray | None]) -> np.ndarray:
-    """Evaluate one node with ``onnx.reference`` (its ONNX reference implementation)."""
+def _reference(node: ir.Node | Any, values: list[np.ndarray | None]) -> np.ndarray:
+    """Evaluate one node (or its serialized ``NodeProto``) with ``onnx.reference`` (its ONNX
+    reference implementation)."""
     from onnx.reference import ReferenceEvaluator
 
-    proto = ir.serde.serialize_node(node)
+    proto = ir.serde.serialize_node(node) if isinstance(node, ir.Node) else node
     feeds = {name: v for name, v in zip(proto.input, values) if name and v is not None}
     try:
         outputs = cast(list[np.ndarray], ReferenceEvaluator(proto).run(None, feeds))
@@ -176,11 +177,12 @@ class FoldConstantsPass(ir.passes.InPlacePass):
         if any(v is None and inp is not None and i != k for i, (v, inp) in enumerate(zip(values, node.inputs))):
             return False
         target = out.dtype.numpy()
+        fn = _EVAL.get(node.op_type)
+        proto = None if fn is not None else ir.serde.serialize_node(node)  # before the node is detached
 
         def compute(array: np.ndarray, node: ir.Node = node, values: list = values, k: int = k) -> np.ndarray:
             args = [array if i == k else v for i, v in enumerate(values)]
-            fn = _EVAL.get(node.op_type)
-            result = np.asarray(fn(node, *args) if fn is not None else _reference(node, args))
+            result = np.asarray(fn(node, *args) if fn is not None else _reference(proto, args))
             return np.asarray(result.astype(target, copy=False).reshape(shape), order="C")
 
         name = out.name or f"{weight.name}.{node.op_type.lower()}"

@@ -10,7 +10,7 @@
 """
 
 from onnxport.weights.sources import open_weights
-from onnxport.weights.table import WeightTable, adopt, apply
+from onnxport.weights.table import WeightTable, adopt, apply, tie
 from onnxport.weights.tensor import (
     Slot,
     WeightTensor,
@@ -36,5 +36,6 @@ __all__ = [
     "is_weight",
     "open_weights",
     "reshaped",
+    "tie",
     "transposed",
 ]

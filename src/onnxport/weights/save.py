@@ -162,7 +162,7 @@ def _referenced_locations(path: Path) -> set[str]:
         proto = onnx.load(str(path), load_external_data=False)
     except Exception:  # not an ONNX file: nothing of it to keep or remove
         return set()
-    out = set()
+    out: set[str] = set()
     for tensor in onnx.external_data_helper._get_all_tensors(proto):
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             out.update(e.value for e in tensor.external_data if e.key == "location")
@@ -239,7 +239,8 @@ def save_model(
             not changed.
         destination: The ``.onnx`` file path; its folder must exist.
         external_data: Force (True) or forbid (False) external data; ``None``: external when the
-            estimated protobuf (graph + weights) exceeds 90% of the 2 GiB protobuf limit.
+            estimated protobuf (graph + weights) exceeds 90% of the 2 GiB protobuf limit. Tensors
+            of at most 256 bytes stay inline, unless ``True`` and no tensor is larger.
         max_shard_bytes: Split the external data into files of at most this many bytes
             (a larger tensor gets a file of its own); ``None``: one file.
         callback: Called per tensor written (``onnx_ir.external_data.CallbackInfo``), for progress.
@@ -264,6 +265,7 @@ def save_model(
         raise SaveError(f"max_shard_bytes must be a positive number of bytes, got {max_shard_bytes}.")
     check_weights_present(model, "save the initializers")
     estimate = estimated_proto_bytes(model)
+    forced = external_data is True
     if external_data is None:
         external_data = estimate > EXTERNAL_MARGIN * PROTOBUF_LIMIT or max_shard_bytes is not None
     elif not external_data and estimate > PROTOBUF_LIMIT:
@@ -284,6 +286,8 @@ def save_model(
         placed: list[tuple[ir.Value, tuple[int, int, int]]] = []
         if external_data:
             big = [v for v in values if v.const_value is not None and v.const_value.nbytes > INLINE_BYTES]
+            if not big and forced:  # asked for external data: a tiny model still gets its data file
+                big = [v for v in values if v.const_value is not None and v.const_value.nbytes > 0]
             unique: dict[Any, ir.TensorProtocol] = {}
             for v in big:
                 unique.setdefault(_storage_key(v.const_value), v.const_value)  # type: ignore[arg-type]
@@ -302,17 +306,23 @@ def save_model(
         finals = data_file_names(path.name, len(fresh))
         if fresh:
             with contextlib.suppress(OSError):  # no hard links here: the fresh names stay valid
-                for src, dst in zip(fresh, finals):
-                    link = folder / f".{dst}{TEMP_TAG}{token}.link"
-                    os.link(folder / src, link)
+                for i, (new, dst) in enumerate(zip(fresh, finals)):
+                    link = folder / f".{path.name}{TEMP_TAG}{token}.link{i}"
+                    os.link(folder / new, link)
                     os.replace(link, folder / dst)
                 for v, orig in zip(values, originals):
                     v.const_value = orig
                 _point_at(placed, finals, folder)
                 _write_graph(model, path, tmp_graph)
-                for src in fresh:
-                    os.unlink(folder / src)
+                for new in fresh:
+                    os.unlink(folder / new)
                 fresh = []
+        # initializers that were read from files of this folder now point at the new files (the
+        # old ones may be replaced or removed below); small ones were inlined: keep them in memory
+        for i, (v, orig) in enumerate(zip(values, originals)):
+            if isinstance(orig, ir.ExternalTensor) and v.const_value is not None:
+                kept = v.const_value
+                originals[i] = kept if isinstance(kept, ir.ExternalTensor) else ir.Tensor(orig.numpy(), name=orig.name)
         current = set(fresh or finals)
         for name in old - current:
             stale = folder / name

@@ -75,6 +75,32 @@ def adopt(model: ir.Model, required: Callable[[ir.Value], bool]) -> WeightTable:
     return table
 
 
+def tie(model: ir.Model, table: WeightTable, groups: list[list[str]]) -> None:
+    """Merge the initializers of tied weights (several module names, one tensor: an embedding
+    and its output head) into the first one of each group; the others become aliases.
+
+    ``torch.export`` lifts each name of a tied parameter as its own input; stored as they are,
+    the same bytes would be written twice and ``apply_weights`` would need every name.
+
+    Args:
+        groups: The names of each tied tensor (``named_parameters(remove_duplicate=False)``).
+    """
+    graph = model.graph
+    for names in groups:
+        present = [n for n in names if n in graph.initializers and n in table.slots]
+        for name in names:
+            if present and name != present[0]:
+                table.aliases[name] = present[0]
+        if len(present) < 2:
+            continue
+        keep = graph.initializers[present[0]]
+        for name in present[1:]:
+            value = graph.initializers[name]
+            value.replace_all_uses_with(keep)
+            del graph.initializers[name]
+            del table.slots[name]
+
+
 def _spec(dtype: ir.DataType, shape: tuple[int, ...]) -> str:
     return f"{dtype.numpy().name}{list(shape)}"
 

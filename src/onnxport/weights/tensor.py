@@ -64,11 +64,22 @@ class WeightTensor(ir.LazyTensor):
         slot: Slot | None = None,
         bases: Sequence[ir.TensorProtocol] = (),
         fn: Callable[..., np.ndarray] | None = None,
+        chunks: Callable[..., Iterator[np.ndarray]] | None = None,
     ) -> None:
         super().__init__(self._produce, dtype=dtype, shape=ir.Shape(tuple(int(d) for d in shape)), name=name)
         self.slot = slot
         self.bases = tuple(bases)
         self.fn = fn
+        self.chunks = chunks
+
+    def tofile(self, file: Any) -> None:
+        """Write the bytes to ``file``; a transform that streams (a transpose) writes block by
+        block, so writing never holds the whole transformed tensor."""
+        if self.chunks is None:
+            super().tofile(file)
+            return
+        for block in self.chunks(*(base.numpy() for base in self.bases)):
+            file.write(np.asarray(block, order="C").reshape(-1).view(np.uint8).data)
 
     @classmethod
     def root(cls, slot: Slot) -> WeightTensor:
@@ -145,11 +156,44 @@ def derive_many(
     return WeightTensor(dtype=dtype, shape=shape, name=name, bases=bases, fn=fn)
 
 
+# Rows of the transposed tensor written per block: about this many bytes at a time.
+BLOCK_BYTES = 16 * 1024**2
+
+
+_SAME_SIZE_INT = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _transpose_blocks(array: np.ndarray, perm: tuple[int, ...]) -> Iterator[np.ndarray]:
+    """``array.transpose(perm)`` in C order, as consecutive blocks along the first axis.
+
+    The copy runs in torch (multi-threaded, ~1.5x numpy's strided copy) on the bits viewed as a
+    same-size integer type, so any dtype (bfloat16 included) moves unchanged.
+    """
+    import torch  # torch's strided copy; numpy's ml_dtypes have no torch counterpart
+
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    if array.ndim == 0 or array.size == 0 or array.itemsize not in _SAME_SIZE_INT:
+        yield np.asarray(array.transpose(perm), order="C")
+        return
+    bits = torch.from_numpy(array.view(_SAME_SIZE_INT[array.itemsize])).permute(perm)
+    row = max(1, bits[0].numel() * array.itemsize)
+    step = max(1, BLOCK_BYTES // row)
+    for start in range(0, bits.shape[0], step):
+        yield bits[start : start + step].contiguous().numpy().view(array.dtype)
+
+
 def transposed(base: ir.TensorProtocol, perm: Sequence[int], name: str) -> ir.TensorProtocol:
-    """``base`` permuted by ``perm`` (ONNX Transpose semantics), computed when written."""
+    """``base`` permuted by ``perm`` (ONNX Transpose semantics), computed when written, in blocks
+    of about :data:`BLOCK_BYTES` (no full transposed copy is ever held)."""
     perm = tuple(int(p) for p in perm)
-    shape = [int(base.shape[p]) for p in perm]
-    return derive(base, lambda a: np.asarray(a.transpose(perm), order="C"), dtype=base.dtype, shape=shape, name=name)
+    dims = base.shape.numpy()
+    shape = [int(dims[p]) for p in perm]
+    return WeightTensor(
+        dtype=base.dtype, shape=shape, name=name, bases=(base,),
+        fn=lambda a: np.asarray(a.transpose(perm), order="C"),
+        chunks=lambda a: _transpose_blocks(a, perm),
+    )
 
 
 def cast(base: ir.TensorProtocol, dtype: ir.DataType, name: str) -> ir.TensorProtocol:
