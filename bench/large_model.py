@@ -15,14 +15,10 @@ For each checkpoint (issue 12's acceptance):
 
 Targets: peak RssAnon ≤ 2 GiB + the largest tensor; wall ≤ 1.3× the floor.
 
-``--in-memory`` adds the Python-API case: a model already in memory (bert-base, gpt2, a 0.5B
-Llama; random weights from configs) exported with ``onnxport.export`` + ``save`` and with
-``torch.onnx.export(dynamo=True)`` + ``save``; peak RssAnon above the loaded model, as a multiple of
-the weights (target ≤ +0.1×).
+The Python-API case (a model already in memory) is ``bench/api_memory.py``.
 
     HF_HUB_OFFLINE=1 python bench/large_model.py --models small            # ~10 min
     HF_HUB_OFFLINE=1 python bench/large_model.py --models 7b,7b-bf16        # ~1 h, 25 + 25 GiB disk
-    HF_HUB_OFFLINE=1 python bench/large_model.py --models none --in-memory
 
 Checkpoints and exports go under ``--workdir`` (default ``bench/large_model_work``) and are
 deleted after each model unless ``--keep``. Results: ``bench/results/large_model.json``.
@@ -350,42 +346,6 @@ def job_torch_onnx(ckpt: str, out: str) -> None:
     print(f"torch.onnx seconds {time.perf_counter() - start:.2f}")
 
 
-IN_MEMORY = {
-    "bert-base": ("BertConfig", {}, "AutoModel"),
-    "gpt2": ("GPT2Config", {}, "AutoModelForCausalLM"),
-    "llama-0.5b": ("LlamaConfig", {"hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
-                                   "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
-                                   "tie_word_embeddings": True}, "AutoModelForCausalLM"),
-}
-
-
-def job_in_memory(name: str, exporter: str, out: str) -> None:
-    """A model in memory: peak RssAnon above the loaded model during export + save."""
-    import torch
-    import transformers
-
-    config_class, kwargs, auto = IN_MEMORY[name]
-    torch.manual_seed(0)
-    model = getattr(transformers, auto).from_config(getattr(transformers, config_class)(**kwargs)).eval()
-    model.config.use_cache = False
-    weights = sum(t.nbytes for t in model.state_dict().values())
-    ids = torch.randint(3, 1000, (2, 16))
-    feeds = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    base = _status(os.getpid())["RssAnon"]
-    start = time.perf_counter()
-    with Sampler(os.getpid(), 0.01) as sampler:
-        if exporter == "onnxport":
-            import onnxport
-
-            program = onnxport.export(model, (), feeds)
-        else:
-            program = torch.onnx.export(model, (), kwargs=feeds, dynamo=True)
-        program.save(out, external_data=True)
-    print(json.dumps({"weights_gib": weights / GiB, "seconds": time.perf_counter() - start,
-                      "peak_above_loaded_gib": (sampler.peak_anon - base) / GiB,
-                      "peak_above_loaded_x_weights": (sampler.peak_anon - base) / weights}))
-
-
 # -- checks on the output -------------------------------------------------------------------------
 def check_output(out: Path, checkpoint_bytes: int) -> dict[str, Any]:
     """Stored weight bytes vs the checkpoint's; every external-data reference inside ``out``."""
@@ -473,29 +433,12 @@ def bench_model(name: str, work: Path, keep: bool, torch_onnx: bool, copy_limit:
     return row
 
 
-def bench_in_memory(work: Path) -> list[dict[str, Any]]:
-    rows = []
-    for name in IN_MEMORY:
-        row: dict[str, Any] = {"model": name}
-        for exporter in ("onnxport", "torch.onnx"):
-            out = work / f"{name}-{exporter}"
-            out.mkdir(parents=True, exist_ok=True)
-            result = run_measured([sys.executable, __file__, "--job", "in-memory", name, exporter,
-                                   (out / "model.onnx").as_posix()], work / "in_memory.log")
-            row[exporter] = json.loads(result["log_tail"][-1]) if result["returncode"] == 0 else result
-            shutil.rmtree(out, ignore_errors=True)
-        print(f"[in-memory {name}] {row}", flush=True)
-        rows.append(row)
-    return rows
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="small", help="comma list of small, 7b, 7b-bf16 (or none)")
     parser.add_argument("--workdir", type=Path, default=HERE / "large_model_work")
     parser.add_argument("--keep", action="store_true", help="keep the generated checkpoints")
     parser.add_argument("--no-torch-onnx", action="store_true", help="skip torch.onnx on the small model")
-    parser.add_argument("--in-memory", action="store_true", help="also the Python-API in-memory case")
     parser.add_argument("--copy-limit-gib", type=float, default=None,
                         help="copy only this much of the checkpoint for the floor and extrapolate")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "large_model.json")
@@ -503,16 +446,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.job:
         kind, *rest = args.job
-        {"meta-export": job_meta_export, "logits": job_logits, "torch-onnx": job_torch_onnx,
-         "in-memory": job_in_memory}[kind](*rest)
+        {"meta-export": job_meta_export, "logits": job_logits, "torch-onnx": job_torch_onnx}[kind](*rest)
         return
     args.workdir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"load_average_start": os.getloadavg(), "models": []}
     for name in [m for m in args.models.split(",") if m and m != "none"]:
         limit = int(args.copy_limit_gib * GiB) if args.copy_limit_gib else None
         results["models"].append(bench_model(name, args.workdir, args.keep, not args.no_torch_onnx, limit))
-    if args.in_memory:
-        results["in_memory"] = bench_in_memory(args.workdir)
     results["load_average_end"] = os.getloadavg()
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=1, default=str))
