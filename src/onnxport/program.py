@@ -1,21 +1,24 @@
-"""ONNXProgram: the exported ``onnx_ir.Model``, saving it, and running it in onnxruntime."""
+"""The exported ``onnx_ir.Model`` with its ExportedProgram and its weights: applying weights
+(:mod:`onnxport.weights`), saving (streamed, atomic: :mod:`onnxport.weights.save`), optimizing,
+and running it in onnxruntime (through :mod:`onnxport.runtime`)."""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import onnx_ir as ir
 import torch
+from torch.export import ExportedProgram
 
+from onnxport import runtime
 from onnxport import weights as weights_mod
-from onnxport.errors import InputError, ModelCheckError, OnnxportError
+from onnxport.errors import InputError
+from onnxport.passes import optimize as run_passes
 from onnxport.weights.save import (
-    PROTOBUF_LIMIT,
     check_weights_present,
     initializer_layout,
     missing_weights,
@@ -24,24 +27,19 @@ from onnxport.weights.save import (
 
 if TYPE_CHECKING:
     import onnx
-    import onnxruntime as ort
-    from torch.export import ExportedProgram
 
 
+class ONNXProgramBase:
+    """An exported ONNX model with the ExportedProgram it came from: save, load, run.
 
-def initializer_bytes(model: ir.Model) -> int:
-    """Total size of the main graph's initializers, in bytes."""
-    return sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
-
-
-class ONNXProgram:
-    """An exported ONNX model with the ExportedProgram it came from.
+    :class:`onnxport.ONNXProgram` (``verify/api.py``) is this class plus ``.verify()``; the
+    verification layer sits above this one, so the method is added there.
 
     Attributes:
         model: The ONNX model (``onnx_ir.Model``); initializers share memory with the torch weights.
         exported_program: The ``torch.export.ExportedProgram`` that was translated (``None`` when
             loaded from a file).
-        status: The :class:`onnxport._export.ExportStatus` of the export (steps, timings, errors).
+        status: The :class:`onnxport.status.ExportStatus` of the export (steps, timings, errors).
     """
 
     def __init__(
@@ -56,7 +54,7 @@ class ONNXProgram:
         self.weights = weights if weights is not None else weights_mod.WeightTable()
         self.exported_program = exported_program
         self.status = status
-        self._session: ort.InferenceSession | None = None
+        self._session: Any = None
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
 
     def __repr__(self) -> str:
@@ -64,7 +62,12 @@ class ONNXProgram:
 
     @property
     def model_proto(self) -> onnx.ModelProto:
-        """The model as an ``onnx.ModelProto`` (a full copy, weights included)."""
+        """The model as an ``onnx.ModelProto`` (a full copy, weights included).
+
+        Raises:
+            MissingWeightsError: Weights have no data yet (call :meth:`apply_weights`).
+        """
+        check_weights_present(self.model, "build the ModelProto with its weights")
         return ir.serde.serialize_model(self.model)
 
     # -- weights ------------------------------------------------------------------------------
@@ -130,7 +133,7 @@ class ONNXProgram:
             return save_model(self.model, destination, external_data=external_data,
                               max_shard_bytes=max_shard_size, callback=callback)
 
-    def optimize(self) -> ONNXProgram:
+    def optimize(self) -> ONNXProgramBase:
         """Run onnxport's graph passes (folding, fusions, cleanup) in place; idempotent (seed 003).
 
         Weights are not read: passes record transforms applied when the weights are written.
@@ -141,16 +144,12 @@ class ONNXProgram:
         Raises:
             OnnxportError: A pass failed (the pass is named).
         """
-        from onnxport.passes import optimize as run_passes
-
         self.release()
         run_passes(self.model)
         return self
 
     # -- run ---------------------------------------------------------------------------------
-    def initialize_inference_session(
-        self, initializer: Callable[[str | bytes], ort.InferenceSession] | None = None
-    ) -> None:
+    def initialize_inference_session(self, initializer: Callable[[str | bytes], Any] | None = None) -> None:
         """Create the onnxruntime session :meth:`__call__` uses (seed 003).
 
         Args:
@@ -163,12 +162,11 @@ class ONNXProgram:
         """
         check_weights_present(self.model, "run the model")
         self.release()
-        self._session = make_session(self.model, self, initializer=initializer)
+        self._session = runtime.create_session(self.model, tempdir_owner=self, initializer=initializer)
 
-    def _inference_session(self) -> ort.InferenceSession:
+    def _inference_session(self) -> Any:
         if self._session is None:
             self.initialize_inference_session()
-        assert self._session is not None  # set by initialize_inference_session
         return self._session
 
     def __call__(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
@@ -182,36 +180,10 @@ class ONNXProgram:
         """
         session = self._inference_session()
         names = [i.name for i in session.get_inputs()]
-        return restore_complex(self.model, run_session(session, _feeds(names, args, kwargs)))
-
-    def verify(
-        self,
-        args: Any = (),
-        kwargs: dict[str, Any] | None = None,
-        *,
-        inputs: Sequence[Any] | None = None,
-        rtol: float | None = None,
-        atol: float | None = None,
-        localize: bool = False,
-        reference: Any = None,
-    ) -> Any:
-        """Compare with eager PyTorch; see :func:`onnxport.verify` (same arguments and result).
-
-        Returns:
-            A :class:`onnxport.verify.compare.VerificationResult` (``.passed``, ``.input_sets``,
-            ``.localization``).
-
-        Raises:
-            ModelCheckError: onnx.checker or onnxruntime refused the model.
-            InputError: No eager reference, or inputs that do not fit.
-        """
-        from onnxport.verify.api import verify
-
-        return verify(self, args, kwargs, inputs=inputs, rtol=rtol, atol=atol, localize=localize,
-                      reference=reference)
+        return runtime.restore_complex(self.model, runtime.run_session(session, runtime.feeds(names, args, kwargs)))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> ONNXProgram:
+    def load(cls, path: str | os.PathLike[str]) -> Any:
         """Load an ONNX file (external data included) as a program without ExportedProgram.
 
         Raises:
@@ -232,136 +204,4 @@ class ONNXProgram:
             self._tempdir = None
 
 
-def _tensor_leaves(value: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
-    paths, _ = torch.utils._pytree.tree_flatten_with_path(value)
-    out = []
-    for path, leaf in paths:
-        if isinstance(leaf, torch.Tensor):
-            keys = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
-            out.append((".".join([prefix, *keys]), leaf))
-    return out
-
-
-def _feeds(names: list[str], args: tuple, kwargs: dict) -> dict[str, np.ndarray]:
-    """Graph input name → array. Keyword tensors bind by name (``input_dict.tensor_x``) when the
-    graph's inputs carry the default names; otherwise every tensor binds in order, as torch.export
-    flattens ``(args, kwargs)``.
-
-    Raises:
-        InputError: The number of tensors does not match the graph inputs.
-    """
-    positional = [t for t in torch.utils._pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
-    keyword = [item for key, value in kwargs.items() for item in _tensor_leaves(value, key)]
-    if len(positional) + len(keyword) != len(names):
-        raise InputError(
-            f"The ONNX model takes {len(names)} tensor inputs {names}; got {len(positional) + len(keyword)} tensors."
-        )
-    feeds = {name: _to_numpy(t) for name, t in zip(names, positional)}
-    rest = names[len(positional) :]
-    if {k for k, _ in keyword} == set(rest):
-        feeds.update({k: _to_numpy(t) for k, t in keyword})
-    else:
-        feeds.update({name: _to_numpy(t) for name, (_, t) in zip(rest, keyword)})
-    return feeds
-
-
-def restore_complex(model: ir.Model, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Turn the outputs the graph marks complex-as-real (``[..., 2]`` real tensors; graph
-    ``pkg.onnxport.complex_outputs``, else each output's ``pkg.onnxport.complex_as_real``) back into
-    complex tensors (``torch.view_as_complex``); the others are returned unchanged."""
-    from onnxport.translate.graph import complex_outputs
-
-    restored = list(outputs)
-    for i in complex_outputs(model.graph):
-        if i < len(restored) and restored[i].shape[-1:] == (2,):
-            # a fresh row-major copy: numpy's strides of empty or 0-d arrays may not suit view_as_complex
-            real = torch.empty(restored[i].shape, dtype=restored[i].dtype).copy_(restored[i])
-            restored[i] = torch.view_as_complex(real)
-    return restored
-
-
-def to_torch(array: Any) -> torch.Tensor:
-    """An onnxruntime output as a torch tensor (bfloat16 arrives as an ml_dtypes array)."""
-    array = np.asarray(array)
-    if array.dtype.name == "bfloat16":
-        return torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
-    return torch.from_numpy(array)
-
-
-def _to_numpy(tensor: torch.Tensor) -> Any:
-    """A feed for onnxruntime: a numpy array, or for bfloat16 (which numpy cannot carry into
-    onnxruntime) an OrtValue holding the bits. A complex tensor is fed as its real view [..., 2]."""
-    tensor = tensor.detach().cpu()
-    if tensor.is_complex():
-        tensor = torch.view_as_real(tensor.resolve_conj())
-    tensor = tensor.contiguous()
-    if tensor.dtype == torch.bfloat16:
-        import onnxruntime as ort
-
-        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(tensor.view(torch.int16).numpy(), 16)
-    return tensor.numpy()
-
-
-def _ortvalue_to_torch(value: Any) -> torch.Tensor:
-    if value.data_type() == "tensor(bfloat16)":
-        import ctypes
-
-        n = int(np.prod(value.shape()))
-        buffer = memoryview((ctypes.c_int16 * n).from_address(value.data_ptr())).cast("B")
-        bits = np.frombuffer(buffer, dtype=np.int16).copy()
-        return torch.from_numpy(bits.reshape(value.shape())).view(torch.bfloat16)
-    return torch.from_numpy(np.asarray(value.numpy()))
-
-
-def run_session(session: Any, feeds: dict[str, Any]) -> list[torch.Tensor]:
-    """Run an onnxruntime session; through OrtValues when bfloat16 flows in or out."""
-    import onnxruntime as ort
-
-    bf16_out = any(o.type == "tensor(bfloat16)" for o in session.get_outputs())
-    if bf16_out or any(isinstance(v, ort.OrtValue) for v in feeds.values()):
-        ort_feeds = {k: v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(v) for k, v in feeds.items()}
-        return [_ortvalue_to_torch(v) for v in session.run_with_ort_values(None, ort_feeds)]
-    return [to_torch(o) for o in session.run(None, feeds)]
-
-
-def make_session(
-    model: ir.Model,
-    owner: ONNXProgram | None = None,
-    providers: Sequence[str] = ("CPUExecutionProvider",),
-    *,
-    initializer: Callable[[str | bytes], Any] | None = None,
-) -> ort.InferenceSession:
-    """An onnxruntime session for an in-memory model; through a temporary file past 2 GB.
-
-    Args:
-        initializer: Builds the session from model bytes or a path (default: CPU
-            ``onnxruntime.InferenceSession``).
-
-    Raises:
-        MissingWeightsError: Weights have no data yet.
-        ModelCheckError: onnxruntime refused to load the model.
-    """
-    import onnxruntime as ort
-
-    check_weights_present(model, "run the model")
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-
-    def default(model_or_path: str | bytes) -> Any:
-        return ort.InferenceSession(model_or_path, options, providers=list(providers))
-
-    build = initializer or default
-    try:
-        on_disk = any(isinstance(v.const_value, ir.ExternalTensor) for v in model.graph.initializers.values())
-        if initializer_bytes(model) < PROTOBUF_LIMIT and not on_disk:
-            return build(ir.serde.serialize_model(model).SerializeToString())
-        tmp = tempfile.TemporaryDirectory(prefix="onnxport-")
-        if owner is not None:
-            owner._tempdir = tmp
-        path = os.path.join(tmp.name, "model.onnx")
-        save_model(model, path, external_data=True)
-        return build(path)
-    except Exception as e:  # onnxruntime raises its own exception types
-        if isinstance(e, OnnxportError):
-            raise
-        raise ModelCheckError(f"onnxruntime could not load the exported model: {e}", "onnxruntime load") from e
+__all__ = ["ONNXProgramBase"]

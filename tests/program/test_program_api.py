@@ -94,3 +94,11 @@ def test_apply_weights_after_a_session_releases_it() -> None:
     out = program(IDS)[0].numpy()
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
     assert not np.allclose(out, first.numpy())
+
+
+def test_model_proto_without_weights_says_so() -> None:
+    with onnxport.enable_fake_mode():
+        fake = Tiny().eval()
+    program = onnxport.export(fake, (IDS,))
+    with pytest.raises(onnxport.MissingWeightsError, match="ModelProto"):
+        _ = program.model_proto

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from onnxport._export import export as export_program
 from onnxport.errors import HFError, VerificationError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import LoadedModel, from_model, load
@@ -56,7 +57,7 @@ def export(
     with_past: bool | None = None,
     output_dir: str | Path | None = None,
     validate: bool = True,
-    atol: float | None = None,
+    atol: float | None = DEFAULT_ATOL,
     optimize: bool = True,
     stream: bool | None = None,
     memory_fraction: float = 1 / 3,
@@ -76,10 +77,9 @@ def export(
             exist or be empty; it is created only when everything succeeded.
         validate: Compare every output with eager PyTorch on fresh inputs (another batch, sequence
             and past length); a failure raises ``VerificationError`` and writes nothing.
-        atol: The validation tolerance (max abs difference); ``None``: 1e-4 (for half-precision
-            checkpoints on the streamed path, 0.1).
-        optimize: Run onnxport's graph passes (the streamed path exports without them: they read
-            weight values).
+        atol: ``None``: onnxport's tolerance table per dtype (``verify/compare.py``); a number:
+            Optimum's rule, max abs difference ≤ ``atol``.
+        optimize: Run onnxport's graph passes.
         stream: Build the model on the meta device and stream the checkpoint's tensors into the
             output (:mod:`onnxport.hf.streamed`): memory does not grow with the model; needs a
             folder with safetensors weights and an ``output_dir``. ``HFExport.model`` is then the
@@ -102,9 +102,8 @@ def export(
             "with_past=False is not supported: the cache model also runs the first step (empty past)."
         )
     destination = _check_output_dir(output_dir) if output_dir is not None else None
-    is_folder = isinstance(model_or_folder, (str, Path))
     if stream:
-        if not is_folder or destination is None:
+        if not isinstance(model_or_folder, (str, Path)) or destination is None:
             raise HFError("stream=True needs a model folder and an output_dir to stream into.")
         done = export_streamed(
             Path(model_or_folder),
@@ -121,7 +120,6 @@ def export(
             done.task.name, done.model, done.programs, done.checks, destination, done.files,
             done.seconds, done,
         )
-    atol = DEFAULT_ATOL if atol is None else atol
     if isinstance(model_or_folder, (str, Path)):
         loaded = load(Path(model_or_folder), task)
     elif isinstance(model_or_folder, torch.nn.Module):
@@ -141,8 +139,8 @@ def export(
     if validate and not result.passed:
         failed = [c for c in result.checks if not c.passed]
         rows = "\n".join(
-            f"  {c.component}/{c.output} ({c.inputs}): max abs diff {c.max_abs_diff:.3g} > {c.atol:g}"
-            + ("" if c.shape_ok else " (shape differs)")
+            f"  {c.component}/{c.output} ({c.inputs}): "
+            + (c.comparison.summary() if c.comparison is not None else f"max abs diff {c.max_abs_diff:.3g}")
             for c in failed
         )
         raise VerificationError(f"ONNX outputs differ from eager PyTorch on fresh inputs:\n{rows}")
@@ -153,9 +151,7 @@ def export(
 
 
 def _export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool) -> Any:
-    import onnxport
-
-    return onnxport.export(
+    return export_program(
         part.module,
         (),
         part.make_inputs(hf_inputs.EXPORT_SIZES),
@@ -167,16 +163,14 @@ def _export_component(part: hf_inputs.Component, opset_version: int | None, opti
     )
 
 
-def validate_component(part: hf_inputs.Component, program: Any, atol: float) -> list[OutputCheck]:
+def validate_component(part: hf_inputs.Component, program: Any, atol: float | None) -> list[OutputCheck]:
     """Every output of ``program`` vs eager on :data:`onnxport.hf.inputs.CHECK_SIZES`."""
     checks = []
     for sizes in hf_inputs.CHECK_SIZES:
         feeds = part.make_inputs(sizes)
         actual = program(**feeds)
         expected = eager(part.module, feeds)
-        checks += compare_outputs(
-            part.name, describe(feeds), part.output_names, actual, expected, atol
-        )
+        checks += compare_outputs((part.name, describe(feeds)), part.output_names, actual, expected, atol)
     return checks
 
 

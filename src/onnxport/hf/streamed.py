@@ -38,6 +38,7 @@ from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager
 from onnxport.program import _to_numpy, run_session
 
 SLICE_LAYERS = 2
+HALF_ATOL = 0.1
 SLICE_FOLDER = ".onnxport-slice"
 
 
@@ -178,7 +179,7 @@ def session(path: Path) -> Any:
 
 
 def _check_part(
-    part: hf_inputs.Component, path: Path, atol: float, label: str
+    part: hf_inputs.Component, path: Path, atol: float | None, label: str
 ) -> list[OutputCheck]:
     sess = session(path)
     names = [i.name for i in sess.get_inputs()]
@@ -189,11 +190,11 @@ def _check_part(
         arrays = {n: _to_numpy(t) for n, t in zip(names, leaves, strict=True)}
         actual = run_session(sess, arrays)
         expected = eager(part.module, feeds)
-        checks += compare_outputs(label, describe(feeds), part.output_names, actual, expected, atol)
+        checks += compare_outputs((label, describe(feeds)), part.output_names, actual, expected, atol)
     return checks
 
 
-def _validate(spec: _Spec, staging: Path, atol: float, memory_fraction: float) -> tuple[list[OutputCheck], str]:
+def _validate(spec: _Spec, staging: Path, atol: float | None, memory_fraction: float) -> tuple[list[OutputCheck], str]:
     """Validate the staged export in full or through a slice (see the module docstring)."""
     if spec.checkpoint.nbytes <= memory_fraction * available_memory():
         real = meta.materialize(meta.build(spec.config, spec.task.auto_class, spec.dtype), spec.checkpoint)
@@ -256,8 +257,10 @@ def export_streamed(
         destination: Output folder (must not exist or be empty; checked by the caller).
         opset_version: The ONNX opset (onnxport's default when ``None``).
         validate: Compare with eager PyTorch on fresh inputs.
-        atol: Validation tolerance (max abs difference); ``None``: 1e-4 for float32 checkpoints,
-            0.1 for bfloat16/float16 ones (half-precision rounding of logits of order 10).
+        atol: Validation tolerance: ``None``, onnxport's per-dtype table
+            (``verify/compare.py``), except :data:`HALF_ATOL` for bfloat16/float16 checkpoints
+            (eager CPU rounds every half op, onnxruntime computes them in float32); a number,
+            Optimum's max-abs-difference rule.
         memory_fraction: Validate the whole model when the checkpoint's bytes are at most this
             fraction of the available memory (``/proc/meminfo`` MemAvailable), else a 2-layer slice.
         progress: Receives the streaming progress (tensors and bytes).
@@ -277,8 +280,8 @@ def export_streamed(
     dtype = checkpoint.float_dtype()
     pooling = read_pooling(folder) if resolved.name == "feature-extraction" else None
     spec = _Spec(folder, config, resolved, checkpoint, dtype, pooling, opset_version)
-    if atol is None:
-        atol = 1e-4 if dtype in (None, torch.float32, torch.float64) else 0.1
+    if atol is None and dtype in (torch.bfloat16, torch.float16):
+        atol = HALF_ATOL
     model = meta.build(config, resolved.auto_class, dtype)
     meta.check(model, checkpoint)
     result = Streamed(resolved, model, checkpoint.nbytes, dtype)
@@ -302,7 +305,8 @@ def export_streamed(
             failed = [c for c in result.checks if not c.passed]
             if failed:
                 rows = "\n".join(
-                    f"  {c.component}/{c.output} ({c.inputs}): max abs diff {c.max_abs_diff:.3g} > {c.atol:g}"
+                    f"  {c.component}/{c.output} ({c.inputs}): "
+                    + (c.comparison.summary() if c.comparison is not None else f"max abs diff {c.max_abs_diff:.3g}")
                     for c in failed
                 )
                 raise VerificationError(

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import numpy as np
 import onnx_ir as ir
+from onnx.reference import ReferenceEvaluator
 
 from onnxport import weights
 
@@ -91,8 +92,6 @@ NOT_FOLDED = frozenset(
 def _reference(node: ir.Node | Any, values: list[np.ndarray | None]) -> np.ndarray:
     """Evaluate one node (or its serialized ``NodeProto``) with ``onnx.reference`` (its ONNX
     reference implementation)."""
-    from onnx.reference import ReferenceEvaluator
-
     proto = ir.serde.serialize_node(node) if isinstance(node, ir.Node) else node
     feeds = {name: v for name, v in zip(proto.input, values) if name and v is not None}
     try:

@@ -38,13 +38,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import onnx
 import onnx_ir as ir
 
 from onnxport.errors import MissingWeightsError, OnnxportError, SaveError
+from onnxport.runtime import PROTOBUF_LIMIT  # protobuf's 2 GiB limit
 from onnxport.weights.tensor import WeightTensor
 
-# Protobuf cannot serialize a message over 2 GiB; past this the weights go to external data.
-PROTOBUF_LIMIT = 2 * 1024**3
 # External data is chosen when the estimated protobuf exceeds this share of the limit.
 EXTERNAL_MARGIN = 0.9
 # Tensors of at most this many bytes stay inside the .onnx file (onnx_ir.save's default
@@ -154,8 +154,6 @@ def _pid_alive(pid: int) -> bool:
 
 def _referenced_locations(path: Path) -> set[str]:
     """External data locations the ONNX file at ``path`` points to (empty if none/unreadable)."""
-    import onnx  # only to read the previous file's graph, without its data
-
     if not path.is_file():
         return set()
     try:

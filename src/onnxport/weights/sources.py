@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from onnxport.errors import InputError, MissingWeightsError
 
@@ -49,8 +50,6 @@ INDEX_FILE = "model.safetensors.index.json"
 
 def is_fake(tensor: torch.Tensor) -> bool:
     """Whether ``tensor`` has no data: on the meta device, or a ``FakeTensor``."""
-    from torch._subclasses.fake_tensor import FakeTensor
-
     return tensor.is_meta or isinstance(tensor, FakeTensor)
 
 

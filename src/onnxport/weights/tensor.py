@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import onnx_ir as ir
+import torch
 
 from onnxport.errors import InputError
 from onnxport.weights.sources import MissingSource, Source
@@ -169,8 +170,6 @@ def _transpose_blocks(array: np.ndarray, perm: tuple[int, ...]) -> Iterator[np.n
     The copy runs in torch (multi-threaded, ~1.5x numpy's strided copy) on the bits viewed as a
     same-size integer type, so any dtype (bfloat16 included) moves unchanged.
     """
-    import torch  # torch's strided copy; numpy's ml_dtypes have no torch counterpart
-
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     if array.ndim == 0 or array.size == 0 or array.itemsize not in _SAME_SIZE_INT:
