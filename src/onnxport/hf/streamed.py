@@ -35,7 +35,7 @@ from onnxport.hf.checkpoint import Checkpoint, read_checkpoint
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager
-from onnxport.program import _to_numpy, run_session
+from onnxport.runtime import run_session, to_numpy
 
 SLICE_LAYERS = 2
 HALF_ATOL = 0.1
@@ -187,7 +187,7 @@ def _check_part(
     for sizes in hf_inputs.CHECK_SIZES:
         feeds = part.make_inputs(sizes)
         leaves = [t for t in torch.utils._pytree.tree_leaves(feeds) if isinstance(t, torch.Tensor)]
-        arrays = {n: _to_numpy(t) for n, t in zip(names, leaves, strict=True)}
+        arrays = {n: to_numpy(t) for n, t in zip(names, leaves, strict=True)}
         actual = run_session(sess, arrays)
         expected = eager(part.module, feeds)
         checks += compare_outputs((label, describe(feeds)), part.output_names, actual, expected, atol)
