@@ -15,6 +15,8 @@ from typing import Annotated, Any
 import onnx_ir as ir
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
 from rich.text import Text
 
 from onnxport import hf
@@ -308,15 +310,79 @@ def run_hf_export(folder: Path, task: str | None, output_dir: Path, opset: int |
     """
     out, err = consoles()
     progress = Progress(err)
+    label = f"exporting {folder} ({task or 'task from the architecture'})"
     try:
-        with progress.phase(f"exporting {folder} ({task or 'task from the architecture'})"):
-            result = hf.export(folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize)
+        if streams(folder):  # the model on the meta device, the checkpoint streamed to the output
+            with WeightBar(err, label) as bar:
+                result = hf.export(
+                    folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
+                    stream=True, progress=bar,
+                )
+        else:
+            with progress.phase(label):
+                result = hf.export(folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize)
     except HFError as e:
         fail(err, str(e), EXIT_USAGE)
     except OnnxportError as e:
         fail(err, str(e), EXIT_EXPORT_FAILED)
     for line in hf_summary_lines(result):
         out.print(line, markup=False, highlight=False)
+
+
+def streams(folder: Path) -> bool:
+    """True when the CLI takes :func:`onnxport.hf.export`'s streamed path (safetensors weights)."""
+    return folder.is_dir() and any(folder.glob("*.safetensors"))
+
+
+class WeightBar:
+    """A rich progress display for the streamed export: a spinner while the graph is exported,
+    then a bar over the tensors and bytes written, then the validation (implements
+    :class:`onnxport.hf.streamed.WeightProgress`). Off a terminal, one line per phase."""
+
+    def __init__(self, console: Console, label: str) -> None:
+        self.console = console
+        self.display = RichProgress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(binary_units=True),
+            TextColumn("{task.fields[tensors]}"),
+            TimeElapsedColumn(),
+            console=console,
+        )
+        self.task = self.display.add_task(label, total=None, tensors="")
+        self.label = label
+        self.count = self.done = 0
+
+    def __enter__(self) -> WeightBar:
+        if self.console.is_terminal:
+            self.display.start()
+        else:
+            self.console.print(f"{self.label}...", markup=False, highlight=False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.console.is_terminal:
+            self.display.stop()
+
+    def begin(self, count: int, nbytes: int) -> None:
+        self.count, self.done = count, 0
+        self.display.update(
+            self.task, description="streaming weights", total=nbytes, completed=0, tensors=f"0/{count} tensors"
+        )
+        if not self.console.is_terminal:
+            self.console.print(
+                f"streaming {count} tensors ({format_bytes(nbytes)}) into external data...",
+                markup=False, highlight=False,
+            )
+
+    def advance(self, name: str, nbytes: int) -> None:
+        self.done += 1
+        self.display.update(self.task, advance=nbytes, tensors=f"{self.done}/{self.count} tensors")
+        if self.done == self.count:
+            self.display.update(self.task, description="validating against eager")
+            if not self.console.is_terminal:
+                self.console.print("validating against eager...", markup=False, highlight=False)
 
 
 def hf_summary_lines(result: Any) -> list[str]:
@@ -351,6 +417,19 @@ def hf_summary_lines(result: Any) -> list[str]:
                 )
                 for c in result.checks
             ]
+        )
+    streamed = result.streamed
+    if streamed is not None:
+        dtype = str(streamed.dtype).removeprefix("torch.")
+        lines.append(
+            f"Weights: streamed from the checkpoint ({format_bytes(streamed.weight_bytes)} written, "
+            f"checkpoint {format_bytes(streamed.checkpoint_bytes)}, {dtype}); validation: {streamed.validation}"
+            + (
+                " (the model is too large to run in memory: a 2-layer copy with those layers' real"
+                " weights was exported the same way and compared with eager)"
+                if streamed.validation.startswith("slice")
+                else ""
+            )
         )
     if result.output_dir is not None:
         lines.append(f"Output: {result.output_dir} ({', '.join(str(f) for f in result.files)})")

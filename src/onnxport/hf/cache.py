@@ -22,8 +22,16 @@ def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) ->
     Concat does not (all inputs must have the same rank); so the layer is initialized and then
     given the tensors directly.
     """
+    from transformers.cache_utils import DynamicLayer
+
     for layer, (key, value) in zip(cache.layers, past_key_values, strict=True):
-        layer.lazy_initialization(key, value)
+        if type(layer).lazy_initialization is DynamicLayer.lazy_initialization:
+            # What DynamicLayer.lazy_initialization sets, without its empty torch.tensor([]) on
+            # the key's device: on the meta device torch.export records it as a lifted constant
+            # plus an in-place detach_, which forces a full decomposition of the program.
+            layer.dtype, layer.device, layer.is_initialized = key.dtype, key.device, True
+        else:
+            layer.lazy_initialization(key, value)
         layer.keys, layer.values = key, value
         if hasattr(layer, "cumulative_length"):
             layer.cumulative_length = key.shape[-2]

@@ -15,7 +15,8 @@ from onnxport._export import export as export_program
 from onnxport.errors import HFError, VerificationError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import LoadedModel, from_model, load
-from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, eager
+from onnxport.hf.streamed import Streamed, WeightProgress, export_streamed
+from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, describe, eager
 
 
 @dataclasses.dataclass
@@ -30,6 +31,8 @@ class HFExport:
         output_dir: Where the files were written (``None`` when not saved).
         files: The files written, relative to ``output_dir``.
         seconds: Component name → export seconds.
+        streamed: For the large-model path (weights streamed from the checkpoint), its
+            :class:`onnxport.hf.streamed.Streamed` (checkpoint bytes, dtype, validation kind).
     """
 
     task: str
@@ -39,6 +42,7 @@ class HFExport:
     output_dir: Path | None = None
     files: list[Path] = dataclasses.field(default_factory=list)
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    streamed: Streamed | None = None
 
     @property
     def passed(self) -> bool:
@@ -55,6 +59,9 @@ def export(
     validate: bool = True,
     atol: float | None = DEFAULT_ATOL,
     optimize: bool = True,
+    stream: bool | None = None,
+    memory_fraction: float = 1 / 3,
+    progress: WeightProgress | None = None,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -73,6 +80,14 @@ def export(
         atol: ``None``: onnxport's tolerance table per dtype (``verify/compare.py``); a number:
             Optimum's rule, max abs difference ≤ ``atol``.
         optimize: Run onnxport's graph passes.
+        stream: Build the model on the meta device and stream the checkpoint's tensors into the
+            output (:mod:`onnxport.hf.streamed`): memory does not grow with the model; needs a
+            folder with safetensors weights and an ``output_dir``. ``HFExport.model`` is then the
+            meta-device model. ``None`` (the default) is ``False``; ``onnxport export --hf``
+            streams whenever the folder has safetensors weights.
+        memory_fraction: Streamed path: validate the whole model when the checkpoint takes at most
+            this fraction of the available memory, else a 2-layer slice with its real weights.
+        progress: Streamed path: receives the tensors/bytes written (``begin``/``advance``).
 
     Returns:
         An :class:`HFExport` with the programs, the validation rows and the files written.
@@ -87,6 +102,24 @@ def export(
             "with_past=False is not supported: the cache model also runs the first step (empty past)."
         )
     destination = _check_output_dir(output_dir) if output_dir is not None else None
+    if stream:
+        if not isinstance(model_or_folder, (str, Path)) or destination is None:
+            raise HFError("stream=True needs a model folder and an output_dir to stream into.")
+        done = export_streamed(
+            Path(model_or_folder),
+            task,
+            destination,
+            opset_version=opset_version,
+            validate=validate,
+            atol=atol,
+            memory_fraction=memory_fraction,
+            progress=progress,
+            optimize=optimize,
+        )
+        return HFExport(
+            done.task.name, done.model, done.programs, done.checks, destination, done.files,
+            done.seconds, done,
+        )
     if isinstance(model_or_folder, (str, Path)):
         loaded = load(Path(model_or_folder), task)
     elif isinstance(model_or_folder, torch.nn.Module):
@@ -139,16 +172,6 @@ def validate_component(part: hf_inputs.Component, program: Any, atol: float | No
         expected = eager(part.module, feeds)
         checks += compare_outputs((part.name, describe(feeds)), part.output_names, actual, expected, atol)
     return checks
-
-
-def describe(feeds: dict[str, Any]) -> str:
-    """``input_ids 3x5, past 0``: the first input's shape and the past length (cache models)."""
-    name, first = next(iter(feeds.items()))
-    text = f"{name} {'x'.join(str(d) for d in first.shape)}"
-    past = feeds.get("past_key_values")
-    if past:
-        text += f", past {past[0][0].shape[2]}"
-    return text
 
 
 def _check_output_dir(output_dir: str | Path) -> Path:
