@@ -207,6 +207,15 @@ def export_command(
             show_default=False,
         ),
     ] = None,
+    layout: Annotated[
+        str,
+        typer.Option(
+            "--layout",
+            metavar="LAYOUT",
+            help="With --hf: hub (config and tokenizer at the root, graphs under onnx/, as "
+            "transformers.js and Optimum expect) or flat (one folder).",
+        ),
+    ] = "hub",
 ) -> None:
     """Export a PyTorch model to ONNX.
 
@@ -244,7 +253,7 @@ def export_command(
     if hf is not None or spec is None:
         from onnxport.cli_hf import hf_command
 
-        return hf_command(spec, hf, task, output, opset, optimize, verify)
+        return hf_command(spec, hf, task, output, opset, optimize, verify, layout=layout)
     try:
         parsed_dynamic = parse_dynamic_options(dynamic or [])
     except SpecError as e:

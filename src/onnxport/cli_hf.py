@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from onnxport.hf.layout import model_path, usage_lines
+
 EXIT_EXPORT_FAILED = 1
 EXIT_USAGE = 2
 
@@ -26,6 +28,8 @@ def run_hf_export(
     optimize: bool,
     out: Console,
     err: Console,
+    *,
+    layout: str = "hub",
 ) -> None:
     """Export ``folder`` for ``task`` into ``output_dir`` and print the summary.
 
@@ -41,7 +45,12 @@ def run_hf_export(
     try:
         with progress.phase(f"exporting {folder} ({task or 'task from the architecture'})"):
             result = onnxport.hf.export(
-                folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize
+                folder,
+                task,
+                opset_version=opset,
+                output_dir=output_dir,
+                optimize=optimize,
+                layout=layout,
             )
     except HFError as e:
         _fail(err, str(e), EXIT_USAGE)
@@ -59,7 +68,7 @@ def summary_lines(result: Any) -> list[str]:
     for name, program in result.programs.items():
         graph = program.model.graph
         lines += [
-            f"{name}.onnx ({result.seconds.get(name, 0.0):.1f} s, opset "
+            f"{model_path(name, result.layout)} ({result.seconds.get(name, 0.0):.1f} s, opset "
             f"{program.model.opset_imports.get('', '?')}, {len(graph)} nodes)",
             "  Inputs:",
             *_table(_value_rows(graph.inputs), indent="    "),
@@ -86,6 +95,8 @@ def summary_lines(result: Any) -> list[str]:
         )
     if result.output_dir is not None:
         lines.append(f"Output: {result.output_dir} ({', '.join(str(f) for f in result.files)})")
+        genai = any(f.name == "genai_config.json" for f in result.files)
+        lines += usage_lines(result.output_dir, result.task, result.layout, genai)
     return lines
 
 
@@ -102,6 +113,8 @@ def hf_command(
     opset: int | None,
     optimize: bool,
     verify: bool,
+    *,
+    layout: str = "hub",
 ) -> None:
     """The ``export`` command with ``--hf`` (called by :func:`onnxport.cli.export_command`)."""
     if folder is None:
@@ -113,4 +126,4 @@ def hf_command(
     del verify  # --hf always validates every output on fresh inputs
     out = Console(soft_wrap=True, highlight=False)
     err = Console(stderr=True, soft_wrap=True, highlight=False)
-    run_hf_export(folder, task, output, opset, optimize, out, err)
+    run_hf_export(folder, task, output, opset, optimize, out, err, layout=layout)

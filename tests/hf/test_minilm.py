@@ -31,7 +31,7 @@ def test_minilm_cli_sentence_embeddings(tmp_path: pathlib.Path) -> None:
     assert "Validation (onnxruntime vs eager on fresh inputs" in result.output
     assert "sentence_embedding" in result.output and "FAIL" not in result.output
     for name in (
-        "model.onnx",
+        "onnx/model.onnx",
         "config.json",
         "tokenizer.json",
         "vocab.txt",
@@ -41,7 +41,7 @@ def test_minilm_cli_sentence_embeddings(tmp_path: pathlib.Path) -> None:
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(out)
     batch = tokenizer(SENTENCES, padding=True, return_tensors="np")
-    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(out / "onnx" / "model.onnx"), providers=["CPUExecutionProvider"])
     hidden, embedding = session.run(None, dict(batch))
 
     model = transformers.AutoModel.from_pretrained(FOLDER).eval()
