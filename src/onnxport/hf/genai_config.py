@@ -29,6 +29,11 @@ _PAST_KEY = "past_key_values.%d.key"
 _PAST_VALUE = "past_key_values.%d.value"
 _PRESENT_KEY = "present.%d.key"
 _PRESENT_VALUE = "present.%d.value"
+# Model types onnxruntime-genai 0.18 runs as a plain decoder (separate key/value cache tensors named
+# as onnxport names them); checked with bench/clients/genai.py. Others get genai's generic type
+# "decoder": "gpt2" there means a combined "past_%d" cache, "opt" is unknown to it.
+GENAI_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma"})
+GENERIC_TYPE = "decoder"
 # generation_config.json keys → genai "search" keys with transformers' defaults (GenerationConfig).
 _SEARCH_DEFAULTS: dict[str, Any] = {
     "diversity_penalty": 0.0,
@@ -117,11 +122,17 @@ def genai_config(
             },
             "eos_token_id": merged.get("eos_token_id"),
             "pad_token_id": _pad_token(merged),
-            "type": str(config.get("model_type", "")),
+            "type": genai_type(str(config.get("model_type", ""))),
             "vocab_size": _get(config, "vocab_size"),
         },
         "search": dict(sorted(search.items())),
     }
+
+
+def genai_type(model_type: str) -> str:
+    """The ``model.type`` of ``genai_config.json``: the transformers ``model_type`` when
+    onnxruntime-genai runs it as a plain decoder (:data:`GENAI_TYPES`), else ``"decoder"``."""
+    return model_type if model_type in GENAI_TYPES else GENERIC_TYPE
 
 
 def write_genai_config(folder: Path, content: Mapping[str, Any]) -> Path:
