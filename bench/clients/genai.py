@@ -76,7 +76,9 @@ def main(names: list[str]) -> int:
             actual, expected = check(name, pathlib.Path(tmp))
             same = actual == expected
             failed += not same
-            print(f"{name}: {len(actual)} greedy tokens {'equal to' if same else 'DIFFERENT from'} transformers.generate")
+            print(
+                f"{name}: {len(actual)} greedy tokens {'equal to' if same else 'DIFFERENT from'} transformers.generate"
+            )
             if not same:
                 print(f"  genai:        {actual}\n  transformers: {expected}")
     return 1 if failed else 0

@@ -33,7 +33,16 @@ SENTENCES = [
     "A sentence embedding is the mean of the token states.",
     "Short one.",
 ]
-SHOWN = ("SkipLayerNormalization", "BiasGelu", "Gelu", "FastGelu", "LayerNormalization", "Attention", "MultiHeadAttention", "EmbedLayerNormalization")
+SHOWN = (
+    "SkipLayerNormalization",
+    "BiasGelu",
+    "Gelu",
+    "FastGelu",
+    "LayerNormalization",
+    "Attention",
+    "MultiHeadAttention",
+    "EmbedLayerNormalization",
+)
 
 
 def minilm_folder() -> pathlib.Path:
@@ -63,20 +72,32 @@ def measure(opset: int, with_torch_onnx: bool, work: pathlib.Path) -> list[dict[
 
     folder = minilm_folder()
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    feeds = {k: v.astype(np.int64) for k, v in tokenizer(SENTENCES, padding=True, return_tensors="np").items()}
+    feeds = {
+        k: v.astype(np.int64)
+        for k, v in tokenizer(SENTENCES, padding=True, return_tensors="np").items()
+    }
     model = transformers.AutoModel.from_pretrained(folder).eval()
     with torch.no_grad():
-        expected = model(**{k: torch.from_numpy(v) for k, v in feeds.items()}).last_hidden_state.numpy()
+        expected = model(
+            **{k: torch.from_numpy(v) for k, v in feeds.items()}
+        ).last_hidden_state.numpy()
     rows = []
-    onnxport.hf.export(folder, "feature-extraction", opset_version=opset, output_dir=work / f"onnxport{opset}")
+    onnxport.hf.export(
+        folder, "feature-extraction", opset_version=opset, output_dir=work / f"onnxport{opset}"
+    )
     sources = [("onnxport", work / f"onnxport{opset}" / "onnx" / "model.onnx")]
     if with_torch_onnx:
         path = work / f"torch_onnx{opset}.onnx"
         dims = {"input_ids": {0: "batch_size", 1: "sequence_length"}}
         dims |= {"attention_mask": dims["input_ids"], "token_type_ids": dims["input_ids"]}
         torch.onnx.export(
-            model, (), str(path), kwargs={k: torch.from_numpy(v) for k, v in feeds.items()},
-            dynamic_shapes=dims, opset_version=opset, dynamo=True,
+            model,
+            (),
+            str(path),
+            kwargs={k: torch.from_numpy(v) for k, v in feeds.items()},
+            dynamic_shapes=dims,
+            opset_version=opset,
+            dynamo=True,
         )
         sources.append(("torch.onnx", path))
     for exporter, path in sources:
@@ -86,26 +107,50 @@ def measure(opset: int, with_torch_onnx: bool, work: pathlib.Path) -> list[dict[
             diff = float(np.abs(run_hidden(optimized, feeds) - expected).max())
         except Exception as e:  # report and continue with the next row
             fused, diff = {"error": f"{type(e).__name__}: {str(e)[:100]}"}, float("nan")
-        rows.append({"opset": opset, "exporter": exporter, "fused": fused, "max_abs_diff": diff,
-                     "unoptimized_diff": float(np.abs(run_hidden(path, feeds) - expected).max())})
+        rows.append(
+            {
+                "opset": opset,
+                "exporter": exporter,
+                "fused": fused,
+                "max_abs_diff": diff,
+                "unoptimized_diff": float(np.abs(run_hidden(path, feeds) - expected).max()),
+            }
+        )
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--opsets", type=int, nargs="+", default=[18, 19, 20, 21, 22, 23])
-    parser.add_argument("--torch-onnx", type=int, nargs="*", default=[18], help="opsets also exported with torch.onnx")
+    parser.add_argument(
+        "--torch-onnx",
+        type=int,
+        nargs="*",
+        default=[18],
+        help="opsets also exported with torch.onnx",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     logging.getLogger("onnxruntime.transformers").setLevel(logging.ERROR)
     print(f"onnxruntime {ort.__version__}, torch {torch.__version__}")
-    print("| opset | exporter | fusions (optimize_model, model_type=bert) | max abs diff vs eager (optimized / as exported) |")
+    print(
+        "| opset | exporter | fusions (optimize_model, model_type=bert) | max abs diff vs eager (optimized / as exported) |"
+    )
     print("|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for opset in args.opsets:
             for row in measure(opset, opset in args.torch_onnx, pathlib.Path(tmp)):
-                fused = ", ".join(f"{k} {v}" for k, v in sorted(row["fused"].items(), key=lambda kv: SHOWN.index(kv[0]) if kv[0] in SHOWN else 99))
-                print(f"| {row['opset']} | {row['exporter']} | {fused or 'none'} | {row['max_abs_diff']:.2e} / {row['unoptimized_diff']:.2e} |", flush=True)
+                fused = ", ".join(
+                    f"{k} {v}"
+                    for k, v in sorted(
+                        row["fused"].items(),
+                        key=lambda kv: SHOWN.index(kv[0]) if kv[0] in SHOWN else 99,
+                    )
+                )
+                print(
+                    f"| {row['opset']} | {row['exporter']} | {fused or 'none'} | {row['max_abs_diff']:.2e} / {row['unoptimized_diff']:.2e} |",
+                    flush=True,
+                )
     return 0
 
 

@@ -105,7 +105,15 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
     script = scratch / "transformers_js_check.mjs"
     shutil.copy(HERE / "transformers_js_check.mjs", script)
     subprocess.run(
-        ["node", script.name, str(work), "minilm", "llama", str(work / "request.json"), str(work / "result.json")],
+        [
+            "node",
+            script.name,
+            str(work),
+            "minilm",
+            "llama",
+            str(work / "request.json"),
+            str(work / "result.json"),
+        ],
         cwd=scratch,
         check=True,
     )
@@ -140,13 +148,21 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with tempfile.TemporaryDirectory() as tmp:
         figures = run(args.scratch, pathlib.Path(tmp))
-    print(f"transformers.js {PACKAGE.rsplit('@', 1)[1]}, node {subprocess.check_output(['node', '--version'], text=True).strip()}")
-    print(f"feature-extraction (all-MiniLM-L6-v2): embeddings {figures['embedding_shape']}, min cosine to PyTorch {figures['min_cosine']:.7f}")
-    print(f"text-generation (tiny Llama): {figures['new_tokens']} greedy tokens, batch 2, left padding: "
-          f"{'equal to' if figures['tokens_equal'] else 'DIFFERENT from'} transformers.generate")
+    print(
+        f"transformers.js {PACKAGE.rsplit('@', 1)[1]}, node {subprocess.check_output(['node', '--version'], text=True).strip()}"
+    )
+    print(
+        f"feature-extraction (all-MiniLM-L6-v2): embeddings {figures['embedding_shape']}, min cosine to PyTorch {figures['min_cosine']:.7f}"
+    )
+    print(
+        f"text-generation (tiny Llama): {figures['new_tokens']} greedy tokens, batch 2, left padding: "
+        f"{'equal to' if figures['tokens_equal'] else 'DIFFERENT from'} transformers.generate"
+    )
     ok = figures["min_cosine"] >= 0.99999 and figures["tokens_equal"]
     if not figures["tokens_equal"]:
-        print("  transformers.js:", figures["generated"], "\n  transformers:   ", figures["reference"])
+        print(
+            "  transformers.js:", figures["generated"], "\n  transformers:   ", figures["reference"]
+        )
     return 0 if ok else 1
 
 

@@ -118,7 +118,9 @@ class Model:
         self.tokenizer = tokenizer
         self.input_names = [i.name for i in session.get_inputs()]
         self.output_names = [o.name for o in session.get_outputs()]
-        self.config = _read_json(folder / "config.json") if (folder / "config.json").is_file() else {}
+        self.config = (
+            _read_json(folder / "config.json") if (folder / "config.json").is_file() else {}
+        )
         generation = folder / "generation_config.json"
         self.generation_config = _read_json(generation) if generation.is_file() else {}
         self.pooling = read_pooling(folder)
@@ -138,7 +140,10 @@ class Model:
         """
         single = isinstance(sentences, str)
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
-        if "sentence_embedding" not in self.output_names and "last_hidden_state" not in self.output_names:
+        if (
+            "sentence_embedding" not in self.output_names
+            and "last_hidden_state" not in self.output_names
+        ):
             raise InputError(
                 f"{self.folder}: the graph has no last_hidden_state or sentence_embedding output; "
                 "encode() needs a feature-extraction export (--task feature-extraction)."
@@ -161,13 +166,18 @@ class Model:
             if "sentence_embedding" in outputs:
                 chunks.append(outputs["sentence_embedding"].astype(np.float32))
             else:
-                chunks.append(pool(outputs["last_hidden_state"], feeds["attention_mask"], self.pooling))
+                chunks.append(
+                    pool(outputs["last_hidden_state"], feeds["attention_mask"], self.pooling)
+                )
         embeddings = np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)
         return embeddings[0] if single else embeddings
 
     # -- text generation ---------------------------------------------------------------------
     def generate(
-        self, prompt: str | Sequence[str], max_new_tokens: int = 20, sampling: Sampling | None = None
+        self,
+        prompt: str | Sequence[str],
+        max_new_tokens: int = 20,
+        sampling: Sampling | None = None,
     ) -> str | list[str]:
         """Continue ``prompt`` (one string or a batch, left-padded) by up to ``max_new_tokens``.
 
@@ -187,7 +197,9 @@ class Model:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         sequences = self.generate_ids(ids, mask, max_new_tokens, sampling)
-        texts = tokenizer.decode_batch(sequences[:, ids.shape[1] :].tolist(), skip_special_tokens=True)
+        texts = tokenizer.decode_batch(
+            sequences[:, ids.shape[1] :].tolist(), skip_special_tokens=True
+        )
         return texts[0] if single else texts
 
     def generate_ids(
@@ -216,7 +228,11 @@ class Model:
         """
         sampling = sampling or Sampling()
         ids = np.asarray(input_ids, dtype=np.int64)
-        mask = np.ones_like(ids) if attention_mask is None else np.asarray(attention_mask, dtype=np.int64)
+        mask = (
+            np.ones_like(ids)
+            if attention_mask is None
+            else np.asarray(attention_mask, dtype=np.int64)
+        )
         if ids.ndim != 2 or mask.shape != ids.shape:
             raise InputError(
                 f"input_ids must be (batch, prompt) and attention_mask the same shape; got "

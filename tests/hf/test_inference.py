@@ -76,7 +76,9 @@ def test_generate_text_equals_transformers(llama: tuple[torch.nn.Module, Path]) 
     batch = tokenizer(prompts, padding=True, return_tensors="pt")
     with torch.no_grad():
         expected = model.generate(**batch, max_new_tokens=12, do_sample=False)
-    texts = tokenizer.batch_decode(expected[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+    texts = tokenizer.batch_decode(
+        expected[:, batch["input_ids"].shape[1] :], skip_special_tokens=True
+    )
     runner = onnxport.inference.load(out)
     assert runner.generate(prompts, max_new_tokens=12) == texts
     assert runner.generate(prompts[0], max_new_tokens=12) == texts[0] != ""
@@ -88,7 +90,9 @@ def test_sampling_top_k_1_is_greedy_and_seeded(llama: tuple[torch.nn.Module, Pat
     ids = np.array([[1, 5, 17, 42]], dtype=np.int64)
     greedy = runner.generate_ids(ids, max_new_tokens=10)
     top1 = onnxport.inference.Sampling(do_sample=True, top_k=1, seed=0)
-    np.testing.assert_array_equal(runner.generate_ids(ids, max_new_tokens=10, sampling=top1), greedy)
+    np.testing.assert_array_equal(
+        runner.generate_ids(ids, max_new_tokens=10, sampling=top1), greedy
+    )
     hot = onnxport.inference.Sampling(do_sample=True, temperature=5.0, top_k=0, seed=3)
     first = runner.generate_ids(ids, max_new_tokens=10, sampling=hot)
     np.testing.assert_array_equal(runner.generate_ids(ids, max_new_tokens=10, sampling=hot), first)
@@ -102,7 +106,11 @@ def test_genai_config_of_the_export(llama: tuple[torch.nn.Module, Path]) -> None
     decoder = content["model"]["decoder"]
     assert decoder["filename"] == "onnx/model.onnx" and (out / decoder["filename"]).is_file()
     assert (decoder["num_hidden_layers"], decoder["num_attention_heads"]) == (2, 4)
-    assert (decoder["num_key_value_heads"], decoder["head_size"], decoder["hidden_size"]) == (2, 8, 32)
+    assert (decoder["num_key_value_heads"], decoder["head_size"], decoder["hidden_size"]) == (
+        2,
+        8,
+        32,
+    )
     assert decoder["inputs"]["past_key_names"] == "past_key_values.%d.key"
     assert decoder["outputs"]["present_value_names"] == "present.%d.value"
     assert content["model"]["type"] == "llama" and content["model"]["vocab_size"] == VOCAB

@@ -18,14 +18,14 @@ SEQUENCE = "sequence_length"
 PAST_SEQUENCE = "past_sequence_length"
 TOTAL_SEQUENCE = "total_sequence_length"  # past_sequence_length + sequence_length
 ENCODER_SEQUENCE = "encoder_sequence_length"
-NUM_CHANNELS = "num_channels"  # Optimum's name; onnxport keeps the channel count fixed (conv weights)
+NUM_CHANNELS = (
+    "num_channels"  # Optimum's name; onnxport keeps the channel count fixed (conv weights)
+)
 HEIGHT = "height"
 WIDTH = "width"
 
 # How torch.export spells the grown cache length of ``present.*`` (a sympy sum of the two dims).
-_TOTAL_SPELLINGS = frozenset(
-    {f"{PAST_SEQUENCE} + {SEQUENCE}", f"{SEQUENCE} + {PAST_SEQUENCE}"}
-)
+_TOTAL_SPELLINGS = frozenset({f"{PAST_SEQUENCE} + {SEQUENCE}", f"{SEQUENCE} + {PAST_SEQUENCE}"})
 
 
 def name_total_sequence(model: ir.Model) -> int:

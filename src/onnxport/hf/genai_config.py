@@ -77,24 +77,34 @@ def genai_config(
         HFError: The graph has no ``past_key_values.0.key`` input with a static head count and
             head size, or the config lacks ``vocab_size``/``hidden_size``/``num_attention_heads``.
     """
-    inputs = {v.name: v for v in decoder.graph.inputs}
-    outputs = {v.name for v in decoder.graph.outputs}
+    inputs = {str(v.name): v for v in decoder.graph.inputs}
+    outputs = {str(v.name) for v in decoder.graph.outputs}
     past = inputs.get("past_key_values.0.key")
     if past is None or past.shape is None or len(past.shape) != 4:
         raise HFError("genai_config.json needs a decoder graph with past_key_values.0.key inputs.")
     kv_heads, head_size = past.shape[1], past.shape[3]
     if not isinstance(kv_heads, int) or not isinstance(head_size, int):
-        raise HFError(f"past_key_values.0.key has shape {past.shape}; heads and head size must be fixed.")
-    layers = sum(1 for name in inputs if name.startswith("past_key_values.") and name.endswith(".key"))
+        raise HFError(
+            f"past_key_values.0.key has shape {past.shape}; heads and head size must be fixed."
+        )
+    layers = sum(
+        1 for name in inputs if name.startswith("past_key_values.") and name.endswith(".key")
+    )
     merged = {**config, **{k: v for k, v in (generation or {}).items() if v is not None}}
-    missing = [k for k in ("vocab_size", "hidden_size", "num_attention_heads") if _get(config, k) is None]
+    missing = [
+        k for k in ("vocab_size", "hidden_size", "num_attention_heads") if _get(config, k) is None
+    ]
     if missing:
         raise HFError(f"config.json lacks {', '.join(missing)}; cannot write {FILE_NAME}.")
     context = _get(config, "max_position_embeddings") or _get(config, "n_ctx") or 2048
-    decoder_inputs = {name: name for name in ("input_ids", "attention_mask", "position_ids") if name in inputs}
+    decoder_inputs: dict[str, str] = {
+        name: name for name in ("input_ids", "attention_mask", "position_ids") if name in inputs
+    }
     decoder_inputs |= {"past_key_names": _PAST_KEY, "past_value_names": _PAST_VALUE}
     search = {key: merged.get(key, default) for key, default in _SEARCH_DEFAULTS.items()}
-    search = {k: (default if search[k] is None else search[k]) for k, default in _SEARCH_DEFAULTS.items()}
+    search = {
+        k: (default if search[k] is None else search[k]) for k, default in _SEARCH_DEFAULTS.items()
+    }
     search |= {
         "early_stopping": True,
         "max_length": int(context),

@@ -63,7 +63,11 @@ def find_model(folder: Path, component: str = "model") -> Path:
 def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
     """How to load ``folder`` in Python (onnxport.inference, onnxruntime), node (transformers.js)
     and onnxruntime-genai; one string per line, for the CLI summary."""
-    main = "encoder_model" if task in ("text2text-generation", "automatic-speech-recognition") else "model"
+    main = (
+        "encoder_model"
+        if task in ("text2text-generation", "automatic-speech-recognition")
+        else "model"
+    )
     graph = folder / model_path(main, layout)
     lines = ["Load it:", f"  Python (onnxruntime): onnxruntime.InferenceSession({str(graph)!r})"]
     if task == "feature-extraction":
