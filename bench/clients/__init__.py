@@ -1,1 +1,0 @@
-"""Checks that real runtimes load onnxport's export folders with no edits (issue 15)."""
