@@ -90,6 +90,7 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
         lines.append("  node (transformers.js): needs the hub layout (export with --layout hub)")
     if genai:
         lines.append(
-            f"  onnxruntime-genai: og.Generator(og.Model({str(folder)!r}), og.GeneratorParams(model))"
+            f"  onnxruntime-genai: model = og.Model({str(folder)!r}); "
+            "generator = og.Generator(model, og.GeneratorParams(model))"
         )
     return lines
