@@ -11,8 +11,9 @@
   greedy or sampled decoding as transformers' ``generate`` does it (positions from the attention
   mask, left padding, finished rows padded).
 
-Only numpy, onnxruntime and tokenizers run here (no torch, no transformers), since Optimum's and
-sentence-transformers' ONNX backends do not install next to transformers 5 (issue 15).
+The work is done by numpy, onnxruntime and tokenizers; transformers is not imported (torch is,
+by the onnxport package, but not used here), since Optimum's and sentence-transformers' ONNX
+backends do not install next to transformers 5 (issue 15).
 """
 
 from __future__ import annotations
