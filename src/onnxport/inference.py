@@ -27,6 +27,11 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort  # a hard dependency of onnxport
 
+try:  # optional dependency (extras hf, inference): needed once a tokenizer.json is read
+    import tokenizers
+except ImportError:  # pragma: no cover - installed with the hf extra
+    tokenizers = None  # type: ignore[assignment]
+
 from onnxport.errors import InputError, OnnxportError
 from onnxport.hf.layout import find_model
 
@@ -368,10 +373,12 @@ def load(folder: str | Path, providers: Sequence[str] = ("CPUExecutionProvider",
         raise InferenceError(f"onnxruntime could not load {graph}: {e}") from e
     tokenizer = None
     if (path / "tokenizer.json").is_file():
-        from tokenizers import Tokenizer  # optional dependency (extras hf, inference), heavy import
-
+        if tokenizers is None:
+            raise InputError(
+                f"{path / 'tokenizer.json'} needs the tokenizers library: pip install 'onnxport[inference]'."
+            )
         try:
-            tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+            tokenizer = tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))
         except Exception as e:  # tokenizers raises its own Exception type
             raise InferenceError(f"tokenizers could not read {path / 'tokenizer.json'}: {e}") from e
     return Model(path, session, tokenizer)
