@@ -33,6 +33,7 @@ from onnxport.cli._common import (
 )
 from onnxport.cli.spec import LoadedSpec, SpecError, apply_dynamic, load_spec, parse_dynamic_options
 from onnxport.errors import HFError, OnnxportError, SaveError
+from onnxport.hf.layout import DEFAULT_LAYOUT, model_path, usage_lines
 from onnxport.runtime import initializer_bytes
 
 
@@ -141,6 +142,15 @@ def export_command(
             show_default=False,
         ),
     ] = None,
+    layout: Annotated[
+        str,
+        typer.Option(
+            "--layout",
+            metavar="LAYOUT",
+            help="With --hf: hub (config and tokenizer at the root, graphs under onnx/, as "
+            "transformers.js and Optimum expect) or flat (one folder).",
+        ),
+    ] = "hub",
 ) -> None:
     """Export a PyTorch model to ONNX.
 
@@ -176,7 +186,7 @@ def export_command(
     folder = hf if hf is not None else (Path(spec) if spec is not None and Path(spec).is_dir() else None)
     if folder is not None:
         _check_hf_options(spec if hf is not None else None, dynamic, report, external_data)
-        return run_hf_export(folder, task, output, opset, optimize)
+        return run_hf_export(folder, task, output, opset, optimize, layout=layout)
     if spec is None:
         raise typer.BadParameter("give a SPEC or --hf FOLDER.", param_hint="'SPEC'")
     try:
@@ -300,7 +310,15 @@ def print_summary(out: Console, program: Any, loaded: LoadedSpec, options: Comma
 
 
 # -- Hugging Face folder ------------------------------------------------------------------------
-def run_hf_export(folder: Path, task: str | None, output_dir: Path, opset: int | None, optimize: bool) -> None:
+def run_hf_export(
+    folder: Path,
+    task: str | None,
+    output_dir: Path,
+    opset: int | None,
+    optimize: bool,
+    *,
+    layout: str = DEFAULT_LAYOUT,
+) -> None:
     """Export ``folder`` for ``task`` into ``output_dir`` with :func:`onnxport.hf.export` (which
     validates every output on fresh inputs) and print the summary.
 
@@ -316,11 +334,13 @@ def run_hf_export(folder: Path, task: str | None, output_dir: Path, opset: int |
             with WeightBar(err, label) as bar:
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
-                    stream=True, progress=bar,
+                    stream=True, progress=bar, layout=layout,
                 )
         else:
             with progress.phase(label):
-                result = hf.export(folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize)
+                result = hf.export(
+                    folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize, layout=layout
+                )
     except HFError as e:
         fail(err, str(e), EXIT_USAGE)
     except OnnxportError as e:
@@ -391,7 +411,7 @@ def hf_summary_lines(result: Any) -> list[str]:
     for name, program in result.programs.items():
         graph = program.model.graph
         lines += [
-            f"{name}.onnx ({result.seconds.get(name, 0.0):.1f} s, opset "
+            f"{model_path(name, result.layout)} ({result.seconds.get(name, 0.0):.1f} s, opset "
             f"{program.model.opset_imports.get('', '?')}, {len(graph)} nodes)",
             "  Inputs:",
             *text_table(value_rows(graph.inputs), indent="    "),
@@ -433,6 +453,8 @@ def hf_summary_lines(result: Any) -> list[str]:
         )
     if result.output_dir is not None:
         lines.append(f"Output: {result.output_dir} ({', '.join(str(f) for f in result.files)})")
+        genai = any(f.name == "genai_config.json" for f in result.files)
+        lines += usage_lines(result.output_dir, result.task, result.layout, genai)
     return lines
 
 

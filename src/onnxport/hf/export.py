@@ -14,6 +14,9 @@ import torch
 from onnxport._export import export as export_program
 from onnxport.errors import HFError, VerificationError
 from onnxport.hf import inputs as hf_inputs
+from onnxport.hf import layout as hf_layout
+from onnxport.hf.dims import name_total_sequence
+from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
 from onnxport.hf.streamed import Streamed, WeightProgress, export_streamed
 from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, describe, eager
@@ -33,6 +36,7 @@ class HFExport:
         seconds: Component name → export seconds.
         streamed: For the large-model path (weights streamed from the checkpoint), its
             :class:`onnxport.hf.streamed.Streamed` (checkpoint bytes, dtype, validation kind).
+        layout: ``hub`` (graphs under ``onnx/``) or ``flat`` (:mod:`onnxport.hf.layout`).
     """
 
     task: str
@@ -43,6 +47,7 @@ class HFExport:
     files: list[Path] = dataclasses.field(default_factory=list)
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     streamed: Streamed | None = None
+    layout: str = hf_layout.DEFAULT_LAYOUT
 
     @property
     def passed(self) -> bool:
@@ -62,6 +67,7 @@ def export(
     stream: bool | None = None,
     memory_fraction: float = 1 / 3,
     progress: WeightProgress | None = None,
+    layout: str = hf_layout.DEFAULT_LAYOUT,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -88,6 +94,10 @@ def export(
         memory_fraction: Streamed path: validate the whole model when the checkpoint takes at most
             this fraction of the available memory, else a 2-layer slice with its real weights.
         progress: Streamed path: receives the tensors/bytes written (``begin``/``advance``).
+        layout: ``"hub"`` (default): config, tokenizer and ``genai_config.json`` at the root, the
+            graphs under ``onnx/`` (``model.onnx``; ``encoder_model.onnx`` +
+            ``decoder_model_merged.onnx``), as transformers.js and Optimum expect; ``"flat"``:
+            all in one folder. See :mod:`onnxport.hf.layout`.
 
     Returns:
         An :class:`HFExport` with the programs, the validation rows and the files written.
@@ -101,6 +111,7 @@ def export(
         raise HFError(
             "with_past=False is not supported: the cache model also runs the first step (empty past)."
         )
+    hf_layout.check_layout(layout)
     destination = _check_output_dir(output_dir) if output_dir is not None else None
     if stream:
         if not isinstance(model_or_folder, (str, Path)) or destination is None:
@@ -115,10 +126,11 @@ def export(
             memory_fraction=memory_fraction,
             progress=progress,
             optimize=optimize,
+            layout=layout,
         )
         return HFExport(
             done.task.name, done.model, done.programs, done.checks, destination, done.files,
-            done.seconds, done,
+            done.seconds, done, layout,
         )
     if isinstance(model_or_folder, (str, Path)):
         loaded = load(Path(model_or_folder), task)
@@ -128,11 +140,12 @@ def export(
         raise HFError(
             f"model_or_folder must be a folder path or a transformers model, not {type(model_or_folder).__name__}."
         )
-    result = HFExport(loaded.task.name, loaded.model, {}, [])
+    result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
     parts = hf_inputs.components(loaded)
     for part in parts:
         start = time.perf_counter()
         result.programs[part.name] = _export_component(part, opset_version, optimize)
+        name_total_sequence(result.programs[part.name].model)
         result.seconds[part.name] = time.perf_counter() - start
         if validate:
             result.checks += validate_component(part, result.programs[part.name], atol)
@@ -145,7 +158,7 @@ def export(
         )
         raise VerificationError(f"ONNX outputs differ from eager PyTorch on fresh inputs:\n{rows}")
     if destination is not None:
-        result.files = _write(destination, result.programs, loaded)
+        result.files = _write(destination, result.programs, loaded, layout)
         result.output_dir = destination
     return result
 
@@ -183,14 +196,18 @@ def _check_output_dir(output_dir: str | Path) -> Path:
     return path
 
 
-def _write(destination: Path, programs: dict[str, Any], loaded: LoadedModel) -> list[Path]:
+def _write(
+    destination: Path, programs: dict[str, Any], loaded: LoadedModel, layout: str
+) -> list[Path]:
     """Write into a temporary sibling folder, then move it into place: a failure leaves nothing."""
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
     try:
         files = []
         for name, program in programs.items():
-            program.save(staging / f"{name}.onnx")
-            files += sorted(p.relative_to(staging) for p in staging.glob(f"{name}.onnx*"))
+            path = staging / hf_layout.model_path(name, layout)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            program.save(path)
+            files += sorted(p.relative_to(staging) for p in path.parent.glob(f"{path.name}*"))
         if loaded.folder is not None:
             for rel in hf_inputs.folder_files(loaded.folder):
                 (staging / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -203,6 +220,8 @@ def _write(destination: Path, programs: dict[str, Any], loaded: LoadedModel) -> 
             if generation is not None:
                 generation.save_pretrained(staging)
                 files.append(Path("generation_config.json"))
+        if loaded.task.kind == "causal-lm":
+            files.append(_write_genai_config(staging, programs["model"], loaded, layout))
         if destination.exists():
             destination.rmdir()  # checked empty before the export
         staging.rename(destination)
@@ -210,3 +229,16 @@ def _write(destination: Path, programs: dict[str, Any], loaded: LoadedModel) -> 
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return files
+
+
+def _write_genai_config(folder: Path, program: Any, loaded: LoadedModel, layout: str) -> Path:
+    """``genai_config.json`` at the root of the export folder, naming the decoder by its path
+    relative to it (``onnx/model.onnx`` in the hub layout)."""
+    generation = getattr(loaded.model, "generation_config", None)
+    content = genai_config(
+        program.model,
+        loaded.model.config.to_dict(),
+        generation.to_dict() if generation is not None else None,
+        hf_layout.model_path("model", layout).as_posix(),
+    )
+    return write_genai_config(folder, content).relative_to(folder)
