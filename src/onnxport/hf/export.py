@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import tempfile
 import time
@@ -14,6 +15,7 @@ import torch
 from onnxport.errors import HFError, VerificationError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import LoadedModel, from_model, load
+from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, eager
 
 
@@ -29,6 +31,8 @@ class HFExport:
         output_dir: Where the files were written (``None`` when not saved).
         files: The files written, relative to ``output_dir``.
         seconds: Component name → export seconds.
+        quantization: Quantized weight name → ``{"rel_l2", "max_abs"}`` error of the dequantized
+            weight (filled when the weights are written).
     """
 
     task: str
@@ -38,6 +42,7 @@ class HFExport:
     output_dir: Path | None = None
     files: list[Path] = dataclasses.field(default_factory=list)
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    quantization: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -54,6 +59,8 @@ def export(
     validate: bool = True,
     atol: float = DEFAULT_ATOL,
     optimize: bool = True,
+    target: str | None = None,
+    quantize: str | QuantizeOptions | None = None,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -71,12 +78,19 @@ def export(
             and past length); a failure raises ``VerificationError`` and writes nothing.
         atol: The validation tolerance (max abs difference).
         optimize: Run onnxport's graph passes.
+        target: ``None``/``"onnx"`` for standard ONNX, ``"onnxruntime"`` to add the contrib-op
+            fusions of :mod:`onnxport.passes.ort` (validated like the standard graph).
+        quantize: ``"int4"``, ``"int8"`` or a :class:`~onnxport.passes.ort.QuantizeOptions`:
+            weight-only quantization of the MatMul weights to ``MatMulNBits`` (onnxruntime only),
+            applied after validation; each weight's quantization error is computed when it is
+            written, into ``HFExport.quantization`` and ``quantization_report.json``.
 
     Returns:
         An :class:`HFExport` with the programs, the validation rows and the files written.
 
     Raises:
-        HFError: The folder has no usable config or weights, the architecture or task is unknown.
+        HFError: The folder has no usable config or weights, the architecture or task is unknown,
+            or ``target``/``quantize`` is not one of the values above.
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
     """
@@ -85,6 +99,9 @@ def export(
             "with_past=False is not supported: the cache model also runs the first step (empty past)."
         )
     destination = _check_output_dir(output_dir) if output_dir is not None else None
+    quantization = quantize_options(quantize)
+    if target not in (None, "onnx", "onnxruntime"):
+        raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
     if isinstance(model_or_folder, (str, Path)):
         loaded = load(Path(model_or_folder), task)
     elif isinstance(model_or_folder, torch.nn.Module):
@@ -97,10 +114,17 @@ def export(
     parts = hf_inputs.components(loaded)
     for part in parts:
         start = time.perf_counter()
-        result.programs[part.name] = _export_component(part, opset_version, optimize)
+        program = _export_component(part, opset_version, optimize)
+        if target == "onnxruntime":
+            optimize_for_onnxruntime(program.model)
+        result.programs[part.name] = program
         result.seconds[part.name] = time.perf_counter() - start
         if validate:
-            result.checks += validate_component(part, result.programs[part.name], atol)
+            result.checks += validate_component(part, program, atol)
+        if quantization is not None:
+            optimize_for_onnxruntime(
+                program.model, fuse=False, quantize=quantization, report=result.quantization
+            )
     if validate and not result.passed:
         failed = [c for c in result.checks if not c.passed]
         rows = "\n".join(
@@ -112,6 +136,10 @@ def export(
     if destination is not None:
         result.files = _write(destination, result.programs, loaded)
         result.output_dir = destination
+        if quantization is not None:
+            report = destination / "quantization_report.json"
+            report.write_text(json.dumps(quantization_report(quantization, result.quantization), indent=1))
+            result.files.append(report.relative_to(destination))
     return result
 
 
@@ -128,6 +156,23 @@ def _export_component(part: hf_inputs.Component, opset_version: int | None, opti
         opset_version=opset_version,
         optimize=optimize,
     )
+
+
+QUANTIZE_PRESETS = {"int4": QuantizeOptions(bits=4), "int8": QuantizeOptions(bits=8)}
+
+
+def quantize_options(quantize: str | QuantizeOptions | None) -> QuantizeOptions | None:
+    """``"int4"``/``"int8"``/options/``None`` → options (``HFError`` for anything else)."""
+    if quantize is None or isinstance(quantize, QuantizeOptions):
+        return quantize
+    if quantize not in QUANTIZE_PRESETS:
+        raise HFError(f"quantize must be 'int4' or 'int8', not {quantize!r}.")
+    return QUANTIZE_PRESETS[quantize]
+
+
+def quantization_report(options: QuantizeOptions, errors: dict[str, dict[str, float]]) -> dict:
+    """The JSON written beside a quantized model: settings and each weight's error."""
+    return {"options": dataclasses.asdict(options), "weights": errors}
 
 
 def validate_component(part: hf_inputs.Component, program: Any, atol: float) -> list[OutputCheck]:
