@@ -55,7 +55,15 @@ LLAMA_1B = {
     "num_key_value_heads": 8,
     "vocab_size": 32000,
 }
-SMALL = {**LLAMA_1B, "num_hidden_layers": 2, "hidden_size": 256, "intermediate_size": 704, "vocab_size": 4000}
+SMALL = {
+    **LLAMA_1B,
+    "num_hidden_layers": 2,
+    "hidden_size": 256,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 704,
+    "vocab_size": 4000,
+}
 
 
 # -- checkpoint ---------------------------------------------------------------------------------
@@ -75,6 +83,7 @@ def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 <<
         max_position_embeddings=4096,
         rms_norm_eps=1e-5,
         tie_word_embeddings=False,
+        architectures=["LlamaForCausalLM"],
         bos_token_id=1,
         eos_token_id=2,
         pad_token_id=0,
@@ -178,7 +187,7 @@ def session(path: Path, threads: int) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def feeds(sess: Any, batch: int, sequence: int, past: int, seed: int = 0) -> dict[str, np.ndarray]:
+def feeds(sess: Any, batch: int, sequence: int, past: int, head_dim: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Inputs for any graph with ``input_ids``, ``attention_mask``, optional ``position_ids`` and
     ``past_key_values.{i}.key/value`` ([batch, kv_heads, past, head_dim])."""
     rng = np.random.default_rng(seed)
@@ -192,7 +201,8 @@ def feeds(sess: Any, batch: int, sequence: int, past: int, seed: int = 0) -> dic
         elif name == "position_ids":
             result[name] = np.tile(np.arange(past, past + sequence, dtype=np.int64), (batch, 1))
         elif name.startswith("past_key_values"):
-            heads, dim = value.shape[1], value.shape[3]
+            heads = value.shape[1]
+            dim = value.shape[3] if isinstance(value.shape[3], int) else head_dim
             result[name] = (0.5 * rng.standard_normal((batch, heads, past, dim))).astype(np.float32)
         else:
             raise SystemExit(f"unexpected input {name} {value.shape}")
@@ -201,11 +211,11 @@ def feeds(sess: Any, batch: int, sequence: int, past: int, seed: int = 0) -> dic
     return result
 
 
-def measure(sessions: dict[str, Any], cases: list[tuple[str, int, int, int]], repeats: int) -> dict:
+def measure(sessions: dict[str, Any], cases: list[tuple[str, int, int, int]], repeats: int, head_dim: int) -> dict:
     """Median seconds per (case, model); models alternate inside every repetition."""
     out: dict[str, dict[str, float]] = {}
     for label, batch, sequence, past in cases:
-        inputs = {name: feeds(s, batch, sequence, past) for name, s in sessions.items()}
+        inputs = {name: feeds(s, batch, sequence, past, head_dim) for name, s in sessions.items()}
         for name, s in sessions.items():  # warm-up
             s.run(["logits"], inputs[name])
         times: dict[str, list[float]] = {name: [] for name in sessions}
@@ -220,8 +230,8 @@ def measure(sessions: dict[str, Any], cases: list[tuple[str, int, int, int]], re
     return out
 
 
-def first_logits(sess: Any) -> np.ndarray:
-    return sess.run(["logits"], feeds(sess, 1, 128, 0, seed=1))[0].astype(np.float64)
+def first_logits(sess: Any, head_dim: int) -> np.ndarray:
+    return sess.run(["logits"], feeds(sess, 1, 128, 0, head_dim, seed=1))[0].astype(np.float64)
 
 
 def rel_max(a: np.ndarray, b: np.ndarray) -> float:
@@ -246,21 +256,25 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--small", action="store_true", help="2 small layers (smoke run)")
     parser.add_argument("--keep", action="store_true", help="keep the checkpoint and ONNX folders")
+    parser.add_argument(
+        "--measure-only", action="store_true", help="reuse the ONNX folders of a --keep run in --workdir"
+    )
     parser.add_argument("--skip", default="", help="comma list of variants not to export/run")
     args = parser.parse_args()
 
     sizes = SMALL if args.small else LLAMA_1B
     work = args.workdir
-    if work.exists():
+    if work.exists() and not args.measure_only:
         shutil.rmtree(work)
-    work.mkdir(parents=True)
+    work.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"sizes": sizes, "threads": args.threads, "load_before": uptime()}
     print(report["load_before"], flush=True)
     try:
         start = time.perf_counter()
-        report["parameters"] = make_checkpoint(work / "ckpt", sizes)
+        if not args.measure_only:
+            report["parameters"] = make_checkpoint(work / "ckpt", sizes)
         report["checkpoint_seconds"] = round(time.perf_counter() - start, 1)
-        print(f"checkpoint: {report['parameters'] / 1e9:.3f} B parameters, {report['checkpoint_seconds']} s", flush=True)
+        print(f"checkpoint: {report.get('parameters', 0) / 1e9:.3f} B parameters, {report['checkpoint_seconds']} s", flush=True)
         python = ensure_genai(args.venv)
         ckpt = work / "ckpt"
         variants: dict[str, tuple[list[str], str]] = {
@@ -282,12 +296,17 @@ def main() -> None:
         for name, (command, _) in variants.items():
             if name in skip:
                 continue
+            if args.measure_only:
+                if (folders[name] / "model.onnx").is_file():
+                    report["exports"][name] = {"seconds": 0.0, "peak_mb": 0.0, "returncode": 0}
+                continue
             result = timed(command, work / f"{name}.log")
             report["exports"][name] = result
             print(f"export {name}: {result['seconds']} s, peak {result['peak_mb']:.0f} MB, rc {result['returncode']}", flush=True)
             if result["returncode"]:
                 print(result["error"][-1500:], flush=True)
             shutil.rmtree(work / "cache", ignore_errors=True)
+        head_dim = sizes["hidden_size"] // sizes["num_attention_heads"]
         ok = [n for n, r in report["exports"].items() if r["returncode"] == 0]
         cases = [("prefill 128", b, 128, 0) for b in (1, 4)]
         cases += [(f"decode past {p}", b, 1, p) for p in (128, 1024) for b in (1, 4)]
@@ -300,8 +319,8 @@ def main() -> None:
             print(f"{precision}: {', '.join(names)}", flush=True)
             sessions = {n: session(folders[n] / "model.onnx", args.threads) for n in names}
             for n, s in sessions.items():
-                logits[n] = first_logits(s)
-            report["latency_ms"][precision] = measure(sessions, cases, args.repeats)
+                logits[n] = first_logits(s, head_dim)
+            report["latency_ms"][precision] = measure(sessions, cases, args.repeats, head_dim)
             del sessions
         report["accuracy"] = accuracy(logits)
         report["load_after"] = uptime()
