@@ -9,6 +9,7 @@ from __future__ import annotations
 import onnx_ir as ir
 import onnx_ir.passes.common as common
 
+from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
 
 __all__ = ["QuantizeOptions", "optimize_for_onnxruntime"]
@@ -30,6 +31,8 @@ def optimize_for_onnxruntime(
         report: Filled with each quantized weight's error when the weights are written.
     """
     passes: list[ir.passes.PassBase] = []
+    if fuse:
+        passes += [GroupQueryAttentionPass()]
     if quantize is not None:
         passes.append(MatMulNBitsPass(quantize, report))
     passes += [common.RemoveUnusedNodesPass(), common.RemoveUnusedOpsetsPass()]
