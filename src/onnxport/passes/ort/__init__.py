@@ -10,6 +10,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common
 
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
+from onnxport.passes.ort.skip_norm import SkipNormalizationPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
 
 __all__ = ["QuantizeOptions", "optimize_for_onnxruntime"]
@@ -32,9 +33,14 @@ def optimize_for_onnxruntime(
     """
     passes: list[ir.passes.PassBase] = []
     if fuse:
-        passes += [GroupQueryAttentionPass()]
+        passes += [GroupQueryAttentionPass(), SkipNormalizationPass()]
     if quantize is not None:
         passes.append(MatMulNBitsPass(quantize, report))
-    passes += [common.RemoveUnusedNodesPass(), common.RemoveUnusedOpsetsPass()]
+    passes += [
+        common.RemoveUnusedNodesPass(),
+        common.CommonSubexpressionEliminationPass(),
+        common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
+        common.RemoveUnusedOpsetsPass(),
+    ]
     ir.passes.PassManager(passes)(model)
     return model
