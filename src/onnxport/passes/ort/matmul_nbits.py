@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
+from onnxport.errors import InputError
 from onnxport.passes.ort import blockwise
 from onnxport.passes.ort.derive import derive
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
@@ -39,6 +40,9 @@ class QuantizeOptions:
         accuracy_level: MatMulNBits' minimum compute accuracy (0 unset, 1 fp32, 2 fp16, 3 bf16,
             4 int8 activations; onnxruntime-genai's builder uses 4 on CPU).
         lm_head: Quantize the MatMul producing the logits too.
+
+    Raises:
+        InputError: A value outside the ranges above.
     """
 
     bits: int = 4
@@ -49,11 +53,11 @@ class QuantizeOptions:
 
     def __post_init__(self) -> None:
         if self.bits not in blockwise.BITS:
-            raise ValueError(f"bits must be 4 or 8, got {self.bits}")
+            raise InputError(f"bits must be 4 or 8, got {self.bits}")
         if self.block_size not in blockwise.BLOCK_SIZES:
-            raise ValueError(f"block_size must be one of {blockwise.BLOCK_SIZES}, got {self.block_size}")
+            raise InputError(f"block_size must be one of {blockwise.BLOCK_SIZES}, got {self.block_size}")
         if self.accuracy_level not in range(5):
-            raise ValueError(f"accuracy_level must be 0..4, got {self.accuracy_level}")
+            raise InputError(f"accuracy_level must be 0..4, got {self.accuracy_level}")
 
 
 class _Shared:
