@@ -207,6 +207,44 @@ def export_command(
             show_default=False,
         ),
     ] = None,
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            metavar="TARGET",
+            help="With --hf: `onnx` (standard ONNX) or `onnxruntime` (adds onnxruntime contrib-op "
+            "fusions: GroupQueryAttention, SkipSimplifiedLayerNormalization).",
+        ),
+    ] = "onnx",
+    quantize: Annotated[
+        str | None,
+        typer.Option(
+            "--quantize",
+            metavar="int4|int8",
+            help="With --hf: weight-only quantization of the MatMul weights to onnxruntime's "
+            "MatMulNBits while they are written; writes quantization_report.json.",
+            show_default=False,
+        ),
+    ] = None,
+    block_size: Annotated[
+        int,
+        typer.Option("--block-size", help="--quantize block size along K: 16, 32, 64, 128 or 256."),
+    ] = 32,
+    asymmetric: Annotated[
+        bool,
+        typer.Option("--asymmetric", help="--quantize with stored zero points (default symmetric)."),
+    ] = False,
+    accuracy_level: Annotated[
+        int,
+        typer.Option(
+            "--accuracy-level",
+            help="MatMulNBits accuracy_level: 0 unset, 1 fp32, 2 fp16, 3 bf16, 4 int8 activations.",
+        ),
+    ] = 4,
+    quantize_lm_head: Annotated[
+        bool,
+        typer.Option("--quantize-lm-head/--no-quantize-lm-head", help="--quantize the LM head too."),
+    ] = True,
 ) -> None:
     """Export a PyTorch model to ONNX.
 
@@ -238,13 +276,25 @@ def export_command(
     * `onnxport export model.py:make -o model.onnx --dynamic x:0=batch --verify`
 
     * `onnxport export ./all-MiniLM-L6-v2 -o minilm.onnx --opset 18 --report report.md`
+
+    * `onnxport export --hf ./llama -o llama-onnx/ --target onnxruntime --quantize int4`
     """
     from onnxport.cli_spec import parse_dynamic_options
 
     if hf is not None or spec is None:
         from onnxport.cli_hf import hf_command
 
-        return hf_command(spec, hf, task, output, opset, optimize, verify)
+        quantization = {
+            "bits": {"int4": 4, "int8": 8}.get(quantize or "", 0) or quantize,
+            "block_size": block_size,
+            "symmetric": not asymmetric,
+            "accuracy_level": accuracy_level,
+            "lm_head": quantize_lm_head,
+        }
+        return hf_command(
+            spec, hf, task, output, opset, optimize, verify,
+            target=target, quantization=quantization if quantize is not None else None,
+        )  # fmt: skip
     try:
         parsed_dynamic = parse_dynamic_options(dynamic or [])
     except SpecError as e:

@@ -26,24 +26,43 @@ def run_hf_export(
     optimize: bool,
     out: Console,
     err: Console,
+    *,
+    target: str = "onnx",
+    quantization: dict[str, Any] | None = None,
 ) -> None:
     """Export ``folder`` for ``task`` into ``output_dir`` and print the summary.
 
+    ``quantization`` holds :class:`onnxport.passes.ort.QuantizeOptions` fields (``bits`` may be an
+    unknown string, reported as a usage error).
+
     Raises:
-        typer.Exit: 2 for a bad folder/task/output folder (``HFError``), 1 when the export or the
-            validation failed.
+        typer.Exit: 2 for a bad folder/task/output folder/target/quantization (``HFError``,
+            ``InputError``), 1 when the export or the validation failed.
     """
     import onnxport.hf
+    from onnxport.errors import InputError
+    from onnxport.passes.ort import QuantizeOptions
     from onnxport.cli import Progress
     from onnxport.errors import HFError, OnnxportError
 
     progress = Progress(err)
     try:
+        quantize = None
+        if quantization is not None:
+            if quantization["bits"] not in (4, 8):
+                raise InputError(f"--quantize must be int4 or int8, not {quantization['bits']!r}.")
+            quantize = QuantizeOptions(**quantization)
         with progress.phase(f"exporting {folder} ({task or 'task from the architecture'})"):
             result = onnxport.hf.export(
-                folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize
+                folder,
+                task,
+                opset_version=opset,
+                output_dir=output_dir,
+                optimize=optimize,
+                target=target,
+                quantize=quantize,
             )
-    except HFError as e:
+    except (HFError, InputError) as e:
         _fail(err, str(e), EXIT_USAGE)
     except OnnxportError as e:
         _fail(err, str(e), EXIT_EXPORT_FAILED)
@@ -102,6 +121,9 @@ def hf_command(
     opset: int | None,
     optimize: bool,
     verify: bool,
+    *,
+    target: str = "onnx",
+    quantization: dict[str, Any] | None = None,
 ) -> None:
     """The ``export`` command with ``--hf`` (called by :func:`onnxport.cli.export_command`)."""
     if folder is None:
@@ -113,4 +135,6 @@ def hf_command(
     del verify  # --hf always validates every output on fresh inputs
     out = Console(soft_wrap=True, highlight=False)
     err = Console(stderr=True, soft_wrap=True, highlight=False)
-    run_hf_export(folder, task, output, opset, optimize, out, err)
+    run_hf_export(
+        folder, task, output, opset, optimize, out, err, target=target, quantization=quantization
+    )
