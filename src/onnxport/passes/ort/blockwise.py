@@ -12,9 +12,10 @@ plain numpy loop and MLAS):
   (signed), zero point ``2**(bits-1)`` (implicit: not stored);
 - asymmetric: ``min``/``max`` widened to include 0, ``scale = (max - min) / (2**bits - 1)``,
   ``zero_point = round(-min / scale)`` clamped to ``[0, 2**bits - 1]``;
-- ``q = clamp(round_half_away(w * (1 / scale) + zero_point), 0, 2**bits - 1)`` (``1 / 0 → 0``);
+- ``q = clamp(round_half_away(w * (1 / scale) + zero_point), 0, 2**bits - 1)`` (``1 / 0 → 0``),
+  with the bytes of the padding rows past ``K`` left 0;
 - 4 bits: two values per byte, the first in the low nibble; zero points packed the same way per
-  column, padded to whole bytes.
+  column, an odd block count padded with the default zero point 8 (as MLAS does).
 
 Dequantized: ``W[k, n] = (q[n, k] - zero_point[n, k // block]) * scale[n, k // block]``.
 """
@@ -49,16 +50,37 @@ def _round_half_away(x: np.ndarray) -> np.ndarray:
     return np.sign(x) * np.floor(np.abs(x) + np.float32(0.5))
 
 
-def _pack(q: np.ndarray, bits: int) -> np.ndarray:
-    """Pack the last axis of uint8 ``q`` (values < 2**bits) into bytes, first value lowest."""
+def _pack(q: np.ndarray, bits: int, pad: int = 0) -> np.ndarray:
+    """Pack the last axis of uint8 ``q`` (values < 2**bits) into bytes, first value lowest; an odd
+    count is completed with ``pad``."""
     if bits == 8:
         return q
     if q.shape[-1] % 2:
-        q = np.concatenate([q, np.zeros((*q.shape[:-1], 1), np.uint8)], axis=-1)
+        q = np.concatenate([q, np.full((*q.shape[:-1], 1), pad, np.uint8)], axis=-1)
     return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
 
 
 def quantize(weight: np.ndarray, bits: int = 4, block_size: int = 32, symmetric: bool = True) -> Quantized:
+    """:func:`quantize_numpy`, computed by onnxruntime's multi-threaded MLAS quantizer when the
+    installed onnxruntime has it (same bytes, ~4x faster), else by numpy."""
+    try:  # heavy optional dependency: onnxruntime's native quantizer
+        from onnxruntime.capi import _pybind_state
+    except ImportError:
+        return quantize_numpy(weight, bits, block_size, symmetric)
+    native = getattr(_pybind_state, f"quantize_matmul_{bits}bits", None)
+    if native is None or weight.ndim != 2 or bits not in BITS or block_size not in BLOCK_SIZES:
+        return quantize_numpy(weight, bits, block_size, symmetric)
+    k, n = weight.shape
+    blocks = -(-k // block_size)
+    packed = np.zeros((n, blocks, block_size * bits // 8), np.uint8)
+    scales = np.zeros((n, blocks), np.float32)
+    zero_points = np.zeros((n, -(-blocks * bits // 8)), np.uint8)
+    source = np.ascontiguousarray(weight, dtype=np.float32)
+    native(packed, source, scales, zero_points, block_size, n, k, symmetric)
+    return Quantized(packed, scales, None if symmetric else zero_points)
+
+
+def quantize_numpy(weight: np.ndarray, bits: int = 4, block_size: int = 32, symmetric: bool = True) -> Quantized:
     """Quantize a ``[K, N]`` float weight (the MatMul's second input) block-wise along ``K``.
 
     Args:
@@ -97,8 +119,11 @@ def quantize(weight: np.ndarray, bits: int = 4, block_size: int = 32, symmetric:
     with np.errstate(divide="ignore"):
         reciprocal = np.where(scales != 0, np.float32(1) / scales, np.float32(0)).astype(np.float32)
     values = grid * reciprocal[..., None] + zero[..., None]
-    q = np.clip(_round_half_away(values), 0, qmax).astype(np.uint8)
-    zero_points = None if symmetric else _pack(zero.astype(np.uint8), bits)
+    q = np.clip(_round_half_away(values), 0, qmax).astype(np.uint8).reshape(n, -1)
+    q[:, k:] = 0  # the padding past K stays zero, as MLAS leaves it
+    q = q.reshape(n, blocks, block_size)
+    # An odd block count leaves half a zero-point byte: MLAS fills it with the default zero point.
+    zero_points = None if symmetric else _pack(zero.astype(np.uint8), bits, pad=1 << (bits - 1))
     return Quantized(_pack(q, bits), scales, zero_points)
 
 
