@@ -124,7 +124,11 @@ def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 <<
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<unk>"
+        tokenizer_object=tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<unk>",
     ).save_pretrained(folder)
     return total
 
@@ -148,7 +152,9 @@ def timed(command: list[str], log: Path) -> dict[str, Any]:
     return result
 
 
-def onnxport_command(checkpoint: Path, out: Path, target: str | None, quantize: str | None) -> list[str]:
+def onnxport_command(
+    checkpoint: Path, out: Path, target: str | None, quantize: str | None
+) -> list[str]:
     code = (
         "import sys, onnxport.hf; "
         "onnxport.hf.export(sys.argv[1], output_dir=sys.argv[2], validate=False, "
@@ -161,16 +167,22 @@ def ensure_genai(venv: Path) -> Path:
     """A venv (with the system site packages) holding onnxruntime-genai==0.18.0; its python."""
     python = venv / "bin" / "python"
     probe = [str(python), "-c", "import onnxruntime_genai as g; print(g.__version__)"]
-    if python.exists() and subprocess.run(probe, capture_output=True, text=True).stdout.strip() == GENAI_VERSION:
+    if (
+        python.exists()
+        and subprocess.run(probe, capture_output=True, text=True).stdout.strip() == GENAI_VERSION
+    ):
         return python
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "-q", f"onnxruntime-genai=={GENAI_VERSION}"], check=True
+        [str(venv / "bin" / "pip"), "install", "-q", f"onnxruntime-genai=={GENAI_VERSION}"],
+        check=True,
     )
     return python
 
 
-def builder_command(python: Path, checkpoint: Path, out: Path, precision: str, cache: Path) -> list[str]:
+def builder_command(
+    python: Path, checkpoint: Path, out: Path, precision: str, cache: Path
+) -> list[str]:
     return [
         str(python), "-m", "onnxruntime_genai.models.builder",
         "-i", str(checkpoint), "-o", str(out), "-p", precision, "-e", "cpu", "-c", str(cache),
@@ -187,7 +199,9 @@ def session(path: Path, threads: int) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def feeds(sess: Any, batch: int, sequence: int, past: int, head_dim: int, seed: int = 0) -> dict[str, np.ndarray]:
+def feeds(
+    sess: Any, batch: int, sequence: int, past: int, head_dim: int, seed: int = 0
+) -> dict[str, np.ndarray]:
     """Inputs for any graph with ``input_ids``, ``attention_mask``, optional ``position_ids`` and
     ``past_key_values.{i}.key/value`` ([batch, kv_heads, past, head_dim])."""
     rng = np.random.default_rng(seed)
@@ -211,7 +225,9 @@ def feeds(sess: Any, batch: int, sequence: int, past: int, head_dim: int, seed: 
     return result
 
 
-def measure(sessions: dict[str, Any], cases: list[tuple[str, int, int, int]], repeats: int, head_dim: int) -> dict:
+def measure(
+    sessions: dict[str, Any], cases: list[tuple[str, int, int, int]], repeats: int, head_dim: int
+) -> dict:
     """Median seconds per (case, model); models alternate inside every repetition."""
     out: dict[str, dict[str, float]] = {}
     for label, batch, sequence, past in cases:
@@ -257,7 +273,9 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="2 small layers (smoke run)")
     parser.add_argument("--keep", action="store_true", help="keep the checkpoint and ONNX folders")
     parser.add_argument(
-        "--measure-only", action="store_true", help="reuse the ONNX folders of a --keep run in --workdir"
+        "--measure-only",
+        action="store_true",
+        help="reuse the ONNX folders of a --keep run in --workdir",
     )
     parser.add_argument("--skip", default="", help="comma list of variants not to export/run")
     args = parser.parse_args()
@@ -274,7 +292,10 @@ def main() -> None:
         if not args.measure_only:
             report["parameters"] = make_checkpoint(work / "ckpt", sizes)
         report["checkpoint_seconds"] = round(time.perf_counter() - start, 1)
-        print(f"checkpoint: {report.get('parameters', 0) / 1e9:.3f} B parameters, {report['checkpoint_seconds']} s", flush=True)
+        print(
+            f"checkpoint: {report.get('parameters', 0) / 1e9:.3f} B parameters, {report['checkpoint_seconds']} s",
+            flush=True,
+        )
         python = ensure_genai(args.venv)
         ckpt = work / "ckpt"
         variants: dict[str, tuple[list[str], str]] = {
@@ -285,7 +306,10 @@ def main() -> None:
                 onnxport_command(ckpt, work / "op-ort-int4", "onnxruntime", "int4"),
                 "int4",
             ),
-            "builder-int4": (builder_command(python, ckpt, work / "gb-int4", "int4", work / "cache"), "int4"),
+            "builder-int4": (
+                builder_command(python, ckpt, work / "gb-int4", "int4", work / "cache"),
+                "int4",
+            ),
         }
         skip = {s for s in args.skip.split(",") if s}
         folders = {
@@ -302,7 +326,10 @@ def main() -> None:
                 continue
             result = timed(command, work / f"{name}.log")
             report["exports"][name] = result
-            print(f"export {name}: {result['seconds']} s, peak {result['peak_mb']:.0f} MB, rc {result['returncode']}", flush=True)
+            print(
+                f"export {name}: {result['seconds']} s, peak {result['peak_mb']:.0f} MB, rc {result['returncode']}",
+                flush=True,
+            )
             if result["returncode"]:
                 print(result["error"][-1500:], flush=True)
             shutil.rmtree(work / "cache", ignore_errors=True)
@@ -347,13 +374,19 @@ def accuracy(logits: dict[str, np.ndarray]) -> dict[str, float]:
         if name in logits:
             result[f"{name} vs fp32 (rel L2)"] = rel_l2(logits[name], reference)
             result[f"{name} vs fp32 (rel max)"] = rel_max(logits[name], reference)
-    ours, theirs = result.get("onnxport-ort-int4 vs fp32 (rel L2)"), result.get("builder-int4 vs fp32 (rel L2)")
+    ours, theirs = (
+        result.get("onnxport-ort-int4 vs fp32 (rel L2)"),
+        result.get("builder-int4 vs fp32 (rel L2)"),
+    )
     if ours is not None and theirs:
         result["int4 error ratio (onnxport / builder)"] = ours / theirs
     return result
 
 
-PAIRS = {"fp32": [("onnxport", "builder"), ("onnxport-ort", "builder")], "int4": [("onnxport-ort-int4", "builder-int4")]}
+PAIRS = {
+    "fp32": [("onnxport", "builder"), ("onnxport-ort", "builder")],
+    "int4": [("onnxport-ort-int4", "builder-int4")],
+}
 
 
 def ratios(report: dict[str, Any]) -> dict[str, float]:
@@ -367,7 +400,9 @@ def ratios(report: dict[str, Any]) -> dict[str, float]:
     for precision in PAIRS:
         for ours, theirs in PAIRS[precision]:
             if ours in exports and theirs in exports:
-                out[f"{ours}/{theirs} export time"] = exports[ours]["seconds"] / exports[theirs]["seconds"]
+                out[f"{ours}/{theirs} export time"] = (
+                    exports[ours]["seconds"] / exports[theirs]["seconds"]
+                )
     return out
 
 

@@ -232,7 +232,9 @@ def export_command(
     ] = 32,
     asymmetric: Annotated[
         bool,
-        typer.Option("--asymmetric", help="--quantize with stored zero points (default symmetric)."),
+        typer.Option(
+            "--asymmetric", help="--quantize with stored zero points (default symmetric)."
+        ),
     ] = False,
     accuracy_level: Annotated[
         int,
@@ -243,7 +245,9 @@ def export_command(
     ] = 4,
     quantize_lm_head: Annotated[
         bool,
-        typer.Option("--quantize-lm-head/--no-quantize-lm-head", help="--quantize the LM head too."),
+        typer.Option(
+            "--quantize-lm-head/--no-quantize-lm-head", help="--quantize the LM head too."
+        ),
     ] = True,
 ) -> None:
     """Export a PyTorch model to ONNX.

@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from onnxport.passes.ort import QuantizeOptions
+
 EXIT_EXPORT_FAILED = 1
 EXIT_USAGE = 2
 
@@ -40,10 +42,9 @@ def run_hf_export(
             ``InputError``), 1 when the export or the validation failed.
     """
     import onnxport.hf
-    from onnxport.errors import InputError
-    from onnxport.passes.ort import QuantizeOptions
     from onnxport.cli import Progress
-    from onnxport.errors import HFError, OnnxportError
+    from onnxport.errors import HFError, InputError, OnnxportError
+    from onnxport.passes.ort import QuantizeOptions
 
     progress = Progress(err)
     try:

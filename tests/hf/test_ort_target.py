@@ -78,6 +78,8 @@ def test_cli_target_onnxruntime_int4(tmp_path: Path) -> None:
 def test_cli_bad_target_or_quantization(tmp_path: Path, args: list[str], message: str) -> None:
     folder = tmp_path / "missing-is-not-reached"
     folder.mkdir()
-    result = CliRunner().invoke(app, ["export", "--hf", str(folder), "-o", str(tmp_path / "o"), *args])
+    result = CliRunner().invoke(
+        app, ["export", "--hf", str(folder), "-o", str(tmp_path / "o"), *args]
+    )
     assert result.exit_code == 2
     assert message in result.output

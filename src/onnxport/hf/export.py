@@ -15,8 +15,8 @@ import torch
 from onnxport.errors import HFError, VerificationError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import LoadedModel, from_model, load
-from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, eager
+from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 
 
 @dataclasses.dataclass
@@ -138,7 +138,9 @@ def export(
         result.output_dir = destination
         if quantization is not None:
             report = destination / "quantization_report.json"
-            report.write_text(json.dumps(quantization_report(quantization, result.quantization), indent=1))
+            report.write_text(
+                json.dumps(quantization_report(quantization, result.quantization), indent=1)
+            )
             result.files.append(report.relative_to(destination))
     return result
 

@@ -65,7 +65,9 @@ def test_fused_equals_standard_graph(exported) -> None:
 
 
 def test_head_size_the_kernel_refuses_keeps_attention() -> None:
-    model = llama(hidden_size=32, num_hidden_layers=1)  # head size 8: onnxruntime's CPU GQA needs a multiple of 16
+    model = llama(
+        hidden_size=32, num_hidden_layers=1
+    )  # head size 8: onnxruntime's CPU GQA needs a multiple of 16
     result = onnxport.hf.export(model, target="onnxruntime")
     assert result.passed
     ops = _ops(result.programs["model"])
@@ -87,7 +89,11 @@ def test_greedy_generation_equals_transformers(exported) -> None:
     ids[0, :3] = 0
     with torch.no_grad():
         expected = model.generate(
-            input_ids=ids, attention_mask=mask, max_new_tokens=20, do_sample=False, min_new_tokens=20
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=20,
+            do_sample=False,
+            min_new_tokens=20,
         )
     actual = onnxport.hf.greedy_causal_lm(session, ids, mask, 20)
     assert actual.tolist() == expected.tolist()

@@ -66,7 +66,9 @@ def _weight(k: int, n: int, seed: int = 0) -> np.ndarray:
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize(("k", "block"), [(64, 16), (96, 32), (80, 32), (256, 128)])
 @pytest.mark.parametrize("implementation", [blockwise.quantize, blockwise.quantize_numpy])
-def test_bytes_equal_numpy_loop(bits: int, symmetric: bool, k: int, block: int, implementation) -> None:
+def test_bytes_equal_numpy_loop(
+    bits: int, symmetric: bool, k: int, block: int, implementation
+) -> None:
     weight = _weight(k, 6)
     got = implementation(weight, bits, block, symmetric)
     packed, scales, zeros = reference(weight, bits, block, symmetric)
@@ -104,8 +106,12 @@ def _matmul_model(k: int, n: int, weight: np.ndarray | None) -> ir.Model:
         w = ir.Value(name="w", shape=ir.Shape([k, n]), type=ir.TensorType(ir.DataType.FLOAT))
         inputs = [x, w]
     else:
-        w = ir.Value(name="w", shape=ir.Shape([k, n]), type=ir.TensorType(ir.DataType.FLOAT),
-                     const_value=ir.tensor(weight, name="w"))
+        w = ir.Value(
+            name="w",
+            shape=ir.Shape([k, n]),
+            type=ir.TensorType(ir.DataType.FLOAT),
+            const_value=ir.tensor(weight, name="w"),
+        )
         inputs = [x]
     node = ir.node("MatMul", [x, w])
     hidden = node.outputs[0]
@@ -113,8 +119,14 @@ def _matmul_model(k: int, n: int, weight: np.ndarray | None) -> ir.Model:
     relu = ir.node("Relu", [hidden])
     y = relu.outputs[0]
     y.name, y.dtype, y.shape = "y", ir.DataType.FLOAT, ir.Shape(["batch", 3, n])
-    graph = ir.Graph(inputs, [y, hidden], nodes=[node, relu], name="g",
-                     initializers=[] if weight is None else [w], opset_imports={"": 21})
+    graph = ir.Graph(
+        inputs,
+        [y, hidden],
+        nodes=[node, relu],
+        name="g",
+        initializers=[] if weight is None else [w],
+        opset_imports={"": 21},
+    )
     return ir.Model(graph, ir_version=10)
 
 
@@ -123,7 +135,9 @@ def _run(model: ir.Model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
 
 
-@pytest.mark.parametrize(("bits", "symmetric", "block"), [(4, True, 32), (4, False, 16), (8, True, 64), (8, False, 32)])
+@pytest.mark.parametrize(
+    ("bits", "symmetric", "block"), [(4, True, 32), (4, False, 16), (8, True, 64), (8, False, 32)]
+)
 def test_matmul_nbits_runs_and_equals_dequantized(bits: int, symmetric: bool, block: int) -> None:
     k, n = 128, 40
     weight = _weight(k, n, seed=5)
@@ -134,7 +148,11 @@ def test_matmul_nbits_runs_and_equals_dequantized(bits: int, symmetric: bool, bl
     node = next(n_ for n_ in model.graph if n_.op_type == "MatMulNBits")
     assert node.domain == "com.microsoft"
     assert {a: node.attributes[a].as_int() for a in ("K", "N", "bits", "block_size")} == {
-        "K": k, "N": n, "bits": bits, "block_size": block}
+        "K": k,
+        "N": n,
+        "bits": bits,
+        "block_size": block,
+    }
     assert "w" not in model.graph.initializers  # the float weight is gone
     x = np.random.default_rng(1).standard_normal((2, 3, k)).astype(np.float32)
     y, hidden = _run(model, {"x": x})

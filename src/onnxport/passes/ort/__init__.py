@@ -10,8 +10,8 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common
 
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
-from onnxport.passes.ort.skip_norm import SkipNormalizationPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
+from onnxport.passes.ort.skip_norm import SkipNormalizationPass
 
 __all__ = ["QuantizeOptions", "optimize_for_onnxruntime"]
 

@@ -60,7 +60,9 @@ def _pack(q: np.ndarray, bits: int, pad: int = 0) -> np.ndarray:
     return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
 
 
-def quantize(weight: np.ndarray, bits: int = 4, block_size: int = 32, symmetric: bool = True) -> Quantized:
+def quantize(
+    weight: np.ndarray, bits: int = 4, block_size: int = 32, symmetric: bool = True
+) -> Quantized:
     """:func:`quantize_numpy`, computed by onnxruntime's multi-threaded MLAS quantizer when the
     installed onnxruntime has it (same bytes, ~4x faster), else by numpy."""
     try:  # heavy optional dependency: onnxruntime's native quantizer
@@ -80,7 +82,9 @@ def quantize(weight: np.ndarray, bits: int = 4, block_size: int = 32, symmetric:
     return Quantized(packed, scales, None if symmetric else zero_points)
 
 
-def quantize_numpy(weight: np.ndarray, bits: int = 4, block_size: int = 32, symmetric: bool = True) -> Quantized:
+def quantize_numpy(
+    weight: np.ndarray, bits: int = 4, block_size: int = 32, symmetric: bool = True
+) -> Quantized:
     """Quantize a ``[K, N]`` float weight (the MatMul's second input) block-wise along ``K``.
 
     Args:

@@ -170,7 +170,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         node = m.attention
         nodes: list[ir.Node] = []
 
-        def add(op: str, inputs: list[ir.Value | None], domain: str = "", **attrs: object) -> ir.Value:
+        def add(
+            op: str, inputs: list[ir.Value | None], domain: str = "", **attrs: object
+        ) -> ir.Value:
             new = ir.node(op, inputs, attrs, domain=domain, num_outputs=1)
             nodes.append(new)
             return new.outputs[0]
@@ -180,7 +182,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
 
         def packed(bnsh: ir.Value | None, heads: int) -> ir.Value:
             x = add("Transpose", [bnsh], perm=[0, 2, 1, 3])
-            return add("Reshape", [x, const("shape", np.array([0, 0, heads * m.head_size], np.int64))])
+            return add(
+                "Reshape", [x, const("shape", np.array([0, 0, heads * m.head_size], np.int64))]
+            )
 
         mask = node.inputs[3] if len(node.inputs) == 4 else None
         key = id(mask)
@@ -225,7 +229,10 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             rows = self._rows(graph, mask, shared, add, const)
             result = add("Mul", [out, rows])
         if m.output_chain_end is None:
-            split = add("Reshape", [result, const("shape", np.array([0, 0, m.heads, m.head_size], np.int64))])
+            split = add(
+                "Reshape",
+                [result, const("shape", np.array([0, 0, m.heads, m.head_size], np.int64))],
+            )
             result = add("Transpose", [split], perm=[0, 2, 1, 3])
             replaced = node.outputs[0]
         else:
@@ -272,8 +279,22 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             if mask.dtype == ir.DataType.BOOL:
                 attended = add("Cast", [mask], to=ir.DataType.FLOAT)
             else:
-                attended = add("Cast", [add("Greater", [mask, const("low", np.array(np.finfo(np.float32).min / 2, np.float32))])], to=ir.DataType.FLOAT)
-            any_key = add("ReduceMax", [attended, const("axes", np.array([1, 3], np.int64))], keepdims=0)
+                attended = add(
+                    "Cast",
+                    [
+                        add(
+                            "Greater",
+                            [
+                                mask,
+                                const("low", np.array(np.finfo(np.float32).min / 2, np.float32)),
+                            ],
+                        )
+                    ],
+                    to=ir.DataType.FLOAT,
+                )
+            any_key = add(
+                "ReduceMax", [attended, const("axes", np.array([1, 3], np.int64))], keepdims=0
+            )
             rows = add("Unsqueeze", [any_key, const("axes", np.array([-1], np.int64))])
             shared[key] = (rows, rows, rows)
         return shared[key][0]

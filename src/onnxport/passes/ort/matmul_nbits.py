@@ -55,7 +55,9 @@ class QuantizeOptions:
         if self.bits not in blockwise.BITS:
             raise InputError(f"bits must be 4 or 8, got {self.bits}")
         if self.block_size not in blockwise.BLOCK_SIZES:
-            raise InputError(f"block_size must be one of {blockwise.BLOCK_SIZES}, got {self.block_size}")
+            raise InputError(
+                f"block_size must be one of {blockwise.BLOCK_SIZES}, got {self.block_size}"
+            )
         if self.accuracy_level not in range(5):
             raise InputError(f"accuracy_level must be 0..4, got {self.accuracy_level}")
 
@@ -63,7 +65,9 @@ class QuantizeOptions:
 SAMPLED_COLUMNS = 8
 
 
-def error_estimate(weight: np.ndarray, q: blockwise.Quantized, o: QuantizeOptions) -> dict[str, float]:
+def error_estimate(
+    weight: np.ndarray, q: blockwise.Quantized, o: QuantizeOptions
+) -> dict[str, float]:
     """Relative L2 and max abs error of the dequantized weight on every 8th output column
     (:data:`SAMPLED_COLUMNS`: exact values, a sample of the columns, to keep saving fast)."""
     cols = slice(None, None, SAMPLED_COLUMNS)
@@ -78,7 +82,9 @@ def error_estimate(weight: np.ndarray, q: blockwise.Quantized, o: QuantizeOption
 class _Shared:
     """Quantizes one weight once for its three derived tensors, then forgets the result."""
 
-    def __init__(self, name: str, options: QuantizeOptions, report: dict[str, dict[str, float]]) -> None:
+    def __init__(
+        self, name: str, options: QuantizeOptions, report: dict[str, dict[str, float]]
+    ) -> None:
         self.name, self.options, self.report = name, options, report
         self.parts: dict[str, np.ndarray] = {}
 
@@ -97,7 +103,9 @@ class _Shared:
 class MatMulNBitsPass(ir.passes.InPlacePass):
     """Rewrite every MatMul with a constant 2-D float weight to MatMulNBits."""
 
-    def __init__(self, options: QuantizeOptions, report: dict[str, dict[str, float]] | None = None) -> None:
+    def __init__(
+        self, options: QuantizeOptions, report: dict[str, dict[str, float]] | None = None
+    ) -> None:
         super().__init__()
         self.options = options
         self.report: dict[str, dict[str, float]] = {} if report is None else report
@@ -140,10 +148,18 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
                 return shared.part(base, part)
 
             lazy = derive(tensor, fn, dtype=dtype, shape=shape, name=name)
-            value = ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy)
+            value = ir.Value(
+                name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy
+            )
             graph.register_initializer(value)
             inputs.append(value)
-        attributes = {"K": k, "N": n, "bits": o.bits, "block_size": o.block_size, "accuracy_level": o.accuracy_level}
+        attributes = {
+            "K": k,
+            "N": n,
+            "bits": o.bits,
+            "block_size": o.block_size,
+            "accuracy_level": o.accuracy_level,
+        }
         new = ir.node("MatMulNBits", inputs, attributes, domain=MICROSOFT, name=node.name)
         graph.insert_before(node, new)
         out, result = node.outputs[0], new.outputs[0]

@@ -73,7 +73,10 @@ class SkipNormalizationPass(ir.passes.InPlacePass):
                 FUSED[norm.op_type], inputs, attrs, domain=MICROSOFT, num_outputs=4, name=norm.name
             )
             graph.insert_before(add, fused)
-            for old, new in ((norm.outputs[0], fused.outputs[0]), (add.outputs[0], fused.outputs[3])):
+            for old, new in (
+                (norm.outputs[0], fused.outputs[0]),
+                (add.outputs[0], fused.outputs[3]),
+            ):
                 new.shape, new.type = old.shape, old.type
                 name = old.name
                 old.replace_all_uses_with(new, replace_graph_outputs=True)
