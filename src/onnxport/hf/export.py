@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from onnxport._export import export as export_program
 from onnxport.errors import HFError, VerificationError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import LoadedModel, from_model, load
@@ -57,7 +58,7 @@ def export(
     with_past: bool | None = None,
     output_dir: str | Path | None = None,
     validate: bool = True,
-    atol: float = DEFAULT_ATOL,
+    atol: float | None = DEFAULT_ATOL,
     optimize: bool = True,
     target: str | None = None,
     quantize: str | QuantizeOptions | None = None,
@@ -76,7 +77,8 @@ def export(
             exist or be empty; it is created only when everything succeeded.
         validate: Compare every output with eager PyTorch on fresh inputs (another batch, sequence
             and past length); a failure raises ``VerificationError`` and writes nothing.
-        atol: The validation tolerance (max abs difference).
+        atol: ``None``: onnxport's tolerance table per dtype (``verify/compare.py``); a number:
+            Optimum's rule, max abs difference ≤ ``atol``.
         optimize: Run onnxport's graph passes.
         target: ``None``/``"onnx"`` for standard ONNX, ``"onnxruntime"`` to add the contrib-op
             fusions of :mod:`onnxport.passes.ort` (validated like the standard graph).
@@ -128,8 +130,12 @@ def export(
     if validate and not result.passed:
         failed = [c for c in result.checks if not c.passed]
         rows = "\n".join(
-            f"  {c.component}/{c.output} ({c.inputs}): max abs diff {c.max_abs_diff:.3g} > {c.atol:g}"
-            + ("" if c.shape_ok else " (shape differs)")
+            f"  {c.component}/{c.output} ({c.inputs}): "
+            + (
+                c.comparison.summary()
+                if c.comparison is not None
+                else f"max abs diff {c.max_abs_diff:.3g}"
+            )
             for c in failed
         )
         raise VerificationError(f"ONNX outputs differ from eager PyTorch on fresh inputs:\n{rows}")
@@ -146,9 +152,7 @@ def export(
 
 
 def _export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool) -> Any:
-    import onnxport
-
-    return onnxport.export(
+    return export_program(
         part.module,
         (),
         part.make_inputs(hf_inputs.EXPORT_SIZES),
@@ -177,7 +181,9 @@ def quantization_report(options: QuantizeOptions, errors: dict[str, dict[str, fl
     return {"options": dataclasses.asdict(options), "weights": errors}
 
 
-def validate_component(part: hf_inputs.Component, program: Any, atol: float) -> list[OutputCheck]:
+def validate_component(
+    part: hf_inputs.Component, program: Any, atol: float | None
+) -> list[OutputCheck]:
     """Every output of ``program`` vs eager on :data:`onnxport.hf.inputs.CHECK_SIZES`."""
     checks = []
     for sizes in hf_inputs.CHECK_SIZES:
@@ -185,7 +191,7 @@ def validate_component(part: hf_inputs.Component, program: Any, atol: float) -> 
         actual = program(**feeds)
         expected = eager(part.module, feeds)
         checks += compare_outputs(
-            part.name, describe(feeds), part.output_names, actual, expected, atol
+            (part.name, describe(feeds)), part.output_names, actual, expected, atol
         )
     return checks
 
