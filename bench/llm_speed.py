@@ -277,6 +277,12 @@ def main() -> None:
         action="store_true",
         help="reuse the ONNX folders of a --keep run in --workdir",
     )
+    parser.add_argument(
+        "--cases",
+        default="prefill128,decode128,decode1024",
+        help="comma list of prefill128, decode128, decode1024",
+    )
+    parser.add_argument("--batches", default="1,4", help="comma list of batch sizes")
     parser.add_argument("--skip", default="", help="comma list of variants not to export/run")
     args = parser.parse_args()
 
@@ -335,9 +341,14 @@ def main() -> None:
             shutil.rmtree(work / "cache", ignore_errors=True)
         head_dim = sizes["hidden_size"] // sizes["num_attention_heads"]
         ok = [n for n, r in report["exports"].items() if r["returncode"] == 0]
-        cases = [("prefill 128", b, 128, 0) for b in (1, 4)]
-        cases += [(f"decode past {p}", b, 1, p) for p in (128, 1024) for b in (1, 4)]
+        batches = [int(b) for b in args.batches.split(",")]
+        wanted = set(args.cases.split(","))
+        cases = [("prefill 128", b, 128, 0) for b in batches if "prefill128" in wanted]
+        cases += [
+            (f"decode past {p}", b, 1, p) for p in (128, 1024) for b in batches if f"decode{p}" in wanted
+        ]
         report["latency_ms"] = {}
+        report["load_measure_start"] = uptime()
         logits: dict[str, np.ndarray] = {}
         for precision in ("fp32", "int4"):
             names = [n for n in ok if variants[n][1] == precision]
