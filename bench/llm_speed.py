@@ -345,7 +345,10 @@ def main() -> None:
         wanted = set(args.cases.split(","))
         cases = [("prefill 128", b, 128, 0) for b in batches if "prefill128" in wanted]
         cases += [
-            (f"decode past {p}", b, 1, p) for p in (128, 1024) for b in batches if f"decode{p}" in wanted
+            (f"decode past {p}", b, 1, p)
+            for p in (128, 1024)
+            for b in batches
+            if f"decode{p}" in wanted
         ]
         report["latency_ms"] = {}
         report["load_measure_start"] = uptime()
@@ -361,6 +364,8 @@ def main() -> None:
             report["latency_ms"][precision] = measure(sessions, cases, args.repeats, head_dim)
             del sessions
         report["accuracy"] = accuracy(logits)
+        for key, value in report["accuracy"].items():
+            print(f"{key}: {value:.4g}", flush=True)
         report["load_after"] = uptime()
         print(report["load_after"], flush=True)
         report["ratios"] = ratios(report)
@@ -410,7 +415,7 @@ def ratios(report: dict[str, Any]) -> dict[str, float]:
     exports = report.get("exports", {})
     for precision in PAIRS:
         for ours, theirs in PAIRS[precision]:
-            if ours in exports and theirs in exports:
+            if ours in exports and theirs in exports and exports[theirs]["seconds"]:
                 out[f"{ours}/{theirs} export time"] = (
                     exports[ours]["seconds"] / exports[theirs]["seconds"]
                 )

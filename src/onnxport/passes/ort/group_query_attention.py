@@ -28,6 +28,7 @@ The fusion applies only when the installed onnxruntime has the CPU kernel.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import onnx_ir as ir
@@ -101,7 +102,7 @@ def _single_user(value: ir.Value) -> ir.Node | None:
     uses = value.uses()
     if len(uses) != 1 or value.is_graph_output():
         return None
-    node = uses[0].node
+    node = next(iter(uses)).node
     return node if node.domain == "" else None
 
 
@@ -170,9 +171,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         node = m.attention
         nodes: list[ir.Node] = []
 
-        def add(
-            op: str, inputs: list[ir.Value | None], domain: str = "", **attrs: object
-        ) -> ir.Value:
+        def add(op: str, inputs: list[ir.Value | None], domain: str = "", **attrs: Any) -> ir.Value:
             new = ir.node(op, inputs, attrs, domain=domain, num_outputs=1)
             nodes.append(new)
             return new.outputs[0]
@@ -193,7 +192,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         seqlens_k, total, bias_and_rows = shared[key][0], shared[key][1], shared[key][2]
         bias = bias_and_rows if mask is not None else None
         scale = node.attributes.get("scale")
-        attrs: dict[str, object] = {
+        attrs: dict[str, Any] = {
             "num_heads": m.heads,
             "kv_num_heads": m.kv_heads,
             "do_rotary": 0,

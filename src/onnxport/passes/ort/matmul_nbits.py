@@ -131,7 +131,7 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
         o = self.options
         tensor = weight.const_value
         assert tensor is not None and weight.name is not None
-        k, n = (int(d) for d in tensor.shape)  # type: ignore[call-overload]
+        k, n = (int(d) for d in tensor.shape)  # type: ignore[arg-type]
         blocks = -(-k // o.block_size)
         shared = _Shared(weight.name, o, self.report)
         shapes = {
