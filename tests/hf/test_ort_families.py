@@ -50,7 +50,14 @@ SLIDING_XFAIL = pytest.mark.xfail(
     "passes/ort, reproduced without target=)",
     strict=False,
 )
-PARAMS = [pytest.param(n, marks=SLIDING_XFAIL) if n == "mistral" else n for n in FAMILIES]
+MOE_XFAIL = pytest.mark.xfail(
+    reason="capture fails before any fusion: transformers' MoE experts are a custom op "
+    "(transformers.grouped_mm_fallback) onnxport does not translate, and the eager experts loop "
+    "hits a data-dependent guard (Eq(u0, 0) in unbind) under torch.export",
+    strict=False,
+)
+XFAILS = {"mistral": SLIDING_XFAIL, "mixtral": MOE_XFAIL}
+PARAMS = [pytest.param(n, marks=XFAILS[n]) if n in XFAILS else n for n in FAMILIES]
 
 
 @pytest.mark.slow  # one export + validation + 20 generate() steps per family (~20 s each idle)
