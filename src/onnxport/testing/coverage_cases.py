@@ -1,0 +1,279 @@
+"""Small hand-written models for issue 14's coverage families (recurrent nets, attention masks,
+dynamic-resolution resampling), each exported with dynamic shapes and run at two input sizes.
+
+One :class:`Case` = a module factory, an input factory ``inputs(size)`` (``size`` 0 is the export
+example, 1 differs from it in every dynamic dim) and the ``dynamic_shapes`` given to the exporter.
+The tests (``tests/ops/nn/``, ``tests/verify/``) and the torch.onnx comparison in ``bench/`` share
+this table; :func:`run_case` exports one case and compares onnxruntime with eager at both sizes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from onnxport._export import export
+
+DYN = torch.export.Dim.DYNAMIC
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One coverage model.
+
+    Attributes:
+        name: Unique id (``family/variant``).
+        build: Returns the module in eval mode, with deterministic weights.
+        inputs: ``inputs(size)`` returns the positional inputs; ``size`` 0 is the export example,
+            ``size`` 1 differs from it in every dynamic dim.
+        dynamic_shapes: As for ``torch.export.export`` (``Dim.DYNAMIC`` dims, keyed by position).
+        atol: Max abs difference allowed between onnxruntime and eager (float32 outputs).
+        slow: The export takes more than a few seconds (the tests mark it ``slow``).
+    """
+
+    name: str
+    build: Callable[[], torch.nn.Module]
+    inputs: Callable[[int], tuple[Any, ...]]
+    dynamic_shapes: Any
+    atol: float = 1e-4
+    slow: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseResult:
+    """The max abs difference per input size (``diffs[size][output]``) and the ONNX op types."""
+
+    name: str
+    diffs: list[list[float]]
+    op_types: list[str]
+
+
+def _seeded(fn: Callable[[], torch.nn.Module]) -> Callable[[], torch.nn.Module]:
+    def build() -> torch.nn.Module:
+        torch.manual_seed(0)
+        return fn().eval()
+
+    return build
+
+
+def _leaves(out: Any) -> list[torch.Tensor]:
+    return [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+
+
+def compare(name: str, actual: list[torch.Tensor], expected: list[torch.Tensor], atol: float) -> list[float]:
+    """Max abs difference per output; AssertionError on a count, shape, dtype or NaN mismatch."""
+    if len(actual) != len(expected):
+        raise AssertionError(f"{name}: {len(actual)} ONNX outputs vs {len(expected)} eager outputs")
+    diffs = []
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        if a.shape != e.shape or a.dtype != e.dtype:
+            raise AssertionError(f"{name} output {i}: {a.dtype}{tuple(a.shape)} != eager {e.dtype}{tuple(e.shape)}")
+        if not torch.equal(torch.isnan(a), torch.isnan(e)):
+            raise AssertionError(f"{name} output {i}: NaN positions differ from eager")
+        finite = ~torch.isnan(e)
+        diff = (a[finite].double() - e[finite].double()).abs().max().item() if finite.any() else 0.0
+        if diff > atol:
+            raise AssertionError(f"{name} output {i}: max abs diff {diff:.3g} > {atol:g}")
+        diffs.append(diff)
+    return diffs
+
+
+def run_case(case: Case, **export_kwargs: Any) -> CaseResult:
+    """Export ``case`` with onnxport and compare onnxruntime with eager at both input sizes.
+
+    Raises:
+        AssertionError: An output differs from eager (count, shape, dtype, NaN positions, values).
+        onnxport.errors.OnnxportError: The export failed.
+    """
+    model = case.build()
+    program = export(model, case.inputs(0), dynamic_shapes=case.dynamic_shapes, **export_kwargs)
+    diffs = []
+    for size in (0, 1):
+        args = case.inputs(size)
+        with torch.no_grad():
+            expected = _leaves(model(*args))
+        diffs.append(compare(f"{case.name}[size {size}]", program(*args), expected, case.atol))
+    return CaseResult(case.name, diffs, [n.op_type for n in program.model.graph])
+
+
+# --------------------------------------------------------------------------------------------
+# Attention: F.scaled_dot_product_attention with every mask form.
+
+
+class Sdpa(torch.nn.Module):
+    """``F.scaled_dot_product_attention(q, k, v, mask, **kwargs)``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__()
+        self.kwargs = kwargs
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **self.kwargs)
+
+
+# (batch, query length L, key length S) at the two sizes; heads 4, head size 8.
+_SDPA_SIZES = ((2, 5, 7), (3, 4, 9))
+# A 1-D (S,) mask is refused by eager itself (IndexError in torch's math backend), so the broadcast
+# forms start at (1, S).
+_MASK_FORMS: dict[str, Callable[[int, int, int, int], tuple[int, ...]]] = {
+    "1S": lambda b, h, q_len, s: (1, s),
+    "L1": lambda b, h, q_len, s: (q_len, 1),
+    "LS": lambda b, h, q_len, s: (q_len, s),
+    "HLS": lambda b, h, q_len, s: (h, q_len, s),
+    "B11S": lambda b, h, q_len, s: (b, 1, 1, s),
+    "B1LS": lambda b, h, q_len, s: (b, 1, q_len, s),
+    "BHLS": lambda b, h, q_len, s: (b, h, q_len, s),
+}
+_MASK_DYNAMIC: dict[str, dict[int, Any]] = {
+    "1S": {1: DYN},
+    "L1": {0: DYN},
+    "LS": {0: DYN, 1: DYN},
+    "HLS": {1: DYN, 2: DYN},
+    "B11S": {0: DYN, 3: DYN},
+    "B1LS": {0: DYN, 2: DYN, 3: DYN},
+    "BHLS": {0: DYN, 2: DYN, 3: DYN},
+}
+
+
+def _qkv(size: int, kv_heads: int = 4) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    b, q_len, s = _SDPA_SIZES[size]
+    g = torch.Generator().manual_seed(size)
+    return (torch.randn(b, 4, q_len, 8, generator=g), torch.randn(b, kv_heads, s, 8, generator=g),
+            torch.randn(b, kv_heads, s, 8, generator=g))
+
+
+def _mask(form: str, kind: str, size: int) -> torch.Tensor:
+    b, q_len, s = _SDPA_SIZES[size]
+    shape = _MASK_FORMS[form](b, 4, q_len, s)
+    g = torch.Generator().manual_seed(10 + size)
+    if kind == "float":
+        return torch.randn(shape, generator=g)
+    mask = torch.rand(shape, generator=g) > 0.3
+    if shape[-1] > 1:
+        mask[..., 0] = True  # every row attends somewhere (fully masked rows have their own cases)
+    return mask
+
+
+_QKV_DYNAMIC = ({0: DYN, 2: DYN}, {0: DYN, 2: DYN}, {0: DYN, 2: DYN})
+
+
+def _sdpa_mask_case(form: str, kind: str) -> Case:
+    return Case(
+        f"sdpa/{kind}_mask_{form}",
+        _seeded(Sdpa),
+        lambda size: (*_qkv(size), _mask(form, kind, size)),
+        (*_QKV_DYNAMIC, _MASK_DYNAMIC[form]),
+    )
+
+
+def _fully_masked(kind: str) -> Callable[[int], tuple[torch.Tensor, ...]]:
+    def inputs(size: int) -> tuple[torch.Tensor, ...]:
+        mask = _mask("B1LS", kind, size)
+        mask[0, 0, 1, :] = False if kind == "bool" else float("-inf")
+        return (*_qkv(size), mask)
+
+    return inputs
+
+
+def _decode_qkv(size: int) -> tuple[torch.Tensor, ...]:
+    q, k, v = _qkv(size)
+    return q[:, :, :2], k, v  # L=2 < S: is_causal is top-left aligned (torch's docs)
+
+
+SDPA_CASES = [
+    *[_sdpa_mask_case(form, kind) for kind in ("bool", "float") for form in _MASK_FORMS],
+    Case("sdpa/no_mask", _seeded(Sdpa), _qkv, _QKV_DYNAMIC),
+    Case("sdpa/causal_L_ne_S", _seeded(lambda: Sdpa(is_causal=True)), _qkv, _QKV_DYNAMIC),
+    Case("sdpa/causal_decode", _seeded(lambda: Sdpa(is_causal=True)), _decode_qkv,
+         ({0: DYN}, {0: DYN, 2: DYN}, {0: DYN, 2: DYN})),
+    Case("sdpa/scale", _seeded(lambda: Sdpa(scale=0.3)), lambda size: (*_qkv(size), _mask("B11S", "bool", size)),
+         (*_QKV_DYNAMIC, _MASK_DYNAMIC["B11S"])),
+    Case("sdpa/gqa", _seeded(lambda: Sdpa(enable_gqa=True)),
+         lambda size: (*_qkv(size, kv_heads=2), _mask("B11S", "float", size)), (*_QKV_DYNAMIC, _MASK_DYNAMIC["B11S"])),
+    # eager (torch's _safe_softmax) gives 0 on a row whose keys are all hidden, bool or -inf
+    *[Case(f"sdpa/fully_masked_row_{kind}", _seeded(Sdpa), _fully_masked(kind), (*_QKV_DYNAMIC, _MASK_DYNAMIC["B1LS"]))
+      for kind in ("bool", "float")],
+]
+
+
+
+class Mha(torch.nn.Module):
+    """``nn.MultiheadAttention`` (batch_first) with a key padding mask and an (L, S) attention mask."""
+
+    def __init__(self, need_weights: bool, mask_kind: str) -> None:
+        super().__init__()
+        self.attn = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+        self.need_weights = need_weights
+        self.mask_kind = mask_kind
+
+    def forward(self, q: torch.Tensor, kv: torch.Tensor, key_padding_mask: torch.Tensor) -> Any:
+        q_len, s = q.shape[1], kv.shape[1]
+        attn_mask = torch.ones(q_len, s, dtype=torch.bool, device=q.device).triu(1 + s - q_len)  # True = hidden
+        if self.mask_kind == "float":
+            attn_mask = torch.zeros(q_len, s).masked_fill(attn_mask, float("-inf"))
+            key_padding_mask = torch.zeros(key_padding_mask.shape).masked_fill(key_padding_mask, float("-inf"))
+        out = self.attn(q, kv, kv, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+                        need_weights=self.need_weights)
+        return out if self.need_weights else out[0]
+
+
+def _padding(b: int, s: int, size: int) -> torch.Tensor:
+    """(B, S) key padding mask, True = padding: row i hides its last i keys (never all of them)."""
+    lengths = torch.tensor([s - (i % (s - 1)) for i in range(b)])
+    return torch.arange(s)[None, :] >= lengths[:, None]
+
+
+# (batch, target/query length, source/memory length) at the two sizes.
+_SEQ_SIZES = ((2, 5, 7), (3, 6, 9))
+
+
+def _mha_inputs(size: int) -> tuple[torch.Tensor, ...]:
+    b, q_len, s = _SEQ_SIZES[size]
+    g = torch.Generator().manual_seed(size)
+    return torch.randn(b, q_len, 16, generator=g), torch.randn(b, s, 16, generator=g), _padding(b, s, size)
+
+
+_MHA_DYNAMIC = ({0: DYN, 1: DYN}, {0: DYN, 1: DYN}, {0: DYN, 1: DYN})
+
+
+class Transformer(torch.nn.Module):
+    """``nn.Transformer`` (batch_first) with a causal target mask and the three key padding masks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=2,
+                                        dim_feedforward=32, dropout=0.0, batch_first=True)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_pad: torch.Tensor, tgt_pad: torch.Tensor) -> torch.Tensor:
+        tgt_mask = torch.nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], device=tgt.device)
+        return self.net(src, tgt, tgt_mask=tgt_mask, src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad,
+                        memory_key_padding_mask=src_pad, tgt_is_causal=True)
+
+
+def _transformer_inputs(size: int) -> tuple[torch.Tensor, ...]:
+    b, t, s = _SEQ_SIZES[size]
+    g = torch.Generator().manual_seed(size)
+    return (torch.randn(b, s, 16, generator=g), torch.randn(b, t, 16, generator=g), _padding(b, s, size),
+            _padding(b, t, size))
+
+
+MODULE_ATTENTION_CASES = [
+    *[Case(f"mha/{kind}_masks_weights_{w}", _seeded(lambda w=w, kind=kind: Mha(w, kind)), _mha_inputs, _MHA_DYNAMIC,
+           slow=(kind, w) != ("bool", False))
+      for kind in ("bool", "float") for w in (True, False)],
+    Case("transformer/masks", _seeded(Transformer), _transformer_inputs,
+         ({0: DYN, 1: DYN}, {0: DYN, 1: DYN}, {0: DYN, 1: DYN}, {0: DYN, 1: DYN}), slow=True),
+]
+
+CASES: list[Case] = [*SDPA_CASES, *MODULE_ATTENTION_CASES]
+
+
+def case(name: str) -> Case:
+    """The case called ``name`` (KeyError naming the known ones otherwise)."""
+    for c in CASES:
+        if c.name == name:
+            return c
+    raise KeyError(f"no coverage case {name!r}; known: {', '.join(c.name for c in CASES)}")
