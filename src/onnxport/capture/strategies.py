@@ -10,17 +10,19 @@ user's source line.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 import torch.fx.experimental._config
 from torch.export import ExportedProgram
 
+from onnxport.capture.rnn import keep_recurrent_ops
 from onnxport.errors import CaptureError, user_source_line
 
 
@@ -41,10 +43,13 @@ class Attempt:
         return self.error is None
 
 
-def _size_oblivious() -> Any:
+@contextlib.contextmanager
+def _size_oblivious() -> Iterator[None]:
     """Do not specialize dims of size 0/1 in the example inputs (a batch of 1 stays dynamic), as
-    torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``."""
-    return torch.fx.experimental._config.patch(backed_size_oblivious=True)  # type: ignore[attr-defined]
+    torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``; keep the ATen RNN
+    ops whole with a dynamic sequence length (:func:`onnxport.capture.rnn.keep_recurrent_ops`)."""
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True), keep_recurrent_ops():  # type: ignore[attr-defined]
+        yield
 
 
 def _nonstrict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:

@@ -31,6 +31,7 @@ FAMILIES = (
     "random",
     "reduction",
     "resize",
+    "rnn",
     "scatter",
     "shape",
     "sort",

@@ -268,7 +268,88 @@ MODULE_ATTENTION_CASES = [
          ({0: DYN, 1: DYN}, {0: DYN, 1: DYN}, {0: DYN, 1: DYN}, {0: DYN, 1: DYN}), slow=True),
 ]
 
-CASES: list[Case] = [*SDPA_CASES, *MODULE_ATTENTION_CASES]
+
+# --------------------------------------------------------------------------------------------
+# Recurrent nets: nn.LSTM / nn.GRU / nn.RNN with dynamic batch and sequence; cells in a loop.
+
+
+class Recurrent(torch.nn.Module):
+    """``nn.<kind>(4, 8, **options)``; initial states as inputs when ``initial``; returns
+    (output, final states)."""
+
+    def __init__(self, kind: str, initial: bool, **options: Any) -> None:
+        super().__init__()
+        self.rnn = getattr(torch.nn, kind)(4, 8, **options)
+        self.initial = initial
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None, c0: torch.Tensor | None = None) -> Any:
+        hx = None if h0 is None else h0 if c0 is None else (h0, c0)
+        return self.rnn(x, hx)
+
+
+# (batch, sequence) at the two sizes.
+_RNN_SIZES = ((2, 5), (3, 7))
+
+
+def _recurrent_case(kind: str, initial: bool, slow: bool = False, **options: Any) -> Case:
+    layers, d = options.get("num_layers", 1), 2 if options.get("bidirectional") else 1
+    batch_first = options.get("batch_first", False)
+    n_states = (2 if kind == "LSTM" else 1) if initial else 0
+
+    def inputs(size: int) -> tuple[torch.Tensor, ...]:
+        b, t = _RNN_SIZES[size]
+        g = torch.Generator().manual_seed(size)
+        x = torch.randn((b, t, 4) if batch_first else (t, b, 4), generator=g)
+        return (x, *[torch.randn(layers * d, b, 8, generator=g) for _ in range(n_states)])
+
+    x_dyn = {0: DYN, 1: DYN}
+    name = "_".join([kind.lower(), *[f"{k}={v}" for k, v in options.items()], f"initial={initial}"])
+    return Case(f"rnn/{name}", _seeded(lambda: Recurrent(kind, initial, **options)), inputs,
+                (x_dyn, *[{1: DYN}] * n_states), slow=slow)
+
+
+class CellLoop(torch.nn.Module):
+    """``nn.<kind>Cell`` applied in a Python loop over a static number of steps (dim 1 of x)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.cell = getattr(torch.nn, f"{kind}Cell")(4, 8)
+        self.lstm = kind == "LSTM"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.new_zeros(x.shape[0], 8)
+        c = x.new_zeros(x.shape[0], 8)
+        outs = []
+        for t in range(x.shape[1]):
+            if self.lstm:
+                h, c = self.cell(x[:, t], (h, c))
+            else:
+                h = self.cell(x[:, t], h)
+            outs.append(h)
+        return torch.stack(outs, 1)
+
+
+def _cell_inputs(size: int) -> tuple[torch.Tensor]:
+    return (torch.randn(_RNN_SIZES[size][0], 4, 4, generator=torch.Generator().manual_seed(size)),)
+
+
+RNN_CASES = [
+    _recurrent_case("LSTM", False),
+    _recurrent_case("LSTM", True, num_layers=2, bidirectional=True, batch_first=True),
+    _recurrent_case("LSTM", True, bidirectional=True),
+    _recurrent_case("LSTM", False, num_layers=2, batch_first=True, bias=False),
+    _recurrent_case("GRU", False, batch_first=True),
+    _recurrent_case("GRU", True, num_layers=2, bidirectional=True),
+    _recurrent_case("RNN", True, num_layers=2),
+    _recurrent_case("RNN", False, nonlinearity="relu", bidirectional=True, batch_first=True),
+    *[Case(f"rnn/{kind.lower()}_cell_loop", _seeded(lambda kind=kind: CellLoop(kind)), _cell_inputs, ({0: DYN},))
+      for kind in ("LSTM", "GRU", "RNN")],
+]
+
+#: nn.LSTM(proj_size > 0): refused (ONNX LSTM has no projection).
+LSTM_PROJ = _recurrent_case("LSTM", False, proj_size=3, num_layers=2)
+
+CASES: list[Case] = [*SDPA_CASES, *MODULE_ATTENTION_CASES, *RNN_CASES]
 
 
 def case(name: str) -> Case:
