@@ -349,7 +349,88 @@ RNN_CASES = [
 #: nn.LSTM(proj_size > 0): refused (ONNX LSTM has no projection).
 LSTM_PROJ = _recurrent_case("LSTM", False, proj_size=3, num_layers=2)
 
-CASES: list[Case] = [*SDPA_CASES, *MODULE_ATTENTION_CASES, *RNN_CASES]
+
+# --------------------------------------------------------------------------------------------
+# Dynamic-resolution resampling: interpolate to sizes computed from dynamic dims, scale factors,
+# a UNet skip, TF "same" padding from H/W.
+
+
+class Interpolate(torch.nn.Module):
+    """``F.interpolate`` by ``scale`` (a float: ``scale_factor``; ``"size"``: to 2·in + 1 computed
+    from the dynamic dims; ``"skip"``: to the spatial size of a second input)."""
+
+    def __init__(self, mode: str, align_corners: bool | None, scale: Any) -> None:
+        super().__init__()
+        self.mode, self.align_corners, self.scale = mode, align_corners, scale
+
+    def forward(self, x: torch.Tensor, skip: torch.Tensor | None = None) -> torch.Tensor:
+        f = torch.nn.functional.interpolate
+        if self.scale == "size":
+            return f(x, size=[2 * d + 1 for d in x.shape[2:]], mode=self.mode, align_corners=self.align_corners)
+        if self.scale == "skip":
+            assert skip is not None
+            return torch.cat([f(x, size=skip.shape[2:], mode=self.mode, align_corners=self.align_corners), skip], 1)
+        return f(x, scale_factor=self.scale, mode=self.mode, align_corners=self.align_corners)
+
+
+# spatial sizes at the two sizes (batch 2 then 3)
+_SPATIAL = {1: ((6,), (9,)), 2: ((6, 5), (7, 9)), 3: ((4, 5, 3), (5, 3, 4))}
+_MODES = {"nearest": 2, "nearest-exact": 2, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "area": 2}
+
+
+def _resize_case(mode: str, align_corners: bool | None, scale: Any) -> Case:
+    n = _MODES[mode]
+
+    def inputs(size: int) -> tuple[torch.Tensor, ...]:
+        g = torch.Generator().manual_seed(size)
+        spatial = _SPATIAL[n][size]
+        x = torch.randn(2 + size, 3, *spatial, generator=g)
+        if scale == "skip":
+            return x, torch.randn(2 + size, 2, *[2 * d + 1 for d in spatial], generator=g)
+        return (x,)
+
+    dyn = {i: DYN for i in [0, *range(2, 2 + n)]}
+    name = f"resize/{mode}_ac={align_corners}_{'scale=' + str(scale) if isinstance(scale, float) else scale}"
+    return Case(name, _seeded(lambda: Interpolate(mode, align_corners, scale)), inputs,
+                (dyn, dyn) if scale == "skip" else (dyn,))
+
+
+class TfSamePadConv(torch.nn.Module):
+    """A stride-2 conv after TF "same" padding computed from the input's H/W, as transformers'
+    MobileNetV2 ``apply_tf_padding`` writes it (a Python branch on ``H % stride``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, stride=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        in_h, in_w = x.shape[-2:]
+        (s_h, s_w), (k_h, k_w) = self.conv.stride, self.conv.kernel_size
+        pad_h = max(k_h - s_h, 0) if in_h % s_h == 0 else max(k_h - in_h % s_h, 0)
+        pad_w = max(k_w - s_w, 0) if in_w % s_w == 0 else max(k_w - in_w % s_w, 0)
+        pad = (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2)
+        return self.conv(torch.nn.functional.pad(x, pad))
+
+
+def _image(size: int) -> tuple[torch.Tensor]:
+    return (torch.randn(2 + size, 3, *((8, 10), (7, 9))[size], generator=torch.Generator().manual_seed(size)),)
+
+
+RESIZE_CASES = [
+    *[_resize_case(mode, ac, scale)
+      for mode in ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear")
+      for ac in ((None,) if mode.startswith("nearest") else (False, True))
+      for scale in (2.0, "size")],
+    _resize_case("bilinear", True, "skip"),
+    _resize_case("nearest", None, "skip"),
+    _resize_case("bilinear", False, 1.5),
+]
+
+#: TF "same" padding written with a Python branch on ``H % stride``: torch.export records the
+#: example's branch (an even H) without a constraint violation, so the model is wrong on odd sizes.
+TF_SAME_PAD = Case("pad/tf_same_stride2", _seeded(TfSamePadConv), _image, ({0: DYN, 2: DYN, 3: DYN},))
+
+CASES: list[Case] = [*SDPA_CASES, *MODULE_ATTENTION_CASES, *RNN_CASES, *RESIZE_CASES]
 
 
 def case(name: str) -> Case:
