@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import onnxport
-from onnxport.errors import RuntimeCheckError
-from onnxport.testing.coverage_cases import case
+from onnxport.errors import DynamicShapesError, RuntimeCheckError
+from onnxport.testing.coverage_cases import TF_SAME_PAD, case
 from onnxport.translate.context import Ctx
 from onnxport.verify.runtime_check import check_runtime, skip_reason
 
@@ -66,3 +66,12 @@ def test_skipped_without_weight_data() -> None:
         break
     assert "has no data" in (skip_reason(program.model) or "")
     assert check_runtime(program, (torch.randn(2, 4),), {}).ran == []
+
+
+def test_guard_from_a_size_branch_is_an_export_error() -> None:
+    """TF "same" padding branches on H % 2: torch.export records the guard silently and the ONNX
+    model would be wrong on odd sizes; the check names the guard instead."""
+    c = TF_SAME_PAD
+    program = onnxport.export(c.build(), c.inputs(0), dynamic_shapes=c.dynamic_shapes)
+    with pytest.raises(DynamicShapesError, match="Guard failed: .*% 2"):
+        check_runtime(program, c.inputs(0), {})

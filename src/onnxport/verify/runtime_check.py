@@ -4,8 +4,9 @@ handed over.
 A graph can pass ``onnx.checker`` and load in onnxruntime and still be refused by a kernel at run
 time (a mask shape the Attention kernel does not take, a broadcast baked to the example's size).
 :func:`check_runtime` runs the model on the example inputs and, when the model has dynamic dims, on
-a second input set where every dynamic dim takes another value (the set verification uses,
-:func:`onnxport.verify.inputs.second_input_set`). A refusal becomes a :class:`RuntimeCheckError`
+a second input set where every dynamic dim takes another value (verification's generator,
+:func:`onnxport.verify.inputs.second_input_set`, with ``spread=True``: dims move by about half
+their size, so patch counts and parities change while dims equal in the example stay equal), after checking the guards torch.export recorded on those sizes (:func:`check_guards`). A refusal becomes a :class:`RuntimeCheckError`
 naming the ONNX node from onnxruntime's message, the FX node it was translated from (its
 ``pkg.torch.onnx.fx_node`` metadata, stamped by the dispatcher) and the user's source line.
 
@@ -27,7 +28,7 @@ from typing import Any
 import onnx_ir as ir
 import torch
 
-from onnxport.errors import RuntimeCheckError
+from onnxport.errors import DynamicShapesError, RuntimeCheckError
 from onnxport.program import _feeds, initializer_bytes, run_session
 from onnxport.translate.dispatch import KEY_FX_NODE, KEY_STACK_TRACE
 from onnxport.verify.inputs import second_input_set, second_input_set_from_onnx
@@ -120,6 +121,41 @@ def runtime_error(program: Any, error: BaseException, input_set: str) -> Runtime
     return RuntimeCheckError("\n".join(lines), fx_node, onnx_node=name, op_type=op_type, input_set=input_set)
 
 
+def check_guards(ep: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], label: str) -> None:
+    """Check the guards torch.export recorded (``ExportedProgram._guards_code``, run by the unlifted
+    module's ``_guards_fn`` as ``ep.module()`` does) on inputs whose dynamic dims all changed.
+
+    torch.export accepts a Python branch on sizes declared dynamic when the branch's condition is
+    a relation rather than a constant (``H == W``, ``H % 2 == 0``): it records a guard and the graph
+    holds only the example's branch, silently wrong or refused by onnxruntime elsewhere (transformers
+    ViT's ``interpolate_pos_encoding`` returns the unchanged table when the example is square at the
+    config's resolution; TF "same" padding branches on ``H % stride``).
+
+    Raises:
+        DynamicShapesError: A guard fails on the generated sizes; names the guard.
+    """
+    try:
+        guards = getattr(ep.module(), "_guards_fn", None)
+    except Exception:  # torch could not unlift this program: nothing to check guards with
+        return
+    if guards is None:
+        return
+    flat = torch.utils._pytree.tree_leaves((tuple(args), dict(kwargs)))
+    try:
+        guards(*flat)
+    except AssertionError as e:
+        raise DynamicShapesError(
+            f"torch.export captured the model under a condition on its dynamic dims, so the exported "
+            f"model is only valid where it holds: {str(e).strip()} (false on the {label}).\n"
+            "A Python branch on an input size took the example's path (for example transformers ViT's "
+            "interpolate_pos_encoding skips interpolation when the example is square at the config's "
+            "image_size). Export with an example that takes the general path (another size), make those "
+            "dims static in dynamic_shapes, or pass check_runtime=False to keep the specialized model."
+        ) from e
+    except Exception:  # guards referring to inputs this flattening does not match: not checkable
+        return
+
+
 def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> RuntimeCheck:
     """Run ``program`` in onnxruntime on the example inputs and on inputs of other sizes.
 
@@ -133,6 +169,8 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     Raises:
         RuntimeCheckError: onnxruntime refused to run a node (names the ONNX node, its FX node and
             the user's source line).
+        DynamicShapesError: A guard torch.export recorded fails on the other sizes
+            (:func:`check_guards`).
         ModelCheckError: onnxruntime refused to load the model.
         InputError: The inputs do not match the graph inputs.
     """
@@ -142,11 +180,13 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     start = time.perf_counter()
     sets: list[tuple[str, tuple[Any, ...], Mapping[str, Any]]] = [("example inputs", tuple(args), kwargs)]
     ep = program.exported_program
-    second = (second_input_set(ep, tuple(args), kwargs) if ep is not None
+    second = (second_input_set(ep, tuple(args), kwargs, spread=True) if ep is not None
               else second_input_set_from_onnx(list(program.model.graph.inputs), tuple(args), kwargs))
     if second is not None:
         (args2, kwargs2), sizes = second
         label = "generated inputs (" + ", ".join(f"{k}={v}" for k, v in sizes.items()) + ")"
+        if ep is not None:
+            check_guards(ep, args2, kwargs2, label)
         sets.append((label, args2, kwargs2))
     session = program._inference_session()
     names = [i.name for i in session.get_inputs()]
@@ -161,4 +201,4 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     return result
 
 
-__all__ = ["RuntimeCheck", "check_runtime", "runtime_error", "skip_reason"]
+__all__ = ["RuntimeCheck", "check_guards", "check_runtime", "runtime_error", "skip_reason"]
