@@ -22,6 +22,7 @@ import torch
 import torch.fx.experimental._config
 from torch.export import ExportedProgram
 
+from onnxport.capture.patches import library_patches
 from onnxport.capture.rnn import keep_recurrent_ops
 from onnxport.errors import CaptureError, user_source_line
 
@@ -47,8 +48,13 @@ class Attempt:
 def _size_oblivious() -> Iterator[None]:
     """Do not specialize dims of size 0/1 in the example inputs (a batch of 1 stays dynamic), as
     torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``; keep the ATen RNN
-    ops whole with a dynamic sequence length (:func:`onnxport.capture.rnn.keep_recurrent_ops`)."""
-    with torch.fx.experimental._config.patch(backed_size_oblivious=True), keep_recurrent_ops():  # type: ignore[attr-defined]
+    ops whole with a dynamic sequence length (:func:`onnxport.capture.rnn.keep_recurrent_ops`);
+    replace library functions that specialize sizes (:mod:`onnxport.capture.patches`)."""
+    with (
+        torch.fx.experimental._config.patch(backed_size_oblivious=True),  # type: ignore[attr-defined]
+        keep_recurrent_ops(),
+        library_patches(),
+    ):
         yield
 
 
