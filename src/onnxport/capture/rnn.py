@@ -48,7 +48,7 @@ def _hidden_shapes(
     hidden = int(params[per - 1].shape[1]) if per in (3, 5) else h_out  # w_hr: (H_out, H)
     d = 2 if bidirectional else 1
     seq, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
-    out = [batch, seq, d * h_out] if batch_first else [seq, batch, d * h_out]
+    out: list[int | torch.SymInt] = [batch, seq, d * h_out] if batch_first else [seq, batch, d * h_out]
     return out, (hidden, h_out)
 
 

@@ -10,6 +10,7 @@ this table; :func:`run_case` exports one case and compares onnxruntime with eage
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -261,7 +262,7 @@ def _transformer_inputs(size: int) -> tuple[torch.Tensor, ...]:
 
 
 MODULE_ATTENTION_CASES = [
-    *[Case(f"mha/{kind}_masks_weights_{w}", _seeded(lambda w=w, kind=kind: Mha(w, kind)), _mha_inputs, _MHA_DYNAMIC,
+    *[Case(f"mha/{kind}_masks_weights_{w}", _seeded(functools.partial(Mha, w, kind)), _mha_inputs, _MHA_DYNAMIC,
            slow=(kind, w) != ("bool", False))
       for kind in ("bool", "float") for w in (True, False)],
     Case("transformer/masks", _seeded(Transformer), _transformer_inputs,
@@ -342,7 +343,7 @@ RNN_CASES = [
     _recurrent_case("GRU", True, num_layers=2, bidirectional=True),
     _recurrent_case("RNN", True, num_layers=2),
     _recurrent_case("RNN", False, nonlinearity="relu", bidirectional=True, batch_first=True),
-    *[Case(f"rnn/{kind.lower()}_cell_loop", _seeded(lambda kind=kind: CellLoop(kind)), _cell_inputs, ({0: DYN},))
+    *[Case(f"rnn/{kind.lower()}_cell_loop", _seeded(functools.partial(CellLoop, kind)), _cell_inputs, ({0: DYN},))
       for kind in ("LSTM", "GRU", "RNN")],
 ]
 
