@@ -23,7 +23,8 @@ path that executes them. Outside the context nothing changes.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 from torch._dispatch.python import no_python_dispatcher
@@ -52,12 +53,16 @@ def _hidden_shapes(
     return out, (hidden, h_out)
 
 
+# The ATen flags after (input, hx, params), keyword-only in the custom ops' schemas.
+_FLAGS = ("has_biases", "num_layers", "dropout", "train", "bidirectional", "batch_first")
+
+
 @torch.library.custom_op("onnxport::lstm", mutates_args=())
 def lstm(
-    input: torch.Tensor, hx: list[torch.Tensor], params: list[torch.Tensor], has_biases: bool, num_layers: int,
+    input: torch.Tensor, hx: list[torch.Tensor], params: list[torch.Tensor], *, has_biases: bool, num_layers: int,
     dropout: float, train: bool, bidirectional: bool, batch_first: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``aten.lstm.input`` kept whole by export (same schema and results)."""
+    """``aten.lstm.input`` (same arguments and results; the flags keyword-only)."""
     with no_python_dispatcher():
         out = aten.lstm.input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
     return out[0].clone(), out[1].clone(), out[2].clone()
@@ -65,7 +70,7 @@ def lstm(
 
 @lstm.register_fake
 def _lstm_fake(
-    input: torch.Tensor, hx: list[torch.Tensor], params: list[torch.Tensor], has_biases: bool, num_layers: int,
+    input: torch.Tensor, hx: list[torch.Tensor], params: list[torch.Tensor], *, has_biases: bool, num_layers: int,
     dropout: float, train: bool, bidirectional: bool, batch_first: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     out, _ = _hidden_shapes(input, params, has_biases, num_layers, bidirectional, batch_first)
@@ -76,7 +81,7 @@ def _define_gate_rnn(name: str, op: torch._ops.OpOverload) -> torch._library.cus
     """``onnxport::<name>`` for an ATen RNN with the schema of ``aten.gru.input``."""
 
     def impl(
-        input: torch.Tensor, hx: torch.Tensor, params: list[torch.Tensor], has_biases: bool, num_layers: int,
+        input: torch.Tensor, hx: torch.Tensor, params: list[torch.Tensor], *, has_biases: bool, num_layers: int,
         dropout: float, train: bool, bidirectional: bool, batch_first: bool,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         with no_python_dispatcher():
@@ -84,16 +89,25 @@ def _define_gate_rnn(name: str, op: torch._ops.OpOverload) -> torch._library.cus
         return out[0].clone(), out[1].clone()
 
     def fake(
-        input: torch.Tensor, hx: torch.Tensor, params: list[torch.Tensor], has_biases: bool, num_layers: int,
+        input: torch.Tensor, hx: torch.Tensor, params: list[torch.Tensor], *, has_biases: bool, num_layers: int,
         dropout: float, train: bool, bidirectional: bool, batch_first: bool,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         out, _ = _hidden_shapes(input, params, has_biases, num_layers, bidirectional, batch_first)
         return input.new_empty(out), hx.new_empty(hx.shape)
 
-    impl.__doc__ = f"``{op}`` kept whole by export (same schema and results)."
+    impl.__doc__ = f"``{op}`` (same arguments and results; the flags keyword-only)."
     custom = torch.library.custom_op(f"onnxport::{name}", impl, mutates_args=())
     custom.register_fake(fake)
     return custom
+
+
+def _positional(custom: Any) -> Callable[..., Any]:
+    """A kernel with the ATen op's positional signature that calls ``custom``."""
+
+    def kernel(input: torch.Tensor, hx: Any, params: list[torch.Tensor], *flags: Any) -> Any:
+        return custom(input, hx, params, **dict(zip(_FLAGS, flags)))
+
+    return kernel
 
 
 gru = _define_gate_rnn("gru", aten.gru.input)
@@ -119,7 +133,7 @@ def keep_recurrent_ops() -> Iterator[None]:
     saved = {op: op.py_kernels.get(_CIA) for op in RECURRENT_OPS}
     try:
         for op, custom in RECURRENT_OPS.items():
-            op.py_kernels[_CIA] = custom
+            op.py_kernels[_CIA] = _positional(custom)
             op._dispatch_cache.clear()
         yield
     finally:

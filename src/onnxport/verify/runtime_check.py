@@ -29,8 +29,8 @@ import onnx_ir as ir
 import torch
 
 from onnxport.errors import DynamicShapesError, RuntimeCheckError
-from onnxport.program import _feeds, initializer_bytes, run_session
-from onnxport.translate.dispatch import KEY_FX_NODE, KEY_STACK_TRACE
+from onnxport.metadata import KEY_FX_NODE, KEY_STACK_TRACE
+from onnxport.runtime import feeds, initializer_bytes, run_session
 from onnxport.verify.inputs import second_input_set, second_input_set_from_onnx
 
 _NODE_IN_MESSAGE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
@@ -191,9 +191,9 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     session = program._inference_session()
     names = [i.name for i in session.get_inputs()]
     for label, set_args, set_kwargs in sets:
-        feeds = _feeds(names, set_args, dict(set_kwargs))
+        inputs = feeds(names, set_args, dict(set_kwargs))
         try:
-            run_session(session, feeds)
+            run_session(session, inputs)
         except Exception as e:  # onnxruntime's own exception types (Fail, RuntimeException, ...)
             raise runtime_error(program, e, label) from e
         result.ran.append(label)
