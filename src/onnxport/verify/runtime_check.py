@@ -12,8 +12,10 @@ naming the ONNX node from onnxruntime's message, the FX node it was translated f
 
 The session is the program's own (``ONNXProgram._inference_session``), so running the program
 afterwards costs no second session. Skipped, with the reason in :attr:`RuntimeCheck.skipped`, when
-onnxruntime is not installed, when initializers have no data (a fake or meta model), or when the
-weights would not fit in the available RAM twice (serialized bytes plus the session's copy).
+onnxruntime is not installed, when the graph uses operator domains onnxruntime does not ship
+(custom translations to a custom-op library), when initializers have no data (a fake or meta
+model), or when the weights would not fit in the available RAM twice (serialized bytes plus the
+session's copy).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from onnxport.metadata import KEY_FX_NODE, KEY_STACK_TRACE
 from onnxport.runtime import feeds, initializer_bytes, run_session
 from onnxport.verify.inputs import second_input_set, second_input_set_from_onnx
 
+# Operator domains onnxruntime implements itself (the ONNX standard, ML and its contrib ops).
+_ORT_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "ai.onnx.preview.training"}
 _NODE_IN_MESSAGE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
 
 
@@ -58,6 +62,10 @@ def skip_reason(model: ir.Model) -> str | None:
         import onnxruntime  # noqa: F401  (optional dependency, imported only to probe it)
     except ImportError:
         return "onnxruntime is not installed"
+    known = _ORT_DOMAINS | {f.domain for f in model.functions.values()}
+    foreign = sorted(d for d in model.opset_imports if d not in known)
+    if foreign:
+        return f"the graph uses operator domains onnxruntime does not ship ({', '.join(foreign)}): custom ops"
     for value in model.graph.initializers.values():
         if value.const_value is None:
             return f"initializer {value.name!r} has no data (a fake or meta model)"
