@@ -150,6 +150,26 @@ class ModelCheckError(VerificationError):
         super().__init__(message)
 
 
+class RuntimeCheckError(ModelCheckError):
+    """onnxruntime loaded the exported model but refused to run it (``check="onnxruntime run"``).
+
+    ``node`` is the FX node the failing ONNX node was translated from, when it is known.
+
+    Attributes:
+        onnx_node: The failing ONNX node's name (from onnxruntime's message), or ``None``.
+        op_type: Its ONNX op type, or ``None``.
+        input_set: Which inputs it failed on (``"example inputs"`` or the generated sizes).
+    """
+
+    def __init__(
+        self, message: str, node: torch.fx.Node | None = None, *, onnx_node: str | None = None,
+        op_type: str | None = None, input_set: str = "example inputs",
+    ) -> None:
+        self.onnx_node, self.op_type, self.input_set = onnx_node, op_type, input_set
+        self.check = "onnxruntime run"
+        VerificationError.__init__(self, message, node)  # ModelCheckError's own __init__ takes no node
+
+
 class DynamicShapesError(InputError):
     """``dynamic_shapes`` cannot be honoured: the model fixes or relates dims declared dynamic."""
 

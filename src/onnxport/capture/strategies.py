@@ -10,11 +10,12 @@ user's source line.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -28,6 +29,8 @@ from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
 )
 
+from onnxport.capture.patches import library_patches
+from onnxport.capture.rnn import keep_recurrent_ops
 from onnxport.errors import CaptureError, user_source_line
 
 
@@ -48,10 +51,18 @@ class Attempt:
         return self.error is None
 
 
-def _size_oblivious() -> Any:
+@contextlib.contextmanager
+def _size_oblivious() -> Iterator[None]:
     """Do not specialize dims of size 0/1 in the example inputs (a batch of 1 stays dynamic), as
-    torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``."""
-    return torch.fx.experimental._config.patch(backed_size_oblivious=True)  # type: ignore[attr-defined]
+    torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``; keep the ATen RNN
+    ops whole with a dynamic sequence length (:func:`onnxport.capture.rnn.keep_recurrent_ops`);
+    replace library functions that specialize sizes (:mod:`onnxport.capture.patches`)."""
+    with (
+        torch.fx.experimental._config.patch(backed_size_oblivious=True),  # type: ignore[attr-defined]
+        keep_recurrent_ops(),
+        library_patches(),
+    ):
+        yield
 
 
 def _nonstrict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:

@@ -49,6 +49,7 @@ class CommandOptions:
     optimize: bool
     external_data: bool | None
     report: Path | None
+    check_runtime: bool = True
 
 
 def export_command(
@@ -97,6 +98,14 @@ def export_command(
             "with eager PyTorch; a mismatch fails the export (no file is written).",
         ),
     ] = False,
+    check_runtime: Annotated[
+        bool,
+        typer.Option(
+            "--check-runtime/--no-check-runtime",
+            help="Run the model in onnxruntime on the example inputs and on inputs of other sizes "
+            "before saving; a refused node fails the export (no file is written).",
+        ),
+    ] = True,
     optimize: Annotated[
         bool,
         typer.Option(
@@ -253,7 +262,7 @@ def export_command(
         raise typer.BadParameter(str(e), param_hint="'--dynamic'") from e
     if report is not None and not report.parent.is_dir():
         raise typer.BadParameter(f"folder {report.parent} does not exist.", param_hint="'--report'")
-    options = CommandOptions(output, opset, parsed_dynamic, verify, optimize, external_data, report)
+    options = CommandOptions(output, opset, parsed_dynamic, verify, optimize, external_data, report, check_runtime)
     out, err = consoles()
     run_export(spec, options, out, err)
 
@@ -315,6 +324,7 @@ def run_export(spec: str, options: CommandOptions, out: Console, err: Console) -
             opset_version=options.opset,
             optimize=options.optimize,
             verify=options.verify,
+            check_runtime=options.check_runtime,
             external_data=options.external_data,
             report=options.report or False,
             progress=progress,
