@@ -24,6 +24,7 @@ FAMILIES = (
     "ldl",
     "linalg",
     "math",
+    "moe",
     "norm",
     "orthogonal_polynomials",
     "pad",
