@@ -2,8 +2,11 @@
 
 Every case of ``onnxport.testing.zoo`` (small configs, random weights, dynamic shapes) is exported
 by both exporters, run in onnxruntime at two sizes (the second different in every dynamic dim) and
-compared with eager. Each (case, exporter) runs in its own child process (``--one CASE EXPORTER``)
-so a crash, a hang (``--timeout``) or one exporter's caches cannot touch the other's figures.
+compared with eager. Each exporter runs the cases in its own child process (``--child``), the two
+children at the same time (so both see the same machine load; the seconds are comparable with each
+other, not with a quiet machine); a case that crashes its child or runs past ``--timeout`` is
+recorded as failed and a fresh child goes on with the next one. Neither exporter shares the
+other's imports or caches.
 
 Prints a table (export seconds, main-graph nodes, pass/fail per exporter), the ratios over the cases
 both pass, and checks that no case torch.onnx exports and runs is missing from onnxport's passes
@@ -20,9 +23,12 @@ import argparse
 import dataclasses
 import json
 import os
+import queue
 import statistics
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -30,32 +36,69 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 BENCH = Path(__file__).resolve().parent
 EXPORTERS = ("onnxport", "torch.onnx")
 MARKER = "COVERAGE_RESULT "
+STARTED = "COVERAGE_STARTED "
 
 
-def child(case: str, exporter: str) -> None:
-    """Run one case with one exporter and print its :class:`Result` as JSON after ``MARKER``."""
+def child(exporter: str, cases: list[str]) -> None:
+    """Run ``cases`` in order with one exporter; print each :class:`Result` as JSON after ``MARKER``."""
     import warnings
 
     warnings.simplefilter("ignore")
     from onnxport.testing import zoo
 
-    result = zoo.run(zoo.BY_NAME[case], exporter)
-    print(MARKER + json.dumps(dataclasses.asdict(result)), flush=True)
+    for case in cases:
+        print(f"{STARTED}{case}", flush=True)
+        result = zoo.run(zoo.BY_NAME[case], exporter)
+        print(MARKER + json.dumps(dataclasses.asdict(result)), flush=True)
 
 
-def run_child(case: str, exporter: str, timeout: float) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", case, exporter]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"case": case, "exporter": exporter, "export_seconds": timeout, "nodes": 0, "max_diff": 0.0,
-                "error": f"timeout after {timeout:.0f} s"}
-    for line in proc.stdout.splitlines():
-        if line.startswith(MARKER):
-            return json.loads(line[len(MARKER):])
-    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]
-    return {"case": case, "exporter": exporter, "export_seconds": 0.0, "nodes": 0, "max_diff": 0.0,
-            "error": f"child exited with {proc.returncode}: {tail}"}
+def _failed(case: str, exporter: str, error: str, seconds: float = 0.0) -> dict:
+    return {"case": case, "exporter": exporter, "export_seconds": seconds, "nodes": 0, "max_diff": 0.0,
+            "error": error}
+
+
+def _pump(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.put(line)
+    lines.put(None)
+
+
+def run_exporter(exporter: str, cases: list[str], timeout: float, out: dict[str, dict[str, dict]]) -> None:
+    """One child process runs the cases in order; a case that crashes the child or runs past
+    ``timeout`` is recorded as failed and a new child takes the rest."""
+    remaining = list(cases)
+    while remaining:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", exporter, ",".join(remaining)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_pump, args=(proc, lines), daemon=True).start()
+        current, started = None, time.perf_counter()
+        while True:
+            try:
+                line = lines.get(timeout=max(1.0, timeout - (time.perf_counter() - started)))
+            except queue.Empty:
+                proc.kill()
+                line = None
+                if current is not None:
+                    out[current][exporter] = _failed(current, exporter, f"timeout after {timeout:.0f} s", timeout)
+                    remaining.remove(current)
+                break
+            if line is None:  # the child exited
+                proc.wait()
+                if current is not None:
+                    out[current][exporter] = _failed(current, exporter, f"child exited with {proc.returncode}")
+                    remaining.remove(current)
+                break
+            if line.startswith(STARTED):
+                current, started = line[len(STARTED):].strip(), time.perf_counter()
+            elif line.startswith(MARKER):
+                r = json.loads(line[len(MARKER):])
+                out[r["case"]][exporter] = r
+                remaining.remove(r["case"])
+                current = None
+                print(f"{r['case']:28s} {exporter:10s} {r['export_seconds']:6.1f} s {r['nodes']:6d} nodes  "
+                      f"{'pass' if r['error'] is None else 'FAIL ' + r['error'][:150]}", flush=True)
 
 
 def table(rows: dict[str, dict[str, dict]], families: dict[str, str]) -> str:
@@ -78,13 +121,15 @@ def table(rows: dict[str, dict[str, dict]], families: dict[str, str]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--one", nargs=2, metavar=("CASE", "EXPORTER"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=2, metavar=("EXPORTER", "CASES"), help=argparse.SUPPRESS)
     parser.add_argument("--cases", help="comma-separated case names (default: all)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per (case, exporter)")
     parser.add_argument("--json", type=Path, default=BENCH / "results" / "coverage_compare.json")
+    parser.add_argument("--merge", action="store_true",
+                        help="update the rows of --json for these cases, keep the others (table and check: all rows)")
     ns = parser.parse_args()
-    if ns.one:
-        child(*ns.one)
+    if ns.child:
+        child(ns.child[0], ns.child[1].split(","))
         return 0
 
     from onnxport.testing import zoo
@@ -93,13 +138,16 @@ def main() -> int:
     unknown = [n for n in names if n not in zoo.BY_NAME]
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {', '.join(zoo.BY_NAME)}")
-    rows: dict[str, dict[str, dict]] = {}
-    for name in names:
-        rows[name] = {}
-        for exporter in EXPORTERS:
-            rows[name][exporter] = r = run_child(name, exporter, ns.timeout)
-            print(f"{name:28s} {exporter:10s} {r['export_seconds']:6.1f} s {r['nodes']:6d} nodes  "
-                  f"{'pass' if r['error'] is None else 'FAIL ' + r['error'][:150]}", flush=True)
+    rows: dict[str, dict[str, dict]] = {n: {} for n in names}
+    workers = [threading.Thread(target=run_exporter, args=(e, names, ns.timeout, rows)) for e in EXPORTERS]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if ns.merge and ns.json.exists():
+        merged = json.loads(ns.json.read_text())
+        merged.update(rows)
+        rows = {n: merged[n] for n in [c.name for c in zoo.CASES] if n in merged}
     ns.json.parent.mkdir(parents=True, exist_ok=True)
     ns.json.write_text(json.dumps(rows, indent=1))
     print()

@@ -43,11 +43,11 @@ def test_aten_grouped_mm_rows_per_expert_at_two_sizes() -> None:
     x, offs = _bf16(6, 8), _offs(2, 2, 6)  # expert 1 gets no row
     program = onnxport.export(model, (x, offs), dynamic_shapes=ROWS)
     assert "Loop" in {n.op_type for n in program.model.graph}
-    for x, offs in [(x, offs), (_bf16(11, 8), _offs(5, 9, 11)), (_bf16(4, 8), _offs(0, 0, 4))]:
+    for rows, ends in [(x, offs), (_bf16(11, 8), _offs(5, 9, 11)), (_bf16(4, 8), _offs(0, 0, 4))]:
         with torch.no_grad():
-            expected = model(x, offs)
-        (actual,) = program(x, offs)
-        assert actual.shape == expected.shape == (x.shape[0], 12)
+            expected = model(rows, ends)
+        (actual,) = program(rows, ends)
+        assert actual.shape == expected.shape == (rows.shape[0], 12)
         assert actual.dtype == torch.bfloat16
         torch.testing.assert_close(actual, expected, **BF16)
 
@@ -62,8 +62,8 @@ def test_aten_grouped_mm_batched_form_is_matmul() -> None:
     a, b = _bf16(3, 5, 8), _bf16(3, 4, 8).transpose(-2, -1)
     program = onnxport.export(model, (a, b), dynamic_shapes={"a": {1: "m"}, "b": {}})
     for m in (5, 9):
-        a = _bf16(3, m, 8)
-        torch.testing.assert_close(program(a, b)[0], model(a, b), **BF16)
+        a_m = _bf16(3, m, 8)
+        torch.testing.assert_close(program(a_m, b)[0], model(a_m, b), **BF16)
 
 
 class Fallback(torch.nn.Module):
@@ -88,9 +88,9 @@ def test_transformers_grouped_mm_fallback_registered_by_name() -> None:
     model = Fallback()
     x, offs = torch.randn(7, 6), _offs(1, 1, 4, 6)  # row 6 past offs[-1]
     program = onnxport.export(model, (x, offs), dynamic_shapes=ROWS)
-    for x, offs in [(x, offs), (torch.randn(12, 6), _offs(3, 7, 7, 12))]:
-        expected = model(x, offs)
-        (actual,) = program(x, offs)
+    for rows, ends in [(x, offs), (torch.randn(12, 6), _offs(3, 7, 7, 12))]:
+        expected = model(rows, ends)
+        (actual,) = program(rows, ends)
         torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
     assert float(program(torch.ones(7, 6), _offs(1, 1, 4, 6))[0][6].abs().max()) == 0.0
 
