@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -64,7 +65,9 @@ def _pump(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
-def run_exporter(exporter: str, cases: list[str], timeout: float, out: dict[str, dict[str, dict]]) -> None:
+def run_exporter(
+    exporter: str, cases: list[str], timeout: float, out: dict[str, dict[str, dict]], on_result: Callable[[], None]
+) -> None:
     """One child process runs the cases in order; a case that crashes the child or runs past
     ``timeout`` is recorded as failed and a new child takes the rest."""
     remaining = list(cases)
@@ -83,18 +86,21 @@ def run_exporter(exporter: str, cases: list[str], timeout: float, out: dict[str,
                 if current is not None:
                     out[current][exporter] = _failed(current, exporter, f"timeout after {timeout:.0f} s", timeout)
                     remaining.remove(current)
+                    on_result()
                 break
             if line is None:  # the child exited
                 proc.wait()
                 if current is not None:
                     out[current][exporter] = _failed(current, exporter, f"child exited with {proc.returncode}")
                     remaining.remove(current)
+                    on_result()
                 break
             if line.startswith(STARTED):
                 current, started = line[len(STARTED):].strip(), time.perf_counter()
             elif line.startswith(MARKER):
                 r = json.loads(line[len(MARKER):])
                 out[r["case"]][exporter] = r
+                on_result()
                 remaining.remove(r["case"])
                 current = None
                 print(f"{r['case']:28s} {exporter:10s} {r['export_seconds']:6.1f} s {r['nodes']:6d} nodes  "
@@ -125,6 +131,8 @@ def main() -> int:
     parser.add_argument("--cases", help="comma-separated case names (default: all)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per (case, exporter)")
     parser.add_argument("--json", type=Path, default=BENCH / "results" / "coverage_compare.json")
+    parser.add_argument("--exporters", type=lambda v: v.split(","), default=list(EXPORTERS),
+                        help="comma-separated subset of onnxport,torch.onnx")
     parser.add_argument("--merge", action="store_true",
                         help="update the rows of --json for these cases, keep the others (table and check: all rows)")
     ns = parser.parse_args()
@@ -138,18 +146,35 @@ def main() -> int:
     unknown = [n for n in names if n not in zoo.BY_NAME]
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {', '.join(zoo.BY_NAME)}")
+    if not ns.cases:  # round-robin over the families: a partial run still spans all of them
+        by_family: dict[str, list[str]] = {}
+        for c in zoo.CASES:
+            by_family.setdefault(c.family, []).append(c.name)
+        columns = list(by_family.values())
+        names = [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
     rows: dict[str, dict[str, dict]] = {n: {} for n in names}
-    workers = [threading.Thread(target=run_exporter, args=(e, names, ns.timeout, rows)) for e in EXPORTERS]
+    previous = json.loads(ns.json.read_text()) if ns.merge and ns.json.exists() else {}
+    lock = threading.Lock()
+    order = [c.name for c in zoo.CASES]
+
+    def save() -> dict[str, dict[str, dict]]:
+        """Write the rows done so far (merged into the previous file with --merge), in list order."""
+        with lock:
+            merged = {**previous, **{n: {**previous.get(n, {}), **by} for n, by in rows.items() if by}}
+            done = {n: merged[n] for n in order if n in merged}
+            ns.json.parent.mkdir(parents=True, exist_ok=True)
+            ns.json.write_text(json.dumps(done, indent=1))
+            return done
+
+    workers = [threading.Thread(target=run_exporter, args=(e, names, ns.timeout, rows, save)) for e in ns.exporters]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    if ns.merge and ns.json.exists():
-        merged = json.loads(ns.json.read_text())
-        merged.update(rows)
-        rows = {n: merged[n] for n in [c.name for c in zoo.CASES] if n in merged}
-    ns.json.parent.mkdir(parents=True, exist_ok=True)
-    ns.json.write_text(json.dumps(rows, indent=1))
+    rows = save()
+    for by in rows.values():
+        for exporter in EXPORTERS:
+            by.setdefault(exporter, _failed("", exporter, "not run"))
     print()
     print(table(rows, {c.name: c.family for c in zoo.CASES}))
 
