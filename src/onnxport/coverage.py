@@ -39,6 +39,8 @@ ARCHITECTURE_NOTES: dict[str, str] = {
     "sequence in a Python loop (`for index in range(seq_len)`, modeling_mamba.py), which torch.export "
     "unrolls, fixing the sequence length; transformers itself disables its `associative_scan` path "
     "under export. Exports with a dynamic batch only.",
+    "jamba": "its Mamba layers run transformers' `JambaMambaMixer.slow_forward`, the same Python loop "
+    "over the sequence (`for index in range(seq_len)`, modeling_jamba.py), which fixes the sequence length.",
     "mobilenet-v2": "TF-style \"same\" padding computed from H/W in Python (`apply_tf_padding`) fixes "
     "height and width: issue 14 item 3, branch coverage-ops.",
     "efficientnet": "the same TF-style padding computed from H/W (`correct_pad`): issue 14 item 3, branch "

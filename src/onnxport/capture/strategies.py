@@ -72,7 +72,7 @@ def _eager_experts(model: torch.nn.Module) -> list[Any]:
     (``transformers/integrations/moe.py``): ``forward`` dispatches on
     ``config._experts_implementation``; the instances carry ``has_gate`` and ``_is_expert_parallel``.
     """
-    configs = []
+    configs: list[Any] = []
     for module in model.modules():
         config = getattr(module, "config", None)
         if (
