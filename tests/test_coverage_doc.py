@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from onnxport import coverage
-from onnxport.translate.registry import default_registry
+from onnxport.ops import default_registry
 
 
 def test_every_core_aten_overload_is_translated() -> None:

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import onnxport
-from onnxport import program as program_mod
+from onnxport import runtime as runtime_mod
 
 
 class Net(torch.nn.Module):
@@ -80,7 +80,7 @@ def test_save_embedded_and_external(exported: tuple, tmp_path: Path) -> None:
 
 def test_external_data_automatic_past_limit(exported: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _, program, _ = exported
-    monkeypatch.setattr(program_mod, "PROTOBUF_LIMIT", 100)  # pretend the weights exceed 2 GB
+    monkeypatch.setattr(runtime_mod, "PROTOBUF_LIMIT", 100)  # pretend the weights exceed 2 GB
     program.save(tmp_path / "big.onnx")
     assert (tmp_path / "big.onnx.data").exists()
 

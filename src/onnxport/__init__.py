@@ -6,9 +6,7 @@ optimizes, saves (external data for big models) and verifies the result in onnxr
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from onnxport._export import ExportStatus, export
+from onnxport._export import export
 from onnxport.errors import (
     CaptureError,
     DynamicShapesError,
@@ -23,19 +21,12 @@ from onnxport.errors import (
     UnsupportedOpsError,
     VerificationError,
 )
-from onnxport.program import ONNXProgram
+from onnxport.ops import default_registry, is_registered, register_translation, translations_for
+from onnxport.status import ExportStatus
 from onnxport.translate.context import Ctx
-from onnxport.translate.registry import (
-    Promote,
-    Registry,
-    Translation,
-    default_registry,
-    is_registered,
-    register_translation,
-    translates,
-    translations_for,
-)
-from onnxport.verify.api import verify
+from onnxport.translate.registry import Promote, Registry, Translation, translates
+from onnxport.verify.api import ONNXProgram, verify
+from onnxport.version import __version__
 
 __all__ = [
     "CaptureError",

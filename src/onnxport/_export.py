@@ -1,73 +1,48 @@
-"""The export pipeline: capture → decompose → translate → optimize → (verify) → ONNXProgram."""
+"""The orchestrator: ``export()`` validates its arguments into one frozen :class:`ExportOptions`
+and runs the stages in order, each taking the previous stage's product, filling an
+:class:`ExportStatus` as it goes:
+
+    inputs → capture (ExportedProgram + InputSpec) → decompose → pre-flight → translate (ir.Model)
+    → passes → ONNXProgram → verify → save;  the report is written last, on success and on failure.
+
+The CLI (``cli/``) and the Hugging Face exporter (``hf/``) call :func:`export`; nothing else runs
+these stages. The step checklist follows torch.onnx's ``torch/onnx/_internal/exporter/_core.py``
+(capture → decompose → translate → optimize → verify).
+"""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import os
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import onnx.helper
 import onnx_ir as ir
 import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
+from onnxport import runtime
 from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
-from onnxport.capture.strategies import Attempt, capture
+from onnxport.capture.strategies import capture
 from onnxport.errors import CaptureError, InputError, OnnxportError
-from onnxport.program import ONNXProgram
+from onnxport.metadata import KEY_GRAPH_SIGNATURE, KEY_RANGE_CONSTRAINTS, stamp_complex_outputs
+from onnxport.options import ExportOptions
+from onnxport.passes import optimize as run_passes
+from onnxport.passes.half_compute import HalfComputePass
+from onnxport.passes.module_functions import ModuleFunctionsPass
+from onnxport.passes.opset_conversion import convert_opset
+from onnxport.report.markdown import write_report
+from onnxport.status import ExportStatus, ProgressCallback, Step
 from onnxport.translate import graph as graph_mod
 from onnxport.translate import preflight
 from onnxport.translate.opset_check import check_opset as check_graph_opset
-from onnxport.translate.registry import MIN_OPSET, Registry, check_opset, registry_for_export
-
-
-@dataclasses.dataclass
-class Step:
-    """One pipeline step: its name, seconds taken, and what went wrong if it failed."""
-
-    name: str
-    seconds: float = 0.0
-    ok: bool = True
-    detail: str = ""
-
-
-@dataclasses.dataclass
-class ExportStatus:
-    """What happened during one export, step by step (read by the report and the CLI)."""
-
-    steps: list[Step] = dataclasses.field(default_factory=list)
-    capture_attempts: list[Attempt] = dataclasses.field(default_factory=list)
-    decomposed: bool = False
-    error: BaseException | None = None
-    verification: Any = None
-    # For the report: the programs before/after decomposition and the pre-flight findings.
-    captured_program: ExportedProgram | None = None
-    decomposed_program: ExportedProgram | None = None
-    unsupported: list[Any] = dataclasses.field(default_factory=list)
-    program: Any = None  # the ONNXProgram once built (the report reads it when verification fails)
-
-    @contextlib.contextmanager
-    def step(self, name: str) -> Iterator[Step]:
-        step = Step(name)
-        self.steps.append(step)
-        start = time.perf_counter()
-        try:
-            yield step
-        except BaseException as e:
-            step.ok = False
-            step.detail = f"{type(e).__name__}: {e}"
-            self.error = e
-            raise
-        finally:
-            step.seconds = time.perf_counter() - start
-
-    @property
-    def total_seconds(self) -> float:
-        return sum(s.seconds for s in self.steps)
+from onnxport.ops import registry_for_export
+from onnxport.translate.registry import Registry
+from onnxport.verify.api import ONNXProgram, verify_export
+from onnxport.version import __version__
 
 
 def _normalize_inputs(args: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -126,6 +101,7 @@ def export(
     modules_as_functions: Any = None,
     half_precision_compute: str | None = "float32",
     verbose: bool | None = None,
+    progress: ProgressCallback | None = None,
 ) -> ONNXProgram:
     """Export a PyTorch model to ONNX; parameters mean what they mean in ``torch.onnx.export``.
 
@@ -163,7 +139,9 @@ def export(
             Add, MatMul, Softmax, ReduceSum, Where, ...; a few float16 ones) runs in float32 between
             Casts, rounding its result once as eager does; nodes with a kernel stay as they are.
             ``None``: leave every node in its dtype, for runtimes with native half kernels.
-        verbose: Accepted for torch.onnx compatibility; progress goes to the CLI instead.
+        verbose: Accepted for torch.onnx compatibility; see ``progress``.
+        progress: Called with each step's name as it starts (``capture``, ``translate``, ...;
+            the CLI shows them).
 
     Returns:
         The :class:`ONNXProgram`.
@@ -174,135 +152,163 @@ def export(
         UnsupportedOpError: Ops without translation (all of them listed).
         TranslationError: A translation failed (op, FX node and source line named).
         OpsetError: The opset cannot be honoured.
+        ModelCheckError: ``verify=True`` and onnx.checker or onnxruntime refused the model.
+        SaveError: ``f`` cannot be written.
         VerificationError: ``verify=True`` and outputs differ beyond tolerance.
     """
     del verbose
     if isinstance(kwargs, (str, os.PathLike)):  # torch.onnx.export(model, args, f) call style
         f, kwargs = kwargs, None
-    status = ExportStatus()
+    status = ExportStatus(progress=progress)
     program: ONNXProgram | None = None
     try:
-        program = _export(model, args, kwargs, status, (dynamic_shapes, dynamic_axes, dynamic), input_names,
-                          output_names, opset_version, optimize, verify,
-                          registry_for_export(registry, custom_translations), modules_as_functions,
-                          half_precision_compute)
-        if f is not None:
-            with status.step("save"):
-                program.save(f, include_initializers=export_params, external_data=external_data)
+        options = ExportOptions.create(
+            opset_version, registry=registry_for_export(registry, custom_translations),
+            dynamic_shapes=dynamic_shapes, dynamic_axes=dynamic_axes, dynamic=dynamic,
+            input_names=input_names, output_names=output_names, optimize=optimize, verify=verify, f=f,
+            export_params=export_params, external_data=external_data, report=report,
+            modules_as_functions=modules_as_functions, half_precision_compute=half_precision_compute,
+        )
+        program = run(model, args, kwargs, options, status)
         return program
     finally:
         if report:
-            from onnxport.report.markdown import write_report
-
             write_report(report, model, status, program)
 
 
-def _export(
-    model: Any,
-    args: Any,
-    kwargs: Any,
-    status: ExportStatus,
-    dynamic_spec: tuple[Any, Any, bool],
-    input_names: Sequence[str] | None,
-    output_names: Sequence[str] | None,
-    opset_version: int | None,
-    optimize: bool,
-    verify: bool,
-    registry: Registry,
-    modules_as_functions: Any = None,
-    half_precision_compute: str | None = "float32",
-) -> ONNXProgram:
-    if half_precision_compute not in ("float32", None):
-        raise InputError(
-            f"half_precision_compute must be 'float32' or None, got {half_precision_compute!r}."
-        )
-    opset = check_opset(opset_version)
-    target_opset = max(opset, MIN_OPSET)
-    dynamic_shapes, dynamic_axes, dynamic = dynamic_spec
-    args, kwargs = _normalize_inputs(args, kwargs)
+def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: ExportStatus) -> ONNXProgram:
+    """Run every stage for ``options``; each stage reads the previous product (see module doc).
 
-    if isinstance(model, ExportedProgram):
-        ep = model
-        leaves: list[tuple[str, dict[int, str]]] = []
-    elif isinstance(model, torch.nn.Module):
-        combined = dyn.bind_inputs(model.forward, args, kwargs)
-        export_shapes, leaves = dyn.resolve(
-            model.forward, combined, dynamic_shapes=dynamic_shapes, dynamic_axes=dynamic_axes,
-            dynamic=dynamic, input_names=input_names, output_names=output_names,
-        )
-        with status.step("capture"):
-            try:
-                ep = capture(model, args, kwargs, export_shapes, status.capture_attempts)
-            except CaptureError as e:
-                raise dyn.explain_violation(e, leaves) from e.__cause__
-    else:
+    Raises:
+        OnnxportError: The first stage that failed (recorded in ``status``).
+    """
+    args, kwargs = _normalize_inputs(args, kwargs)
+    ep, spec = capture_stage(model, args, kwargs, options, status)
+    ep = decompose_stage(ep, options, status)
+    model_ir = translate_stage(ep, spec, options, status)
+    model_ir = passes_stage(model_ir, options, status)
+    program = ONNXProgram(model_ir, ep, status)
+    status.program = program
+    if options.verify:
+        verify_stage(program, model, (args, kwargs), status)
+    if options.f is not None:
+        save_stage(program, options, status)
+    return program
+
+
+def capture_stage(
+    model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: ExportOptions, status: ExportStatus
+) -> tuple[ExportedProgram, dyn.InputSpec]:
+    """torch.export with fallbacks (``capture/strategies.py``); an ExportedProgram passes through.
+
+    Raises:
+        InputError: ``model`` is neither an ``nn.Module`` nor an ExportedProgram, or bad names.
+        CaptureError: Every strategy failed (constraint violations explained per input and axis).
+    """
+    if not isinstance(model, (torch.nn.Module, ExportedProgram)):
         raise InputError(
             f"model must be a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}. "
             "Wrap a function in an nn.Module whose forward calls it."
         )
-
+    spec = dyn.input_spec(model, args, kwargs, options)
+    if isinstance(model, ExportedProgram):
+        ep = model
+    else:
+        with status.step("capture"):
+            try:
+                ep = capture(model, args, kwargs, spec.export_shapes, status.capture_attempts)
+            except CaptureError as e:
+                raise dyn.explain_violation(e, spec.leaves) from e.__cause__
     status.captured_program = ep
-    translated = registry.targets() | graph_mod.STRUCTURAL_TARGETS
+    return ep, spec
+
+
+def decompose_stage(ep: ExportedProgram, options: ExportOptions, status: ExportStatus) -> ExportedProgram:
+    """``run_decompositions`` minus the translated ops, or the fast path (``capture/decomp.py``)."""
+    translated = options.registry.targets() | graph_mod.STRUCTURAL_TARGETS
     with status.step("decompose"):
         ep, status.decomposed = decomp.decompose(ep, translated)
     status.decomposed_program = ep
+    return ep
 
+
+def translate_stage(
+    ep: ExportedProgram, spec: dyn.InputSpec, options: ExportOptions, status: ExportStatus
+) -> ir.Model:
+    """Pre-flight (every op has a translation), then one walk over the FX graph → ``ir.Model``.
+
+    Raises:
+        UnsupportedOpsError: Ops without translation (all listed, with source lines).
+        TranslationError: A translation failed.
+        OpsetError: An emitted op does not exist at the target opset.
+    """
+    registry: Registry = options.registry
+    target_opset = options.target_opset
     with status.step("pre-flight"):
         status.unsupported = preflight.find_unsupported(ep, registry, target_opset)
         if status.unsupported:
             raise preflight.unsupported_ops_error(status.unsupported, registry)
     with status.step("translate"):
         tensor_inputs = [n for n in _user_input_nodes(ep) if isinstance(n.meta.get("val"), torch.Tensor)]
-        if len(leaves) != len(tensor_inputs):
-            leaves = [(n.name, {}) for n in tensor_inputs]
-        names = dyn.symbol_names(tensor_inputs, leaves)
-        final_names = [path for path, _ in leaves]
-        if input_names is not None:
-            if len(input_names) > len(tensor_inputs):
-                raise InputError(
-                    f"input_names has {len(input_names)} names but the model has {len(tensor_inputs)} "
-                    f"tensor inputs ({', '.join(final_names)})."
-                )
-            final_names[: len(input_names)] = list(input_names)
-        input_map = {n.name: name for n, name in zip(tensor_inputs, final_names)}
-        translator = graph_mod.GraphTranslator(ep, registry, target_opset, graph_mod.DimNamer(names))
+        input_map, dim_names = spec.graph_names(tensor_inputs)
+        translator = graph_mod.GraphTranslator(ep, registry, target_opset, graph_mod.DimNamer(dim_names))
         n_user_out = sum(1 for s in ep.graph_signature.output_specs if s.kind.name == "USER_OUTPUT")
-        graph = translator.translate(input_map, output_names or _output_names(ep, n_user_out))
+        graph = translator.translate(input_map, spec.output_names or _output_names(ep, n_user_out))
         check_graph_opset(graph, target_opset)
-        graph.metadata_props[graph_mod.KEY_GRAPH_SIGNATURE] = str(ep.graph_signature)
-        graph.metadata_props[graph_mod.KEY_RANGE_CONSTRAINTS] = str(ep.range_constraints)
-        model_ir = ir.Model(graph, ir_version=_ir_version(target_opset), producer_name="onnxport",
-                            producer_version=_version())
+        graph.metadata_props[KEY_GRAPH_SIGNATURE] = str(ep.graph_signature)
+        graph.metadata_props[KEY_RANGE_CONSTRAINTS] = str(ep.range_constraints)
+        return ir.Model(graph, ir_version=_ir_version(target_opset), producer_name="onnxport",
+                        producer_version=__version__)
 
-    if half_precision_compute is not None:
-        from onnxport.passes.half_compute import HalfComputePass
 
+def passes_stage(model_ir: ir.Model, options: ExportOptions, status: ExportStatus) -> ir.Model:
+    """Half-precision compute, the optimizing passes (or only modules-as-functions), and the
+    conversion to an opset below 18 (``passes/``)."""
+    if options.half_precision_compute is not None:
         with status.step("half-precision compute"):
             HalfComputePass()(model_ir)
-    if optimize:
-        from onnxport.passes import optimize as run_passes
-
+    if options.optimize:
         with status.step("optimize"):
-            run_passes(model_ir, modules_as_functions)
+            run_passes(model_ir, options.modules_as_functions)
             # identity elimination may merge a complex output with its real view: restamp per output
-            graph_mod.stamp_complex_outputs(model_ir.graph)
-    elif modules_as_functions:
-        from onnxport.passes.module_functions import ModuleFunctionsPass
-
+            stamp_complex_outputs(model_ir.graph)
+    elif options.modules_as_functions:
         with status.step("modules as functions"):
-            ModuleFunctionsPass(modules_as_functions)(model_ir)
-    if opset != target_opset:
-        from onnxport.passes.opset_conversion import convert_opset
+            ModuleFunctionsPass(options.modules_as_functions)(model_ir)
+    if options.opset != options.target_opset:
+        with status.step(f"convert to opset {options.opset}"):
+            model_ir = convert_opset(model_ir, options.opset)
+    return model_ir
 
-        with status.step(f"convert to opset {opset}"):
-            model_ir = convert_opset(model_ir, opset)
-    program = ONNXProgram(model_ir, ep, status)
-    status.program = program
-    if verify:
-        from onnxport.verify.api import verify_export
 
-        verify_export(program, model, args, kwargs, status)  # steps: checks, onnxruntime load, accuracy
-    return program
+def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...], dict[str, Any]],
+                 status: ExportStatus) -> None:
+    """Checks, onnxruntime load and accuracy on the example inputs (``verify/api.py``); the
+    checks and accuracy are recorded as steps.
+
+    Raises:
+        ModelCheckError: onnx.checker or onnxruntime refused the model.
+        VerificationError: An output differs beyond tolerance (first diverging node named).
+    """
+    if status.progress is not None:
+        status.progress("verify")
+    args, kwargs = inputs
+    verify_export(program, model, args, kwargs, status)
+
+
+def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatus) -> None:
+    """``ONNXProgram.save`` (atomic; external data by the 2 GB rule unless forced); the files
+    written go to ``status.files``.
+
+    Raises:
+        SaveError: The destination cannot be written.
+    """
+    assert options.f is not None
+    external = runtime.needs_external_data(program.model, options.external_data, options.export_params)
+    with status.step("save"):
+        program.save(options.f, include_initializers=options.export_params, external_data=external)
+    path = Path(options.f)
+    status.files = [path, *([path.with_name(f"{path.name}.data")] if external else [])]
 
 
 def _user_input_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
@@ -312,15 +318,7 @@ def _user_input_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
 
 def _ir_version(opset: int) -> int:
     """The lowest IR version that supports ``opset`` (onnx.helper.VERSION_TABLE)."""
-    import onnx.helper
-
     return int(onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", opset)]))
 
 
-def _version() -> str:
-    from onnxport import __version__
-
-    return __version__
-
-
-__all__ = ["ExportStatus", "OnnxportError", "export"]
+__all__ = ["ExportOptions", "ExportStatus", "OnnxportError", "Step", "export", "run"]

@@ -16,16 +16,21 @@ from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
 import json
+import logging
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from onnxport.translate.registry import MAX_OPSET, Registry, default_registry
+from onnxport.ops import default_registry
+from onnxport.testing import opinfo as oi
+from onnxport.translate.registry import MAX_OPSET, Registry
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -83,11 +88,6 @@ def _target_name(target: Any) -> str:
 # -- running ----------------------------------------------------------------------------------
 
 def _run_case(args: tuple[str, str, int]) -> tuple[str, str, list[list[Any]]]:
-    import logging
-    import warnings
-
-    from onnxport.testing import opinfo as oi
-
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
     name, dtype_name, limit = args
@@ -108,8 +108,6 @@ def _run_case(args: tuple[str, str, int]) -> tuple[str, str, list[list[Any]]]:
 def core_named_opinfos() -> list[str]:
     """The OpInfos named after a Core ATen op (``add``, ``sort``, ``nn.functional.conv2d`` → no;
     ``nn.functional.pad`` → ``pad``...): the subset the non-float32 dtypes run by default."""
-    from onnxport.testing import opinfo as oi
-
     core = {str(o).split(".")[1] for o in core_aten_overloads()}
     return [n for n in oi.op_db() if n.removeprefix("nn.functional.").split(".")[0] in core]
 
@@ -117,14 +115,10 @@ def core_named_opinfos() -> list[str]:
 def run(dtypes: Sequence[str], limit: int, jobs: int, names: Sequence[str] | None = None,
         scope: str | None = "every OpInfo") -> dict[str, Any]:
     """Run every (OpInfo, dtype) case and merge the outcome into ``docs/coverage_results.json``."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    from onnxport.testing import opinfo as oi
-
     cases = [(n, oi.DTYPE_NAMES[d], limit) for n, d in oi.iter_cases(names, [getattr(torch, x) for x in dtypes])]
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"samples_per_case": {}, "results": {}}
     start = time.perf_counter()
-    with ProcessPoolExecutor(jobs) as pool:
+    with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
         for i, (name, dtype_name, out) in enumerate(pool.map(_run_case, cases, chunksize=2)):
             data["results"].setdefault(name, {})[dtype_name] = out
             if (i + 1) % 200 == 0:

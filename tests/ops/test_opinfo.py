@@ -59,7 +59,7 @@ def test_opinfo(name: str, dtype: torch.dtype, fast: bool) -> None:
             if not result.passed:
                 where = f"sample {index} (optimize={optimize}): {result.status}: {result.detail}"
                 if os.environ.get("ONNXPORT_REPRO") == "1":
-                    script = oi.write_repro(info, sample, dtype, index, optimize, None, result)
+                    script = oi.write_repro(info, sample, dtype, index, result, optimize=optimize)
                     where += f"\n    repro: python {script}"
                 failures.append(where)
     if expectation is not None and expectation.kind == "xfail":

@@ -1,4 +1,4 @@
-"""Typed Ctx helpers (arg_val, used_outputs, unsupported) and the shape helpers of ops/shape.py."""
+"""Typed Ctx helpers (arg_val, used_outputs, unsupported) and the shape helpers of ops/_common.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 import torch.fx
 
 from onnxport.errors import UnsupportedOpError
-from onnxport.ops.shape import dtype_of, shape_of, static_dim, static_dims
+from onnxport.ops._common import dtype_of, shape_of, static_dim, static_dims
 from onnxport.translate.context import Ctx
 
 aten = torch.ops.aten

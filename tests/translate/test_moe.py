@@ -1,4 +1,4 @@
-"""Mixture-of-experts grouped matmuls (ops/moe.py) and transformers' expert implementations.
+"""Mixture-of-experts grouped matmuls (ops/nn/moe.py) and transformers' expert implementations.
 
 Every model is exported with a dynamic number of rows and run in onnxruntime at two sizes (other
 row counts, other group boundaries, an empty group) against eager.
@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import onnxport
-from onnxport.translate.registry import default_registry, qualified_name
+from onnxport.ops import default_registry
+from onnxport.translate.registry import qualified_name
 
 ROWS = {"x": {0: "rows"}, "offs": {}}
 

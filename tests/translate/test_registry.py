@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import pytest
 import torch
 
 import onnxport
-from onnxport.translate.registry import Registry, Translation, default_registry
+import onnxport.ops
+from onnxport.ops import FAMILIES, default_registry
+from onnxport.translate.registry import Registry, Translation
 
 aten = torch.ops.aten
 
@@ -44,6 +49,41 @@ def test_default_registry_is_built_once() -> None:
     assert default_registry() is default_registry()
     assert default_registry().is_registered(aten.linear.default)
     assert default_registry().is_registered(aten.scaled_dot_product_attention.default)
+
+
+class _CountingRegistry(Registry):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[Translation] = []
+
+    def register(self, translation: Translation) -> None:
+        self.calls.append(translation)
+        super().register(translation)
+
+
+def test_each_translation_is_registered_once_by_the_module_that_defines_it() -> None:
+    registry = _CountingRegistry()
+    for module in FAMILIES:
+        registry.register_module(module)
+    keys = [(t.target, t.since, t.complex) for t in registry.calls]
+    twice = {k for k in keys if keys.count(k) > 1}
+    assert not twice, f"registered more than once: {sorted(map(str, twice))[:5]}"
+    assert all(t.fn.__module__ in {m.__name__ for m in FAMILIES} for t in registry.calls)
+    # e.g. aten.atan2 is imported by pointwise/float_ops.py but defined (and registered) in arithmetic.py
+    atan2 = [t for t in registry.calls if t.target == aten.atan2.default]
+    assert [t.fn.__module__ for t in atan2] == ["onnxport.ops.pointwise.arithmetic"]
+    assert len(keys) == sum(len(default_registry().translations_for(t)) for t in default_registry().targets())
+
+
+def test_every_module_defining_translations_is_a_listed_family() -> None:
+    listed = {m.__name__ for m in FAMILIES}
+    defining = set()
+    for info in pkgutil.walk_packages(onnxport.ops.__path__, "onnxport.ops."):
+        module = importlib.import_module(info.name)
+        if any(getattr(v, "__module__", None) == info.name and getattr(v, "__onnxport_translations__", ())
+               for v in vars(module).values()):
+            defining.add(info.name)
+    assert defining == listed
 
 
 def test_packet_rejected_with_hint() -> None:

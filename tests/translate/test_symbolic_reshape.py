@@ -17,7 +17,7 @@ import torch
 from torch.utils._sympy.functions import CeilDiv, FloorDiv, Max, Min, Mod, PythonMod
 
 import onnxport
-from onnxport.ops.shape import sym_expr_value
+from onnxport.ops._common import sym_expr_value
 from onnxport.translate.context import Ctx
 
 s, t = sympy.symbols("s t", integer=True, positive=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 from torch.export import ExportedProgram
+from torch.export._remove_effect_tokens_pass import _remove_effect_tokens
 
 
 @functools.cache
@@ -60,7 +61,5 @@ def decompose(ep: ExportedProgram, translated: frozenset[Any]) -> tuple[Exported
     if any(node.target is torch.ops.higher_order.with_effects for node in call_nodes(ep)):
         # Effect tokens (e.g. linalg.inv's _linalg_check_errors) have no ONNX form: torch's own pass
         # turns with_effects(token, op, *args) back into op(*args) and drops the token inputs/outputs.
-        from torch.export._remove_effect_tokens_pass import _remove_effect_tokens
-
         ep = _remove_effect_tokens(ep)
     return ep, True

@@ -7,6 +7,7 @@ strings (``{0: "batch_size"}``), as torch.onnx.export(dynamo=True) does. A strin
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from collections.abc import Mapping, Sequence
@@ -15,7 +16,9 @@ from typing import Any
 import torch
 from torch.export import Dim
 
-from onnxport.errors import InputError
+from onnxport.capture.strategies import CONSTRAINT_VIOLATION, classify
+from onnxport.errors import DynamicShapesError, InputError
+from onnxport.options import ExportOptions
 
 AxisNames = dict[int, str]
 
@@ -320,8 +323,6 @@ def explain_violation(error: Exception, leaves: Sequence[tuple[str, AxisNames]])
     ``L['x'].size()[0]`` / ``inputs['x'].shape[0]`` become ``input 'x' axis 0 ("batch")``; torch's
     suggested fixes are kept. Any other capture error is returned unchanged.
     """
-    from onnxport.capture.strategies import CONSTRAINT_VIOLATION, classify
-
     cause = error.__cause__
     text = str(cause) if cause is not None else ""
     if cause is None or classify(cause) != CONSTRAINT_VIOLATION:  # e.g. a data-dependent guard
@@ -338,11 +339,71 @@ def explain_violation(error: Exception, leaves: Sequence[tuple[str, AxisNames]])
 
     lines = [_DIM_REF.sub(readable, line) for line in text.splitlines()]
     body = "\n".join(line for line in lines if line.strip() and "draft_export" not in line and "TORCH_LOGS" not in line.split("!")[-1])
-    from onnxport.errors import DynamicShapesError
-
     return DynamicShapesError(
         "dynamic_shapes cannot be honoured: the model constrains dims declared dynamic.\n"
         f"{body}\n"
         "Fix: declare those axes static (leave them out, or use Dim.STATIC), use Dim.AUTO to let "
         "torch.export decide, or apply the suggested fixes above."
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSpec:
+    """The model's inputs as every later stage needs them, resolved once from ``dynamic_shapes``
+    (or ``dynamic_axes`` / ``dynamic=True``) and ``input_names``.
+
+    Attributes:
+        export_shapes: The ``dynamic_shapes`` argument for ``torch.export.export``.
+        leaves: Per tensor input leaf (pytree order): its path (``input_dict.tensor_x``) and the
+            names of its dynamic axes (``{0: "batch"}``). Empty for an ExportedProgram.
+        input_names: The user's graph input names, if given.
+        output_names: The user's graph output names, if given.
+    """
+
+    export_shapes: Any = None
+    leaves: tuple[tuple[str, AxisNames], ...] = ()
+    input_names: tuple[str, ...] | None = None
+    output_names: tuple[str, ...] | None = None
+
+    def graph_names(self, tensor_inputs: Sequence[torch.fx.Node]) -> tuple[dict[str, str], dict[str, str]]:
+        """Placeholder name → graph input name, and symbol (``s72``) → ONNX dim name.
+
+        Raises:
+            InputError: More ``input_names`` than tensor inputs.
+        """
+        leaves = list(self.leaves)
+        if len(leaves) != len(tensor_inputs):
+            leaves = [(n.name, {}) for n in tensor_inputs]
+        names = [path for path, _ in leaves]
+        if self.input_names is not None:
+            if len(self.input_names) > len(tensor_inputs):
+                raise InputError(
+                    f"input_names has {len(self.input_names)} names but the model has {len(tensor_inputs)} "
+                    f"tensor inputs ({', '.join(names)})."
+                )
+            names[: len(self.input_names)] = list(self.input_names)
+        input_map = {n.name: name for n, name in zip(tensor_inputs, names)}
+        return input_map, symbol_names(tensor_inputs, leaves)
+
+
+def input_spec(
+    model: Any,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    options: ExportOptions,
+) -> InputSpec:
+    """Resolve the dynamic dims and names of ``model``'s inputs once (see :func:`resolve`).
+
+    An ExportedProgram's shapes are already fixed: only the names are kept.
+
+    Raises:
+        InputError: See :func:`resolve` and :func:`bind_inputs`.
+    """
+    if not isinstance(model, torch.nn.Module):
+        return InputSpec(None, (), options.input_names, options.output_names)
+    combined = bind_inputs(model.forward, args, kwargs)
+    export_shapes, leaves = resolve(
+        model.forward, combined, dynamic_shapes=options.dynamic_shapes, dynamic_axes=options.dynamic_axes,
+        dynamic=options.dynamic, input_names=options.input_names, output_names=options.output_names,
+    )
+    return InputSpec(export_shapes, tuple(leaves), options.input_names, options.output_names)

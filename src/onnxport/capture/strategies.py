@@ -20,7 +20,14 @@ from typing import Any
 
 import torch
 import torch.fx.experimental._config
+from torch._dynamo.exc import Unsupported, UserError
+from torch._subclasses.fake_tensor import DataDependentOutputException
 from torch.export import ExportedProgram
+from torch.export._draft_export import draft_export
+from torch.fx.experimental.symbolic_shapes import (
+    ConstraintViolationError,
+    GuardOnDataDependentSymNode,
+)
 
 from onnxport.errors import CaptureError, user_source_line
 
@@ -59,8 +66,6 @@ def _strict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: A
 
 
 def _draft(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
-    from torch.export._draft_export import draft_export
-
     with _size_oblivious():
         return draft_export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
 
@@ -93,7 +98,7 @@ def _experts_as_grouped_mm(
     expert_hit``: a data-dependent trip count, ``Eq(u0, 0)``) and cannot be captured without
     specializing on the example's routing. ``grouped_mm`` (transformers' default) computes the same
     sums with fixed shapes: tokens sorted by expert, one grouped matmul per projection
-    (``transformers::grouped_mm_fallback`` / ``aten._grouped_mm``, translated by ``ops/moe.py``).
+    (``transformers::grouped_mm_fallback`` / ``aten._grouped_mm``, translated by ``ops/nn/moe.py``).
     The model's setting is restored afterwards.
     """
     configs = _eager_experts(model)
@@ -131,13 +136,6 @@ REAL_CAUSES = (DATA_DEPENDENT, UNSUPPORTED_CONSTRUCT, CONSTRAINT_VIOLATION)
 
 def classify(error: BaseException) -> str:
     """The kind of a capture failure: one of :data:`REAL_CAUSES`, or ``"error"``."""
-    from torch._dynamo.exc import Unsupported, UserError
-    from torch._subclasses.fake_tensor import DataDependentOutputException
-    from torch.fx.experimental.symbolic_shapes import (
-        ConstraintViolationError,
-        GuardOnDataDependentSymNode,
-    )
-
     for e in _chain(error):
         if isinstance(e, (GuardOnDataDependentSymNode, DataDependentOutputException)):
             return DATA_DEPENDENT
@@ -299,8 +297,6 @@ def _draft_warnings(ep: ExportedProgram) -> list[str]:
 
 def _is_user_error(error: BaseException) -> bool:
     """Errors that another strategy cannot fix (wrong arguments, bad dynamic_shapes)."""
-    from torch._dynamo.exc import UserError
-
     if isinstance(error, TypeError) and "argument" in str(error):
         return True
     # A constraint violation means the model fixes or relates dims declared dynamic: another

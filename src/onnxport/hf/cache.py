@@ -34,8 +34,8 @@ def empty_cross_cache(config: Any) -> Any:
     """An empty ``DynamicCache`` for cross-attention whose first update stores the tensors as they
     are (``DynamicLayer.update`` would concatenate them onto a 1-D empty tensor; see
     :func:`fill_cache`)."""
-    from transformers import DynamicCache
-    from transformers.cache_utils import DynamicLayer
+    from transformers import DynamicCache  # heavy optional dependency (onnxport[hf])
+    from transformers.cache_utils import DynamicLayer  # heavy optional dependency (onnxport[hf])
 
     class _StoreFirstLayer(DynamicLayer):
         def update(
@@ -62,7 +62,7 @@ def flatten_cache(cache: Any) -> list[torch.Tensor]:
 
 def new_cache(config: Any) -> Any:
     """An empty ``DynamicCache`` with one layer per decoder layer of ``config``."""
-    from transformers import DynamicCache
+    from transformers import DynamicCache  # heavy optional dependency (onnxport[hf])
 
     return DynamicCache(config=config)
 
@@ -195,7 +195,10 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
         encoder_attention_mask: torch.Tensor | None = None,
         past_key_values: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
     ) -> tuple[torch.Tensor, ...]:
-        from transformers import DynamicCache, EncoderDecoderCache
+        from transformers import (  # heavy optional dependency (onnxport[hf])
+            DynamicCache,
+            EncoderDecoderCache,
+        )
 
         config: Any = self.model.config
         cache = EncoderDecoderCache(

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from onnxport._export import export as export_program
 from onnxport.errors import HFError, VerificationError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import LoadedModel, from_model, load
@@ -52,7 +53,7 @@ def export(
     with_past: bool | None = None,
     output_dir: str | Path | None = None,
     validate: bool = True,
-    atol: float = DEFAULT_ATOL,
+    atol: float | None = DEFAULT_ATOL,
     optimize: bool = True,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
@@ -69,7 +70,8 @@ def export(
             exist or be empty; it is created only when everything succeeded.
         validate: Compare every output with eager PyTorch on fresh inputs (another batch, sequence
             and past length); a failure raises ``VerificationError`` and writes nothing.
-        atol: The validation tolerance (max abs difference).
+        atol: ``None``: onnxport's tolerance table per dtype (``verify/compare.py``); a number:
+            Optimum's rule, max abs difference ≤ ``atol``.
         optimize: Run onnxport's graph passes.
 
     Returns:
@@ -104,8 +106,8 @@ def export(
     if validate and not result.passed:
         failed = [c for c in result.checks if not c.passed]
         rows = "\n".join(
-            f"  {c.component}/{c.output} ({c.inputs}): max abs diff {c.max_abs_diff:.3g} > {c.atol:g}"
-            + ("" if c.shape_ok else " (shape differs)")
+            f"  {c.component}/{c.output} ({c.inputs}): "
+            + (c.comparison.summary() if c.comparison is not None else f"max abs diff {c.max_abs_diff:.3g}")
             for c in failed
         )
         raise VerificationError(f"ONNX outputs differ from eager PyTorch on fresh inputs:\n{rows}")
@@ -116,9 +118,7 @@ def export(
 
 
 def _export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool) -> Any:
-    import onnxport
-
-    return onnxport.export(
+    return export_program(
         part.module,
         (),
         part.make_inputs(hf_inputs.EXPORT_SIZES),
@@ -130,16 +130,14 @@ def _export_component(part: hf_inputs.Component, opset_version: int | None, opti
     )
 
 
-def validate_component(part: hf_inputs.Component, program: Any, atol: float) -> list[OutputCheck]:
+def validate_component(part: hf_inputs.Component, program: Any, atol: float | None) -> list[OutputCheck]:
     """Every output of ``program`` vs eager on :data:`onnxport.hf.inputs.CHECK_SIZES`."""
     checks = []
     for sizes in hf_inputs.CHECK_SIZES:
         feeds = part.make_inputs(sizes)
         actual = program(**feeds)
         expected = eager(part.module, feeds)
-        checks += compare_outputs(
-            part.name, describe(feeds), part.output_names, actual, expected, atol
-        )
+        checks += compare_outputs((part.name, describe(feeds)), part.output_names, actual, expected, atol)
     return checks
 
 

@@ -225,7 +225,10 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
 # -- encoder-decoder ---------------------------------------------------------------------------
 def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     """``encoder_model`` and ``decoder_model`` (with self-attention cache)."""
-    from transformers import DynamicCache, EncoderDecoderCache
+    from transformers import (  # heavy optional dependency (onnxport[hf])
+        DynamicCache,
+        EncoderDecoderCache,
+    )
 
     model = loaded.model
     config = model.config

@@ -38,7 +38,7 @@ def import_transformers() -> Any:
     """Import transformers with the hub switched off (``HF_HUB_OFFLINE=1`` unless already set)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        import transformers
+        import transformers  # heavy optional dependency (onnxport[hf])
     except ImportError as e:  # pragma: no cover - transformers is a declared extra
         raise HFError(f"onnxport.hf needs transformers: pip install 'onnxport[hf]' ({e}).") from e
     return transformers

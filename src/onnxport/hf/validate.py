@@ -1,5 +1,8 @@
 """Output validation as Optimum does it: run eager and onnxruntime on fresh inputs (other shapes
-than the export's) and check every output's shape and max abs difference against ``atol``."""
+than the export's) and compare every output with :func:`onnxport.verify.compare.compare_tensors`,
+onnxport's one comparison (shape, dtype, values; NaN-aware), with its tolerance table
+(:data:`onnxport.verify.compare.TOLERANCES`) or, when ``atol`` is given, Optimum's rule: max abs
+difference ≤ ``atol`` (``optimum/exporters/onnx/convert.py``, ``validate_model_outputs``)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,11 @@ from typing import Any
 
 import torch
 
-DEFAULT_ATOL = 1e-4
+from onnxport.errors import VerificationError
+from onnxport.verify.compare import OutputComparison, compare_tensors
+
+# The hf exporter's default: the shared table (float32: rtol 1e-3, atol 1e-4).
+DEFAULT_ATOL: float | None = None
 
 
 @dataclasses.dataclass
@@ -18,11 +25,13 @@ class OutputCheck:
 
     Attributes:
         component: ``model``, ``encoder_model`` or ``decoder_model``.
-        inputs: The input sizes (``batch=3 sequence=5 past=0``).
+        inputs: The input sizes (``input_ids 3x5, past 0``).
         output: The graph output name.
         max_abs_diff: Over positions where eager is finite (``inf`` on a shape mismatch).
-        atol: The tolerance.
+        atol: The absolute tolerance applied.
         shape: The ONNX output's shape.
+        shape_ok: Whether the ONNX shape equals eager's.
+        comparison: The full :class:`~onnxport.verify.compare.OutputComparison`.
     """
 
     component: str
@@ -32,35 +41,37 @@ class OutputCheck:
     atol: float
     shape: tuple[int, ...]
     shape_ok: bool = True
+    comparison: OutputComparison | None = None
 
     @property
     def passed(self) -> bool:
+        if self.comparison is not None:
+            return self.comparison.passed
         return self.shape_ok and self.max_abs_diff <= self.atol
 
 
 def compare_outputs(
-    component: str,
-    inputs: str,
+    where: tuple[str, str],
     names: Sequence[str],
     actual: Sequence[torch.Tensor],
     expected: Sequence[torch.Tensor],
-    atol: float,
+    atol: float | None = None,
 ) -> list[OutputCheck]:
-    """One :class:`OutputCheck` per output (NaN where eager is NaN is ignored, as eager's own
-    value is undefined there)."""
+    """One :class:`OutputCheck` per output of component ``where[0]`` on input set ``where[1]``.
+
+    Raises:
+        VerificationError: The number of outputs differs from eager's.
+    """
+    if len(actual) != len(expected):
+        raise VerificationError(
+            f"{where[0]} returned {len(actual)} outputs on {where[1]}; eager returned {len(expected)}."
+        )
+    rtol = None if atol is None else 0.0
     checks = []
-    for name, a, e in zip(names, actual, expected, strict=True):
-        if a.shape != e.shape:
-            checks.append(
-                OutputCheck(component, inputs, name, float("inf"), atol, tuple(a.shape), False)
-            )
-            continue
-        a64, e64 = a.double(), e.double()
-        finite = torch.isfinite(e64)
-        diff = (a64 - e64).abs()
-        bad = finite & ~torch.isfinite(a64)
-        worst = float("inf") if bad.any() else (float(diff[finite].max()) if finite.any() else 0.0)
-        checks.append(OutputCheck(component, inputs, name, worst, atol, tuple(a.shape)))
+    for name, a, e in zip(names, actual, expected):
+        c = compare_tensors(name, e, a, rtol, atol)
+        shape_ok = c.expected_shape == c.actual_shape
+        checks.append(OutputCheck(*where, name, c.max_abs_diff, c.atol, tuple(a.shape), shape_ok, c))
     return checks
 
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import numpy as np
 import onnx_ir as ir
+from onnx.reference import ReferenceEvaluator
 
 MAX_ELEMENTS = 4096
 
@@ -84,8 +85,6 @@ NOT_FOLDED = frozenset(
 
 def _reference(node: ir.Node, values: list[np.ndarray | None]) -> np.ndarray:
     """Evaluate one node with ``onnx.reference`` (its ONNX reference implementation)."""
-    from onnx.reference import ReferenceEvaluator
-
     proto = ir.serde.serialize_node(node)
     feeds = {name: v for name, v in zip(proto.input, values) if name and v is not None}
     try:

@@ -83,7 +83,7 @@ def kernel_table_from_onnxruntime(provider: str = "CPUExecutionProvider") -> dic
     ``{op_type: [(since, until, ((constraint, (type, ...)), ...)), ...]}``; registrations that
     differ only in the types of a single constraint are merged.
     """
-    from onnxruntime.capi import _pybind_state
+    from onnxruntime.capi import _pybind_state  # heavy runtime: only to regenerate the table
 
     def short(t: str) -> str:
         return t[len("tensor(") : -1] if t.startswith("tensor(") else t
@@ -128,7 +128,7 @@ def kernel_table() -> tuple[str, KernelTable]:
 
 def write_kernel_table(path: str | Path | None = None) -> Path:
     """Regenerate ``ort_kernels.json`` from the installed onnxruntime; returns the path written."""
-    import onnxruntime
+    import onnxruntime  # heavy runtime: only to regenerate the table
 
     path = Path(path or KERNEL_TABLE)
     data = {

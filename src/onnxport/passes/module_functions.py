@@ -17,7 +17,7 @@ from typing import Any
 
 import onnx_ir as ir
 
-from onnxport.translate.dispatch import KEY_CLASS_HIERARCHY, KEY_FX_NODE, KEY_NAME_SCOPES
+from onnxport.metadata import KEY_CLASS_HIERARCHY, KEY_FX_NODE, KEY_NAME_SCOPES
 
 DOMAIN = "pkg.onnxport.modules"
 # FX targets of symbolic-shape arithmetic (``aten.sym_size.int``, ``operator.mul`` on SymInts...).

@@ -18,20 +18,20 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy
+import onnx
+import onnx_ir
 import torch
 
 from onnxport.report import stats
+from onnxport.translate.preflight import table_markdown
+from onnxport.version import __version__
 
 VERIFY_STEPS = ("onnx.checker (full_check)", "onnxruntime load", "accuracy")
 
 
 def _versions() -> list[tuple[str, str]]:
-    import numpy
-    import onnx
-    import onnx_ir
-    import onnxruntime
-
-    from onnxport import __version__
+    import onnxruntime  # heavy optional runtime: only its version is read
 
     return [
         ("python", platform.python_version()),
@@ -135,8 +135,6 @@ def _attempts(status: Any) -> list[str]:
 def _unsupported(status: Any) -> list[str]:
     if not status.unsupported:
         return []
-    from onnxport.translate.preflight import table_markdown
-
     return ["## Unsupported operators", "", f"{len(status.unsupported)} operator(s) have no translation "
             "(found in one pass before translation):", "", table_markdown(status.unsupported)]
 

@@ -8,11 +8,12 @@ import onnx_ir as ir
 import torch
 from torch.export import ExportedProgram
 
+from onnxport.capture.decomp import call_nodes
+from onnxport.runtime import initializer_bytes
+
 
 def aten_histogram(ep: ExportedProgram) -> collections.Counter[str]:
     """``call_function`` targets of the program (subgraphs included) → count."""
-    from onnxport.capture.decomp import call_nodes
-
     return collections.Counter(str(n.target) for n in call_nodes(ep))
 
 
@@ -42,8 +43,6 @@ def parameters_per_dtype(ep: ExportedProgram) -> list[tuple[str, int, int, int]]
 
 def onnx_facts(model: ir.Model) -> list[tuple[str, str]]:
     """Opsets, node count, initializer count and bytes."""
-    from onnxport.program import initializer_bytes
-
     opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(model.opset_imports.items()))
     nodes = sum(1 for _ in ir.traversal.RecursiveGraphIterator(model.graph))
     return [

@@ -3,18 +3,22 @@
 Shared by the op suite (``tests/ops``), the coverage generator (``onnxport.coverage``) and
 ``bench/opinfo_compare.py``. Each sample becomes a module whose inputs are the sample's tensors
 (every other argument is baked in), exported, run in onnxruntime, and compared with eager on
-values, shapes and dtypes with the tolerances of :data:`TOLERANCES`.
+values, shapes and dtypes by :func:`onnxport.verify.compare.compare_tensors` with its one
+tolerance table (:data:`onnxport.verify.compare.TOLERANCES`; NaN must match NaN).
 
 Needs ``torch.testing._internal`` (and its ``expecttest`` dependency): import lazily.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import io
 import os
 import textwrap
 import traceback
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,22 +26,15 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from onnxport._export import export
+from onnxport.capture.decomp import call_nodes
+from onnxport.errors import UnsupportedOpError
+from onnxport.verify.compare import compare_tensors
+
 DTYPES: tuple[torch.dtype, ...] = (
     torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool,
 )
 DTYPE_NAMES = {d: str(d).removeprefix("torch.") for d in DTYPES}
-
-# (rtol, atol) per dtype, onnxruntime vs eager. Half types compute in float32 in many ORT kernels
-# and round once, where eager rounds at every step; integers and bools are exact.
-TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
-    torch.float32: (2e-4, 2e-5),
-    torch.float64: (1e-7, 1e-7),
-    torch.float16: (2e-3, 2e-3),
-    torch.bfloat16: (1.6e-2, 1e-2),
-    torch.int32: (0, 0),
-    torch.int64: (0, 0),
-    torch.bool: (0, 0),
-}
 
 # OpInfos whose values are random: compared by shape, dtype and distribution, not values.
 RANDOM_OPS = frozenset({
@@ -67,6 +64,7 @@ UNINITIALIZED_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empt
 @functools.cache
 def op_db() -> dict[str, Any]:
     """OpInfo full name (``name`` or ``name.variant``) → OpInfo."""
+    # heavy optional dependency (needs expecttest); imported only when the op suite runs
     from torch.testing._internal.common_methods_invocations import op_db as db
 
     return {full_name(o): o for o in db}
@@ -163,15 +161,10 @@ def compare_outputs(name: str, expected: Sequence[torch.Tensor], actual: Sequenc
 
 
 def _compare_values(exp: torch.Tensor, act: torch.Tensor) -> str:
-    if exp.is_complex() or act.is_complex():
-        # resolve_conj: eager may return a lazily conjugated view (fft.ifft), which view_as_real refuses
-        exp, act = torch.view_as_real(exp.resolve_conj()), torch.view_as_real(act.resolve_conj())
-    rtol, atol = TOLERANCES.get(exp.dtype, (1e-5, 1e-5))
-    try:
-        torch.testing.assert_close(act, exp, rtol=rtol, atol=atol, equal_nan=True, check_device=False)
-    except AssertionError as e:
-        return " ".join(str(e).split())[:300]
-    return ""
+    """'' when ``act`` matches ``exp`` by :func:`~onnxport.verify.compare.compare_tensors` (the
+    shared tolerance table, NaN must match NaN), else its one-line summary."""
+    comparison = compare_tensors("output", exp, act, strict_nan=True)
+    return "" if comparison.passed else comparison.summary()[:300]
 
 
 def _compare_distribution(name: str, exp: torch.Tensor, act: torch.Tensor) -> str:
@@ -205,8 +198,6 @@ def _compare_distribution(name: str, exp: torch.Tensor, act: torch.Tensor) -> st
 
 def aten_targets(ep: Any) -> tuple[str, ...]:
     """The ``call_function`` targets of a (decomposed) ExportedProgram, as strings."""
-    from onnxport.capture.decomp import call_nodes
-
     return tuple(sorted({str(n.target) for n in call_nodes(ep) if isinstance(n.target, torch._ops.OpOverload)}))
 
 
@@ -215,8 +206,6 @@ def run_sample(
     exporter: str = "onnxport",
 ) -> SampleResult:
     """Export one sample with ``exporter`` ("onnxport" or "torch.onnx"), run it, compare."""
-    from onnxport.errors import UnsupportedOpError
-
     module, tensors = as_module(opinfo, sample)
     name = full_name(opinfo)
     try:
@@ -227,11 +216,9 @@ def run_sample(
         return SampleResult("skip", "no tensor output")
     try:
         if exporter == "onnxport":
-            import onnxport
-
             if opset is None and name in RANDOM_OPS:
                 opset = RANDOM_OPSET
-            program = onnxport.export(module, tensors, opset_version=opset, optimize=optimize)
+            program = export(module, tensors, opset_version=opset, optimize=optimize)
             ops = aten_targets(program.exported_program)
         else:
             program = _torch_onnx_export(module, tensors, opset, optimize)
@@ -277,10 +264,6 @@ def _failing_target(e: BaseException) -> tuple[str, ...]:
 
 
 def _torch_onnx_export(module: torch.nn.Module, tensors: tuple, opset: int | None, optimize: bool) -> Any:
-    import contextlib
-    import io
-    import warnings
-
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
         return torch.onnx.export(
@@ -342,8 +325,8 @@ print(compare_outputs({name!r}, expected, actual) or "outputs match")
 
 
 def write_repro(
-    opinfo: Any, sample: Any, dtype: torch.dtype, index: int, optimize: bool, opset: int | None,
-    result: SampleResult, folder: str | os.PathLike[str] | None = None,
+    opinfo: Any, sample: Any, dtype: torch.dtype, index: int, result: SampleResult, *,
+    optimize: bool = True, opset: int | None = None, folder: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Write ``repro_<op>_<dtype>_<index>.py`` (and its ``.pt`` inputs) for a failing sample."""
     folder = Path(folder or os.environ.get("ONNXPORT_REPRO_DIR", "onnxport_repro"))

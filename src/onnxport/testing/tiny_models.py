@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 VOCAB = 99
 TEXT = {"vocab_size": VOCAB, "max_position_embeddings": 64}
 BERTISH = {
@@ -45,8 +47,7 @@ class Entry:
 
 def _make(config_class: str, model_class: str, **kwargs: Any) -> Callable[..., Any]:
     def build(**overrides: Any) -> Any:
-        import torch
-        import transformers
+        import transformers  # heavy optional dependency (onnxport[hf])
 
         torch.manual_seed(0)
         config = getattr(transformers, config_class)(**{**kwargs, **overrides})

@@ -11,6 +11,14 @@ import torch.fx
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
 from onnxport.errors import NodeError, OnnxportError, TranslationError
+from onnxport.metadata import (
+    COMPLEX_META,
+    KEY_CLASS_HIERARCHY,
+    KEY_FX_NODE,
+    KEY_NAME_SCOPES,
+    KEY_NAMESPACE,
+    KEY_STACK_TRACE,
+)
 from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.registry import Promote, Translation
 
@@ -18,25 +26,6 @@ _PROMOTION_KIND = {
     Promote.DEFAULT: ELEMENTWISE_TYPE_PROMOTION_KIND.NO_OPMATH,
     Promote.INT_TO_FLOAT: ELEMENTWISE_TYPE_PROMOTION_KIND.INT_TO_FLOAT,
 }
-
-# metadata_props keys, as documented for torch.onnx.export(dynamo=True) (see
-# ../shared/reference/002: "Metadata"), so tools reading torch.onnx models read ours.
-KEY_NAMESPACE = "namespace"
-KEY_CLASS_HIERARCHY = "pkg.torch.onnx.class_hierarchy"
-KEY_FX_NODE = "pkg.torch.onnx.fx_node"
-KEY_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
-KEY_STACK_TRACE = "pkg.torch.onnx.stack_trace"
-
-# Complex numbers (docs/architecture.md, "Complex numbers"): a complex tensor is carried as a real
-# tensor with a trailing dimension of 2 (real, imaginary), the layout of ONNX DFT. Graph inputs and
-# outputs so encoded carry this metadata_props key, valued with the torch dtype ("complex64").
-KEY_COMPLEX_AS_REAL = "pkg.onnxport.complex_as_real"
-# Graph metadata_props key: the same for the outputs, by position ("0:complex64,2:complex128"), which
-# survives passes that merge output values (identity elimination of ``(y, view_as_real(y))``).
-KEY_COMPLEX_OUTPUTS = "pkg.onnxport.complex_outputs"
-# ``ir.Value.meta`` key (in memory only): the complex torch dtype a real-view value stands for.
-COMPLEX_META = "onnxport.complex_dtype"
-
 
 def is_complex(value: Any) -> bool:
     """Whether a translation argument stands for a complex tensor (carried as real ``[..., 2]``)

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
+import sympy
 import torch
 import torch.fx
 from torch.export import ExportedProgram
@@ -15,24 +16,23 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from onnxport.capture.decomp import call_nodes
 from onnxport.errors import InputError, UnsupportedOpError
-from onnxport.translate.context import Ctx, ir_dtype
-from onnxport.translate.dispatch import (
+from onnxport.metadata import (
     COMPLEX_META,
     KEY_COMPLEX_AS_REAL,
     KEY_COMPLEX_OUTPUTS,
+    KEY_INPUT_KIND,
+    KEY_INPUT_PERSISTENT,
+    KEY_ORIGINAL_NAME,
+    KEY_OUTPUT_KIND,
+)
+from onnxport.translate.context import Ctx, ir_dtype
+from onnxport.translate.dispatch import (
     call_translation,
     is_complex_node,
     mark_complex,
     stamp_metadata,
 )
 from onnxport.translate.registry import Registry
-
-KEY_INPUT_KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
-KEY_INPUT_PERSISTENT = "pkg.torch.export.graph_signature.InputSpec.persistent"
-KEY_OUTPUT_KIND = "pkg.torch.export.graph_signature.OutputSpec.kind"
-KEY_ORIGINAL_NAME = "pkg.torch.onnx.original_node_name"
-KEY_GRAPH_SIGNATURE = "pkg.torch.export.ExportedProgram.graph_signature"
-KEY_RANGE_CONSTRAINTS = "pkg.torch.export.ExportedProgram.range_constraints"
 
 # Higher-order ops that only change autograd/autocast state around a subgraph: at inference their
 # subgraph is translated inline.
@@ -65,33 +65,7 @@ class DimNamer:
         return ir.SymbolicDim(str(expr.xreplace(subs)))
 
 
-def complex_outputs(graph: ir.Graph) -> dict[int, str]:
-    """Output index → complex dtype name for the outputs carried as real ``[..., 2]`` tensors: the
-    graph-level record (``pkg.onnxport.complex_outputs``), else each output's own metadata."""
-    record = graph.metadata_props.get(KEY_COMPLEX_OUTPUTS)
-    if record is not None:
-        return {int(i): dtype for i, dtype in (item.split(":") for item in record.split(",") if item)}
-    return {
-        i: value.metadata_props[KEY_COMPLEX_AS_REAL]
-        for i, value in enumerate(graph.outputs)
-        if value.metadata_props.get(KEY_COMPLEX_AS_REAL)
-    }
-
-
-def stamp_complex_outputs(graph: ir.Graph) -> None:
-    """Make each output's ``pkg.onnxport.complex_as_real`` agree with the graph-level record again
-    (passes that merge output values may have copied or dropped it)."""
-    marked = complex_outputs(graph)
-    for i, value in enumerate(graph.outputs):
-        if i in marked:
-            value.metadata_props[KEY_COMPLEX_AS_REAL] = marked[i]
-        else:
-            value.metadata_props.pop(KEY_COMPLEX_AS_REAL, None)
-
-
 def _symbol(name: str) -> Any:
-    import sympy
-
     return sympy.Symbol(name, integer=True, positive=True)
 
 

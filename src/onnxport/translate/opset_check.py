@@ -8,7 +8,7 @@ import onnx.defs
 import onnx_ir as ir
 
 from onnxport.errors import OpsetError
-from onnxport.translate.dispatch import KEY_FX_NODE
+from onnxport.metadata import KEY_FX_NODE
 
 
 @functools.cache

@@ -1,8 +1,9 @@
 """The translation registry: ``OpOverload`` → translation functions, selected by opset.
 
 A translation is declared with :func:`translates`; the decorator only *marks* the function. The
-default registry is built once per process by :func:`default_registry` from the op modules listed
-explicitly in :mod:`onnxport.ops` (no import side effects, no module-level mutable state).
+default registry is built once per process by :func:`onnxport.ops.default_registry` from the op
+family modules :mod:`onnxport.ops` imports explicitly; this module imports nothing from ``ops``
+(the families import :func:`translates` from here, so the dependency runs one way).
 
 Opset selection follows the ONNX versioning rule used by torch.onnx's ``_registration.py`` and
 tinygrad's ``nn/onnx.py``: among the encodings registered for a target, the one with the highest
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
@@ -25,10 +25,7 @@ from typing import Any
 import torch
 
 from onnxport.errors import InputError
-
-MIN_OPSET = 18
-MAX_OPSET = 26
-DEFAULT_OPSET = 23
+from onnxport.options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, check_opset  # noqa: F401 (re-exported)
 
 
 class Promote(enum.Enum):
@@ -73,7 +70,8 @@ class Translation:
 _MARK = "__onnxport_translations__"
 
 
-def _check_target(target: Any) -> None:
+def check_target(target: Any) -> None:
+    """Raise :class:`InputError` if ``target`` is an ``OpOverloadPacket`` (the registry is keyed by overloads)."""
     if isinstance(target, torch._ops.OpOverloadPacket):
         raise InputError(
             f"{target} is an OpOverloadPacket; register an overload such as "
@@ -104,7 +102,7 @@ def translates(
         InputError: A target is an ``OpOverloadPacket`` instead of an overload.
     """
     for target in targets:
-        _check_target(target)
+        check_target(target)
     promote = Promote(promote)
 
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -121,7 +119,7 @@ def translates(
 class Registry:
     """A mapping from operator targets to their opset-versioned translations.
 
-    Use :func:`default_registry` for onnxport's own translations; :meth:`copy` it to add custom ones
+    Use :func:`onnxport.ops.default_registry` for onnxport's own translations; :meth:`copy` it to add custom ones
     for one export without touching the shared default.
     """
 
@@ -131,7 +129,7 @@ class Registry:
     def register(self, translation: Translation) -> None:
         """Add a translation; a later registration with the same ``since`` (and origin) overrides an
         earlier one."""
-        _check_target(translation.target)
+        check_target(translation.target)
         entries = [
             e for e in self._table.get(translation.target, [])
             if (e.since, e.custom, e.complex) != (translation.since, translation.custom, translation.complex)
@@ -141,8 +139,14 @@ class Registry:
         self._table[translation.target] = entries
 
     def register_module(self, module: ModuleType) -> None:
-        """Register every function in ``module`` marked with :func:`translates`."""
+        """Register every function *defined* in ``module`` and marked with :func:`translates`.
+
+        A marked function that ``module`` imports from another module is skipped: it is registered
+        by the module that defines it, once.
+        """
         for value in vars(module).values():
+            if getattr(value, "__module__", None) != module.__name__:
+                continue
             for translation in getattr(value, _MARK, ()):
                 self.register(translation)
 
@@ -217,107 +221,3 @@ def _resolve(name: str) -> Any:
         return None
 
 
-@functools.cache
-def default_registry() -> Registry:
-    """The process-wide registry: onnxport's translations (built once per process) plus whatever
-    :func:`register_translation` added without an explicit ``registry``."""
-    from onnxport.ops import OP_MODULES
-
-    registry = Registry()
-    for module in OP_MODULES:
-        registry.register_module(module)
-    return registry
-
-
-def register_translation(
-    target: Any, fn: Callable[..., Any] | None = None, *, since: int = MIN_OPSET,
-    registry: Registry | None = None, promote: Promote | str = Promote.NONE, complex: bool = False,
-) -> Any:
-    """Register a translation for a custom op (or override one of onnxport's).
-
-    Usable directly, ``register_translation(torch.ops.mylib.op.default, fn)``, or as a decorator,
-    ``@register_translation(torch.ops.mylib.op.default)``. ``fn(ctx, *args, **kwargs)`` receives the
-    op's arguments as in its schema (tensors as ``onnx_ir.Value``) and returns the output value(s),
-    built with ``ctx.op.<OnnxOp>(...)``; ops of another domain take ``_domain="com.example"`` and
-    the model gets that domain's opset import.
-
-    Args:
-        target: The ``OpOverload`` (``torch.ops.mylib.op.default``).
-        fn: The translation; omitted for decorator use.
-        since: Lowest opset the translation is valid for.
-        registry: Where to register; default: the process-wide :func:`default_registry`, used by
-            every later export. Pass a :class:`Registry` (or use ``export(custom_translations=)``)
-            to scope the translation to some exports only.
-        promote: Type promotion the dispatcher applies first (see :class:`Promote`).
-        complex: ``fn`` translates the nodes with complex inputs or outputs, carried as real
-            tensors with a trailing dimension of 2 (real, imaginary).
-
-    Raises:
-        InputError: ``target`` is an ``OpOverloadPacket`` (name the overload, ``.default``).
-    """
-    _check_target(target)
-    destination = registry if registry is not None else default_registry()
-
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        destination.register_translation(target, fn, since=since, promote=promote, complex=complex)
-        return fn
-
-    return register if fn is None else register(fn)
-
-
-def is_registered(target: Any, registry: Registry | None = None) -> bool:
-    """Whether ``target`` has a translation in ``registry`` (default: the process-wide one)."""
-    return (registry or default_registry()).is_registered(target)
-
-
-def translations_for(target: Any, registry: Registry | None = None) -> tuple[Translation, ...]:
-    """Every translation registered for ``target`` (all opsets), in ``since`` order."""
-    return (registry or default_registry()).translations_for(target)
-
-
-def registry_for_export(registry: Registry | None, custom_translations: Any) -> Registry:
-    """The registry one export uses: ``registry`` (or the default) plus ``custom_translations``,
-    a ``{target: fn}`` mapping or a :class:`Registry` whose entries win over the base ones.
-
-    Raises:
-        InputError: ``custom_translations`` is neither a mapping nor a Registry.
-    """
-    base = registry or default_registry()
-    if not custom_translations:
-        return base
-    merged = base.copy()
-    if isinstance(custom_translations, Registry):
-        for target in custom_translations.targets():
-            for entry in custom_translations.translations_for(target):
-                merged.register(dataclasses.replace(entry, custom=True))
-    elif isinstance(custom_translations, dict):
-        for target, fn in custom_translations.items():
-            merged.register_translation(target, fn)
-    else:
-        raise InputError(
-            "custom_translations must be a dict {torch.ops.<ns>.<op>.<overload>: fn} or an onnxport.Registry, "
-            f"got {type(custom_translations).__name__}."
-        )
-    return merged
-
-
-def check_opset(opset_version: int | None) -> int:
-    """Validate the requested opset and return the one to translate to.
-
-    Raises:
-        OpsetError: ``opset_version`` is outside the supported range.
-    """
-    from onnxport.errors import OpsetError
-
-    if opset_version is None:
-        return DEFAULT_OPSET
-    if not isinstance(opset_version, int) or isinstance(opset_version, bool):
-        raise OpsetError(f"opset_version must be an int, got {opset_version!r}.")
-    if opset_version > MAX_OPSET:
-        raise OpsetError(
-            f"opset_version={opset_version} is newer than onnxport supports ({MIN_OPSET}..{MAX_OPSET}); "
-            f"onnxruntime 1.31 runs up to opset {MAX_OPSET}. Use opset_version={MAX_OPSET} or lower."
-        )
-    if opset_version < 1:
-        raise OpsetError(f"opset_version must be positive, got {opset_version}.")
-    return opset_version

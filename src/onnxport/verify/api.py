@@ -6,14 +6,17 @@ first, from the same serialization), with or without localization.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from torch.export import ExportedProgram
 
+from onnxport import runtime
 from onnxport.errors import InputError, VerificationError
-from onnxport.program import restore_complex, to_torch
+from onnxport.program import ONNXProgramBase
+from onnxport.status import Step
 from onnxport.verify import inputs as inputs_mod
 from onnxport.verify import localize as localize_mod
 from onnxport.verify.compare import (
@@ -22,7 +25,6 @@ from onnxport.verify.compare import (
     VerificationResult,
     compare_outputs,
 )
-from onnxport.verify.session import checked_session
 
 
 def _eager(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
@@ -40,12 +42,9 @@ def _eager(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> lis
 
 
 def _run(session: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
-    from onnxport.program import _feeds
-
-    feeds = _feeds([i.name for i in session.get_inputs()], args, kwargs)
+    feeds = runtime.feeds([i.name for i in session.get_inputs()], args, kwargs)
     wanted = list(names) if names is not None else [o.name for o in session.get_outputs()]
-    results = session.run(wanted, feeds)
-    return {n: to_torch(r) for n, r in zip(wanted, results)}
+    return dict(zip(wanted, runtime.run_session(session, feeds, wanted)))
 
 
 def verify(
@@ -126,7 +125,9 @@ def verify(
     skipped = 0
     if localize:
         nodes, extra, skipped = localize_mod.candidates(ep, program.model)
-    session = checked_session(program.model, extra_outputs=extra, checks=checks, tempdir_owner=program)
+    session = runtime.create_session(
+        program.model, check=True, extra_outputs=extra, checks=checks, tempdir_owner=program
+    )
     if not extra:
         program._session = session  # later program(...) calls reuse the checked session
     result = VerificationResult([], checks, sessions=1)
@@ -143,12 +144,12 @@ def verify(
             raise
         except Exception as e:  # the user's inputs or model raised: name the input set
             raise InputError(f"Running the model on {label} failed: {type(e).__name__}: {e}") from e
-        actual = restore_complex(program.model, [onnx_values[n] for n in output_names])
+        actual = runtime.restore_complex(program.model, [onnx_values[n] for n in output_names])
         outputs = compare_outputs(output_names, expected, actual, rtol, atol)
         result.input_sets.append(InputSetResult(label, inputs_mod.shapes_of(a, k, input_names), outputs))
         if localize and i == 0:
             result.localization = localize_mod.first_divergence(
-                ep, program.model, nodes, eager_values, onnx_values, skipped, rtol, atol
+                ep, program.model, nodes, eager_values, onnx_values, skipped=skipped, rtol=rtol, atol=atol
             )
     return result
 
@@ -186,8 +187,6 @@ def mismatch_error(result: VerificationResult) -> VerificationError:
     return VerificationError("\n".join(lines), node, result)
 
 
-__all__ = ["mismatch_error", "verify"]
-
 
 def verify_export(program: Any, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], status: Any) -> VerificationResult:
     """``export(verify=True)``: verify and record the checks and the accuracy as status steps.
@@ -199,20 +198,16 @@ def verify_export(program: Any, model: Any, args: tuple[Any, ...], kwargs: dict[
         ModelCheckError: A check failed (recorded as a failed step).
         VerificationError: An output differs beyond tolerance (the ``accuracy`` step fails).
     """
-    import time
-
-    from onnxport._export import Step
-
     checks: list[CheckResult] = []
     start = time.perf_counter()
 
     def record(error: BaseException | None) -> None:
         for check in checks:
-            status.steps.append(Step(check.name, check.seconds, check.passed, check.detail))
+            status.record(Step(check.name, check.seconds, check.passed, check.detail))
         if not checks or all(c.passed for c in checks):
             seconds = time.perf_counter() - start - sum(c.seconds for c in checks)
             detail = "" if error is None else f"{type(error).__name__}: {str(error).splitlines()[0]}"
-            status.steps.append(Step("accuracy", seconds, error is None, detail))
+            status.record(Step("accuracy", seconds, error is None, detail))
         if error is not None:
             status.error = error
 
@@ -232,4 +227,43 @@ def verify_export(program: Any, model: Any, args: tuple[Any, ...], kwargs: dict[
     return result
 
 
-__all__ += ["verify_export"]
+
+class ONNXProgram(ONNXProgramBase):
+    """An exported ONNX model with the ExportedProgram it came from (``onnxport.ONNXProgram``).
+
+    :class:`onnxport.program.ONNXProgramBase` (save, load, run in onnxruntime) plus
+    :meth:`verify`, which lives here because verification sits above the program in the pipeline.
+
+    Attributes:
+        model: The ONNX model (``onnx_ir.Model``); initializers share memory with the torch weights.
+        exported_program: The ``torch.export.ExportedProgram`` that was translated (``None`` when
+            loaded from a file).
+        status: The :class:`onnxport.status.ExportStatus` of the export (steps, timings, errors).
+    """
+
+    def verify(
+        self,
+        args: Any = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        inputs: Sequence[Any] | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        localize: bool = False,
+        reference: Any = None,
+    ) -> VerificationResult:
+        """Compare with eager PyTorch; see :func:`onnxport.verify` (same arguments and result).
+
+        Returns:
+            A :class:`onnxport.verify.compare.VerificationResult` (``.passed``, ``.input_sets``,
+            ``.localization``).
+
+        Raises:
+            ModelCheckError: onnx.checker or onnxruntime refused the model.
+            InputError: No eager reference, or inputs that do not fit.
+        """
+        return verify(self, args, kwargs, inputs=inputs, rtol=rtol, atol=atol, localize=localize,
+                      reference=reference)
+
+
+__all__ = ["ONNXProgram", "mismatch_error", "verify", "verify_export"]

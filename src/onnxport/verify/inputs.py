@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import sympy
 import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
+
+from onnxport.errors import InputError
 
 InputSet = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -34,8 +37,6 @@ def normalize_sets(inputs: Sequence[Any] | None) -> list[InputSet]:
     Raises:
         InputError: An item is neither.
     """
-    from onnxport.errors import InputError
-
     sets = []
     for i, item in enumerate(inputs or ()):
         if isinstance(item, torch.Tensor):
@@ -118,8 +119,6 @@ def second_input_set(ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping
         if choice is None:
             return None
         new[symbol] = choice
-
-    import sympy
 
     def resize(leaf: Any) -> Any:
         node = by_id.get(id(leaf))

@@ -23,12 +23,8 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import OutputKind
 
 from onnxport.errors import user_source_line
+from onnxport.metadata import KEY_FX_NODE, KEY_NAME_SCOPES, KEY_NAMESPACE, KEY_STACK_TRACE
 from onnxport.verify.compare import OutputComparison, compare_tensors
-
-KEY_FX_NODE = "pkg.torch.onnx.fx_node"
-KEY_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
-KEY_NAMESPACE = "namespace"
-KEY_STACK_TRACE = "pkg.torch.onnx.stack_trace"
 
 
 @dataclasses.dataclass
@@ -182,6 +178,7 @@ def first_divergence(
     nodes: Sequence[torch.fx.Node],
     eager: dict[str, torch.Tensor],
     onnx_values: dict[str, torch.Tensor],
+    *,
     skipped: int,
     rtol: float | None = None,
     atol: float | None = None,

@@ -1,0 +1,360 @@
+"""``onnxport export SPEC -o OUT.onnx [options]`` and ``onnxport export --hf FOLDER -o OUT/``.
+
+A SPEC (:mod:`onnxport.cli.spec`) goes through :func:`onnxport.export`, which captures, translates,
+verifies (``--verify``), saves and writes the report (``--report``) in one run; this module only
+parses the options, shows the orchestrator's steps as progress and prints the summary. A Hugging
+Face folder (given with ``--hf`` or as the SPEC) goes through :func:`onnxport.hf.export`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Any
+
+import onnx_ir as ir
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from onnxport import hf
+from onnxport._export import export
+from onnxport.cli._common import (
+    EXIT_EXPORT_FAILED,
+    EXIT_USAGE,
+    Progress,
+    consoles,
+    fail,
+    format_bytes,
+    text_table,
+    value_rows,
+)
+from onnxport.cli.spec import LoadedSpec, SpecError, apply_dynamic, load_spec, parse_dynamic_options
+from onnxport.errors import HFError, OnnxportError, SaveError
+from onnxport.runtime import initializer_bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandOptions:
+    """The ``export`` command's options, as given (``dynamic`` parsed)."""
+
+    output: Path
+    opset: int | None
+    dynamic: dict[str, dict[int, str]]
+    verify: bool
+    optimize: bool
+    external_data: bool | None
+    report: Path | None
+
+
+def export_command(
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="OUT.onnx",
+            help="The ONNX file to write (its folder must exist); for a Hugging Face folder, the output folder.",
+            show_default=False,
+        ),
+    ],
+    spec: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="SPEC",
+            help="`path/to/file.py:factory` or a local Hugging Face model folder (see above).",
+            show_default=False,
+        ),
+    ] = None,
+    opset: Annotated[
+        int | None,
+        typer.Option(
+            "--opset",
+            metavar="N",
+            help="Target ONNX opset (default 23; below 18 through the ONNX version converter).",
+            show_default=False,
+        ),
+    ] = None,
+    dynamic: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dynamic",
+            metavar="NAME:AXES",
+            help="Dynamic axes of one input as NAME:AXIS=DIM[,AXIS=DIM...] (NAME a forward() parameter), "
+            "e.g. `x:0=batch`. Repeatable; replaces the SPEC's dynamic shapes for that input.",
+            show_default=False,
+        ),
+    ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Run the model in onnxruntime on the example inputs and compare "
+            "with eager PyTorch; a mismatch fails the export (no file is written).",
+        ),
+    ] = False,
+    optimize: Annotated[
+        bool,
+        typer.Option(
+            "--optimize/--no-optimize",
+            help="Run onnxport's graph passes (folding, cleanup, fusions).",
+        ),
+    ] = True,
+    external_data: Annotated[
+        bool | None,
+        typer.Option(
+            "--external-data/--no-external-data",
+            help="Write the weights to OUT.onnx.data beside the "
+            "model (default: only when they exceed the 2 GB protobuf limit).",
+            show_default=False,
+        ),
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            metavar="PATH",
+            help="Write a markdown report of every step (also on failure).",
+            show_default=False,
+        ),
+    ] = None,
+    hf: Annotated[
+        Path | None,
+        typer.Option(
+            "--hf",
+            metavar="FOLDER",
+            help="Export a local Hugging Face model folder for a task (onnxport.hf, docs/hf.md): "
+            "-o is then an output folder, written with the ONNX model(s), config and tokenizer files.",
+            show_default=False,
+        ),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            metavar="TASK",
+            help="With --hf: feature-extraction, fill-mask, text-classification, token-classification, "
+            "question-answering, image-classification, text-generation, text2text-generation, "
+            "automatic-speech-recognition (default: from the architecture).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Export a PyTorch model to ONNX.
+
+    **SPEC** is one of:
+
+    * `path/to/file.py:factory`: a Python file and a function in it, called with no arguments.
+      It returns `(model, args)`, `(model, args, kwargs)` or `(model, args, kwargs, dynamic_shapes)`:
+      an `nn.Module`, a tuple of example inputs, a dict of keyword example inputs and the
+      `dynamic_shapes` as for `onnxport.export` (e.g. `{"x": {0: "batch"}}`).
+
+    * a local Hugging Face model folder (`config.json` and `*.safetensors`): the same as
+      `--hf FOLDER` (see docs/hf.md): -o is then an output folder, written with the ONNX model(s),
+      config and tokenizer files; every output is validated on fresh inputs.
+
+    **--dynamic** `NAME:AXIS=DIM[,AXIS=DIM...]` makes axes of input NAME symbolic, named DIM in the
+    ONNX graph: `--dynamic input_ids:0=batch,1=sequence`.
+
+    On success a summary lists the graph inputs and outputs with their shapes, the node count, the
+    weight size, the export time and the files written (with `--verify`, the max abs diff of every
+    output). A failed export leaves no output file.
+
+    **Exit codes**: 0 success; 1 the export failed (error in red, no traceback); 2 bad command
+    line, SPEC or `--dynamic`.
+
+    **Examples**:
+
+    * `onnxport export model.py:make -o model.onnx --dynamic x:0=batch --verify`
+
+    * `onnxport export model.py:make -o model.onnx --opset 18 --report report.md`
+
+    * `onnxport export ./all-MiniLM-L6-v2 -o minilm/` (the same as `--hf ./all-MiniLM-L6-v2`)
+    """
+    folder = hf if hf is not None else (Path(spec) if spec is not None and Path(spec).is_dir() else None)
+    if folder is not None:
+        _check_hf_options(spec if hf is not None else None, dynamic, report, external_data)
+        return run_hf_export(folder, task, output, opset, optimize)
+    if spec is None:
+        raise typer.BadParameter("give a SPEC or --hf FOLDER.", param_hint="'SPEC'")
+    try:
+        parsed_dynamic = parse_dynamic_options(dynamic or [])
+    except SpecError as e:
+        raise typer.BadParameter(str(e), param_hint="'--dynamic'") from e
+    if report is not None and not report.parent.is_dir():
+        raise typer.BadParameter(f"folder {report.parent} does not exist.", param_hint="'--report'")
+    options = CommandOptions(output, opset, parsed_dynamic, verify, optimize, external_data, report)
+    out, err = consoles()
+    run_export(spec, options, out, err)
+
+
+def _check_hf_options(spec: str | None, dynamic: Any, report: Any, external_data: Any) -> None:
+    """Usage errors of the Hugging Face spelling (the hf exporter fixes inputs and files itself)."""
+    if spec is not None:
+        raise typer.BadParameter("give either a SPEC or --hf FOLDER, not both.", param_hint="'--hf'")
+    given = [name for name, value in (("--dynamic", dynamic), ("--report", report),
+                                      ("--external-data", external_data)) if value is not None]
+    if given:
+        raise typer.BadParameter(
+            f"{', '.join(given)} cannot be used with a Hugging Face folder: its inputs, dynamic axes "
+            "and files are set by the task (docs/hf.md).", param_hint=f"'{given[0]}'"
+        )
+
+
+def run_export(spec: str, options: CommandOptions, out: Console, err: Console) -> None:
+    """Load ``spec``, run the export (verify, save and report included) and print the summary.
+
+    Args:
+        spec: The SPEC argument.
+        options: The command's options.
+        out: Where the summary goes.
+        err: Where progress and errors go.
+
+    Raises:
+        typer.Exit: With code 1 (export failed) or 2 (bad SPEC or ``--dynamic`` input name).
+    """
+    progress = Progress(err)
+    try:
+        _check_destination(options.output)
+        with progress.phase(f"loading {spec}"):
+            loaded = load_spec(spec)
+        dynamic_shapes = apply_dynamic(loaded, options.dynamic)
+    except SpecError as e:
+        fail(err, str(e), EXIT_USAGE)
+    except OnnxportError as e:
+        fail(err, str(e), EXIT_EXPORT_FAILED)
+    try:
+        program = export(
+            loaded.model, loaded.args, loaded.kwargs, f=options.output, dynamic_shapes=dynamic_shapes,
+            input_names=loaded.input_names, output_names=loaded.output_names,
+            opset_version=options.opset, optimize=options.optimize, verify=options.verify,
+            external_data=options.external_data, report=options.report or False, progress=progress,
+        )
+    except OnnxportError as e:
+        progress.close()
+        hint = "" if options.report else "\nRun again with --report PATH for a report of every step."
+        fail(err, f"{e}{hint}", EXIT_EXPORT_FAILED)
+    progress.close()
+    print_summary(out, program, loaded, options)
+
+
+def _check_destination(path: Path) -> None:
+    """Fail before the (possibly long) export when the output cannot be written."""
+    if path.is_dir():
+        raise SaveError(
+            f"Cannot save the ONNX model to {path}: it is a directory; give a file path such as {path / 'model.onnx'}."
+        )
+    folder = path.parent
+    if not folder.is_dir():
+        raise SaveError(
+            f"Cannot save the ONNX model to {path}: folder {folder} does not exist. Create it first."
+        )
+
+
+# -- summary ---------------------------------------------------------------------------------
+def summary_lines(
+    program: Any, loaded: LoadedSpec, options: CommandOptions
+) -> list[str]:
+    """The summary printed after a successful export, one string per line."""
+    model = program.model
+    status = program.status
+    nodes = sum(1 for _ in ir.traversal.RecursiveGraphIterator(model.graph))
+    steps = ", ".join(f"{s.name} {s.seconds:.2f} s" for s in status.steps)
+    lines = [f"Exported {loaded.description}", "Inputs:"]
+    lines += text_table(value_rows(model.graph.inputs))
+    lines += ["Outputs:", *text_table(value_rows(model.graph.outputs))]
+    facts = [
+        ("Opset:", str(model.opset_imports.get("", "?"))),
+        ("Nodes:", str(nodes)),
+        (
+            "Weights:",
+            f"{format_bytes(initializer_bytes(model))} in {len(model.graph.initializers)} initializers",
+        ),
+        ("Export time:", f"{status.total_seconds:.2f} s ({steps})"),
+        ("Output:", str(options.output)),
+    ]
+    for data_file in status.files[1:]:
+        facts.append(("External data:", str(data_file)))
+    if options.report is not None:
+        facts.append(("Report:", str(options.report)))
+    lines += text_table(facts, indent="")
+    if status.verification is not None:
+        lines += ["Verification (onnxruntime vs eager PyTorch):"]
+        lines += text_table(
+            [
+                (o.name, f"max abs diff {o.max_abs_diff:.3g}", "pass" if o.passed else "FAIL")
+                for o in status.verification.outputs
+            ]
+        )
+    return lines
+
+
+def print_summary(out: Console, program: Any, loaded: LoadedSpec, options: CommandOptions) -> None:
+    """Print :func:`summary_lines`, the first line in green."""
+    lines = summary_lines(program, loaded, options)
+    out.print(Text(lines[0], style="bold green"))
+    for line in lines[1:]:
+        out.print(Text(line))
+
+
+# -- Hugging Face folder ------------------------------------------------------------------------
+def run_hf_export(folder: Path, task: str | None, output_dir: Path, opset: int | None, optimize: bool) -> None:
+    """Export ``folder`` for ``task`` into ``output_dir`` with :func:`onnxport.hf.export` (which
+    validates every output on fresh inputs) and print the summary.
+
+    Raises:
+        typer.Exit: 2 for a bad folder/task/output folder (``HFError``), 1 when the export or the
+            validation failed.
+    """
+    out, err = consoles()
+    progress = Progress(err)
+    try:
+        with progress.phase(f"exporting {folder} ({task or 'task from the architecture'})"):
+            result = hf.export(folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize)
+    except HFError as e:
+        fail(err, str(e), EXIT_USAGE)
+    except OnnxportError as e:
+        fail(err, str(e), EXIT_EXPORT_FAILED)
+    for line in hf_summary_lines(result):
+        out.print(line, markup=False, highlight=False)
+
+
+def hf_summary_lines(result: Any) -> list[str]:
+    """The summary of an :class:`onnxport.hf.HFExport`, one string per line."""
+    lines = [f"Exported {type(result.model).__name__} for {result.task}"]
+    for name, program in result.programs.items():
+        graph = program.model.graph
+        lines += [
+            f"{name}.onnx ({result.seconds.get(name, 0.0):.1f} s, opset "
+            f"{program.model.opset_imports.get('', '?')}, {len(graph)} nodes)",
+            "  Inputs:",
+            *text_table(value_rows(graph.inputs), indent="    "),
+            "  Outputs:",
+            *text_table(value_rows(graph.outputs), indent="    "),
+        ]
+    if result.checks:
+        worst = max(c.max_abs_diff for c in result.checks)
+        verdict = "pass" if result.passed else "FAIL"
+        first = result.checks[0]
+        rule = f"rtol {first.comparison.rtol:g}, atol {first.atol:g}" if first.comparison else f"atol {first.atol:g}"
+        lines.append(
+            f"Validation (onnxruntime vs eager on fresh inputs, {rule}): "
+            f"{verdict}, {len(result.checks)} outputs, max abs diff {worst:.3g}"
+        )
+        lines += text_table(
+            [
+                (
+                    f"{c.component}/{c.output}",
+                    c.inputs,
+                    f"max abs diff {c.max_abs_diff:.3g}",
+                    "pass" if c.passed else "FAIL",
+                )
+                for c in result.checks
+            ]
+        )
+    if result.output_dir is not None:
+        lines.append(f"Output: {result.output_dir} ({', '.join(str(f) for f in result.files)})")
+    return lines
+
+
+__all__ = ["CommandOptions", "export_command", "hf_summary_lines", "run_export", "summary_lines"]

@@ -1,0 +1,123 @@
+"""Tensor creation: arange, full, zeros/ones (and their _like / new_ variants), scalar_tensor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+import torch
+
+from onnxport.translate.context import Ctx
+from onnxport.translate.registry import translates
+
+aten = torch.ops.aten
+
+
+def _scalar(ctx: Ctx, value: Any, dtype: ir.DataType) -> ir.Value:
+    if isinstance(value, ir.Value):
+        return value if value.dtype == dtype else ctx.op.Cast(value, to=dtype)
+    return ctx.const(value, dtype)
+
+
+@translates(aten.arange.default, aten.arange.start, aten.arange.start_step)
+def aten_arange(ctx: Ctx, *args: Any, **kwargs: Any) -> ir.Value:
+    """arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, ...) -> Tensor
+
+    Also arange.default(Scalar end, ...) and arange.start(Scalar start, Scalar end, ...).
+    """
+    numbers: list[int | float | ir.Value] = [a for a in args if isinstance(a, (int, float, ir.Value))]
+    start: int | float | ir.Value
+    end: int | float | ir.Value
+    step: int | float | ir.Value
+    if len(numbers) == 1:
+        start, end, step = 0, numbers[0], 1
+    elif len(numbers) == 2:
+        start, end, step = numbers[0], numbers[1], 1
+    else:
+        start, end, step = numbers[:3]
+    dtype = ctx.out_dtype()
+    if isinstance(start, int) and isinstance(end, int) and isinstance(step, int):
+        return ctx.op.Identity(ctx.const(np.arange(start, end, step), dtype))
+    return ctx.op.Range(_scalar(ctx, start, dtype), _scalar(ctx, end, dtype), _scalar(ctx, step, dtype))
+
+
+def _filled(ctx: Ctx, shape: ir.Value, fill: Any) -> ir.Value:
+    dtype = ctx.out_dtype()
+    if dtype == ir.DataType.BFLOAT16:  # onnxruntime has no bfloat16 Expand: expand in float, cast
+        return ctx.op.Cast(ctx.op.Expand(_scalar(ctx, fill, ir.DataType.FLOAT), shape), to=dtype)
+    value = _scalar(ctx, fill, dtype)
+    return ctx.op.Expand(value, shape)
+
+
+@translates(aten.full.default)
+def aten_full(ctx: Ctx, size: Sequence[int | ir.Value], fill_value: Any, **kwargs: Any) -> ir.Value:
+    """full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _filled(ctx, ctx.shape_tensor(list(size)), fill_value)
+
+
+@translates(aten.zeros.default, aten.empty.memory_format)
+def aten_zeros(ctx: Ctx, size: Sequence[int | ir.Value], **kwargs: Any) -> ir.Value:
+    """zeros(SymInt[] size, *, ScalarType? dtype=None, ...) -> Tensor (empty gives zeros)."""
+    return _filled(ctx, ctx.shape_tensor(list(size)), 0)
+
+
+@translates(aten.ones.default)
+def aten_ones(ctx: Ctx, size: Sequence[int | ir.Value], **kwargs: Any) -> ir.Value:
+    """ones(SymInt[] size, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _filled(ctx, ctx.shape_tensor(list(size)), 1)
+
+
+@translates(aten.new_ones.default)
+def aten_new_ones(ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value], **kwargs: Any) -> ir.Value:
+    """new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _filled(ctx, ctx.shape_tensor(list(size)), 1)
+
+
+@translates(aten.new_zeros.default, aten.new_empty.default)
+def aten_new_zeros(ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value], **kwargs: Any) -> ir.Value:
+    """new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _filled(ctx, ctx.shape_tensor(list(size)), 0)
+
+
+@translates(aten.new_full.default)
+def aten_new_full(ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value], fill_value: Any, **kwargs: Any) -> ir.Value:
+    """new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _filled(ctx, ctx.shape_tensor(list(size)), fill_value)
+
+
+@translates(aten.full_like.default)
+def aten_full_like(ctx: Ctx, self: ir.Value, fill_value: Any, **kwargs: Any) -> ir.Value:
+    """full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _filled(ctx, ctx.op.Shape(self), fill_value)
+
+
+@translates(aten.zeros_like.default, aten.empty_like.default)
+def aten_zeros_like(ctx: Ctx, self: ir.Value, **kwargs: Any) -> ir.Value:
+    """zeros_like(Tensor self, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _filled(ctx, ctx.op.Shape(self), 0)
+
+
+@translates(aten.ones_like.default)
+def aten_ones_like(ctx: Ctx, self: ir.Value, **kwargs: Any) -> ir.Value:
+    """ones_like(Tensor self, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _filled(ctx, ctx.op.Shape(self), 1)
+
+
+@translates(aten.scalar_tensor.default)
+def aten_scalar_tensor(ctx: Ctx, s: Any, **kwargs: Any) -> ir.Value:
+    """scalar_tensor(Scalar s, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _scalar(ctx, s, ctx.out_dtype()) if isinstance(s, ir.Value) else ctx.op.Identity(ctx.const(s, ctx.out_dtype()))
+
+
+@translates(aten.tril_indices.default, aten.triu_indices.default)
+def aten_tril_indices(ctx: Ctx, row: int, col: int, offset: int = 0, **kwargs: Any) -> ir.Value:
+    """tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+
+    Also triu_indices. Every argument is static: the (2, N) coordinates are a constant.
+    """
+    if not all(isinstance(v, int) for v in (row, col, offset)):
+        ctx.unsupported("tril_indices/triu_indices with symbolic sizes")
+    fn = torch.tril_indices if ctx.node is not None and ctx.node.target is aten.tril_indices.default else torch.triu_indices
+    return ctx.op.Identity(ctx.const(fn(row, col, offset), ctx.out_dtype()))

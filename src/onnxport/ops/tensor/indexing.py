@@ -1,0 +1,213 @@
+"""Indexing ops: embedding, advanced indexing (index.Tensor), gather, index_select."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import onnx_ir as ir
+import torch
+
+from onnxport.ops._common import dtype_of, rank, shape_of
+from onnxport.translate.context import Ctx
+from onnxport.translate.registry import translates
+
+aten = torch.ops.aten
+
+
+@translates(aten.embedding.default)
+def aten_embedding(
+    ctx: Ctx, weight: ir.Value, indices: ir.Value, padding_idx: int = -1,
+    scale_grad_by_freq: bool = False, sparse: bool = False,
+) -> ir.Value:
+    """embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor"""
+    return ctx.op.Gather(weight, indices, axis=0)
+
+
+@translates(aten.index_select.default)
+def aten_index_select(ctx: Ctx, self: ir.Value, dim: int, index: ir.Value) -> ir.Value:
+    """index_select(Tensor self, int dim, Tensor index) -> Tensor (0-D self: index must be [0])."""
+    if rank(self) == 0:
+        picked = ctx.op.Gather(ctx.op.Reshape(self, ctx.const([1])), index, axis=0)
+        return ctx.op.Reshape(picked, ctx.shape_tensor(list(ctx.val().shape)))
+    return ctx.op.Gather(self, index, axis=dim % rank(self))
+
+
+@translates(aten.gather.default)
+def aten_gather(ctx: Ctx, self: ir.Value, dim: int, index: ir.Value, *, sparse_grad: bool = False) -> ir.Value:
+    """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+
+    An empty index (torch accepts any integer dtype and rank for it) gives an empty result of its
+    shape; other indices are cast to INT64 when GatherElements would reject their type.
+    """
+    if 0 in shape_of(index):
+        return ctx.op.Expand(ctx.const(0, dtype_of(self)), ctx.op.Shape(index))
+    if rank(self) == 0:
+        return ctx.op.Identity(self)
+    if dtype_of(index) not in (ir.DataType.INT32, ir.DataType.INT64):
+        index = ctx.op.Cast(index, to=ir.DataType.INT64)
+    return ctx.op.GatherElements(self, index, axis=dim % rank(self))
+
+
+@translates(aten.index.Tensor)
+def aten_index(ctx: Ctx, self: ir.Value, indices: Sequence[ir.Value | None]) -> ir.Value:
+    """index.Tensor(Tensor self, Tensor?[] indices) -> Tensor (NumPy advanced indexing).
+
+    The indexed dims are moved to the front and gathered with GatherND on the broadcast, stacked
+    indices. As in NumPy/PyTorch, the result's index dims replace the indexed dims when those are
+    adjacent, and go first otherwise.
+    """
+    positions = [i for i, idx in enumerate(indices) if idx is not None]
+    if any(indices[i].dtype == ir.DataType.BOOL for i in positions):  # type: ignore[union-attr]
+        ctx.unsupported("boolean-mask indexing has a data-dependent shape; use torch.where instead")
+    r = rank(self)
+    if len(positions) == 1:
+        return ctx.op.Gather(self, indices[positions[0]], axis=positions[0])
+    rest = [i for i in range(r) if i not in positions]
+    x = self if positions == list(range(len(positions))) else ctx.op.Transpose(self, perm=positions + rest)
+    idx = [indices[i] for i in positions]
+    idx = [i if i.dtype == ir.DataType.INT64 else ctx.op.Cast(i, to=ir.DataType.INT64) for i in idx]  # type: ignore[union-attr]
+    broadcast_shape = ctx.op.Shape(ctx.op.Add(*idx[:2])) if len(idx) == 2 else None
+    if broadcast_shape is None:
+        total = idx[0]
+        for i in idx[1:]:
+            total = ctx.op.Add(total, i)
+        broadcast_shape = ctx.op.Shape(total)
+    stacked = ctx.op.Concat(
+        *[ctx.op.Unsqueeze(ctx.op.Expand(i, broadcast_shape), ctx.const([-1])) for i in idx], axis=-1
+    )
+    out = ctx.op.GatherND(x, stacked, batch_dims=0)
+    adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
+    if not adjacent or positions[0] == 0:
+        return out
+    # Move the broadcast index dims to where the first indexed dim was.
+    idx_rank = len(ctx.val().shape) - len(rest)
+    before = positions[0]
+    perm = list(range(idx_rank, idx_rank + before)) + list(range(idx_rank)) + list(
+        range(idx_rank + before, idx_rank + len(rest))
+    )
+    return ctx.op.Transpose(out, perm=perm)
+
+
+@translates(aten._embedding_bag.default, aten._embedding_bag_forward_only.default)
+def aten_embedding_bag(
+    ctx: Ctx, weight: ir.Value, indices: ir.Value, offsets: ir.Value, scale_grad_by_freq: bool = False,
+    mode: int = 0, sparse: bool = False, per_sample_weights: ir.Value | None = None,
+    include_last_offset: bool = False, padding_idx: int = -1,
+) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+    """_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)
+
+    Bag of each index = (number of offsets ≤ its position) − 1; rows are gathered, weighted, and
+    reduced into their bag with ScatterND (add, or max for mode 2). Mode 1 divides by the bag's
+    count; empty bags give 0; indices equal to ``padding_idx`` are left out (PyTorch docs,
+    torch.nn.functional.embedding_bag). Outputs 2-4 (offset2bag, bag_size, max_indices) are the
+    bag of each index, the count per bag, and zeros.
+    """
+    i64 = ir.DataType.INT64
+    idx = indices if indices.dtype == i64 else ctx.op.Cast(indices, to=i64)
+    offs = offsets if offsets.dtype == i64 else ctx.op.Cast(offsets, to=i64)
+    n = ctx.op.Shape(idx)
+    positions = ctx.op.Range(ctx.const(0), ctx.op.Squeeze(n, ctx.const([0])), ctx.const(1))
+    ge = ctx.op.GreaterOrEqual(ctx.op.Unsqueeze(positions, ctx.const([1])), ctx.op.Unsqueeze(offs, ctx.const([0])))
+    bag = ctx.op.Sub(ctx.op.ReduceSum(ctx.op.Cast(ge, to=i64), ctx.const([1]), keepdims=0), ctx.const(1))
+    n_bags = ctx.op.Shape(offs)
+    if include_last_offset:
+        n_bags = ctx.op.Sub(n_bags, ctx.const([1]))
+    valid = ctx.op.Less(bag, ctx.op.Squeeze(n_bags, ctx.const([0])))  # past the last offset: dropped
+    if padding_idx is not None and padding_idx >= 0:
+        valid = ctx.op.And(valid, ctx.op.Not(ctx.op.Equal(idx, ctx.const(padding_idx))))
+    rows = ctx.op.Gather(weight, idx, axis=0)
+    if per_sample_weights is not None:
+        rows = ctx.op.Mul(rows, ctx.op.Unsqueeze(per_sample_weights, ctx.const([1])))
+    dim = ctx.op.Shape(weight, start=1, end=2)
+    out_shape = ctx.op.Concat(n_bags, dim, axis=0)
+    # Invalid entries go to an extra bag that is sliced away.
+    target = ctx.op.Where(valid, bag, ctx.op.Squeeze(n_bags, ctx.const([0])))
+    target = ctx.op.Unsqueeze(target, ctx.const([1]))
+    padded_shape = ctx.op.Concat(ctx.op.Add(n_bags, ctx.const([1])), dim, axis=0)
+    counts = ctx.op.ScatterND(ctx.op.Expand(ctx.const(0), ctx.op.Add(n_bags, ctx.const([1]))), target,
+                              ctx.op.Expand(ctx.const(1), n), reduction="add")
+    counts = ctx.op.Slice(counts, ctx.const([0]), n_bags)
+    if mode == 2:
+        start = ctx.op.Expand(ctx.const(float("-inf"), weight.dtype), padded_shape)
+        total = ctx.op.ScatterND(start, target, rows, reduction="max")
+    else:
+        total = ctx.op.ScatterND(ctx.op.Expand(ctx.const(0, weight.dtype), padded_shape), target, rows, reduction="add")
+    out = ctx.op.Slice(total, ctx.const([0]), n_bags, ctx.const([0]))
+    empty = ctx.op.Unsqueeze(ctx.op.Equal(counts, ctx.const(0)), ctx.const([1]))
+    if mode == 1:
+        out = ctx.op.Div(out, ctx.op.Unsqueeze(ctx.op.Cast(ctx.op.Max(counts, ctx.const(1)), to=weight.dtype), ctx.const([1])))
+    out = ctx.op.Where(empty, ctx.const(0, weight.dtype), out)
+    max_indices = ctx.op.Expand(ctx.const(0), out_shape) if mode == 2 else ctx.op.Expand(ctx.const(0), n_bags)
+    return out, bag, counts, max_indices
+
+
+@translates(aten.repeat_interleave.Tensor)
+def aten_repeat_interleave_tensor(ctx: Ctx, repeats: ir.Value, *, output_size: int | None = None) -> ir.Value:
+    """repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor
+
+    Index i repeated repeats[i] times, in order: output position p holds the number of cumulative
+    sums ≤ p (the bag p falls into), so the order is the repeats' order.
+    """
+    i64 = ir.DataType.INT64
+    r = repeats if repeats.dtype == i64 else ctx.op.Cast(repeats, to=i64)
+    r = ctx.op.Reshape(r, ctx.const([-1]))
+    ends = ctx.op.CumSum(r, ctx.const(0))
+    total = ctx.op.ReduceSum(r, ctx.const([0]), keepdims=0)
+    positions = ctx.op.Range(ctx.const(0), total, ctx.const(1))
+    le = ctx.op.LessOrEqual(ctx.op.Unsqueeze(ends, ctx.const([0])), ctx.op.Unsqueeze(positions, ctx.const([1])))
+    out = ctx.op.ReduceSum(ctx.op.Cast(le, to=i64), ctx.const([1]), keepdims=0)
+    return out if ctx.out_dtype() == i64 else ctx.op.Cast(out, to=ctx.out_dtype())
+
+
+@translates(aten.masked_select.default)
+def aten_masked_select(ctx: Ctx, self: ir.Value, mask: ir.Value) -> ir.Value:
+    """masked_select(Tensor self, Tensor mask) -> Tensor: the broadcast self where mask, row-major."""
+    shape = ctx.op.Shape(ctx.op.Add(ctx.op.Cast(mask, to=ir.DataType.INT64),
+                                    ctx.op.Expand(ctx.const(0), ctx.op.Shape(self))))
+    flat_mask = ctx.op.Reshape(ctx.op.Expand(mask, shape), ctx.const([-1]))
+    if self.dtype == ir.DataType.BFLOAT16:  # no onnxruntime bfloat16 Expand/Compress: select in float
+        flat = ctx.op.Reshape(ctx.op.Expand(ctx.op.Cast(self, to=ir.DataType.FLOAT), shape), ctx.const([-1]))
+        return ctx.op.Cast(ctx.op.Compress(flat, flat_mask, axis=0), to=self.dtype)
+    flat = ctx.op.Reshape(ctx.op.Expand(self, shape), ctx.const([-1]))
+    return ctx.op.Compress(flat, flat_mask, axis=0)
+
+
+@translates(aten.one_hot.default)
+def aten_one_hot(ctx: Ctx, self: ir.Value, num_classes: int = -1) -> ir.Value:
+    """one_hot(Tensor self, int num_classes=-1) -> Tensor: ONNX OneHot with values [0, 1] (int64).
+
+    ``num_classes=-1`` means max(self) + 1, computed at run time.
+    """
+    if num_classes == -1:
+        depth = ctx.op.Add(ctx.op.ReduceMax(self, keepdims=0), ctx.const(1, self.dtype))
+    else:
+        depth = ctx.const(num_classes, self.dtype)
+    return ctx.op.OneHot(self, depth, ctx.const([0, 1]), axis=-1)
+
+
+@translates(aten.take.default)
+def aten_take(ctx: Ctx, self: ir.Value, index: ir.Value) -> ir.Value:
+    """take(Tensor self, Tensor index) -> Tensor: self viewed as 1-D, gathered at ``index``.
+
+    Gather accepts negative indices counted from the end, as torch.take does (PyTorch docs,
+    torch.take); the output has the index's shape.
+    """
+    return ctx.op.Gather(ctx.op.Reshape(self, ctx.const([-1])), index, axis=0)
+
+
+@translates(aten.nonzero_static.default)
+def aten_nonzero_static(ctx: Ctx, self: ir.Value, *, size: int, fill_value: int = -1) -> ir.Value:
+    """nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor
+
+    The (size, rank) indices of the first ``size`` non-zero elements in row-major order, rows past
+    the count filled with ``fill_value`` (PyTorch docs, torch.nonzero_static): NonZero, transposed,
+    padded with a (size, rank) block of ``fill_value`` and sliced to ``size`` rows.
+    """
+    r = rank(self)
+    fill = ctx.op.Expand(ctx.const(fill_value, ir.DataType.INT64), ctx.shape_tensor([size, r]))
+    if r == 0:
+        return fill
+    flags = self if self.dtype == ir.DataType.BOOL else ctx.op.Cast(self, to=ir.DataType.BOOL)
+    found = ctx.op.Transpose(ctx.op.NonZero(flags), perm=[1, 0])
+    padded = ctx.op.Concat(found, fill, axis=0)
+    return ctx.op.Slice(padded, ctx.const([0]), ctx.shape_tensor([size]), ctx.const([0]))

@@ -1,0 +1,268 @@
+"""onnxruntime I/O shared by ONNXProgram, verify/ and hf/: one session factory, feeds, outputs.
+
+- :func:`create_session`: the one way onnxport builds an ``onnxruntime.InferenceSession``. The model
+  is serialized once; with ``check=True`` the same bytes go to
+  ``onnx.checker.check_model(full_check=True)`` first. Past the 2 GB protobuf limit, or while the
+  weights are still in an external data file (a loaded model), the model is written once with
+  ``onnx_ir.save`` to a temporary folder and both read the file.
+- :func:`feeds` binds torch inputs to graph input names; :func:`run_session` runs and returns torch
+  tensors, through ``OrtValue`` when bfloat16 flows in or out (numpy has no bfloat16).
+- :func:`restore_complex` turns outputs carried as real ``[..., 2]`` back into complex tensors.
+
+onnxruntime is imported inside the functions that need it: it is heavy and only needed to run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import torch
+
+from onnxport.errors import InputError, ModelCheckError
+from onnxport.metadata import complex_outputs
+
+# Protobuf cannot serialize a message over 2 GiB; past this the weights go to external data.
+PROTOBUF_LIMIT = 2 * 1024**3
+
+CHECKER = "onnx.checker (full_check)"
+ORT_LOAD = "onnxruntime load"
+
+
+@dataclasses.dataclass
+class CheckResult:
+    """One model check (``onnx.checker`` full check, onnxruntime load): truthful outcome and time."""
+
+    name: str
+    passed: bool
+    seconds: float
+    detail: str = ""
+
+
+def initializer_bytes(model: ir.Model) -> int:
+    """Total size of the main graph's initializers, in bytes."""
+    return sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
+
+
+def needs_external_data(model: ir.Model, external_data: bool | None, include_initializers: bool = True) -> bool:
+    """The external-data rule of ``torch.onnx.ONNXProgram.save``: ``external_data`` when given,
+    else whether the weights exceed the 2 GB protobuf limit."""
+    if external_data is not None:
+        return external_data
+    return include_initializers and initializer_bytes(model) > PROTOBUF_LIMIT
+
+
+def on_disk(model: ir.Model) -> bool:
+    """Whether some initializer is still in an external data file (a model loaded from disk)."""
+    return any(isinstance(v.const_value, ir.ExternalTensor) for v in model.graph.initializers.values())
+
+
+def _first_lines(error: BaseException, n: int = 6) -> str:
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
+
+
+@contextlib.contextmanager
+def _with_outputs(model: ir.Model, extra: Sequence[ir.Value]) -> Iterator[ir.Model]:
+    """``model`` with ``extra`` values appended as graph outputs, restored on exit."""
+    graph = model.graph
+    graph.outputs.extend(extra)
+    try:
+        yield model
+    finally:
+        for _ in extra:
+            graph.outputs.pop()
+
+
+def create_session(
+    model: ir.Model,
+    *,
+    check: bool = False,
+    extra_outputs: Sequence[ir.Value] = (),
+    checks: list[CheckResult] | None = None,
+    providers: Iterable[str] = ("CPUExecutionProvider",),
+    tempdir_owner: Any = None,
+) -> Any:
+    """Serialize once, optionally run the full ONNX checker, and load the model in onnxruntime.
+
+    Args:
+        model: The model to load (not modified).
+        check: Run ``onnx.checker.check_model(full_check=True)`` on the same bytes first.
+        extra_outputs: Values of ``model.graph`` to expose as extra graph outputs in the session
+            (intermediate values for localization).
+        checks: Receives one :class:`CheckResult` per check run, pass or fail.
+        providers: onnxruntime execution providers.
+        tempdir_owner: An object whose ``_tempdir`` keeps the temporary folder alive (past 2 GB).
+
+    Returns:
+        The ``onnxruntime.InferenceSession``.
+
+    Raises:
+        ModelCheckError: The checker rejected the model (``check="onnx.checker"``) or onnxruntime
+            refused to load it (``check="onnxruntime load"``).
+    """
+    import onnxruntime as ort  # heavy optional runtime
+
+    checks = checks if checks is not None else []
+    start = time.perf_counter()
+    data: Any
+    with _with_outputs(model, extra_outputs):
+        if initializer_bytes(model) >= PROTOBUF_LIMIT or on_disk(model):
+            # Past 2 GB, or weights in another file: write the model once (weights streamed).
+            tmp = tempfile.TemporaryDirectory(prefix="onnxport-")
+            if tempdir_owner is not None:
+                tempdir_owner._tempdir = tmp
+            data = os.path.join(tmp.name, "model.onnx")
+            ir.save(model, data, external_data="model.onnx.data")
+        else:
+            data = ir.serde.serialize_model(model).SerializeToString()
+    if check:
+        try:
+            onnx.checker.check_model(data, full_check=True)  # bytes or path: no second serialization
+        except Exception as e:  # onnx raises ValidationError / InferenceError
+            checks.append(CheckResult(CHECKER, False, time.perf_counter() - start, _first_lines(e)))
+            raise ModelCheckError(
+                f"onnx.checker.check_model(full_check=True) rejected the exported model:\n{_first_lines(e)}\n"
+                "This is an onnxport bug (a translation emitted an invalid node): please report it with "
+                "the model.",
+                "onnx.checker",
+            ) from e
+        checks.append(CheckResult(CHECKER, True, time.perf_counter() - start))
+        start = time.perf_counter()
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(data, options, providers=list(providers))
+    except Exception as e:  # onnxruntime raises its own exception types
+        checks.append(CheckResult(ORT_LOAD, False, time.perf_counter() - start, _first_lines(e)))
+        hint = (
+            "The model passed onnx.checker; an op or type onnxruntime does not implement is the "
+            "usual cause: try another opset_version."
+            if check
+            else "Run onnxport.verify(program, ...) for the onnx.checker verdict."
+        )
+        raise ModelCheckError(
+            f"onnxruntime refused to load the exported model:\n{_first_lines(e)}\n{hint}",
+            "onnxruntime load",
+        ) from e
+    checks.append(CheckResult(ORT_LOAD, True, time.perf_counter() - start))
+    return session
+
+
+# -- feeds -------------------------------------------------------------------------------------
+def _tensor_leaves(value: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
+    paths, _ = torch.utils._pytree.tree_flatten_with_path(value)
+    out = []
+    for path, leaf in paths:
+        if isinstance(leaf, torch.Tensor):
+            keys = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
+            out.append((".".join([prefix, *keys]), leaf))
+    return out
+
+
+def feeds(names: list[str], args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Graph input name → array. Keyword tensors bind by name (``input_dict.tensor_x``) when the
+    graph's inputs carry the default names; otherwise every tensor binds in order, as torch.export
+    flattens ``(args, kwargs)``.
+
+    Raises:
+        InputError: The number of tensors does not match the graph inputs.
+    """
+    positional = [t for t in torch.utils._pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
+    keyword = [item for key, value in kwargs.items() for item in _tensor_leaves(value, key)]
+    if len(positional) + len(keyword) != len(names):
+        raise InputError(
+            f"The ONNX model takes {len(names)} tensor inputs {names}; got {len(positional) + len(keyword)} tensors."
+        )
+    result = {name: to_numpy(t) for name, t in zip(names, positional)}
+    rest = names[len(positional) :]
+    if {k for k, _ in keyword} == set(rest):
+        result.update({k: to_numpy(t) for k, t in keyword})
+    else:
+        result.update({name: to_numpy(t) for name, (_, t) in zip(rest, keyword)})
+    return result
+
+
+def to_numpy(tensor: torch.Tensor) -> Any:
+    """A feed for onnxruntime: a numpy array, or for bfloat16 (which numpy cannot carry into
+    onnxruntime) an OrtValue holding the bits. A complex tensor is fed as its real view [..., 2]."""
+    tensor = tensor.detach().cpu()
+    if tensor.is_complex():
+        tensor = torch.view_as_real(tensor.resolve_conj())
+    tensor = tensor.contiguous()
+    if tensor.dtype == torch.bfloat16:
+        import onnxruntime as ort  # heavy optional runtime
+
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(tensor.view(torch.int16).numpy(), 16)
+    return tensor.numpy()
+
+
+# -- outputs -----------------------------------------------------------------------------------
+def to_torch(array: Any) -> torch.Tensor:
+    """An onnxruntime output as a torch tensor (bfloat16 arrives as an ml_dtypes array)."""
+    array = np.asarray(array)
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+def _ortvalue_to_torch(value: Any) -> torch.Tensor:
+    if value.data_type() == "tensor(bfloat16)":
+        n = int(np.prod(value.shape()))
+        buffer = memoryview((ctypes.c_int16 * n).from_address(value.data_ptr())).cast("B")
+        bits = np.frombuffer(buffer, dtype=np.int16).copy()
+        return torch.from_numpy(bits.reshape(value.shape())).view(torch.bfloat16)
+    return torch.from_numpy(np.asarray(value.numpy()))
+
+
+def run_session(session: Any, inputs: dict[str, Any], names: Sequence[str] | None = None) -> list[torch.Tensor]:
+    """Run an onnxruntime session (outputs ``names``, default all); through OrtValues when
+    bfloat16 flows in or out."""
+    import onnxruntime as ort  # heavy optional runtime
+
+    wanted = list(names) if names is not None else None
+    outputs = session.get_outputs()
+    bf16_out = any(o.type == "tensor(bfloat16)" for o in outputs)
+    if bf16_out or any(isinstance(v, ort.OrtValue) for v in inputs.values()):
+        ort_feeds = {k: v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(v) for k, v in inputs.items()}
+        return [_ortvalue_to_torch(v) for v in session.run_with_ort_values(wanted, ort_feeds)]
+    return [to_torch(o) for o in session.run(wanted, inputs)]
+
+
+def restore_complex(model: ir.Model, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Turn the outputs the graph marks complex-as-real (``[..., 2]`` real tensors; graph
+    ``pkg.onnxport.complex_outputs``, else each output's ``pkg.onnxport.complex_as_real``) back into
+    complex tensors (``torch.view_as_complex``); the others are returned unchanged."""
+    restored = list(outputs)
+    for i in complex_outputs(model.graph):
+        if i < len(restored) and restored[i].shape[-1:] == (2,):
+            # a fresh row-major copy: numpy's strides of empty or 0-d arrays may not suit view_as_complex
+            real = torch.empty(restored[i].shape, dtype=restored[i].dtype).copy_(restored[i])
+            restored[i] = torch.view_as_complex(real)
+    return restored
+
+
+__all__ = [
+    "CHECKER",
+    "ORT_LOAD",
+    "PROTOBUF_LIMIT",
+    "CheckResult",
+    "create_session",
+    "feeds",
+    "initializer_bytes",
+    "needs_external_data",
+    "on_disk",
+    "restore_complex",
+    "run_session",
+    "to_numpy",
+    "to_torch",
+]

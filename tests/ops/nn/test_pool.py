@@ -1,0 +1,51 @@
+"""Pooling against eager: integer avg_pool, adaptive max pooling with non-uniform bins and indices, divisor_override with ceil_mode."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from _eager import check_against_eager
+
+F = torch.nn.functional
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
+
+
+def _ints(dtype: torch.dtype, *shape: int, lo: int = -9, hi: int = 10) -> torch.Tensor:
+    return torch.randint(lo, hi, shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"ceil_mode": True, "padding": 1}, {"divisor_override": 3},
+                                    {"count_include_pad": False, "padding": 1}])
+def test_integer_avg_pool_truncates(kwargs: dict) -> None:
+    x = _ints(torch.int64, 2, 3, 7, 6)  # negative window sums: truncation toward zero
+    check_against_eager(lambda t: F.avg_pool2d(t, 3, stride=2, **kwargs), x)
+
+
+# -- pooling ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("shape", "out"), [((2, 3, 7), (3,)), ((2, 3, 5, 7), (2, 3)), ((3, 4, 5, 6), (4, 4)),
+                                            ((1, 2, 5, 4, 6), (3, 3, 4))])
+def test_adaptive_max_pool_non_uniform_bins_with_indices(shape: tuple, out: tuple) -> None:
+    fn = {1: F.adaptive_max_pool1d, 2: F.adaptive_max_pool2d, 3: F.adaptive_max_pool3d}[len(out)]
+    x = torch.randn(shape)
+    x[..., 0] = x[..., 1]  # ties: the first maximum's index, as torch
+    check_against_eager(lambda t: fn(t, out, return_indices=True), x)
+
+
+def test_adaptive_max_pool_bfloat16() -> None:
+    check_against_eager(lambda t: F.adaptive_max_pool2d(t, (2, 3)), torch.randn(2, 3, 5, 7).bfloat16(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_avg_pool_divisor_override_with_ceil_mode(n: int) -> None:
+    fn = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[n]
+    x = torch.randn(2, 3, *[6] * n)
+    if n == 1:
+        check_against_eager(lambda t: fn(t, 3, 2, 1, ceil_mode=True), x)  # avg_pool1d has no divisor_override
+    else:
+        check_against_eager(lambda t: fn(t, 3, 2, 1, ceil_mode=True, divisor_override=2), x)

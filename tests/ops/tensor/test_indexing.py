@@ -1,0 +1,36 @@
+"""Indexing against eager: gather with an empty index, take with negative indices, nonzero_static."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import onnxport
+from _eager import check_against_eager
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
+
+
+def test_gather_with_an_empty_uint8_index_of_another_rank() -> None:
+    class Gather(torch.nn.Module):
+        def forward(self, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+            return torch.gather(x, 0, index)
+
+    x, index = torch.randn(5), torch.zeros(2, 0, dtype=torch.uint8)
+    (out,) = onnxport.export(Gather(), (x, index))(x, index)
+    assert out.shape == (2, 0) and out.dtype == torch.float32
+
+
+# -- indexing / scatter -----------------------------------------------------------------------
+
+def test_take_negative_indices() -> None:
+    check_against_eager(torch.take, torch.randn(3, 4), torch.tensor([[0, -1], [5, -12]]))
+
+
+@pytest.mark.parametrize("size", [0, 2, 9])
+def test_nonzero_static_pads_and_truncates(size: int) -> None:
+    x = torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]])
+    check_against_eager(lambda t: torch.nonzero_static(t, size=size, fill_value=-7), x)

@@ -1,0 +1,62 @@
+"""runtime.py: the one onnxruntime session factory, feeds, outputs, the external-data rule."""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+import pytest
+import torch
+
+from onnxport import runtime
+from onnxport.errors import InputError, ModelCheckError
+
+
+def _add_model(dtype: ir.DataType = ir.DataType.FLOAT, op: str = "Add", n_inputs: int = 2) -> ir.Model:
+    inputs = [ir.Value(name=n, type=ir.TensorType(dtype), shape=ir.Shape([2, 3])) for n in "xy"[:n_inputs]]
+    node = ir.node(op, inputs, num_outputs=1)
+    node.outputs[0].name = "z"
+    graph = ir.Graph(inputs, node.outputs, nodes=[node], opset_imports={"": 23})
+    return ir.Model(graph, ir_version=11)
+
+
+def test_session_runs_float_with_keyword_feeds() -> None:
+    session = runtime.create_session(_add_model())
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    (z,) = runtime.run_session(session, runtime.feeds(["x", "y"], (a,), {"y": b}))
+    assert z.dtype == torch.float32
+    torch.testing.assert_close(z, a + b)
+
+
+def test_bfloat16_goes_through_ortvalues_both_ways() -> None:
+    """numpy has no bfloat16: the feed is an OrtValue of the bits, the output comes back as bfloat16."""
+    session = runtime.create_session(_add_model(ir.DataType.BFLOAT16, "Identity", n_inputs=1))
+    a = torch.randn(2, 3).to(torch.bfloat16)
+    (z,) = runtime.run_session(session, runtime.feeds(["x"], (a,), {}))
+    assert z.dtype == torch.bfloat16
+    assert torch.equal(z, a)
+
+
+def test_checker_refusal_is_a_model_check_error_with_its_check_recorded() -> None:
+    model = _add_model(op="NoSuchOp")
+    checks: list[runtime.CheckResult] = []
+    with pytest.raises(ModelCheckError, match=r"onnx.checker.check_model\(full_check=True\) rejected"):
+        runtime.create_session(model, check=True, checks=checks)
+    assert [(c.name, c.passed) for c in checks] == [(runtime.CHECKER, False)]
+    with pytest.raises(ModelCheckError, match="onnxruntime refused to load"):
+        runtime.create_session(model)  # without the checker, onnxruntime's own refusal
+
+
+def test_feeds_count_mismatch_names_the_inputs() -> None:
+    with pytest.raises(InputError, match=r"takes 2 tensor inputs \['x', 'y'\]; got 1"):
+        runtime.feeds(["x", "y"], (torch.zeros(1),), {})
+
+
+def test_external_data_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _add_model()
+    model.graph.initializers["w"] = ir.Value(name="w", const_value=ir.tensor(torch.zeros(10)))
+    assert runtime.initializer_bytes(model) == 40
+    assert runtime.needs_external_data(model, None) is False
+    assert runtime.needs_external_data(model, True) is True
+    monkeypatch.setattr(runtime, "PROTOBUF_LIMIT", 39)
+    assert runtime.needs_external_data(model, None) is True
+    assert runtime.needs_external_data(model, None, include_initializers=False) is False
+    assert runtime.needs_external_data(model, False) is False
