@@ -39,7 +39,17 @@ from onnxport.ops.control import control_flow, symbolic
 from onnxport.ops.fft import complex as fft_complex
 from onnxport.ops.fft import transforms as fft_transforms
 from onnxport.ops.linalg import dense, factorization, ldl, norms, products, spectral
-from onnxport.ops.nn import activation, attention, backward, conv, moe, norm, pool, random_ops, resize
+from onnxport.ops.nn import (
+    activation,
+    attention,
+    backward,
+    conv,
+    moe,
+    norm,
+    pool,
+    random_ops,
+    resize,
+)
 from onnxport.ops.pointwise import arithmetic, float_ops, integer
 from onnxport.ops.reduction import histogram, reduce, scan, stats
 from onnxport.ops.special import (

@@ -315,7 +315,7 @@ CASES: list[Case] = [
                                         "depths": [1, 1], "out_features": ["stage2"]},
                        d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
                        decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, num_queries=5,
-                       num_labels=3), ((2, 64, 64), (3, 64, 96))),
+                       num_labels=3), ((2, 64, 64), (3, 80, 96))),
     vision("yolos", _hf("YolosConfig", "YolosForObjectDetection", image_size=[32, 32], patch_size=8,
                         hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
                         num_detection_tokens=5, num_labels=3), ((2, 32, 32), (3, 32, 32)), BATCH),

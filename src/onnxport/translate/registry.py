@@ -199,6 +199,10 @@ class Registry:
             resolved for t in self._table if (resolved := _resolve(t) if isinstance(t, str) else t) is not None
         )
 
+    def entries(self) -> list[Translation]:
+        """Every registered translation, those registered by name included (loaded or not)."""
+        return [entry for entries in self._table.values() for entry in entries]
+
     def copy(self) -> Registry:
         new = Registry()
         new._table = {k: list(v) for k, v in self._table.items()}
