@@ -29,6 +29,7 @@ from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.strategies import capture
 from onnxport.errors import CaptureError, InputError, OnnxportError
 from onnxport.metadata import KEY_GRAPH_SIGNATURE, KEY_RANGE_CONSTRAINTS, stamp_complex_outputs
+from onnxport.ops import registry_for_export
 from onnxport.options import ExportOptions
 from onnxport.passes import optimize as run_passes
 from onnxport.passes.half_compute import HalfComputePass
@@ -39,7 +40,6 @@ from onnxport.status import ExportStatus, ProgressCallback, Step
 from onnxport.translate import graph as graph_mod
 from onnxport.translate import preflight
 from onnxport.translate.opset_check import check_opset as check_graph_opset
-from onnxport.ops import registry_for_export
 from onnxport.translate.registry import Registry
 from onnxport.verify.api import ONNXProgram, verify_export
 from onnxport.version import __version__
