@@ -30,6 +30,8 @@ class CaptureError(OnnxportError):
         source_line: The user's source line of that cause (``File "...", line N`` and the code),
             or ``None`` when torch gave no user frame.
         attempts: The :class:`onnxport.capture.strategies.Attempt` list, one per strategy tried.
+        expression: For a data-dependent guard, the symbolic expression torch could not decide
+            (``"Eq(u0, 1)"``), else ``None``.
     """
 
     def __init__(
@@ -39,11 +41,13 @@ class CaptureError(OnnxportError):
         cause: str = "error",
         source_line: str | None = None,
         attempts: list[Any] | None = None,
+        expression: str | None = None,
     ) -> None:
         super().__init__(message)
         self.cause = cause
         self.source_line = source_line
         self.attempts = list(attempts or [])
+        self.expression = expression
 
 
 class OpsetError(OnnxportError, ValueError):

@@ -14,7 +14,8 @@ Family map (docs/architecture.md, "ops/"):
   copysign, frexp, nextafter...), integer (gcd, lcm, shifts).
 - ``reduction/``: reduce (sum, mean, amax, argmax, var...), scan (cumsum, cumprod, cummax...),
   stats (median, mode, var_mean), histogram.
-- ``nn/``: activation, attention, conv, norm, pool, resize, rnn (LSTM/GRU/RNN), backward, random_ops (rand*, dropout).
+- ``nn/``: activation, attention, conv, norm, pool, resize, rnn (LSTM/GRU/RNN), backward, random_ops
+  (rand*, dropout), moe (grouped matmuls of mixture-of-experts layers).
 - ``linalg/``: products (matmul, linear, einsum, bilinear), norms (vector norm, cdist), dense (det,
   inverse, solve, svd), factorization (Cholesky, LU, QR), ldl, spectral (eigh, pinv, matrix_exp).
 - ``special/``: gamma, incomplete_gamma, bessel, orthogonal_polynomials, error_function.
@@ -43,6 +44,7 @@ from onnxport.ops.nn import (
     attention,
     backward,
     conv,
+    moe,
     norm,
     pool,
     random_ops,
@@ -79,7 +81,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     # reduction
     reduce, scan, stats, histogram,
     # nn
-    activation, attention, conv, norm, pool, resize, rnn, backward, random_ops,
+    activation, attention, conv, norm, pool, resize, rnn, backward, random_ops, moe,
     # linalg
     products, norms, dense, factorization, ldl, spectral,
     # special
