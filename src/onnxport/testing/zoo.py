@@ -138,12 +138,13 @@ class _Unet(torch.nn.Module):
         import diffusers
 
         torch.manual_seed(0)
-        self.unet = diffusers.UNet2DConditionModel(
+        self.unet: Any = diffusers.UNet2DConditionModel(
             sample_size=8, in_channels=4, out_channels=4, layers_per_block=1, block_out_channels=(16, 32),
             down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
             up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
             cross_attention_dim=16, attention_head_dim=4, norm_num_groups=8,
-        ).eval()
+        )
+        self.eval()  # the UNet is a submodule
 
     def forward(self, sample: torch.Tensor, timestep: torch.Tensor, encoder_hidden_states: torch.Tensor) -> Any:
         return self.unet(sample, timestep, encoder_hidden_states, return_dict=False)[0]
@@ -164,11 +165,12 @@ class _Vae(torch.nn.Module):
         import diffusers
 
         torch.manual_seed(0)
-        self.vae = diffusers.AutoencoderKL(
+        self.vae: Any = diffusers.AutoencoderKL(
             in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(16, 32), layers_per_block=1,
             down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
             up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), norm_num_groups=8, sample_size=16,
-        ).eval()
+        )
+        self.eval()  # the VAE is a submodule
 
     def forward(self, sample: torch.Tensor) -> torch.Tensor:
         return self.vae(sample, return_dict=False)[0]
