@@ -27,12 +27,12 @@ LEAVES = ("errors", "options", "status", "metadata", "runtime", "version")
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("capture",),
     ("translate", "ops"),
+    ("weights",),  # before passes: a pass rewriting a weight records a transform (weights.derive)
     ("passes",),
-    ("weights",),
     ("program",),
     ("verify", "report"),
     ("_export",),  # the orchestrator
-    ("hf", "testing", "coverage"),
+    ("hf", "testing", "coverage", "inference"),
     ("cli", "__main__"),
     ("",),  # onnxport/__init__.py: the public API
 )

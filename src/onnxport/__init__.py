@@ -7,19 +7,23 @@ optimizes, saves (external data for big models) and verifies the result in onnxr
 from __future__ import annotations
 
 from onnxport._export import export
+from onnxport.capture.fake_mode import enable_fake_mode
 from onnxport.errors import (
     CaptureError,
     DynamicShapesError,
     InputError,
+    MissingWeightsError,
     ModelCheckError,
     NodeError,
     OnnxportError,
     OpsetError,
+    RuntimeCheckError,
     SaveError,
     TranslationError,
     UnsupportedOpError,
     UnsupportedOpsError,
     VerificationError,
+    WeightsError,
 )
 from onnxport.ops import default_registry, is_registered, register_translation, translations_for
 from onnxport.status import ExportStatus
@@ -34,7 +38,9 @@ __all__ = [
     "DynamicShapesError",
     "ExportStatus",
     "InputError",
+    "MissingWeightsError",
     "ModelCheckError",
+    "RuntimeCheckError",
     "NodeError",
     "ONNXProgram",
     "OnnxportError",
@@ -46,9 +52,11 @@ __all__ = [
     "UnsupportedOpError",
     "UnsupportedOpsError",
     "VerificationError",
+    "WeightsError",
     "__version__",
     "Translation",
     "default_registry",
+    "enable_fake_mode",
     "export",
     "is_registered",
     "register_translation",

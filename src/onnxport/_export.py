@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import onnx.helper
@@ -24,13 +23,19 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from onnxport import runtime
+from onnxport import weights
 from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.specialization import check_specialized
 from onnxport.capture.strategies import capture
 from onnxport.errors import CaptureError, InputError, OnnxportError
-from onnxport.metadata import KEY_GRAPH_SIGNATURE, KEY_RANGE_CONSTRAINTS, stamp_complex_outputs
+from onnxport.metadata import (
+    KEY_GRAPH_SIGNATURE,
+    KEY_INPUT_KIND,
+    KEY_INPUT_PERSISTENT,
+    KEY_RANGE_CONSTRAINTS,
+    stamp_complex_outputs,
+)
 from onnxport.ops import registry_for_export
 from onnxport.options import ExportOptions
 from onnxport.passes import optimize as run_passes
@@ -44,7 +49,9 @@ from onnxport.translate import preflight
 from onnxport.translate.opset_check import check_opset as check_graph_opset
 from onnxport.translate.registry import Registry
 from onnxport.verify.api import ONNXProgram, verify_export
+from onnxport.verify.runtime_check import check_runtime
 from onnxport.version import __version__
+from onnxport.weights.save import check_weights_present
 
 
 def _normalize_inputs(args: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -95,6 +102,7 @@ def export(
     opset_version: int | None = None,
     optimize: bool = True,
     verify: bool = False,
+    check_runtime: bool = True,
     report: bool | str | os.PathLike[str] = False,
     export_params: bool = True,
     external_data: bool | None = None,
@@ -127,6 +135,10 @@ def export(
             converted with ``onnx.version_converter``; if that fails, :class:`OpsetError`.
         optimize: Run onnxport's graph passes (cleanup, constant folding, fusions).
         verify: Run the model in onnxruntime on the example inputs and compare with eager.
+        check_runtime: Before returning or saving, run the model in onnxruntime on the example
+            inputs and, for a dynamic model, on inputs of other sizes after checking the guards
+            torch.export recorded (``verify/runtime_check.py``); skipped with a notice in the
+            status when onnxruntime is missing or the weights are absent or too big for RAM.
         report: Write a markdown report (``True``: ``onnxport_report_<Model>.md`` in the working
             folder, or a path). A report that cannot be written only warns (``UserWarning``): the
             export's own result or error is kept.
@@ -157,6 +169,10 @@ def export(
         TranslationError: A translation failed (op, FX node and source line named).
         OpsetError: The opset cannot be honoured.
         ModelCheckError: ``verify=True`` and onnx.checker or onnxruntime refused the model.
+        RuntimeCheckError: ``check_runtime=True`` and onnxruntime refused to run a node (the ONNX
+            node, its FX node and source line named; nothing is saved).
+        DynamicShapesError: ``check_runtime=True`` and a guard torch.export recorded fails at
+            other sizes (the model would only hold for the example's branch).
         SaveError: ``f`` cannot be written.
         VerificationError: ``verify=True`` and outputs differ beyond tolerance.
     """
@@ -169,7 +185,8 @@ def export(
         options = ExportOptions.create(
             opset_version, registry=registry_for_export(registry, custom_translations),
             dynamic_shapes=dynamic_shapes, dynamic_axes=dynamic_axes, dynamic=dynamic,
-            input_names=input_names, output_names=output_names, optimize=optimize, verify=verify, f=f,
+            input_names=input_names, output_names=output_names, optimize=optimize, verify=verify,
+            check_runtime=check_runtime, f=f,
             export_params=export_params, external_data=external_data, report=report,
             modules_as_functions=modules_as_functions, half_precision_compute=half_precision_compute,
         )
@@ -204,10 +221,14 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
     ep, spec = capture_stage(model, args, kwargs, options, status)
     ep = decompose_stage(ep, options, status)
     model_ir = translate_stage(ep, spec, options, status)
+    table = weights_stage(model_ir, model)
     model_ir = passes_stage(model_ir, options, status)
-    program = ONNXProgram(model_ir, ep, status)
+    program = ONNXProgram(model_ir, ep, status, weights=table)
     status.program = program
+    if options.check_runtime:
+        runtime_stage(program, (args, kwargs), status)
     if options.verify:
+        check_weights_present(model_ir, "verify the model against eager PyTorch")
         verify_stage(program, model, (args, kwargs), status)
     if options.f is not None:
         save_stage(program, options, status)
@@ -230,6 +251,7 @@ def capture_stage(
             f"model must be a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}. "
             "Wrap a function in an nn.Module whose forward calls it."
         )
+    args, kwargs = _inputs_to_meta(model, args, kwargs)
     spec = dyn.input_spec(model, args, kwargs, options)
     if isinstance(model, ExportedProgram):
         ep = model
@@ -243,6 +265,15 @@ def capture_stage(
             check_specialized(ep, spec.leaves, examples)
     status.captured_program = ep
     return ep, spec
+
+
+def weights_stage(model_ir: ir.Model, model: Any) -> weights.WeightTable:
+    """Initializers → :class:`onnxport.weights.WeightTensor` over one slot per module weight (the
+    torch tensor, no copy; missing for meta/fake tensors); tied weights merged into one."""
+    table = weights.adopt(model_ir, _required_weight)
+    if isinstance(model, torch.nn.Module):
+        weights.tie(model_ir, table, _tied_groups(model))
+    return table
 
 
 def decompose_stage(ep: ExportedProgram, options: ExportOptions, status: ExportStatus) -> ExportedProgram:
@@ -320,9 +351,25 @@ def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...]
     verify_export(program, model, args, kwargs, status)
 
 
+def runtime_stage(program: ONNXProgram, inputs: tuple[tuple[Any, ...], dict[str, Any]],
+                  status: ExportStatus) -> None:
+    """"Never a model onnxruntime cannot run": ``verify/runtime_check.check_runtime`` on the
+    example inputs and on inputs of other sizes, in the program's own session (reused when the
+    program is called later). A skip is recorded as a passed step with the reason.
+
+    Raises:
+        RuntimeCheckError: onnxruntime refused to run a node.
+        DynamicShapesError: A recorded guard fails at other sizes.
+    """
+    args, kwargs = inputs
+    with status.step("onnxruntime run") as step:
+        result = check_runtime(program, args, kwargs)
+        step.detail = f"skipped: {result.skipped}" if result.skipped else "; ".join(result.ran)
+
+
 def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatus) -> None:
-    """``ONNXProgram.save`` (atomic; external data by the 2 GB rule unless forced); the files
-    written go to ``status.files``.
+    """``ONNXProgram.save`` (streamed, atomic; external data when graph + weights near 2 GiB unless
+    forced); the files written go to ``status.files``.
 
     Raises:
         SaveError: The destination cannot be written.
@@ -330,13 +377,44 @@ def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatu
     assert options.f is not None
     if not isinstance(options.f, (str, os.PathLike)):  # a binary file object (io.BytesIO)
         with status.step("save"):
-            program.save(options.f, include_initializers=options.export_params, external_data=options.external_data)
+            status.files = program.save(options.f, include_initializers=options.export_params,
+                                        external_data=options.external_data)
         return
-    external = runtime.needs_external_data(program.model, options.external_data, options.export_params)
     with status.step("save"):
-        program.save(options.f, include_initializers=options.export_params, external_data=external)
-    path = Path(options.f)
-    status.files = [path, *([path.with_name(f"{path.name}.data")] if external else [])]
+        status.files = program.save(options.f, include_initializers=options.export_params,
+                                    external_data=options.external_data)
+
+
+def _required_weight(value: ir.Value) -> bool:
+    """Whether ``apply_weights`` must supply this initializer: a parameter or persistent buffer
+    (what ``module.state_dict()`` holds)."""
+    kind = value.metadata_props.get(KEY_INPUT_KIND)
+    persistent = value.metadata_props.get(KEY_INPUT_PERSISTENT, "True") == "True"
+    return kind == InputKind.PARAMETER.name or (kind == InputKind.BUFFER.name and persistent)
+
+
+def _tied_groups(module: torch.nn.Module) -> list[list[str]]:
+    """The names of each parameter/buffer known under several names (tied weights)."""
+    groups: dict[int, list[str]] = {}
+    named = [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]
+    for name, tensor in named:
+        groups.setdefault(id(tensor), []).append(name)
+    return [names for names in groups.values() if len(names) > 1]
+
+
+def _inputs_to_meta(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Real example inputs of a model on the meta device, moved to the meta device (shapes and
+    dtypes are all torch.export needs; eager would fail on mixed devices)."""
+    if not isinstance(model, torch.nn.Module):
+        return args, kwargs
+    tensors = [*model.parameters(), *model.buffers()]
+    if not tensors or not any(t.is_meta for t in tensors):
+        return args, kwargs
+
+    def to_meta(x: Any) -> Any:
+        return x.to("meta") if isinstance(x, torch.Tensor) and not x.is_meta else x
+
+    return torch.utils._pytree.tree_map(to_meta, args), torch.utils._pytree.tree_map(to_meta, kwargs)
 
 
 def _user_input_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:

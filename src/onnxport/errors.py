@@ -31,6 +31,8 @@ class CaptureError(OnnxportError):
         source_line: The user's source line of that cause (``File "...", line N`` and the code),
             or ``None`` when torch gave no user frame.
         attempts: The :class:`onnxport.capture.strategies.Attempt` list, one per strategy tried.
+        expression: For a data-dependent guard, the symbolic expression torch could not decide
+            (``"Eq(u0, 1)"``), else ``None``.
     """
 
     def __init__(
@@ -40,11 +42,13 @@ class CaptureError(OnnxportError):
         cause: str = "error",
         source_line: str | None = None,
         attempts: list[Any] | None = None,
+        expression: str | None = None,
     ) -> None:
         super().__init__(message)
         self.cause = cause
         self.source_line = source_line
         self.attempts = list(attempts or [])
+        self.expression = expression
 
 
 class OpsetError(OnnxportError, ValueError):
@@ -151,6 +155,26 @@ class ModelCheckError(VerificationError):
         super().__init__(message)
 
 
+class RuntimeCheckError(ModelCheckError):
+    """onnxruntime loaded the exported model but refused to run it (``check="onnxruntime run"``).
+
+    ``node`` is the FX node the failing ONNX node was translated from, when it is known.
+
+    Attributes:
+        onnx_node: The failing ONNX node's name (from onnxruntime's message), or ``None``.
+        op_type: Its ONNX op type, or ``None``.
+        input_set: Which inputs it failed on (``"example inputs"`` or the generated sizes).
+    """
+
+    def __init__(
+        self, message: str, node: torch.fx.Node | None = None, *, onnx_node: str | None = None,
+        op_type: str | None = None, input_set: str = "example inputs",
+    ) -> None:
+        self.onnx_node, self.op_type, self.input_set = onnx_node, op_type, input_set
+        self.check = "onnxruntime run"
+        VerificationError.__init__(self, message, node)  # ModelCheckError's own __init__ takes no node
+
+
 class DynamicShapesError(InputError):
     """``dynamic_shapes`` cannot be honoured: the model fixes or relates dims declared dynamic."""
 
@@ -159,3 +183,40 @@ class HFError(InputError):
     """A Hugging Face model folder cannot be exported: missing or malformed ``config.json``, an
     architecture transformers does not know, missing weights, or a task the model does not support.
     """
+
+
+class WeightsError(InputError):
+    """Weights given to :meth:`onnxport.ONNXProgram.apply_weights` do not fit the model: every
+    missing, unexpected and mismatched (shape or dtype) name is listed in one message.
+
+    Attributes:
+        missing: Initializer names the weights did not provide.
+        unexpected: Names in the weights that are no initializer of the model.
+        mismatched: ``(name, expected, got)`` rows, ``expected``/``got`` as ``"float32[768, 768]"``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        missing: list[str] | None = None,
+        unexpected: list[str] | None = None,
+        mismatched: list[tuple[str, str, str]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.missing = list(missing or [])
+        self.unexpected = list(unexpected or [])
+        self.mismatched = list(mismatched or [])
+
+
+class MissingWeightsError(OnnxportError):
+    """The program's weights have no data yet (a fake-mode or meta-device export): running,
+    verifying or saving it with its initializers needs :meth:`onnxport.ONNXProgram.apply_weights`.
+
+    Attributes:
+        names: The initializer names without data.
+    """
+
+    def __init__(self, message: str, names: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.names = list(names or [])

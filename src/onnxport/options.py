@@ -76,6 +76,7 @@ class ExportOptions:
     output_names: tuple[str, ...] | None = None
     optimize: bool = True
     verify: bool = False
+    check_runtime: bool = True
     f: Any = None
     export_params: bool = True
     external_data: bool | None = None

@@ -1,13 +1,12 @@
-"""The exported ``onnx_ir.Model`` with its ExportedProgram: saving it (atomic, external data past
-2 GB) and running it in onnxruntime (through :mod:`onnxport.runtime`)."""
+"""The exported ``onnx_ir.Model`` with its ExportedProgram and its weights: applying weights
+(:mod:`onnxport.weights`), saving (streamed, atomic: :mod:`onnxport.weights.save`), optimizing,
+and running it in onnxruntime (through :mod:`onnxport.runtime`)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -16,8 +15,16 @@ import torch
 from torch.export import ExportedProgram
 
 from onnxport import runtime
+from onnxport import weights as weights_mod
 from onnxport.errors import InputError, OnnxportError, SaveError
 from onnxport.options import check_destination
+from onnxport.passes import optimize as run_passes
+from onnxport.weights.save import (
+    check_weights_present,
+    initializer_layout,
+    missing_weights,
+    save_model,
+)
 
 if TYPE_CHECKING:
     import onnx
@@ -101,8 +108,16 @@ class ONNXProgramBase:
         status: The :class:`onnxport.status.ExportStatus` of the export (steps, timings, errors).
     """
 
-    def __init__(self, model: ir.Model, exported_program: ExportedProgram | None, status: Any = None) -> None:
+    def __init__(
+        self,
+        model: ir.Model,
+        exported_program: ExportedProgram | None,
+        status: Any = None,
+        *,
+        weights: weights_mod.WeightTable | None = None,
+    ) -> None:
         self.model = model
+        self.weights = weights if weights is not None else weights_mod.WeightTable()
         self.exported_program = exported_program
         self.status = status
         self._session: Any = None
@@ -113,8 +128,39 @@ class ONNXProgramBase:
 
     @property
     def model_proto(self) -> onnx.ModelProto:
-        """The model as an ``onnx.ModelProto`` (a full copy, weights included)."""
+        """The model as an ``onnx.ModelProto`` (a full copy, weights included).
+
+        Raises:
+            MissingWeightsError: Weights have no data yet (call :meth:`apply_weights`).
+        """
+        check_weights_present(self.model, "build the ModelProto with its weights")
         return ir.serde.serialize_model(self.model)
+
+    # -- weights ------------------------------------------------------------------------------
+    @property
+    def missing_weights(self) -> list[str]:
+        """Names of the initializers without data yet (a fake-mode or meta-device export)."""
+        return missing_weights(self.model)
+
+    def apply_weights(self, weights: Any, *, strict: bool = True) -> None:
+        """Use ``weights`` for the initializers, by the module's own state_dict names (seed 003's
+        ``torch.onnx.ONNXProgram.apply_weights``). Lazy: nothing is read until save or run.
+
+        Args:
+            weights: A state_dict (name → ``torch.Tensor``/``numpy.ndarray``; meta/fake tensors
+                keep the weight missing), a ``.safetensors`` file, a folder of safetensors shards
+                (``model.safetensors.index.json``) or that index file. Tied weights may be given
+                under any of their names.
+            strict: Every parameter and persistent buffer the model uses must be given (as
+                ``torch.nn.Module.load_state_dict``); ``False``: only those still without data.
+
+        Raises:
+            WeightsError: Every missing, unexpected and shape/dtype-mismatched name, in one error;
+                nothing is applied then.
+            InputError: The file or folder cannot be read.
+        """
+        self.release()
+        weights_mod.apply(self.weights, self.model, weights, strict=strict)
 
     # -- save --------------------------------------------------------------------------------
     def save(
@@ -124,13 +170,26 @@ class ONNXProgramBase:
         include_initializers: bool = True,
         keep_initializers_as_inputs: bool = False,
         external_data: bool | None = None,
-    ) -> None:
-        """Write the model to ``destination`` (and ``<destination>.data`` with external data).
+        max_shard_size: int | None = None,
+        callback: Callable[[ir.TensorProtocol, Any], None] | None = None,
+    ) -> list[Path]:
+        """Write the model to ``destination``; weights stream one tensor at a time into external
+        data (``model.onnx.data``), so memory stays about the largest tensor.
 
-        Behaviour as ``torch.onnx.ONNXProgram.save``: ``external_data=None`` writes the weights to
-        a separate file when they exceed 2 GB (the protobuf limit). Weights are streamed tensor by
-        tensor (``onnx_ir.save``), never gathered into one protobuf. The files are written in a
-        temporary folder beside ``destination`` and moved into place, so a failure leaves nothing.
+        Behaviour as ``torch.onnx.ONNXProgram.save`` (seed 003): ``include_initializers`` ×
+        ``keep_initializers_as_inputs`` choose whether the weights are stored and whether they are
+        also graph inputs (overridable at run time). ``external_data=None`` stores the weights
+        externally when the serialized model (graph + weights) would come near protobuf's 2 GiB
+        limit. The write is atomic (temporary files beside ``destination``, then renames; see
+        :mod:`onnxport.weights.save`): a failure or kill leaves the previous model intact.
+
+        Args:
+            max_shard_size: Split the external data into files of at most this many bytes
+                (``model.onnx.data``, ``model.onnx.data_1``, ...).
+            callback: Called for each tensor written (tensor, ``onnx_ir.external_data.CallbackInfo``).
+
+        Returns:
+            The files written: the ``.onnx`` first, then its external data files.
 
         ``destination`` may also be a binary file object (``io.BytesIO``, ``open(..., "wb")``), as
         in ``torch.onnx.export(f=io.BytesIO())``: the whole model is written to it as one protobuf
@@ -140,38 +199,15 @@ class ONNXProgramBase:
             InputError: ``destination`` is neither a path nor a binary file object.
             SaveError: The destination folder does not exist or is not writable, or writing failed;
                 a file object with a model past 2 GB or ``external_data=True``.
+            MissingWeightsError: ``include_initializers=True`` while weights have no data yet.
         """
-        if not isinstance(destination, (str, os.PathLike)):
-            check_destination(destination)
-            self._save_to_file_object(destination, include_initializers, keep_initializers_as_inputs, external_data)
-            return
         check_destination(destination)
-        path = Path(destination)
-        folder = path.parent if str(path.parent) else Path(".")
-        if path.is_dir():
-            raise SaveError(f"Cannot save the ONNX model to {path}: it is a directory; give a file path such as {path / 'model.onnx'}.")
-        if not folder.is_dir():
-            raise SaveError(f"Cannot save the ONNX model to {path}: folder {folder} does not exist. Create it first.")
-        if not os.access(folder, os.W_OK):
-            raise SaveError(f"Cannot save the ONNX model to {path}: folder {folder} is not writable. Choose another path.")
-        external_data = runtime.needs_external_data(self.model, external_data, include_initializers)
-        data_name = f"{path.name}.data"
-        try:
-            tmp = tempfile.mkdtemp(prefix=".onnxport-", dir=folder)
-        except OSError as e:
-            raise SaveError(f"Cannot write in {folder}: {e}") from e
-        try:
-            with self._initializers_for_save(include_initializers, keep_initializers_as_inputs):
-                ir.save(self.model, os.path.join(tmp, path.name), external_data=data_name if external_data else None)
-            if external_data:
-                os.replace(os.path.join(tmp, data_name), folder / data_name)
-            os.replace(os.path.join(tmp, path.name), path)
-        except OSError as e:
-            raise SaveError(f"Writing the ONNX model to {path} failed: {e}") from e
-        except Exception as e:  # protobuf EncodeError / onnx_ir SerdeError: nothing was moved into place
-            raise SaveError(f"The ONNX model cannot be serialized to {path}: {type(e).__name__}: {e}") from e
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if not isinstance(destination, (str, os.PathLike)):
+            self._save_to_file_object(destination, include_initializers, keep_initializers_as_inputs, external_data)
+            return []
+        with initializer_layout(self.model, include_initializers, keep_initializers_as_inputs):
+            return save_model(self.model, destination, external_data=external_data,
+                              max_shard_bytes=max_shard_size, callback=callback)
 
     def _save_to_file_object(self, file: BinaryIO, include: bool, as_inputs: bool, external_data: bool | None) -> None:
         if external_data:
@@ -181,7 +217,7 @@ class ONNXProgramBase:
                 "The weights exceed 2 GB, the protobuf limit of a single ONNX file: save to a path "
                 "(weights go to external data) instead of a file object."
             )
-        with self._initializers_for_save(include, as_inputs):
+        with initializer_layout(self.model, include, as_inputs):
             try:
                 data = ir.serde.serialize_model(self.model).SerializeToString()
             except Exception as e:  # protobuf EncodeError / onnx_ir SerdeError: the graph cannot be serialized
@@ -190,30 +226,40 @@ class ONNXProgramBase:
             file.write(data)
         except (OSError, ValueError, TypeError) as e:
             raise SaveError(f"Writing the ONNX model to the file object failed: {type(e).__name__}: {e}") from e
+    def optimize(self) -> ONNXProgramBase:
+        """Run onnxport's graph passes (folding, fusions, cleanup) in place; idempotent (seed 003).
 
-    @contextlib.contextmanager
-    def _initializers_for_save(self, include: bool, as_inputs: bool) -> Iterator[None]:
-        graph = self.model.graph
-        saved = dict(graph.initializers)
-        added: list[ir.Value] = []
-        if as_inputs:
-            added = [v for v in saved.values() if not v.is_graph_input()]
-            graph.inputs.extend(added)
-        if not include:
-            graph.initializers.clear()
-        try:
-            yield
-        finally:
-            for value in added:
-                graph.inputs.remove(value)
-            if not include:
-                for value in saved.values():
-                    graph.register_initializer(value)
+        Weights are not read: passes record transforms applied when the weights are written.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            OnnxportError: A pass failed (the pass is named).
+        """
+        self.release()
+        run_passes(self.model)
+        return self
 
     # -- run ---------------------------------------------------------------------------------
+    def initialize_inference_session(self, initializer: Callable[[str | bytes], Any] | None = None) -> None:
+        """Create the onnxruntime session :meth:`__call__` uses (seed 003).
+
+        Args:
+            initializer: Builds the session from the serialized model (``bytes``) or, past 2 GB,
+                a model path; default: an ``onnxruntime.InferenceSession`` on the CPU provider.
+
+        Raises:
+            MissingWeightsError: Weights have no data yet (call :meth:`apply_weights`).
+            ModelCheckError: onnxruntime refused the model.
+        """
+        check_weights_present(self.model, "run the model")
+        self.release()
+        self._session = runtime.create_session(self.model, tempdir_owner=self, initializer=initializer)
+
     def _inference_session(self) -> Any:
         if self._session is None:
-            self._session = runtime.create_session(self.model, tempdir_owner=self)
+            self.initialize_inference_session()
         return self._session
 
     def __call__(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
@@ -258,7 +304,7 @@ class ONNXProgramBase:
         return cls(model, None)
 
     def release(self) -> None:
-        """Drop the onnxruntime session (and any temporary file it needed)."""
+        """Drop the onnxruntime session (and any temporary file it needed); seed 003."""
         self._session = None
         if self._tempdir is not None:
             self._tempdir.cleanup()

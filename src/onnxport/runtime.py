@@ -20,7 +20,7 @@ import dataclasses
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ import onnx.helper
 import onnx_ir as ir
 import torch
 
-from onnxport.errors import InputError, ModelCheckError
+from onnxport.errors import InputError, MissingWeightsError, ModelCheckError
 from onnxport.metadata import complex_outputs
 
 # Protobuf cannot serialize a message over 2 GiB; past this the weights go to external data.
@@ -92,6 +92,7 @@ def create_session(
     checks: list[CheckResult] | None = None,
     providers: Iterable[str] = ("CPUExecutionProvider",),
     tempdir_owner: Any = None,
+    initializer: Callable[[str | bytes], Any] | None = None,
 ) -> Any:
     """Serialize once, optionally run the full ONNX checker, and load the model in onnxruntime.
 
@@ -103,16 +104,29 @@ def create_session(
         checks: Receives one :class:`CheckResult` per check run, pass or fail.
         providers: onnxruntime execution providers.
         tempdir_owner: An object whose ``_tempdir`` keeps the temporary folder alive (past 2 GB).
+        initializer: Builds the session from the model bytes or path instead of
+            ``onnxruntime.InferenceSession(data, options, providers)`` (seed 003's
+            ``initialize_inference_session(initializer=...)``).
 
     Returns:
         The ``onnxruntime.InferenceSession``.
 
     Raises:
+        MissingWeightsError: Some initializer has no data yet (fake/meta export, no
+            ``apply_weights``).
         ModelCheckError: The checker rejected the model (``check="onnx.checker"``) or onnxruntime
             refused to load it (``check="onnxruntime load"``).
     """
     import onnxruntime as ort  # heavy optional runtime
 
+    missing = sorted(v.name or "?" for v in model.graph.initializers.values() if getattr(v.const_value, "has_data", True) is False)
+    if missing:  # weights.WeightTensor.has_data, read without importing the layer above
+        raise MissingWeightsError(
+            f"Cannot run the model: {len(missing)} initializers have no data yet ({', '.join(missing[:20])}); "
+            "the model was exported in fake mode or on the meta device. Call "
+            "ONNXProgram.apply_weights(state_dict | '.safetensors' file | shard folder) first.",
+            missing,
+        )
     checks = checks if checks is not None else []
     start = time.perf_counter()
     data: Any
@@ -142,7 +156,10 @@ def create_session(
     options = ort.SessionOptions()
     options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(data, options, providers=list(providers))
+        if initializer is not None:
+            session = initializer(data)
+        else:
+            session = ort.InferenceSession(data, options, providers=list(providers))
     except Exception as e:  # onnxruntime raises its own exception types
         checks.append(CheckResult(ORT_LOAD, False, time.perf_counter() - start, _first_lines(e)))
         hint = (

@@ -71,13 +71,9 @@ def test_each_translation_is_registered_once_by_the_module_that_defines_it() -> 
     # e.g. aten.atan2 is imported by pointwise/float_ops.py but defined (and registered) in arithmetic.py
     atan2 = [t for t in registry.calls if t.target == aten.atan2.default]
     assert [t.fn.__module__ for t in atan2] == ["onnxport.ops.pointwise.arithmetic"]
-    # the process-wide registry holds the same entries (other tests may have added custom ones to it)
-    families = {m.__name__ for m in FAMILIES}
-    builtin = [
-        e for t in default_registry().targets() for e in default_registry().translations_for(t)
-        if e.fn.__module__ in families
-    ]
-    assert len(keys) == len(builtin)
+    # onnxport's own entries (custom=False; other tests may add user translations process-wide),
+    # the ones registered by name for an optional library's op included (ops/nn/moe.py)
+    assert len(keys) == sum(1 for e in default_registry().entries() if not e.custom)
 
 
 def test_every_module_defining_translations_is_a_listed_family() -> None:

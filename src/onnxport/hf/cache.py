@@ -22,8 +22,16 @@ def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) ->
     Concat does not (all inputs must have the same rank); so the layer is initialized and then
     given the tensors directly.
     """
+    from transformers.cache_utils import DynamicLayer
+
     for layer, (key, value) in zip(cache.layers, past_key_values, strict=True):
-        layer.lazy_initialization(key, value)
+        if type(layer).lazy_initialization is DynamicLayer.lazy_initialization:
+            # What DynamicLayer.lazy_initialization sets, without its empty torch.tensor([]) on
+            # the key's device: on the meta device torch.export records it as a lifted constant
+            # plus an in-place detach_, which forces a full decomposition of the program.
+            layer.dtype, layer.device, layer.is_initialized = key.dtype, key.device, True
+        else:
+            layer.lazy_initialization(key, value)
         layer.keys, layer.values = key, value
         if hasattr(layer, "cumulative_length"):
             layer.cumulative_length = key.shape[-2]
@@ -105,7 +113,11 @@ def mean_pooling(
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
     pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
     if normalize:
-        pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+        # torch.nn.functional.normalize(p=2, dim=1, eps=1e-12) spelt with Mul/ReduceSum/Sqrt and a
+        # broadcasting Div: its expand_as (Shape -> Expand) and ReduceL2 are where onnxruntime's
+        # symbolic shape inference, and so its transformer optimizer, gives up (issue 15).
+        norm = (pooled * pooled).sum(dim=1, keepdim=True).sqrt()
+        pooled = pooled / norm.clamp(min=1e-12)
     return pooled
 
 

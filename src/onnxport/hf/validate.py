@@ -80,3 +80,13 @@ def eager(module: torch.nn.Module, inputs: dict[str, Any]) -> list[torch.Tensor]
     with torch.no_grad():
         out = module(**inputs)
     return [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+
+
+def describe(feeds: dict[str, Any]) -> str:
+    """``input_ids 3x5, past 0``: the first input's shape and the past length (cache models)."""
+    name, first = next(iter(feeds.items()))
+    text = f"{name} {'x'.join(str(d) for d in first.shape)}"
+    past = feeds.get("past_key_values")
+    if past:
+        text += f", past {past[0][0].shape[2]}"
+    return text

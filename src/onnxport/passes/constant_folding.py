@@ -4,6 +4,10 @@ Only nodes whose inputs are all small constants (≤ ``MAX_ELEMENTS`` elements) 
 are never copied. Common shape-arithmetic ops are evaluated with numpy following their ONNX spec
 sections; any other deterministic op of the default domain is evaluated with ONNX's reference
 implementation (``onnx.reference``).
+
+Weight values are never read here: a node computing from one (small) module weight becomes an
+initializer derived from it (:func:`onnxport.weights.derive`), evaluated when the weights are
+written, so a fake-mode export folds exactly what a normal one does.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from typing import Any, cast
 import numpy as np
 import onnx_ir as ir
 from onnx.reference import ReferenceEvaluator
+
+from onnxport import weights
 
 MAX_ELEMENTS = 4096
 
@@ -83,9 +89,10 @@ NOT_FOLDED = frozenset(
 )
 
 
-def _reference(node: ir.Node, values: list[np.ndarray | None]) -> np.ndarray:
-    """Evaluate one node with ``onnx.reference`` (its ONNX reference implementation)."""
-    proto = ir.serde.serialize_node(node)
+def _reference(node: ir.Node | Any, values: list[np.ndarray | None]) -> np.ndarray:
+    """Evaluate one node (or its serialized ``NodeProto``) with ``onnx.reference`` (its ONNX
+    reference implementation)."""
+    proto = ir.serde.serialize_node(node) if isinstance(node, ir.Node) else node
     feeds = {name: v for name, v in zip(proto.input, values) if name and v is not None}
     try:
         outputs = cast(list[np.ndarray], ReferenceEvaluator(proto).run(None, feeds))
@@ -99,7 +106,7 @@ def _const(value: ir.Value | None) -> np.ndarray | None:
     if value is None:
         return None
     tensor = value.const_value
-    if tensor is None or tensor.size > MAX_ELEMENTS:
+    if tensor is None or tensor.size > MAX_ELEMENTS or weights.is_weight(tensor):
         return None
     return tensor.numpy()
 
@@ -127,6 +134,9 @@ class FoldConstantsPass(ir.passes.InPlacePass):
         modified = False
         graph = model.graph
         for node in list(graph):
+            if self._derive(graph, node):
+                modified = True
+                continue
             array = self._evaluate(node)
             if array is None:
                 continue
@@ -146,6 +156,43 @@ class FoldConstantsPass(ir.passes.InPlacePass):
             graph.remove(node, safe=True)
             modified = True
         return ir.passes.PassResult(model, modified)
+
+    def _derive(self, graph: ir.Graph, node: ir.Node) -> bool:
+        """Fold a node whose inputs are one small module weight and constants into an
+        initializer derived from the weight; ``False`` when the node does not qualify."""
+        if node.domain != "" or len(node.outputs) != 1 or node.op_type in NOT_FOLDED or not node.inputs:
+            return False
+        positions = [i for i, v in enumerate(node.inputs) if v is not None and weights.is_weight(v.const_value)]
+        out = node.outputs[0]
+        shape = _static_shape(out)
+        if len(positions) != 1 or out.is_graph_output() or out.dtype is None or shape is None:
+            return False
+        k = positions[0]
+        weight = node.inputs[k]
+        assert weight is not None and weight.const_value is not None  # is_weight checked it
+        if weight.const_value.size > MAX_ELEMENTS or _would_copy(weight) or int(np.prod(shape)) > MAX_ELEMENTS:
+            return False
+        values = [_const(v) if v is not None and i != k else None for i, v in enumerate(node.inputs)]
+        if any(v is None and inp is not None and i != k for i, (v, inp) in enumerate(zip(values, node.inputs))):
+            return False
+        target = out.dtype.numpy()
+        fn = _EVAL.get(node.op_type)
+        proto = None if fn is not None else ir.serde.serialize_node(node)  # before the node is detached
+
+        def compute(array: np.ndarray, node: ir.Node = node, values: list = values, k: int = k) -> np.ndarray:
+            args = [array if i == k else v for i, v in enumerate(values)]
+            result = np.asarray(fn(node, *args) if fn is not None else _reference(proto, args))
+            return np.asarray(result.astype(target, copy=False).reshape(shape), order="C")
+
+        name = out.name or f"{weight.name}.{node.op_type.lower()}"
+        value = ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(out.dtype),
+                         const_value=weights.derive(weight.const_value, compute, dtype=out.dtype, shape=shape, name=name))
+        value.metadata_props.update(node.metadata_props)
+        out.name = None
+        graph.register_initializer(value)
+        out.replace_all_uses_with(value)
+        graph.remove(node, safe=True)
+        return True
 
     def _evaluate(self, node: ir.Node) -> np.ndarray | None:
         if node.domain != "" or len(node.outputs) != 1:

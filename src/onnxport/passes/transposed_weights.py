@@ -1,29 +1,18 @@
 """Replace ``Transpose(initializer)`` with a transposed initializer, without copying weights now.
 
 ``aten.linear`` on inputs of rank ≠ 2 becomes ``MatMul(x, Transpose(W))``. When every use of ``W`` is
-that same Transpose, the node is dropped and ``W`` is replaced by ``W.T``, held as an
-``onnx_ir.LazyTensor``: the transposed bytes are produced only when the model is serialized (saved
-tensor by tensor, or handed to onnxruntime), so exporting never holds two copies of the weights.
+that same Transpose, the node is dropped and ``W`` is replaced by ``W.T``, derived from ``W`` with
+:func:`onnxport.weights.transposed`: the transposed bytes are produced only when the model is
+written (tensor by tensor) or run, from whatever source ``W`` has then (``apply_weights``), so
+exporting never reads or copies the weights.
 The new initializer is named ``<name>.T`` so a name never changes meaning.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import onnx_ir as ir
 
-
-def _transposed(tensor: Any, perm: tuple[int, ...]) -> Any:
-    """A function producing ``tensor`` permuted by ``perm`` (called at serialization)."""
-
-    def produce() -> ir.TensorProtocol:
-        raw = tensor.raw if isinstance(tensor, ir.tensor_adapters.TorchTensor) else None
-        if raw is not None:
-            return ir.tensor_adapters.TorchTensor(raw.permute(*perm).contiguous())
-        return ir.tensor(tensor.numpy().transpose(perm).copy())
-
-    return produce
+from onnxport import weights
 
 
 class TransposedWeightsPass(ir.passes.InPlacePass):
@@ -48,7 +37,7 @@ class TransposedWeightsPass(ir.passes.InPlacePass):
                 continue
             shape = ir.Shape([tensor.shape[p] for p in perm])  # type: ignore[misc]
             name = f"{weight.name}.T"
-            lazy = ir.LazyTensor(_transposed(tensor, perm), dtype=tensor.dtype, shape=shape, name=name)
+            lazy = weights.transposed(tensor, perm, name)
             value = ir.Value(name=name, shape=shape, type=ir.TensorType(tensor.dtype), const_value=lazy)
             value.metadata_props.update(weight.metadata_props)
             graph.register_initializer(value)

@@ -1,8 +1,9 @@
 """Fold an inference BatchNormalization into the Conv that feeds it.
 
 BN(Conv(x, W, b)) = Conv(x, W·s, (b − mean)·s + B) with s = scale / √(var + ε) per output channel
-(ONNX BatchNormalization-15 inference formula). The folded weights are ``onnx_ir.LazyTensor``s,
-computed only when the model is serialized.
+(ONNX BatchNormalization-15 inference formula). The folded weights are derived from the Conv and
+BatchNorm weights (:func:`onnxport.weights.derive_many`) and computed only when written or run, so
+weights applied later (``apply_weights``) flow through the fold; no value is read here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
+from onnxport import weights
 from onnxport.passes.fusions import substitute
 
 
@@ -21,10 +23,23 @@ def _const(value: ir.Value | None) -> ir.TensorProtocol | None:
     return value.const_value
 
 
-def _lazy(name: str, like: ir.TensorProtocol, produce: Callable[[], np.ndarray]) -> ir.Value:
-    shape = ir.Shape(like.shape)  # type: ignore[arg-type]
-    tensor = ir.LazyTensor(lambda: ir.tensor(produce(), dtype=like.dtype), dtype=like.dtype, shape=shape, name=name)
-    return ir.Value(name=name, shape=shape, type=ir.TensorType(like.dtype), const_value=tensor)
+def _derived(name: str, like: ir.TensorProtocol, bases: list[ir.TensorProtocol], fn: Callable[..., np.ndarray]) -> ir.Value:
+    shape = [int(d) for d in like.shape.numpy()]
+    tensor = weights.derive_many(bases, fn, dtype=like.dtype, shape=shape, name=name)
+    return ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(like.dtype), const_value=tensor)
+
+
+def _fold_weight(w: np.ndarray, scale: np.ndarray, var: np.ndarray, eps: float) -> np.ndarray:
+    """W·s per output channel, s = scale / √(var + ε) (ONNX BatchNormalization-15)."""
+    factor = scale / np.sqrt(var + eps)
+    return (w * factor.reshape((-1,) + (1,) * (w.ndim - 1)).astype(w.dtype)).astype(w.dtype)
+
+
+def _fold_bias(b: np.ndarray | None, scale: np.ndarray, shift: np.ndarray, mean: np.ndarray, var: np.ndarray, eps: float) -> np.ndarray:
+    """(b − mean)·s + B, s = scale / √(var + ε)."""
+    factor = scale / np.sqrt(var + eps)
+    b = b if b is not None else np.zeros_like(mean)
+    return ((b - mean) * factor + shift).astype(mean.dtype)
 
 
 class ConvBatchNormPass(ir.passes.InPlacePass):
@@ -50,23 +65,19 @@ class ConvBatchNormPass(ir.passes.InPlacePass):
             eps = 1e-5 if eps_attr is None else float(eps_attr.value)
             scale, shift, mean, var = params
 
-            def factor(scale=scale, var=var, eps=eps) -> np.ndarray:  # type: ignore[no-untyped-def]
-                return scale.numpy() / np.sqrt(var.numpy() + eps)
-
-            def new_weight(weight=weight, factor=factor) -> np.ndarray:  # type: ignore[no-untyped-def]
-                w = weight.numpy()
-                return w * factor().reshape((-1,) + (1,) * (w.ndim - 1)).astype(w.dtype)
-
-            def new_bias(bias=bias, mean=mean, shift=shift, factor=factor) -> np.ndarray:  # type: ignore[no-untyped-def]
-                b = bias.numpy() if bias is not None else np.zeros_like(mean.numpy())
-                return ((b - mean.numpy()) * factor() + shift.numpy()).astype(mean.numpy().dtype)
-
             w_input, b_input = conv.inputs[1], conv.inputs[2] if bias is not None else None
             assert w_input is not None and w_input.name is not None  # an initializer: _const(w_input) is not None
             w_name = f"{w_input.name}.bn_folded"
             b_name = f"{(b_input.name if b_input is not None else w_input.name + '.bias')}.bn_folded"
-            w_value = _lazy(w_name, weight, new_weight)
-            b_value = _lazy(b_name, mean, new_bias)  # type: ignore[arg-type]
+            stats = [scale, shift, mean, var]
+            w_value = _derived(w_name, weight, [weight, scale, var],  # type: ignore[list-item]
+                               lambda w, s, v, eps=eps: _fold_weight(w, s, v, eps))
+            if bias is not None:
+                b_value = _derived(b_name, mean, [bias, *stats],  # type: ignore[arg-type, list-item]
+                                   lambda b, s, sh, m, v, eps=eps: _fold_bias(b, s, sh, m, v, eps))
+            else:
+                b_value = _derived(b_name, mean, stats,  # type: ignore[arg-type]
+                                   lambda s, sh, m, v, eps=eps: _fold_bias(None, s, sh, m, v, eps))
             graph.register_initializer(w_value)
             graph.register_initializer(b_value)
             fused = ir.Node("", "Conv", [conv.inputs[0], w_value, b_value], attributes=list(conv.attributes.values()), num_outputs=1)

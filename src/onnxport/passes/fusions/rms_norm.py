@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from onnxport import weights
 from onnxport.passes.fusions import substitute
 
 MIN_OPSET = 23
@@ -22,6 +23,8 @@ def _producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
 
 def _scalar(value: ir.Value | None) -> float | None:
     if value is None or value.const_value is None or value.const_value.size != 1:
+        return None
+    if weights.is_weight(value.const_value):  # passes never read weight values
         return None
     return float(value.const_value.numpy().reshape(-1)[0])
 

@@ -1,0 +1,219 @@
+"""A safetensors checkpoint folder read lazily: which tensor lives in which shard, its dtype and shape.
+
+Nothing here reads weight bytes: headers only (``safetensors.safe_open``). A tensor is read with
+:meth:`Checkpoint.tensor`, which returns a torch tensor backed by the file's memory map (file pages,
+not anonymous memory), so a model bigger than RAM can be streamed one tensor at a time.
+
+Layouts accepted (as ``transformers.PreTrainedModel.from_pretrained`` reads them): a sharded
+checkpoint with ``model.safetensors.index.json`` (``weight_map``: tensor name → shard file), a single
+``model.safetensors``, or any ``*.safetensors`` files beside ``config.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from onnxport.errors import HFError
+
+INDEX = "model.safetensors.index.json"
+SINGLE = "model.safetensors"
+
+# safetensors header dtype → torch dtype (the safetensors format's names).
+DTYPES = {
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U8": torch.uint8,
+    "BOOL": torch.bool,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One checkpoint tensor: shard file, dtype, shape (no data)."""
+
+    file: Path
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        count = 1
+        for d in self.shape:
+            count *= d
+        return count * self.dtype.itemsize
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    """The tensors of a safetensors checkpoint folder, by their checkpoint names.
+
+    Attributes:
+        folder: The model folder.
+        entries: Checkpoint tensor name → :class:`Entry`.
+    """
+
+    folder: Path
+    entries: dict[str, Entry]
+
+    @property
+    def nbytes(self) -> int:
+        """Total tensor bytes (the sum of every tensor's size; headers excluded)."""
+        return sum(e.nbytes for e in self.entries.values())
+
+    @property
+    def largest(self) -> int:
+        """The largest tensor's size in bytes."""
+        return max((e.nbytes for e in self.entries.values()), default=0)
+
+    def float_dtype(self) -> torch.dtype | None:
+        """The floating dtype most bytes are stored in (``None`` without float tensors)."""
+        sizes: Counter[torch.dtype] = Counter()
+        for e in self.entries.values():
+            if e.dtype.is_floating_point:
+                sizes[e.dtype] += e.nbytes
+        return sizes.most_common(1)[0][0] if sizes else None
+
+    def tensor(self, name: str) -> torch.Tensor:
+        """The tensor ``name``, memory-mapped from its shard (no copy; read-only file pages).
+
+        Raises:
+            HFError: The shard cannot be opened or does not hold ``name``.
+        """
+        from safetensors import safe_open  # a declared dependency of transformers
+
+        entry = self.entries[name]
+        try:
+            with safe_open(entry.file, framework="pt") as f:
+                return f.get_tensor(name)
+        except Exception as e:  # safetensors raises its own SafetensorError, OSError
+            raise HFError(
+                f"Cannot read tensor {name!r} from {entry.file}: {type(e).__name__}: {e}"
+            ) from e
+
+
+def _header(path: Path) -> dict[str, Entry]:
+    from safetensors import safe_open
+
+    if not path.is_file():
+        raise HFError(f"Checkpoint shard {path} is missing; copy the complete checkpoint folder.")
+    try:
+        with safe_open(path, framework="pt") as f:
+            entries = {}
+            for name in f.keys():
+                part = f.get_slice(name)
+                code = part.get_dtype()
+                if code not in DTYPES:
+                    raise HFError(
+                        f"{path}: tensor {name!r} has dtype {code}, which onnxport cannot export."
+                    )
+                entries[name] = Entry(path, DTYPES[code], tuple(part.get_shape()))
+            return entries
+    except HFError:
+        raise
+    except Exception as e:  # SafetensorError for a truncated or corrupt header
+        raise HFError(
+            f"{path} is not a readable safetensors file ({type(e).__name__}: {e}); "
+            "re-download or re-save the checkpoint."
+        ) from e
+
+
+def read_checkpoint(folder: Path) -> Checkpoint:
+    """Index the safetensors checkpoint of ``folder`` (headers only).
+
+    Raises:
+        HFError: No safetensors weights; the index is not JSON or has no ``weight_map``; a shard it
+            names is missing or unreadable; the index names a tensor its shard does not hold; or two
+            shards hold the same tensor.
+    """
+    index_path = folder / INDEX
+    if index_path.is_file():
+        try:
+            index = json.loads(index_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise HFError(f"{index_path} is not valid JSON ({e}); re-save the checkpoint.") from e
+        weight_map = index.get("weight_map") if isinstance(index, dict) else None
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise HFError(f'{index_path} has no "weight_map" (tensor name → shard file).')
+        shards = sorted({str(v) for v in weight_map.values()})
+        headers = {shard: _header(folder / shard) for shard in shards}
+        entries: dict[str, Entry] = {}
+        absent = [n for n, shard in weight_map.items() if n not in headers[str(shard)]]
+        if absent:
+            raise HFError(
+                f"{index_path} maps {len(absent)} tensors to shards that do not hold them "
+                f"(first: {absent[:3]}); the index and the shards disagree, re-save the checkpoint."
+            )
+        for name, shard in weight_map.items():
+            entries[name] = headers[str(shard)][name]
+        return Checkpoint(folder, entries)
+    files = [folder / SINGLE] if (folder / SINGLE).is_file() else sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise HFError(
+            f"{folder} has no safetensors weights ({SINGLE} or {INDEX} with shards); the streamed "
+            "export reads safetensors only (re-save with model.save_pretrained(folder))."
+        )
+    entries = {}
+    for path in files:
+        for name, entry in _header(path).items():
+            if name in entries:
+                raise HFError(
+                    f"Tensor {name!r} is in both {entries[name].file.name} and {path.name}; "
+                    f"add an {INDEX} or remove the extra file."
+                )
+            entries[name] = entry
+    return Checkpoint(folder, entries)
+
+
+def model_keys(model: Any, checkpoint: Checkpoint) -> dict[str, str]:
+    """Model state_dict key → checkpoint name, with the renames transformers applies on load.
+
+    transformers 5 renames checkpoint keys while loading (``transformers.conversion_mapping``:
+    legacy ``LayerNorm.gamma``/``beta``, per-architecture ``WeightRenaming`` rules, adding or
+    stripping ``base_model_prefix`` to load a ``*ForX`` model from a base checkpoint and back;
+    ``transformers.core_model_loading.rename_source_key``). onnxport asks transformers for the same
+    renames. Keys whose conversion merges or splits tensors (``WeightConverter``, e.g. fused MoE
+    experts) cannot be streamed one to one and raise.
+
+    Raises:
+        HFError: A checkpoint key needs a tensor-merging conversion.
+    """
+    from transformers.conversion_mapping import get_model_conversion_mapping
+    from transformers.core_model_loading import WeightConverter, rename_source_key
+
+    try:
+        transforms = get_model_conversion_mapping(model)
+    except Exception as e:  # an architecture whose mapping cannot be built
+        raise HFError(
+            f"transformers could not list the checkpoint renames of {type(model).__name__}: {e}"
+        ) from e
+    converters = [t for t in transforms if isinstance(t, WeightConverter)]
+    renamings: list[Any] = [t for t in transforms if not isinstance(t, WeightConverter)]
+    own = dict.fromkeys(model.state_dict(keep_vars=True))
+    mapping: dict[str, str] = {}
+    merged = []
+    for name in checkpoint.entries:
+        target, converted = rename_source_key(
+            name, renamings, converters, model.base_model_prefix, own
+        )
+        if converted is not None:
+            merged.append(name)
+        mapping.setdefault(target, name)
+    if merged:
+        raise HFError(
+            f"{len(merged)} checkpoint tensors of {type(model).__name__} are merged or split by "
+            f"transformers on load (first: {merged[:3]}); they cannot be streamed one by one. "
+            "Load the model with transformers and export it with onnxport.hf.export(model)."
+        )
+    return mapping

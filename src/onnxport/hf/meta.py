@@ -1,0 +1,217 @@
+"""A transformers model without its weights: parameters on the meta device, names, and binding.
+
+- :func:`build` makes the model of a ``config.json`` with every parameter on the ``meta`` device
+  (no weight memory) and every buffer real, so buffers the model computes at construction and
+  never stores (rotary ``inv_freq``, non-persistent) keep their values. This is accelerate's
+  ``init_empty_weights(include_buffers=False)`` idea (huggingface/accelerate
+  ``big_modeling.py``): each parameter is moved to ``meta`` as it is registered.
+- :func:`own_names` / :func:`rename_weights` map the export wrapper's parameter names
+  (``model.model.layers.0...``) to the model's own state_dict keys (``model.layers.0...``), by
+  tensor identity, so initializer names are the keys of the checkpoint; tied parameters
+  (``lm_head.weight`` = ``embed_tokens.weight``) share one initializer and every alias is kept.
+- :func:`checkpoint_weights` gives ``ONNXProgram.apply_weights`` the checkpoint's tensors under
+  those names, after the renames transformers applies on load.
+- :func:`materialize` loads the checkpoint's tensors into a meta model as memory-mapped tensors
+  (``load_state_dict(assign=True)``), for the eager reference of the validation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from onnxport.errors import HFError
+from onnxport.hf.checkpoint import Checkpoint, model_keys
+
+
+@contextlib.contextmanager
+def parameters_on_meta() -> Iterator[None]:
+    """Inside, every ``nn.Module`` parameter is moved to the ``meta`` device when registered.
+
+    Buffers stay on the CPU with the values the module computes. ``torch.empty`` allocations made
+    by ``__init__`` before registration are never touched, so they cost no resident memory.
+    """
+    register = torch.nn.Module.register_parameter
+
+    def register_on_meta(module: torch.nn.Module, name: str, param: Any) -> None:
+        register(module, name, param)
+        if param is not None and param.device.type != "meta":
+            kind = type(param)
+            module._parameters[name] = kind(param.to("meta"), requires_grad=param.requires_grad)
+
+    torch.nn.Module.register_parameter = register_on_meta  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register  # type: ignore[method-assign]
+
+
+def build(config: Any, auto_class: str, dtype: torch.dtype | None) -> torch.nn.Module:
+    """The model of ``config`` for ``auto_class`` with parameters on ``meta``, in eval mode.
+
+    Args:
+        config: A ``transformers.PretrainedConfig``.
+        auto_class: ``AutoModelForCausalLM``, ``AutoModel``, ...
+        dtype: Parameter dtype (the checkpoint's floating dtype); ``None`` keeps the config's.
+
+    Raises:
+        HFError: transformers cannot build the model for this config and auto class.
+    """
+    import transformers
+
+    auto = getattr(transformers, auto_class)
+    kwargs = {"dtype": dtype} if dtype is not None else {}
+    try:
+        with parameters_on_meta():
+            model = auto.from_config(config, **kwargs)
+    except ValueError as e:
+        if "Unrecognized configuration class" in str(e):
+            raise HFError(
+                f"{type(config).__name__} ({config.model_type}) has no {auto_class} model."
+            ) from e
+        raise HFError(f"transformers could not build {auto_class}: {type(e).__name__}: {e}") from e
+    except Exception as e:
+        raise HFError(f"transformers could not build {auto_class}: {type(e).__name__}: {e}") from e
+    return model.eval()
+
+
+def _tensors(module: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    yield from module.named_parameters(remove_duplicate=False)
+    yield from module.named_buffers(remove_duplicate=False)
+
+
+def aliases(model: torch.nn.Module) -> dict[int, list[str]]:
+    """``id(tensor)`` → every name of a parameter or buffer (non-persistent ones included) of
+    the model holding it (tied weights: several)."""
+    out: dict[int, list[str]] = {}
+    for name, tensor in _tensors(model):
+        out.setdefault(id(tensor), []).append(name)
+    return out
+
+
+def own_names(wrapper: torch.nn.Module, model: torch.nn.Module) -> dict[str, list[str]]:
+    """Wrapper parameter/buffer name → the model's own names for the same tensor (first =
+    canonical)."""
+    by_id = aliases(model)
+    out: dict[str, list[str]] = {}
+    for name, tensor in _tensors(wrapper):
+        if id(tensor) in by_id:
+            out.setdefault(name, by_id[id(tensor)])
+    return out
+
+
+def rename_weights(program: Any, names: dict[str, list[str]]) -> None:
+    """Rename the program's weights from the wrapper's names (``model.model.layers.0...``) to the
+    model's own state_dict keys: initializers (and those derived from them, ``<key>.T``), the
+    weight slots ``apply_weights`` matches by name, and the tied-weight aliases."""
+    def own(name: str) -> str:
+        if name in names:
+            return names[name][0]
+        head, _, tail = name.rpartition(".")
+        while head:
+            if head in names:
+                return names[head][0] + name[len(head) :]
+            head, _, _ = head.rpartition(".")
+        return name
+
+    for graph in program.model.graphs():
+        for value in list(graph.initializers.values()):
+            if value.name:
+                value.name = own(value.name)
+    table = program.weights
+    slots = {}
+    for name, slot in table.slots.items():
+        slot.name = own(name)
+        slots[slot.name] = slot
+    table.slots = slots
+    aliases = {own(a): own(c) for a, c in table.aliases.items()}
+    for group in names.values():  # every other own name of a tied tensor
+        aliases.update({alias: group[0] for alias in group[1:] if group[0] in slots})
+    table.aliases = {a: c for a, c in aliases.items() if a != c}
+
+
+def check(model: torch.nn.Module, checkpoint: Checkpoint) -> None:
+    """Before exporting: every parameter has a checkpoint tensor of its shape and dtype.
+
+    Raises:
+        HFError: Listing every parameter the checkpoint lacks and every shape/dtype mismatch.
+    """
+    keys = model_keys(model, checkpoint)
+    params = {id(p) for p in model.parameters()}
+    missing, mismatched = [], []
+    tensors = dict(_tensors(model))
+    for group in aliases(model).values():
+        tensor = tensors[group[0]]
+        found = next((keys[a] for a in group if a in keys), None)
+        if found is None:
+            if id(tensor) in params:
+                missing.append(group[0])
+            continue
+        entry = checkpoint.entries[found]
+        if tuple(entry.shape) != tuple(tensor.shape) or entry.dtype != tensor.dtype:
+            mismatched.append(
+                f"{group[0]}: model {tensor.dtype} {list(tensor.shape)}, checkpoint {found} "
+                f"{entry.dtype} {list(entry.shape)}"
+            )
+    _raise_unfit(checkpoint, missing, mismatched)
+
+
+def _raise_unfit(checkpoint: Checkpoint, missing: list[str], mismatched: list[str]) -> None:
+    if missing or mismatched:
+        lines = [f"  missing: {n}" for n in missing] + [f"  mismatched: {m}" for m in mismatched]
+        raise HFError(
+            f"The checkpoint in {checkpoint.folder} does not fit the model of its config.json "
+            f"({len(missing)} missing, {len(mismatched)} mismatched):\n" + "\n".join(lines)
+            + "\nCheck that config.json belongs to these weights; a checkpoint mixing float "
+            "dtypes must be re-saved in one dtype."
+        )
+
+
+def checkpoint_weights(
+    program: Any, model: torch.nn.Module, checkpoint: Checkpoint
+) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors for the program's weights, by the model's own names, for
+    ``ONNXProgram.apply_weights``: memory-mapped, nothing read yet. Checkpoint tensors the program
+    does not use (a slice's cut layers, a tied copy) are left out."""
+    keys = model_keys(model, checkpoint)
+    wanted = set(program.weights.slots) | set(program.weights.aliases)
+    return {name: checkpoint.tensor(keys[name]) for name in wanted if name in keys}
+
+
+def materialize(model: torch.nn.Module, checkpoint: Checkpoint) -> torch.nn.Module:
+    """Give a meta model the checkpoint's tensors, memory-mapped (file pages, no copy), in place.
+
+    Raises:
+        HFError: A parameter has no tensor in the checkpoint.
+    """
+    keys = model_keys(model, checkpoint)
+    state = {}
+    missing = []
+    for group in aliases(model).values():
+        found = next((keys[a] for a in group if a in keys), None)
+        tensor = model.get_parameter(group[0]) if _is_param(model, group[0]) else None
+        if found is None:
+            if tensor is not None and tensor.device.type == "meta":
+                missing.append(group[0])
+            continue
+        loaded = checkpoint.tensor(found)
+        for alias in group:
+            state[alias] = loaded
+    if missing:
+        raise HFError(
+            f"The checkpoint in {checkpoint.folder} has no tensor for {len(missing)} parameters "
+            f"(first: {missing[:3]})."
+        )
+    model.load_state_dict(state, strict=False, assign=True)
+    return model
+
+
+def _is_param(model: torch.nn.Module, name: str) -> bool:
+    try:
+        model.get_parameter(name)
+    except AttributeError:
+        return False
+    return True

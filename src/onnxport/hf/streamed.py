@@ -1,0 +1,349 @@
+"""The large-model path of ``onnxport.hf.export``: a folder's model exported without its weights in RAM.
+
+1. The model is built from ``config.json`` with its parameters on the ``meta`` device
+   (:func:`onnxport.hf.meta.build`), in the checkpoint's floating dtype (bf16/fp16 stay so).
+2. Each component is exported with meta example inputs; initializers are renamed to the model's own
+   state_dict keys, matched with the checkpoint's tensors (renames transformers applies on load,
+   tied weights) and bound to them lazily.
+3. Saving streams the tensors one at a time from the checkpoint's memory map into external data,
+   in a staging folder beside the destination (never ``/tmp``), renamed into place at the end.
+4. Validation runs onnxruntime on the staged files (memory-mapped external data, no prepacking)
+   against eager PyTorch on the same checkpoint, memory-mapped too. When the checkpoint is larger
+   than ``memory_fraction`` of the available memory, a *slice* is validated instead: the same
+   config cut to 2 layers, exported the same way, with those layers' real weights.
+
+Any failure removes the staging folder: nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+import onnxport
+from onnxport.errors import HFError, OnnxportError, VerificationError
+from onnxport.hf import inputs as hf_inputs
+from onnxport.hf import layout as hf_layout
+from onnxport.hf import meta
+from onnxport.hf.checkpoint import Checkpoint, read_checkpoint
+from onnxport.hf.dims import name_total_sequence
+from onnxport.hf.genai_config import genai_config, write_genai_config
+from onnxport.hf.loading import LoadedModel, read_config, read_pooling
+from onnxport.hf.tasks import Task, get_task, infer_task
+from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager
+from onnxport.runtime import run_session, to_numpy
+
+SLICE_LAYERS = 2
+HALF_ATOL = 0.1
+SLICE_FOLDER = ".onnxport-slice"
+
+
+class WeightProgress(Protocol):
+    """Receives the progress of the weight streaming (the CLI draws a bar with it)."""
+
+    def begin(self, count: int, nbytes: int) -> None:
+        """``count`` tensors of ``nbytes`` bytes in total are about to be written."""
+
+    def advance(self, name: str, nbytes: int) -> None:
+        """Tensor ``name`` (``nbytes`` bytes) was read from the checkpoint."""
+
+
+@dataclasses.dataclass
+class Streamed:
+    """What the streamed path produced (:func:`onnxport.hf.export` wraps it in an ``HFExport``).
+
+    Attributes:
+        task: The task exported.
+        model: The transformers model, its parameters on ``meta``.
+        checkpoint_bytes: Bytes of the checkpoint's tensors.
+        dtype: The floating dtype the model was exported in (the checkpoint's).
+        programs: Component name → ONNXProgram (initializers bound to the checkpoint).
+        seconds: Component name → export seconds (weights excluded).
+        checks: The validation rows.
+        files: Files written, relative to the destination.
+        weight_bytes: Bytes of external data written (tied tensors once).
+        validation: ``"full"``, ``"slice (2 of N layers)"`` or ``"off"``.
+    """
+
+    task: Task
+    model: Any
+    checkpoint_bytes: int
+    dtype: torch.dtype | None
+    programs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    checks: list[OutputCheck] = dataclasses.field(default_factory=list)
+    files: list[Path] = dataclasses.field(default_factory=list)
+    weight_bytes: int = 0
+    validation: str = "off"
+
+
+def available_memory() -> int:
+    """``MemAvailable`` from ``/proc/meminfo`` in bytes (total physical memory elsewhere)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+
+
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def _export_part(
+    part: hf_inputs.Component,
+    model: torch.nn.Module,
+    checkpoint: Checkpoint,
+    options: dict[str, Any],
+) -> Any:
+    """Export one component of a meta model, name its weights by the model's own keys and apply
+    the checkpoint's tensors to them (lazily: nothing is read until the save)."""
+    program = onnxport.export(
+        part.module,
+        (),
+        part.make_inputs(hf_inputs.EXPORT_SIZES),  # moved to meta by onnxport.export
+        dynamic_shapes=part.dynamic_shapes,
+        input_names=part.input_names,
+        output_names=part.output_names,
+        opset_version=options.get("opset_version"),
+        optimize=options.get("optimize", True),
+    )
+    meta.rename_weights(program, meta.own_names(part.module, model))
+    program.apply_weights(meta.checkpoint_weights(program, model, checkpoint))
+    return program
+
+
+def _save_parts(
+    programs: dict[str, Any], folder: Path, progress: WeightProgress | None, layout: str
+) -> tuple[list[Path], int]:
+    """Save every program into ``folder`` (at its :func:`onnxport.hf.layout.model_path`) with
+    external data, streaming the checkpoint tensors; the files written and the bytes of external data."""
+    tensors = [
+        v.const_value
+        for p in programs.values()
+        for v in p.model.graph.initializers.values()
+        if v.const_value is not None
+    ]
+    total = sum(t.nbytes for t in tensors)
+    if progress is not None:
+        progress.begin(len(tensors), total)
+
+    def on_tensor(tensor: Any, info: Any) -> None:
+        if progress is not None:
+            progress.advance(str(tensor.name), int(tensor.nbytes))
+
+    files: list[Path] = []
+    for name, program in programs.items():
+        path = folder / hf_layout.model_path(name, layout)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        written = program.save(path, external_data=True, callback=on_tensor)
+        files += [Path(p).resolve().relative_to(folder.resolve()) for p in written]
+    data = sum((folder / f).stat().st_size for f in files if f.suffix != ".onnx")
+    return files, data
+
+
+def slice_config(config: Any, layers: int = SLICE_LAYERS) -> Any | None:
+    """``config`` with ``layers`` hidden layers (per-layer lists cut too), or ``None`` when the
+    config has no ``num_hidden_layers`` or already has at most ``layers``."""
+    count = getattr(config, "num_hidden_layers", None)
+    if not isinstance(count, int) or count <= layers:
+        return None
+    cut = config.__class__.from_dict(config.to_dict())
+    cut.num_hidden_layers = layers
+    for attr in ("encoder_layers", "decoder_layers"):
+        if isinstance(getattr(cut, attr, None), int):
+            setattr(cut, attr, min(getattr(cut, attr), layers))
+    per_layer = getattr(cut, "layer_types", None)
+    if isinstance(per_layer, list) and len(per_layer) == count:
+        cut.layer_types = per_layer[:layers]
+    return cut
+
+
+def session(path: Path) -> Any:
+    """An onnxruntime CPU session on a saved model whose external data stays memory-mapped:
+    no graph optimization and no prepacking, either of which copies weights into anonymous
+    memory (onnxruntime maps aligned external data from the file)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.add_session_config_entry("session.disable_prepacking", "1")
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime's own exception types
+        raise HFError(f"onnxruntime could not load {path}: {type(e).__name__}: {e}") from e
+
+
+def _check_part(
+    part: hf_inputs.Component, path: Path, atol: float | None, label: str
+) -> list[OutputCheck]:
+    sess = session(path)
+    names = [i.name for i in sess.get_inputs()]
+    checks = []
+    for sizes in hf_inputs.CHECK_SIZES:
+        feeds = part.make_inputs(sizes)
+        leaves = [t for t in torch.utils._pytree.tree_leaves(feeds) if isinstance(t, torch.Tensor)]
+        arrays = {n: to_numpy(t) for n, t in zip(names, leaves, strict=True)}
+        actual = run_session(sess, arrays)
+        expected = eager(part.module, feeds)
+        checks += compare_outputs((label, describe(feeds)), part.output_names, actual, expected, atol)
+    return checks
+
+
+def _validate(spec: _Spec, staging: Path, atol: float | None, memory_fraction: float) -> tuple[list[OutputCheck], str]:
+    """Validate the staged export in full or through a slice (see the module docstring)."""
+    if spec.checkpoint.nbytes <= memory_fraction * available_memory():
+        real = meta.materialize(meta.build(spec.config, spec.task.auto_class, spec.dtype), spec.checkpoint)
+        loaded = LoadedModel(real, spec.task, spec.folder, spec.pooling)
+        checks = []
+        for part in hf_inputs.components(loaded):
+            checks += _check_part(part, staging / hf_layout.model_path(part.name, spec.layout), atol, part.name)
+        return checks, "full"
+    cut = slice_config(spec.config)
+    if cut is None:
+        raise HFError(
+            f"The checkpoint ({spec.checkpoint.nbytes / 2**30:.1f} GiB) is too large to validate in "
+            f"memory and its config has no num_hidden_layers to validate a slice; pass validate=False."
+        )
+    folder = staging / SLICE_FOLDER
+    folder.mkdir()
+    model = meta.build(cut, spec.task.auto_class, spec.dtype)
+    loaded = LoadedModel(model, spec.task, spec.folder, spec.pooling)
+    parts = hf_inputs.components(loaded)
+    programs = {p.name: _export_part(p, model, spec.checkpoint, {"opset_version": spec.opset}) for p in parts}
+    _save_parts(programs, folder, None, "flat")
+    del programs
+    real = meta.materialize(meta.build(cut, spec.task.auto_class, spec.dtype), spec.checkpoint)
+    checks = []
+    for part in hf_inputs.components(LoadedModel(real, spec.task, spec.folder, spec.pooling)):
+        checks += _check_part(part, folder / f"{part.name}.onnx", atol, f"{part.name} (slice)")
+    shutil.rmtree(folder)
+    total = spec.config.num_hidden_layers
+    return checks, f"slice ({SLICE_LAYERS} of {total} layers)"
+
+
+@dataclasses.dataclass
+class _Spec:
+    folder: Path
+    config: Any
+    task: Task
+    checkpoint: Checkpoint
+    dtype: torch.dtype | None
+    pooling: dict[str, Any] | None
+    opset: int | None = None
+    layout: str = hf_layout.DEFAULT_LAYOUT
+
+
+def export_streamed(
+    folder: Path,
+    task: str | None,
+    destination: Path,
+    *,
+    opset_version: int | None = None,
+    validate: bool = True,
+    atol: float | None = None,
+    memory_fraction: float = 1 / 3,
+    progress: WeightProgress | None = None,
+    optimize: bool = True,
+    layout: str = hf_layout.DEFAULT_LAYOUT,
+) -> Streamed:
+    """Export ``folder`` into ``destination`` without loading its weights (module docstring).
+
+    Args:
+        folder: A model folder with ``config.json`` and a safetensors checkpoint.
+        task: The task (inferred from the architecture when ``None``).
+        destination: Output folder (must not exist or be empty; checked by the caller).
+        opset_version: The ONNX opset (onnxport's default when ``None``).
+        validate: Compare with eager PyTorch on fresh inputs.
+        atol: Validation tolerance: ``None``, onnxport's per-dtype table
+            (``verify/compare.py``), except :data:`HALF_ATOL` for bfloat16/float16 checkpoints
+            (eager CPU rounds every half op, onnxruntime computes them in float32); a number,
+            Optimum's max-abs-difference rule.
+        memory_fraction: Validate the whole model when the checkpoint's bytes are at most this
+            fraction of the available memory (``/proc/meminfo`` MemAvailable), else a 2-layer slice.
+        progress: Receives the streaming progress (tensors and bytes).
+        optimize: Run onnxport's graph passes (they record weight transforms, read no values).
+        layout: ``"hub"`` (graphs under ``onnx/``) or ``"flat"`` (:mod:`onnxport.hf.layout`).
+
+    Returns:
+        A :class:`Streamed` with the meta model, the programs, the checks and the files written.
+
+    Raises:
+        HFError: Bad folder, config, index or shards; names, shapes or dtypes that do not match.
+        VerificationError: An output differs from eager beyond ``atol``.
+        OnnxportError: The export failed.
+    """
+    config = read_config(folder)
+    checkpoint = read_checkpoint(folder)
+    resolved = get_task(task) if task else infer_task(config)
+    dtype = checkpoint.float_dtype()
+    pooling = read_pooling(folder) if resolved.name == "feature-extraction" else None
+    spec = _Spec(folder, config, resolved, checkpoint, dtype, pooling, opset_version, layout)
+    if atol is None and dtype in (torch.bfloat16, torch.float16):
+        atol = HALF_ATOL
+    model = meta.build(config, resolved.auto_class, dtype)
+    meta.check(model, checkpoint)
+    result = Streamed(resolved, model, checkpoint.nbytes, dtype)
+    programs: dict[str, Any] = {}
+    for part in hf_inputs.components(LoadedModel(model, resolved, folder, pooling)):
+        start = time.perf_counter()
+        programs[part.name] = _export_part(
+            part, model, checkpoint, {"opset_version": opset_version, "optimize": optimize}
+        )
+        name_total_sequence(programs[part.name].model)
+        result.programs[part.name] = programs[part.name]
+        result.seconds[part.name] = time.perf_counter() - start
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    try:
+        result.files, result.weight_bytes = _save_parts(programs, staging, progress, layout)
+        for rel in hf_inputs.folder_files(folder):
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(folder / rel, staging / rel)
+            result.files.append(rel)
+        if resolved.kind == "causal-lm":
+            generation_file = folder / "generation_config.json"
+            generation = json.loads(generation_file.read_text()) if generation_file.is_file() else None
+            content = genai_config(
+                programs["model"].model, config.to_dict(), generation, hf_layout.model_path("model", layout).as_posix()
+            )
+            result.files.append(write_genai_config(staging, content).relative_to(staging))
+        if validate:
+            result.checks, result.validation = _validate(spec, staging, atol, memory_fraction)
+            failed = [c for c in result.checks if not c.passed]
+            if failed:
+                rows = "\n".join(
+                    f"  {c.component}/{c.output} ({c.inputs}): "
+                    + (c.comparison.summary() if c.comparison is not None else f"max abs diff {c.max_abs_diff:.3g}")
+                    for c in failed
+                )
+                raise VerificationError(
+                    f"ONNX outputs differ from eager PyTorch on fresh inputs ({result.validation}):\n{rows}"
+                )
+        if destination.exists():
+            destination.rmdir()  # checked empty by the caller
+        umask = os.umask(0)
+        os.umask(umask)
+        staging.chmod(0o777 & ~umask)  # mkdtemp made it private
+        staging.rename(destination)
+    except OnnxportError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    except BaseException as e:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(e, (KeyboardInterrupt, SystemExit, MemoryError)):
+            raise
+        raise HFError(f"Exporting {folder} failed: {type(e).__name__}: {e}") from e
+    return result
+
+
+__all__ = ["Streamed", "WeightProgress", "available_memory", "export_streamed", "slice_config"]

@@ -1,0 +1,230 @@
+"""The large-model path of ``onnxport export --hf``: the model built on the meta device, the
+checkpoint's shards streamed into external data, validated in full or through a 2-layer slice.
+
+A tiny Llama checkpoint is saved as several safetensors shards with an index; the exported model's
+logits must equal eager's (and the in-memory path's), weights must be named by the model's own
+state_dict keys, tied weights stored once, bf16 checkpoints stay bf16, and broken checkpoints give
+an onnxport error with nothing left on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import onnxport.hf
+from onnxport.cli import app
+from onnxport.errors import HFError, InputError, OnnxportError
+from onnxport.hf import streamed
+from onnxport.hf.layout import find_model
+
+transformers = pytest.importorskip("transformers")
+
+LAYERS = 3
+
+
+def _checkpoint(folder: pathlib.Path, dtype: torch.dtype = torch.float32, tied: bool = True) -> Any:
+    """A random-weight 3-layer Llama saved in shards of ~40 kB (``model.safetensors.index.json``)."""
+    config = transformers.LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=100,
+        tie_word_embeddings=tied,
+        architectures=["LlamaForCausalLM"],
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).to(dtype).eval()
+    model.save_pretrained(folder, max_shard_size="40KB")
+    assert len(list(folder.glob("*.safetensors"))) >= 2
+    assert (folder / "model.safetensors.index.json").is_file()
+    return model
+
+
+def _feeds(batch: int = 2, sequence: int = 6, vocab: int = 100) -> dict[str, torch.Tensor]:
+    ids = torch.randint(3, vocab, (batch, sequence), generator=torch.Generator().manual_seed(5))
+    mask = torch.ones(batch, sequence, dtype=torch.int64)
+    positions = torch.arange(sequence).expand(batch, sequence).contiguous()
+    return {"input_ids": ids, "attention_mask": mask, "position_ids": positions}
+
+
+def _run(path: pathlib.Path, feeds: dict[str, torch.Tensor], dtype: Any = np.float32) -> np.ndarray:
+    session = streamed.session(path)
+    arrays = {k: v.numpy() for k, v in feeds.items()}
+    for value in session.get_inputs()[3:]:  # empty past: [batch, kv_heads, 0, head_dim]
+        arrays[value.name] = np.zeros((feeds["input_ids"].shape[0], 2, 0, 16), dtype)
+    return session.run(["logits"], arrays)[0]
+
+
+def _stored_bytes(path: pathlib.Path) -> int:
+    """Initializer bytes stored: external-data lengths plus raw data kept inline (small tensors)."""
+    total = 0
+    for tensor in _initializers(path).values():
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            total += int({e.key: e.value for e in tensor.external_data}["length"])
+        else:
+            total += len(tensor.raw_data)
+    return total
+
+
+def _initializers(path: pathlib.Path) -> dict[str, onnx.TensorProto]:
+    proto = onnx.load(str(path), load_external_data=False)
+    return {t.name: t for t in proto.graph.initializer}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, pathlib.Path, Any]:
+    root = tmp_path_factory.mktemp("streamed")
+    model = _checkpoint(root / "ckpt")
+    out = root / "onnx"
+    result = CliRunner().invoke(app, ["export", "--hf", str(root / "ckpt"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return model, out, result
+
+
+def test_streamed_logits_equal_eager_and_in_memory(
+    exported: tuple[Any, pathlib.Path, Any], tmp_path: pathlib.Path
+) -> None:
+    model, out, cli = exported
+    assert "Weights: streamed from the checkpoint" in cli.output
+    assert "validation: full" in cli.output and "FAIL" not in cli.output
+    feeds = _feeds()
+    with torch.no_grad():
+        expected = model(**feeds).logits.numpy()
+    actual = _run(find_model(out), feeds)
+    assert actual.shape == expected.shape == (2, 6, 100)
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+    # The in-memory path (model loaded by transformers) gives the same logits.
+    memory = onnxport.hf.export(out.parent / "ckpt", output_dir=tmp_path / "memory", stream=False)
+    assert memory.streamed is None and memory.passed
+    np.testing.assert_allclose(_run(find_model(tmp_path / "memory"), feeds), actual, atol=1e-5)
+
+
+def test_streamed_weights_named_and_stored_once(exported: tuple[Any, pathlib.Path, Any]) -> None:
+    model, out, _ = exported
+    names = set(_initializers(find_model(out)))
+    own = set(model.state_dict())
+    assert "model.embed_tokens.weight" in names
+    assert not any(n.startswith("model.model.") for n in names)  # no wrapper prefix
+    # Every initializer is a model key or derived from one (a recorded transform: `<key>.T`).
+    weights = {n for n in names if any(n == k or n.startswith(k + ".") for k in own)}
+    assert {n.split(".T")[0] for n in weights} >= {k for k in own if "layers.0." in k}
+    # Tied lm_head = embed_tokens: the checkpoint stores it once, and so does the export.
+    assert "lm_head.weight" not in json.loads(
+        (out.parent / "ckpt" / "model.safetensors.index.json").read_text()
+    )["weight_map"]
+    checkpoint_bytes = sum(t.nbytes for k, t in model.state_dict().items() if k != "lm_head.weight")
+    weights = _stored_bytes(find_model(out))
+    constants = 4096  # the rotary inv_freq buffer and shape constants the graph adds
+    assert checkpoint_bytes <= weights <= checkpoint_bytes + constants
+    for tensor in _initializers(find_model(out)).values():
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            location = {e.key: e.value for e in tensor.external_data}["location"]
+            assert location == "model.onnx.data"
+
+
+def test_slice_validation_when_the_model_does_not_fit(tmp_path: pathlib.Path) -> None:
+    _checkpoint(tmp_path / "ckpt")
+    out = tmp_path / "onnx"
+    result = onnxport.hf.export(tmp_path / "ckpt", output_dir=out, stream=True, memory_fraction=0.0)
+    assert result.streamed is not None
+    assert result.streamed.validation == f"slice (2 of {LAYERS} layers)"
+    assert result.passed and len(result.checks) == 2 * 5  # 2 input sets x (logits + 2 layers x 2)
+    assert all(c.component == "model (slice)" for c in result.checks)
+    names = set(_initializers(find_model(out)))
+    assert any(n.startswith(f"model.layers.{LAYERS - 1}.") for n in names)  # the full model written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "onnx"]  # slice folder removed
+    assert not (out / streamed.SLICE_FOLDER).exists()
+
+
+def test_bf16_checkpoint_keeps_bf16_initializers(tmp_path: pathlib.Path) -> None:
+    model = _checkpoint(tmp_path / "ckpt", torch.bfloat16, tied=False)
+    out = tmp_path / "onnx"
+    result = onnxport.hf.export(tmp_path / "ckpt", output_dir=out, stream=True)
+    assert result.passed and result.streamed is not None
+    assert result.streamed.dtype == torch.bfloat16
+    inits = _initializers(find_model(out))
+    weight = inits["model.layers.0.self_attn.q_proj.weight.T"] if "model.layers.0.self_attn.q_proj.weight.T" in inits else inits["model.layers.0.self_attn.q_proj.weight"]
+    assert weight.data_type == onnx.TensorProto.BFLOAT16
+    assert inits["model.embed_tokens.weight"].data_type == onnx.TensorProto.BFLOAT16
+    size = sum(t.nbytes for t in model.state_dict().values())
+    assert size <= _stored_bytes(find_model(out)) <= size + 4096
+
+
+def _broken(tmp_path: pathlib.Path, case: str) -> pathlib.Path:
+    folder = tmp_path / "ckpt"
+    _checkpoint(folder)
+    index = folder / "model.safetensors.index.json"
+    shards = sorted(folder.glob("*.safetensors"))
+    if case == "missing shard":
+        shards[1].unlink()
+    elif case == "bad index":
+        index.write_text("{not json")
+    elif case == "index without weight_map":
+        index.write_text(json.dumps({"metadata": {}}))
+    elif case == "dtype mismatch":
+        from safetensors.torch import load_file, save_file
+
+        tensors = load_file(shards[0])
+        save_file({k: v.half() for k, v in tensors.items()}, shards[0], metadata={"format": "pt"})
+    elif case == "shape mismatch":
+        config = json.loads((folder / "config.json").read_text())
+        config["intermediate_size"] = 96
+        (folder / "config.json").write_text(json.dumps(config))
+    elif case == "truncated shard":
+        shards[0].write_bytes(shards[0].read_bytes()[:20])
+    return folder
+
+
+BROKEN = {
+    "missing shard": "is missing",
+    "bad index": "is not valid JSON",
+    "index without weight_map": 'has no "weight_map"',
+    "dtype mismatch": "mismatched: .*torch.float16",
+    "shape mismatch": r"mismatched: model.layers.0.mlp.(gate|up|down)_proj.weight",
+    "truncated shard": "is not a readable safetensors file",
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_broken_checkpoint_gives_hf_error_and_leaves_nothing(case: str, tmp_path: pathlib.Path) -> None:
+    folder = _broken(tmp_path, case)
+    out = tmp_path / "onnx"
+    with pytest.raises(HFError, match=BROKEN[case]) as info:
+        onnxport.hf.export(folder, output_dir=out, stream=True)
+    assert isinstance(info.value, InputError)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_failure_while_streaming_leaves_nothing(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "ckpt"
+    _checkpoint(folder)
+    calls = []
+
+    def failing_advance(self: Any, name: str, nbytes: int) -> None:
+        calls.append(name)
+        if len(calls) == 5:
+            raise OSError("disk full (injected)")
+
+    class Bar:
+        def begin(self, count: int, nbytes: int) -> None:
+            pass
+
+        advance = failing_advance
+
+    with pytest.raises(OnnxportError, match="disk full"):  # SaveError from the streamed save
+        onnxport.hf.export(folder, output_dir=tmp_path / "onnx", stream=True, progress=Bar())
+    assert len(calls) == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
