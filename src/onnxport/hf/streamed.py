@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import torch
 
-import onnxport
+from onnxport._export import export as export_program
 from onnxport.errors import HFError, OnnxportError, VerificationError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
@@ -107,7 +107,7 @@ def _export_part(
 ) -> Any:
     """Export one component of a meta model, name its weights by the model's own keys and apply
     the checkpoint's tensors to them (lazily: nothing is read until the save)."""
-    program = onnxport.export(
+    program = export_program(
         part.module,
         (),
         part.make_inputs(hf_inputs.EXPORT_SIZES),  # moved to meta by onnxport.export
@@ -172,7 +172,7 @@ def session(path: Path) -> Any:
     """An onnxruntime CPU session on a saved model whose external data stays memory-mapped:
     no graph optimization and no prepacking, either of which copies weights into anonymous
     memory (onnxruntime maps aligned external data from the file)."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # heavy: imported only when the validation runs
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
