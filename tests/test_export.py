@@ -29,10 +29,11 @@ def test_stages_in_order_with_progress_verify_and_save(tmp_path: pathlib.Path) -
                               dynamic_shapes={"x": {0: "batch"}}, progress=seen.append)
     steps = [s.name for s in program.status.steps]
     assert steps == ["capture", "decompose", "pre-flight", "translate", "half-precision compute",
-                     "optimize", "onnx.checker (full_check)", "onnxruntime load", "accuracy", "save"]
+                     "optimize", "onnxruntime run", "onnx.checker (full_check)", "onnxruntime load", "accuracy",
+                     "save"]
     assert all(s.ok for s in program.status.steps)
     assert seen == ["capture", "decompose", "pre-flight", "translate", "half-precision compute",
-                    "optimize", "verify", "save"]
+                    "optimize", "onnxruntime run", "verify", "save"]
     assert program.status.files == [out, tmp_path / "tiny.onnx.data"]
     assert out.is_file() and (tmp_path / "tiny.onnx.data").is_file()
     assert program.status.verification.passed

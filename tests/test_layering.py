@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("program",),
     ("verify", "report"),
     ("_export",),  # the orchestrator
-    ("hf", "testing", "coverage"),
+    ("hf", "testing", "coverage", "inference"),
     ("cli", "__main__"),
     ("",),  # onnxport/__init__.py: the public API
 )

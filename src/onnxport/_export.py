@@ -47,6 +47,7 @@ from onnxport.translate import preflight
 from onnxport.translate.opset_check import check_opset as check_graph_opset
 from onnxport.translate.registry import Registry
 from onnxport.verify.api import ONNXProgram, verify_export
+from onnxport.verify.runtime_check import check_runtime
 from onnxport.version import __version__
 from onnxport.weights.save import check_weights_present
 
@@ -99,6 +100,7 @@ def export(
     opset_version: int | None = None,
     optimize: bool = True,
     verify: bool = False,
+    check_runtime: bool = True,
     report: bool | str | os.PathLike[str] = False,
     export_params: bool = True,
     external_data: bool | None = None,
@@ -130,6 +132,10 @@ def export(
             converted with ``onnx.version_converter``; if that fails, :class:`OpsetError`.
         optimize: Run onnxport's graph passes (cleanup, constant folding, fusions).
         verify: Run the model in onnxruntime on the example inputs and compare with eager.
+        check_runtime: Before returning or saving, run the model in onnxruntime on the example
+            inputs and, for a dynamic model, on inputs of other sizes after checking the guards
+            torch.export recorded (``verify/runtime_check.py``); skipped with a notice in the
+            status when onnxruntime is missing or the weights are absent or too big for RAM.
         report: Write a markdown report (``True``: ``onnxport_report_<Model>.md`` in the working
             folder, or a path).
         export_params: With ``f``: include the weights in the saved file.
@@ -159,6 +165,10 @@ def export(
         TranslationError: A translation failed (op, FX node and source line named).
         OpsetError: The opset cannot be honoured.
         ModelCheckError: ``verify=True`` and onnx.checker or onnxruntime refused the model.
+        RuntimeCheckError: ``check_runtime=True`` and onnxruntime refused to run a node (the ONNX
+            node, its FX node and source line named; nothing is saved).
+        DynamicShapesError: ``check_runtime=True`` and a guard torch.export recorded fails at
+            other sizes (the model would only hold for the example's branch).
         SaveError: ``f`` cannot be written.
         VerificationError: ``verify=True`` and outputs differ beyond tolerance.
     """
@@ -171,7 +181,8 @@ def export(
         options = ExportOptions.create(
             opset_version, registry=registry_for_export(registry, custom_translations),
             dynamic_shapes=dynamic_shapes, dynamic_axes=dynamic_axes, dynamic=dynamic,
-            input_names=input_names, output_names=output_names, optimize=optimize, verify=verify, f=f,
+            input_names=input_names, output_names=output_names, optimize=optimize, verify=verify,
+            check_runtime=check_runtime, f=f,
             export_params=export_params, external_data=external_data, report=report,
             modules_as_functions=modules_as_functions, half_precision_compute=half_precision_compute,
         )
@@ -196,6 +207,8 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
     model_ir = passes_stage(model_ir, options, status)
     program = ONNXProgram(model_ir, ep, status, weights=table)
     status.program = program
+    if options.check_runtime:
+        runtime_stage(program, (args, kwargs), status)
     if options.verify:
         check_weights_present(model_ir, "verify the model against eager PyTorch")
         verify_stage(program, model, (args, kwargs), status)
@@ -312,6 +325,22 @@ def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...]
         status.progress("verify")
     args, kwargs = inputs
     verify_export(program, model, args, kwargs, status)
+
+
+def runtime_stage(program: ONNXProgram, inputs: tuple[tuple[Any, ...], dict[str, Any]],
+                  status: ExportStatus) -> None:
+    """"Never a model onnxruntime cannot run": ``verify/runtime_check.check_runtime`` on the
+    example inputs and on inputs of other sizes, in the program's own session (reused when the
+    program is called later). A skip is recorded as a passed step with the reason.
+
+    Raises:
+        RuntimeCheckError: onnxruntime refused to run a node.
+        DynamicShapesError: A recorded guard fails at other sizes.
+    """
+    args, kwargs = inputs
+    with status.step("onnxruntime run") as step:
+        result = check_runtime(program, args, kwargs)
+        step.detail = f"skipped: {result.skipped}" if result.skipped else "; ".join(result.ran)
 
 
 def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatus) -> None:

@@ -30,6 +30,8 @@ class CaptureError(OnnxportError):
         source_line: The user's source line of that cause (``File "...", line N`` and the code),
             or ``None`` when torch gave no user frame.
         attempts: The :class:`onnxport.capture.strategies.Attempt` list, one per strategy tried.
+        expression: For a data-dependent guard, the symbolic expression torch could not decide
+            (``"Eq(u0, 1)"``), else ``None``.
     """
 
     def __init__(
@@ -39,11 +41,13 @@ class CaptureError(OnnxportError):
         cause: str = "error",
         source_line: str | None = None,
         attempts: list[Any] | None = None,
+        expression: str | None = None,
     ) -> None:
         super().__init__(message)
         self.cause = cause
         self.source_line = source_line
         self.attempts = list(attempts or [])
+        self.expression = expression
 
 
 class OpsetError(OnnxportError, ValueError):
@@ -148,6 +152,26 @@ class ModelCheckError(VerificationError):
     def __init__(self, message: str, check: str) -> None:
         self.check = check
         super().__init__(message)
+
+
+class RuntimeCheckError(ModelCheckError):
+    """onnxruntime loaded the exported model but refused to run it (``check="onnxruntime run"``).
+
+    ``node`` is the FX node the failing ONNX node was translated from, when it is known.
+
+    Attributes:
+        onnx_node: The failing ONNX node's name (from onnxruntime's message), or ``None``.
+        op_type: Its ONNX op type, or ``None``.
+        input_set: Which inputs it failed on (``"example inputs"`` or the generated sizes).
+    """
+
+    def __init__(
+        self, message: str, node: torch.fx.Node | None = None, *, onnx_node: str | None = None,
+        op_type: str | None = None, input_set: str = "example inputs",
+    ) -> None:
+        self.onnx_node, self.op_type, self.input_set = onnx_node, op_type, input_set
+        self.check = "onnxruntime run"
+        VerificationError.__init__(self, message, node)  # ModelCheckError's own __init__ takes no node
 
 
 class DynamicShapesError(InputError):

@@ -68,6 +68,7 @@ class ExportOptions:
     output_names: tuple[str, ...] | None = None
     optimize: bool = True
     verify: bool = False
+    check_runtime: bool = True
     f: str | os.PathLike[str] | None = None
     export_params: bool = True
     external_data: bool | None = None

@@ -362,18 +362,18 @@ def test_export_hf_folder_minilm(tmp_path: pathlib.Path) -> None:
     out = tmp_path / "minilm"
     result = invoke("export", folder, "-o", out, "--verify")
     assert result.exit_code == 0, result.output
-    assert (out / "model.onnx").is_file() and (out / "tokenizer.json").is_file()
+    assert (out / "onnx" / "model.onnx").is_file() and (out / "tokenizer.json").is_file()
     output = result.output
     assert "Exported BertModel for feature-extraction" in output
     rows = [line.split() for line in output.splitlines()]
     for name in ("input_ids", "attention_mask", "token_type_ids"):
-        assert [name, "int64", "[batch,", "sequence]"] in rows, output
-    assert "[batch, sequence, 384]" in output
+        assert [name, "int64", "[batch_size,", "sequence_length]"] in rows, output
+    assert "[batch_size, sequence_length, 384]" in output
     diff_lines = [line for line in output.splitlines() if line.startswith("  model/")]
     assert len(diff_lines) == 4 and all(line.rstrip().endswith("pass") for line in diff_lines), output
 
     # The saved file runs on another batch and sequence length.
-    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(out / "onnx" / "model.onnx"), providers=["CPUExecutionProvider"])
     feeds = {
         "input_ids": np.full((3, 7), 101, dtype=np.int64),
         "attention_mask": np.ones((3, 7), dtype=np.int64),

@@ -44,7 +44,7 @@ def _session(path: Path) -> ort.InferenceSession:
 @pytest.mark.parametrize("name", _params(FAST_DECODERS, SLOW_DECODERS))
 def test_decoder_greedy_20_tokens_batch2_left_padding(name: str, tmp_path: Path) -> None:
     model, out = _export(name, tmp_path)
-    session = _session(out / "model.onnx")
+    session = _session(out / "onnx" / "model.onnx")
     names = [i.name for i in session.get_inputs()]
     assert names[:3] == ["input_ids", "attention_mask", "position_ids"]
     assert names[3:5] == ["past_key_values.0.key", "past_key_values.0.value"]
@@ -76,8 +76,8 @@ def test_decoder_greedy_20_tokens_batch2_left_padding(name: str, tmp_path: Path)
 @pytest.mark.parametrize("name", _params(FAST_SEQ2SEQ, SLOW_SEQ2SEQ))
 def test_seq2seq_greedy_10_tokens(name: str, tmp_path: Path) -> None:
     model, out = _export(name, tmp_path)
-    encoder = _session(out / "encoder_model.onnx")
-    decoder = _session(out / "decoder_model.onnx")
+    encoder = _session(out / "onnx" / "encoder_model.onnx")
+    decoder = _session(out / "onnx" / "decoder_model_merged.onnx")
     assert "past_key_values.0.decoder.key" in [i.name for i in decoder.get_inputs()]
     assert "present.1.decoder.value" in [o.name for o in decoder.get_outputs()]
 

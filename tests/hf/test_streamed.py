@@ -23,6 +23,7 @@ import onnxport.hf
 from onnxport.cli import app
 from onnxport.errors import HFError, InputError, OnnxportError
 from onnxport.hf import streamed
+from onnxport.hf.layout import find_model
 
 transformers = pytest.importorskip("transformers")
 
@@ -99,19 +100,19 @@ def test_streamed_logits_equal_eager_and_in_memory(
     feeds = _feeds()
     with torch.no_grad():
         expected = model(**feeds).logits.numpy()
-    actual = _run(out / "model.onnx", feeds)
+    actual = _run(find_model(out), feeds)
     assert actual.shape == expected.shape == (2, 6, 100)
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
 
     # The in-memory path (model loaded by transformers) gives the same logits.
     memory = onnxport.hf.export(out.parent / "ckpt", output_dir=tmp_path / "memory", stream=False)
     assert memory.streamed is None and memory.passed
-    np.testing.assert_allclose(_run(tmp_path / "memory" / "model.onnx", feeds), actual, atol=1e-5)
+    np.testing.assert_allclose(_run(find_model(tmp_path / "memory"), feeds), actual, atol=1e-5)
 
 
 def test_streamed_weights_named_and_stored_once(exported: tuple[Any, pathlib.Path, Any]) -> None:
     model, out, _ = exported
-    names = set(_initializers(out / "model.onnx"))
+    names = set(_initializers(find_model(out)))
     own = set(model.state_dict())
     assert "model.embed_tokens.weight" in names
     assert not any(n.startswith("model.model.") for n in names)  # no wrapper prefix
@@ -123,10 +124,10 @@ def test_streamed_weights_named_and_stored_once(exported: tuple[Any, pathlib.Pat
         (out.parent / "ckpt" / "model.safetensors.index.json").read_text()
     )["weight_map"]
     checkpoint_bytes = sum(t.nbytes for k, t in model.state_dict().items() if k != "lm_head.weight")
-    weights = _stored_bytes(out / "model.onnx")
+    weights = _stored_bytes(find_model(out))
     constants = 4096  # the rotary inv_freq buffer and shape constants the graph adds
     assert checkpoint_bytes <= weights <= checkpoint_bytes + constants
-    for tensor in _initializers(out / "model.onnx").values():
+    for tensor in _initializers(find_model(out)).values():
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             location = {e.key: e.value for e in tensor.external_data}["location"]
             assert location == "model.onnx.data"
@@ -140,7 +141,7 @@ def test_slice_validation_when_the_model_does_not_fit(tmp_path: pathlib.Path) ->
     assert result.streamed.validation == f"slice (2 of {LAYERS} layers)"
     assert result.passed and len(result.checks) == 2 * 5  # 2 input sets x (logits + 2 layers x 2)
     assert all(c.component == "model (slice)" for c in result.checks)
-    names = set(_initializers(out / "model.onnx"))
+    names = set(_initializers(find_model(out)))
     assert any(n.startswith(f"model.layers.{LAYERS - 1}.") for n in names)  # the full model written
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "onnx"]  # slice folder removed
     assert not (out / streamed.SLICE_FOLDER).exists()
@@ -152,12 +153,12 @@ def test_bf16_checkpoint_keeps_bf16_initializers(tmp_path: pathlib.Path) -> None
     result = onnxport.hf.export(tmp_path / "ckpt", output_dir=out, stream=True)
     assert result.passed and result.streamed is not None
     assert result.streamed.dtype == torch.bfloat16
-    inits = _initializers(out / "model.onnx")
+    inits = _initializers(find_model(out))
     weight = inits["model.layers.0.self_attn.q_proj.weight.T"] if "model.layers.0.self_attn.q_proj.weight.T" in inits else inits["model.layers.0.self_attn.q_proj.weight"]
     assert weight.data_type == onnx.TensorProto.BFLOAT16
     assert inits["model.embed_tokens.weight"].data_type == onnx.TensorProto.BFLOAT16
     size = sum(t.nbytes for t in model.state_dict().values())
-    assert size <= _stored_bytes(out / "model.onnx") <= size + 4096
+    assert size <= _stored_bytes(find_model(out)) <= size + 4096
 
 
 def _broken(tmp_path: pathlib.Path, case: str) -> pathlib.Path:

@@ -36,14 +36,26 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
     for component in components:  # model, or encoder_model + decoder_model
         per_set = {c.inputs for c in result.checks if c.component == component}
         assert len(per_set) == 2  # two fresh input sets per component, none of the export's shapes
-    onnx_files = sorted(p.name for p in out.glob("*.onnx"))
+    onnx_files = sorted(p.name for p in (out / "onnx").glob("*.onnx"))  # hub layout
     seq2seq = entry.task in ("text2text-generation", "automatic-speech-recognition")
     assert onnx_files == (
-        ["decoder_model.onnx", "encoder_model.onnx"] if seq2seq else ["model.onnx"]
+        ["decoder_model_merged.onnx", "encoder_model.onnx"] if seq2seq else ["model.onnx"]
     )
     assert (out / "config.json").is_file()
+    assert (out / "genai_config.json").is_file() == (entry.task == "text-generation")
     for name in onnx_files:
-        proto = onnx.load(out / name)
+        proto = onnx.load(out / "onnx" / name)
         onnx.checker.check_model(proto, full_check=True)
-        batch = proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param
-        assert batch == "batch"
+        dims = {
+            value.name: [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
+            for value in [*proto.graph.input, *proto.graph.output]
+        }
+        assert all(shape[0] == "batch_size" for shape in dims.values()), dims
+        if "past_key_values.0.key" in dims:  # Optimum / transformers.js / genai names
+            assert dims["past_key_values.0.key"][2] == "past_sequence_length"
+            assert dims["present.0.key"][2] == "total_sequence_length"
+            assert dims["input_ids"][1] == "sequence_length"
+        if entry.task == "text-generation":
+            assert dims["attention_mask"][1] == "total_sequence_length"
+        elif "attention_mask" in dims:
+            assert dims["attention_mask"][1] in ("sequence_length", "encoder_sequence_length")

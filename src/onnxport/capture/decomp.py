@@ -18,6 +18,8 @@ import torch
 from torch.export import ExportedProgram
 from torch.export._remove_effect_tokens_pass import _remove_effect_tokens
 
+from onnxport.capture.rnn import keep_recurrent_ops
+
 
 @functools.cache
 def decomposition_table(translated: frozenset[Any]) -> Any:
@@ -57,7 +59,8 @@ def decompose(ep: ExportedProgram, translated: frozenset[Any]) -> tuple[Exported
     if not needs_decomposition(ep, translated):
         return ep, False
     table = decomposition_table(translated)
-    ep = ep.run_decompositions(dict(table))
+    with keep_recurrent_ops():  # the re-trace computes RNN shapes without unrolling time (capture/rnn.py)
+        ep = ep.run_decompositions(dict(table))
     if any(node.target is torch.ops.higher_order.with_effects for node in call_nodes(ep)):
         # Effect tokens (e.g. linalg.inv's _linalg_check_errors) have no ONNX form: torch's own pass
         # turns with_effects(token, op, *args) back into op(*args) and drops the token inputs/outputs.

@@ -10,11 +10,13 @@ user's source line.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import re
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -28,6 +30,8 @@ from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
 )
 
+from onnxport.capture.patches import library_patches
+from onnxport.capture.rnn import keep_recurrent_ops
 from onnxport.errors import CaptureError, user_source_line
 
 
@@ -48,10 +52,18 @@ class Attempt:
         return self.error is None
 
 
-def _size_oblivious() -> Any:
+@contextlib.contextmanager
+def _size_oblivious() -> Iterator[None]:
     """Do not specialize dims of size 0/1 in the example inputs (a batch of 1 stays dynamic), as
-    torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``."""
-    return torch.fx.experimental._config.patch(backed_size_oblivious=True)  # type: ignore[attr-defined]
+    torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``; keep the ATen RNN
+    ops whole with a dynamic sequence length (:func:`onnxport.capture.rnn.keep_recurrent_ops`);
+    replace library functions that specialize sizes (:mod:`onnxport.capture.patches`)."""
+    with (
+        torch.fx.experimental._config.patch(backed_size_oblivious=True),  # type: ignore[attr-defined]
+        keep_recurrent_ops(),
+        library_patches(),
+    ):
+        yield
 
 
 def _nonstrict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
@@ -69,8 +81,58 @@ def _draft(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: An
         return draft_export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
 
 
+def _eager_experts(model: torch.nn.Module) -> list[Any]:
+    """The configs of transformers' experts modules that run the "eager" expert loop.
+
+    transformers 5 decorates every MoE experts class with ``use_experts_implementation``
+    (``transformers/integrations/moe.py``): ``forward`` dispatches on
+    ``config._experts_implementation``; the instances carry ``has_gate`` and ``_is_expert_parallel``.
+    """
+    configs: list[Any] = []
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        if (
+            hasattr(module, "_is_expert_parallel") and hasattr(module, "has_gate")
+            and getattr(config, "_experts_implementation", None) == "eager"
+            and all(config is not c for c in configs)
+        ):
+            configs.append(config)
+    return configs
+
+
+def _experts_as_grouped_mm(
+    model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any
+) -> ExportedProgram:
+    """Non-strict export with transformers' "eager" expert loop replaced by "grouped_mm".
+
+    The eager loop iterates over the experts some token selected (``for expert_idx in
+    expert_hit``: a data-dependent trip count, ``Eq(u0, 0)``) and cannot be captured without
+    specializing on the example's routing. ``grouped_mm`` (transformers' default) computes the same
+    sums with fixed shapes: tokens sorted by expert, one grouped matmul per projection
+    (``transformers::grouped_mm_fallback`` / ``aten._grouped_mm``, translated by ``ops/nn/moe.py``).
+    The model's setting is restored afterwards.
+    """
+    configs = _eager_experts(model)
+    if not configs:
+        raise _NotApplicable("no transformers experts module runs the 'eager' loop")
+    try:
+        for config in configs:
+            config._experts_implementation = "grouped_mm"
+        return _nonstrict(model, args, kwargs, dynamic_shapes)
+    finally:
+        for config in configs:
+            config._experts_implementation = "eager"
+
+
+class _NotApplicable(Exception):
+    """A rewrite strategy that does not apply to this model (not recorded as an attempt)."""
+
+
 STRATEGIES: tuple[tuple[str, Callable[..., ExportedProgram]], ...] = (
     ("torch.export.export(strict=False)", _nonstrict),
+    # Rewrites of known data-dependent constructs into equivalent fixed-shape code; each applies
+    # only where it finds its construct.
+    ("transformers experts 'eager' loop as 'grouped_mm', torch.export.export(strict=False)", _experts_as_grouped_mm),
     ("torch.export.export(strict=True)", _strict),
     ("torch.export._draft_export.draft_export", _draft),
 )
@@ -148,6 +210,8 @@ def capture(
         start = time.perf_counter()
         try:
             ep = strategy(model, args, kwargs, dynamic_shapes)
+        except _NotApplicable:
+            continue
         except Exception as e:  # recorded and re-raised below as CaptureError
             attempts.append(
                 Attempt(name, time.perf_counter() - start, e, traceback.format_exc(), classify(e),
@@ -185,6 +249,9 @@ def capture_error(attempts: list[Attempt]) -> CaptureError:
         "mark it static or fix the code that depends on its value.",
     }.get(first.cause or OTHER, "Fix the model code named above, or check that "
           "args/kwargs/dynamic_shapes match forward().")
+    expression = guard_expression(first.error) if first.cause == DATA_DEPENDENT else None
+    if expression:
+        where = f"Data-dependent expression: {expression}\n{where}"
     error = CaptureError(
         f"torch.export could not capture the model; first cause ({first.cause}, "
         f"{first.strategy}):\n{_first_cause(first.error)}\n{where}"
@@ -192,9 +259,27 @@ def capture_error(attempts: list[Attempt]) -> CaptureError:
         cause=first.cause or OTHER,
         source_line=first.source_line,
         attempts=attempts,
+        expression=expression,
     )
     error.__cause__ = first.error
     return error
+
+
+_EXPRESSION = re.compile(r"data-dependent expression (.+?)(?: \(unhinted|\.?\s*$|\.? +\()", re.MULTILINE)
+
+
+def guard_expression(error: BaseException) -> str | None:
+    """The expression of a data-dependent guard (``Eq(u0, 1)``) in torch's message, or ``None``.
+
+    torch.fx.experimental.symbolic_shapes writes ``Could not guard on data-dependent expression
+    <expr> (unhinted: ...)`` and ``Could not extract specialized integer from data-dependent
+    expression <expr> (unhinted: ...)``.
+    """
+    for e in _chain(error):
+        match = _EXPRESSION.search(str(e))
+        if match:
+            return match.group(1).strip()
+    return None
 
 
 def _draft_warnings(ep: ExportedProgram) -> list[str]:
@@ -255,4 +340,4 @@ def source_line(error: BaseException) -> str | None:
     return None
 
 
-__all__ = ["Attempt", "capture", "capture_error", "classify", "source_line", "user_source_line"]
+__all__ = ["Attempt", "capture", "capture_error", "classify", "guard_expression", "source_line", "user_source_line"]

@@ -113,7 +113,11 @@ def mean_pooling(
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
     pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
     if normalize:
-        pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+        # torch.nn.functional.normalize(p=2, dim=1, eps=1e-12) spelt with Mul/ReduceSum/Sqrt and a
+        # broadcasting Div: its expand_as (Shape -> Expand) and ReduceL2 are where onnxruntime's
+        # symbolic shape inference, and so its transformer optimizer, gives up (issue 15).
+        norm = (pooled * pooled).sum(dim=1, keepdim=True).sqrt()
+        pooled = pooled / norm.clamp(min=1e-12)
     return pooled
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import tempfile
 import time
@@ -14,9 +15,13 @@ import torch
 from onnxport._export import export as export_program
 from onnxport.errors import HFError, VerificationError
 from onnxport.hf import inputs as hf_inputs
+from onnxport.hf import layout as hf_layout
+from onnxport.hf.dims import name_total_sequence
+from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
 from onnxport.hf.streamed import Streamed, WeightProgress, export_streamed
 from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, describe, eager
+from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 
 
 @dataclasses.dataclass
@@ -33,6 +38,9 @@ class HFExport:
         seconds: Component name → export seconds.
         streamed: For the large-model path (weights streamed from the checkpoint), its
             :class:`onnxport.hf.streamed.Streamed` (checkpoint bytes, dtype, validation kind).
+        layout: ``hub`` (graphs under ``onnx/``) or ``flat`` (:mod:`onnxport.hf.layout`).
+        quantization: Quantized weight name → ``{"rel_l2", "max_abs"}`` error of the dequantized
+            weight (filled when the weights are written).
     """
 
     task: str
@@ -43,6 +51,8 @@ class HFExport:
     files: list[Path] = dataclasses.field(default_factory=list)
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     streamed: Streamed | None = None
+    layout: str = hf_layout.DEFAULT_LAYOUT
+    quantization: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -62,6 +72,9 @@ def export(
     stream: bool | None = None,
     memory_fraction: float = 1 / 3,
     progress: WeightProgress | None = None,
+    layout: str = hf_layout.DEFAULT_LAYOUT,
+    target: str | None = None,
+    quantize: str | QuantizeOptions | None = None,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -88,12 +101,23 @@ def export(
         memory_fraction: Streamed path: validate the whole model when the checkpoint takes at most
             this fraction of the available memory, else a 2-layer slice with its real weights.
         progress: Streamed path: receives the tensors/bytes written (``begin``/``advance``).
+        layout: ``"hub"`` (default): config, tokenizer and ``genai_config.json`` at the root, the
+            graphs under ``onnx/`` (``model.onnx``; ``encoder_model.onnx`` +
+            ``decoder_model_merged.onnx``), as transformers.js and Optimum expect; ``"flat"``:
+            all in one folder. See :mod:`onnxport.hf.layout`.
+        target: ``None``/``"onnx"`` for standard ONNX, ``"onnxruntime"`` to add the contrib-op
+            fusions of :mod:`onnxport.passes.ort` (validated like the standard graph).
+        quantize: ``"int4"``, ``"int8"`` or a :class:`~onnxport.passes.ort.QuantizeOptions`:
+            weight-only quantization of the MatMul weights to ``MatMulNBits`` (onnxruntime only),
+            applied after validation; each weight's quantization error is computed when it is
+            written, into ``HFExport.quantization`` and ``quantization_report.json``.
 
     Returns:
         An :class:`HFExport` with the programs, the validation rows and the files written.
 
     Raises:
-        HFError: The folder has no usable config or weights, the architecture or task is unknown.
+        HFError: The folder has no usable config or weights, the architecture or task is unknown,
+            or ``target``/``quantize`` is not one of the values above.
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
     """
@@ -101,7 +125,16 @@ def export(
         raise HFError(
             "with_past=False is not supported: the cache model also runs the first step (empty past)."
         )
+    hf_layout.check_layout(layout)
     destination = _check_output_dir(output_dir) if output_dir is not None else None
+    quantization = quantize_options(quantize)
+    if target not in (None, "onnx", "onnxruntime"):
+        raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
+    if stream and (target == "onnxruntime" or quantization is not None):
+        raise HFError(
+            "stream=True writes the standard graph; target='onnxruntime' and quantize= need the "
+            "in-memory path (stream=False)."
+        )
     if stream:
         if not isinstance(model_or_folder, (str, Path)) or destination is None:
             raise HFError("stream=True needs a model folder and an output_dir to stream into.")
@@ -115,10 +148,11 @@ def export(
             memory_fraction=memory_fraction,
             progress=progress,
             optimize=optimize,
+            layout=layout,
         )
         return HFExport(
             done.task.name, done.model, done.programs, done.checks, destination, done.files,
-            done.seconds, done,
+            done.seconds, done, layout,
         )
     if isinstance(model_or_folder, (str, Path)):
         loaded = load(Path(model_or_folder), task)
@@ -128,25 +162,43 @@ def export(
         raise HFError(
             f"model_or_folder must be a folder path or a transformers model, not {type(model_or_folder).__name__}."
         )
-    result = HFExport(loaded.task.name, loaded.model, {}, [])
+    result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
     parts = hf_inputs.components(loaded)
     for part in parts:
         start = time.perf_counter()
-        result.programs[part.name] = _export_component(part, opset_version, optimize)
+        program = _export_component(part, opset_version, optimize)
+        if target == "onnxruntime":
+            optimize_for_onnxruntime(program.model)
+        result.programs[part.name] = program
+        name_total_sequence(program.model)
         result.seconds[part.name] = time.perf_counter() - start
         if validate:
-            result.checks += validate_component(part, result.programs[part.name], atol)
+            result.checks += validate_component(part, program, atol)
+        if quantization is not None:
+            optimize_for_onnxruntime(
+                program.model, fuse=False, quantize=quantization, report=result.quantization
+            )
     if validate and not result.passed:
         failed = [c for c in result.checks if not c.passed]
         rows = "\n".join(
             f"  {c.component}/{c.output} ({c.inputs}): "
-            + (c.comparison.summary() if c.comparison is not None else f"max abs diff {c.max_abs_diff:.3g}")
+            + (
+                c.comparison.summary()
+                if c.comparison is not None
+                else f"max abs diff {c.max_abs_diff:.3g}"
+            )
             for c in failed
         )
         raise VerificationError(f"ONNX outputs differ from eager PyTorch on fresh inputs:\n{rows}")
     if destination is not None:
-        result.files = _write(destination, result.programs, loaded)
+        result.files = _write(destination, result.programs, loaded, layout)
         result.output_dir = destination
+        if quantization is not None:
+            report = destination / "quantization_report.json"
+            report.write_text(
+                json.dumps(quantization_report(quantization, result.quantization), indent=1)
+            )
+            result.files.append(report.relative_to(destination))
     return result
 
 
@@ -163,14 +215,35 @@ def _export_component(part: hf_inputs.Component, opset_version: int | None, opti
     )
 
 
-def validate_component(part: hf_inputs.Component, program: Any, atol: float | None) -> list[OutputCheck]:
+QUANTIZE_PRESETS = {"int4": QuantizeOptions(bits=4), "int8": QuantizeOptions(bits=8)}
+
+
+def quantize_options(quantize: str | QuantizeOptions | None) -> QuantizeOptions | None:
+    """``"int4"``/``"int8"``/options/``None`` → options (``HFError`` for anything else)."""
+    if quantize is None or isinstance(quantize, QuantizeOptions):
+        return quantize
+    if quantize not in QUANTIZE_PRESETS:
+        raise HFError(f"quantize must be 'int4' or 'int8', not {quantize!r}.")
+    return QUANTIZE_PRESETS[quantize]
+
+
+def quantization_report(options: QuantizeOptions, errors: dict[str, dict[str, float]]) -> dict:
+    """The JSON written beside a quantized model: settings and each weight's error."""
+    return {"options": dataclasses.asdict(options), "weights": errors}
+
+
+def validate_component(
+    part: hf_inputs.Component, program: Any, atol: float | None
+) -> list[OutputCheck]:
     """Every output of ``program`` vs eager on :data:`onnxport.hf.inputs.CHECK_SIZES`."""
     checks = []
     for sizes in hf_inputs.CHECK_SIZES:
         feeds = part.make_inputs(sizes)
         actual = program(**feeds)
         expected = eager(part.module, feeds)
-        checks += compare_outputs((part.name, describe(feeds)), part.output_names, actual, expected, atol)
+        checks += compare_outputs(
+            (part.name, describe(feeds)), part.output_names, actual, expected, atol
+        )
     return checks
 
 
@@ -183,14 +256,18 @@ def _check_output_dir(output_dir: str | Path) -> Path:
     return path
 
 
-def _write(destination: Path, programs: dict[str, Any], loaded: LoadedModel) -> list[Path]:
+def _write(
+    destination: Path, programs: dict[str, Any], loaded: LoadedModel, layout: str
+) -> list[Path]:
     """Write into a temporary sibling folder, then move it into place: a failure leaves nothing."""
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
     try:
         files = []
         for name, program in programs.items():
-            program.save(staging / f"{name}.onnx")
-            files += sorted(p.relative_to(staging) for p in staging.glob(f"{name}.onnx*"))
+            path = staging / hf_layout.model_path(name, layout)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            program.save(path)
+            files += sorted(p.relative_to(staging) for p in path.parent.glob(f"{path.name}*"))
         if loaded.folder is not None:
             for rel in hf_inputs.folder_files(loaded.folder):
                 (staging / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -203,6 +280,8 @@ def _write(destination: Path, programs: dict[str, Any], loaded: LoadedModel) -> 
             if generation is not None:
                 generation.save_pretrained(staging)
                 files.append(Path("generation_config.json"))
+        if loaded.task.kind == "causal-lm":
+            files.append(_write_genai_config(staging, programs["model"], loaded, layout))
         if destination.exists():
             destination.rmdir()  # checked empty before the export
         staging.rename(destination)
@@ -210,3 +289,16 @@ def _write(destination: Path, programs: dict[str, Any], loaded: LoadedModel) -> 
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return files
+
+
+def _write_genai_config(folder: Path, program: Any, loaded: LoadedModel, layout: str) -> Path:
+    """``genai_config.json`` at the root of the export folder, naming the decoder by its path
+    relative to it (``onnx/model.onnx`` in the hub layout)."""
+    generation = getattr(loaded.model, "generation_config", None)
+    content = genai_config(
+        program.model,
+        loaded.model.config.to_dict(),
+        generation.to_dict() if generation is not None else None,
+        hf_layout.model_path("model", layout).as_posix(),
+    )
+    return write_genai_config(folder, content).relative_to(folder)

@@ -1,7 +1,7 @@
 """Greedy decoding driven through onnxruntime with the exported cache models.
 
 These loops are what an application does with ``model.onnx`` (decoder-only) or
-``encoder_model.onnx`` + ``decoder_model.onnx``: feed the new token, the grown attention mask, the
+``encoder_model.onnx`` + ``decoder_model_merged.onnx``: feed the new token, the grown attention mask, the
 positions and the previous step's ``present.*`` as ``past_key_values.*``. They follow
 ``transformers``' greedy ``generate`` (positions from the attention mask, finished rows padded), so
 their token ids can be compared with ``model.generate(..., do_sample=False)``.
@@ -113,7 +113,7 @@ def greedy_seq2seq(
     eos_token_id: Any = None,
     pad_token_id: int | None = None,
 ) -> torch.Tensor:
-    """Greedy decoding with ``encoder_model.onnx`` + ``decoder_model.onnx``.
+    """Greedy decoding with ``encoder_model.onnx`` + ``decoder_model_merged.onnx``.
 
     Args:
         encoder: Session of the encoder (``input_ids`` + ``attention_mask``, or ``input_features``).

@@ -18,13 +18,11 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
+from onnxport.hf.dims import BATCH, ENCODER_SEQUENCE, HEIGHT, SEQUENCE, TOTAL_SEQUENCE, WIDTH
+from onnxport.hf.dims import PAST_SEQUENCE as PAST
 from onnxport.hf.loading import LoadedModel
 
-BATCH = "batch"
-SEQUENCE = "sequence"
-PAST = "past_sequence"
-TOTAL = "total_sequence"
-ENCODER_SEQUENCE = "encoder_sequence"
+TOTAL = TOTAL_SEQUENCE
 DEFAULT_IMAGE = 64
 
 
@@ -160,7 +158,7 @@ def vision_component(loaded: LoadedModel) -> Component:
             )
         }
 
-    axes = {0: BATCH, 2: "height", 3: "width"} if resizable else {0: BATCH}
+    axes = {0: BATCH, 2: HEIGHT, 3: WIDTH} if resizable else {0: BATCH}
     module = wrappers.VisionModel(loaded.model, loaded.task.outputs)
     return Component("model", module, make, {"pixel_values": axes}, None, list(loaded.task.outputs))
 

@@ -18,6 +18,7 @@ Any failure removes the staging folder: nothing is left behind.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import tempfile
@@ -30,8 +31,11 @@ import torch
 import onnxport
 from onnxport.errors import HFError, OnnxportError, VerificationError
 from onnxport.hf import inputs as hf_inputs
+from onnxport.hf import layout as hf_layout
 from onnxport.hf import meta
 from onnxport.hf.checkpoint import Checkpoint, read_checkpoint
+from onnxport.hf.dims import name_total_sequence
+from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager
@@ -122,10 +126,10 @@ def _export_part(
 
 
 def _save_parts(
-    programs: dict[str, Any], folder: Path, progress: WeightProgress | None
+    programs: dict[str, Any], folder: Path, progress: WeightProgress | None, layout: str
 ) -> tuple[list[Path], int]:
-    """Save every program into ``folder`` with external data, streaming the checkpoint tensors;
-    the files written and the bytes of external data."""
+    """Save every program into ``folder`` (at its :func:`onnxport.hf.layout.model_path`) with
+    external data, streaming the checkpoint tensors; the files written and the bytes of external data."""
     tensors = [
         v.const_value
         for p in programs.values()
@@ -142,7 +146,9 @@ def _save_parts(
 
     files: list[Path] = []
     for name, program in programs.items():
-        written = program.save(folder / f"{name}.onnx", external_data=True, callback=on_tensor)
+        path = folder / hf_layout.model_path(name, layout)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        written = program.save(path, external_data=True, callback=on_tensor)
         files += [Path(p).resolve().relative_to(folder.resolve()) for p in written]
     data = sum((folder / f).stat().st_size for f in files if f.suffix != ".onnx")
     if progress is not None:
@@ -206,7 +212,7 @@ def _validate(spec: _Spec, staging: Path, atol: float | None, memory_fraction: f
         loaded = LoadedModel(real, spec.task, spec.folder, spec.pooling)
         checks = []
         for part in hf_inputs.components(loaded):
-            checks += _check_part(part, staging / f"{part.name}.onnx", atol, part.name)
+            checks += _check_part(part, staging / hf_layout.model_path(part.name, spec.layout), atol, part.name)
         return checks, "full"
     cut = slice_config(spec.config)
     if cut is None:
@@ -220,7 +226,7 @@ def _validate(spec: _Spec, staging: Path, atol: float | None, memory_fraction: f
     loaded = LoadedModel(model, spec.task, spec.folder, spec.pooling)
     parts = hf_inputs.components(loaded)
     programs = {p.name: _export_part(p, model, spec.checkpoint, {"opset_version": spec.opset}) for p in parts}
-    _save_parts(programs, folder, None)
+    _save_parts(programs, folder, None, "flat")
     del programs
     real = meta.materialize(meta.build(cut, spec.task.auto_class, spec.dtype), spec.checkpoint)
     checks = []
@@ -240,6 +246,7 @@ class _Spec:
     dtype: torch.dtype | None
     pooling: dict[str, Any] | None
     opset: int | None = None
+    layout: str = hf_layout.DEFAULT_LAYOUT
 
 
 def export_streamed(
@@ -253,6 +260,7 @@ def export_streamed(
     memory_fraction: float = 1 / 3,
     progress: WeightProgress | None = None,
     optimize: bool = True,
+    layout: str = hf_layout.DEFAULT_LAYOUT,
 ) -> Streamed:
     """Export ``folder`` into ``destination`` without loading its weights (module docstring).
 
@@ -270,6 +278,7 @@ def export_streamed(
             fraction of the available memory (``/proc/meminfo`` MemAvailable), else a 2-layer slice.
         progress: Receives the streaming progress (tensors and bytes).
         optimize: Run onnxport's graph passes (they record weight transforms, read no values).
+        layout: ``"hub"`` (graphs under ``onnx/``) or ``"flat"`` (:mod:`onnxport.hf.layout`).
 
     Returns:
         A :class:`Streamed` with the meta model, the programs, the checks and the files written.
@@ -284,7 +293,7 @@ def export_streamed(
     resolved = get_task(task) if task else infer_task(config)
     dtype = checkpoint.float_dtype()
     pooling = read_pooling(folder) if resolved.name == "feature-extraction" else None
-    spec = _Spec(folder, config, resolved, checkpoint, dtype, pooling, opset_version)
+    spec = _Spec(folder, config, resolved, checkpoint, dtype, pooling, opset_version, layout)
     if atol is None and dtype in (torch.bfloat16, torch.float16):
         atol = HALF_ATOL
     model = meta.build(config, resolved.auto_class, dtype)
@@ -296,15 +305,23 @@ def export_streamed(
         programs[part.name] = _export_part(
             part, model, checkpoint, {"opset_version": opset_version, "optimize": optimize}
         )
+        name_total_sequence(programs[part.name].model)
         result.programs[part.name] = programs[part.name]
         result.seconds[part.name] = time.perf_counter() - start
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
     try:
-        result.files, result.weight_bytes = _save_parts(programs, staging, progress)
+        result.files, result.weight_bytes = _save_parts(programs, staging, progress, layout)
         for rel in hf_inputs.folder_files(folder):
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(folder / rel, staging / rel)
             result.files.append(rel)
+        if resolved.kind == "causal-lm":
+            generation_file = folder / "generation_config.json"
+            generation = json.loads(generation_file.read_text()) if generation_file.is_file() else None
+            content = genai_config(
+                programs["model"].model, config.to_dict(), generation, hf_layout.model_path("model", layout).as_posix()
+            )
+            result.files.append(write_genai_config(staging, content).relative_to(staging))
         if validate:
             result.checks, result.validation = _validate(spec, staging, atol, memory_fraction)
             failed = [c for c in result.checks if not c.passed]

@@ -14,7 +14,8 @@ Family map (docs/architecture.md, "ops/"):
   copysign, frexp, nextafter...), integer (gcd, lcm, shifts).
 - ``reduction/``: reduce (sum, mean, amax, argmax, var...), scan (cumsum, cumprod, cummax...),
   stats (median, mode, var_mean), histogram.
-- ``nn/``: activation, attention, conv, norm, pool, resize, backward, random_ops (rand*, dropout).
+- ``nn/``: activation, attention, conv, norm, pool, resize, rnn (LSTM/GRU/RNN), backward, random_ops
+  (rand*, dropout), moe (grouped matmuls of mixture-of-experts layers).
 - ``linalg/``: products (matmul, linear, einsum, bilinear), norms (vector norm, cdist), dense (det,
   inverse, solve, svd), factorization (Cholesky, LU, QR), ldl, spectral (eigh, pinv, matrix_exp).
 - ``special/``: gamma, incomplete_gamma, bessel, orthogonal_polynomials, error_function.
@@ -38,7 +39,18 @@ from onnxport.ops.control import control_flow, symbolic
 from onnxport.ops.fft import complex as fft_complex
 from onnxport.ops.fft import transforms as fft_transforms
 from onnxport.ops.linalg import dense, factorization, ldl, norms, products, spectral
-from onnxport.ops.nn import activation, attention, backward, conv, norm, pool, random_ops, resize
+from onnxport.ops.nn import (
+    activation,
+    attention,
+    backward,
+    conv,
+    moe,
+    norm,
+    pool,
+    random_ops,
+    resize,
+    rnn,
+)
 from onnxport.ops.pointwise import arithmetic, float_ops, integer
 from onnxport.ops.reduction import histogram, reduce, scan, stats
 from onnxport.ops.special import (
@@ -69,7 +81,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     # reduction
     reduce, scan, stats, histogram,
     # nn
-    activation, attention, conv, norm, pool, resize, backward, random_ops,
+    activation, attention, conv, norm, pool, resize, rnn, backward, random_ops, moe,
     # linalg
     products, norms, dense, factorization, ldl, spectral,
     # special
@@ -87,9 +99,15 @@ def default_registry() -> Registry:
     """The process-wide registry: onnxport's translations (built once per process) plus whatever
     :func:`register_translation` added without an explicit ``registry``."""
     registry = Registry()
-    for module in FAMILIES:
-        registry.register_module(module)
+    register_families(registry)
     return registry
+
+
+def register_families(registry: Registry) -> None:
+    """Register into ``registry`` the translations each module of :data:`FAMILIES` defines; one a
+    family imports from another is registered by its own module, once."""
+    for module in FAMILIES:
+        registry.register_module(module, defined_here=True)
 
 
 def register_translation(

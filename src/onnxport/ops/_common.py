@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 import onnx_ir as ir
+import sympy
 import torch
+from torch.utils._sympy import functions as symfn
 
 from onnxport.translate.context import Ctx
 
@@ -75,6 +77,60 @@ def dim_value(ctx: Ctx, x: ir.Value, axis: int) -> ir.Value:
     return ctx.op.Shape(x, start=axis, end=axis + 1)
 
 
+def _floor_div(ctx: Ctx, a: ir.Value, b: ir.Value) -> ir.Value:
+    """Python's ``a // b`` on INT64 values: ONNX ``Div`` truncates, so subtract 1 where the
+    quotient is inexact and the signs differ (as ``pointwise/arithmetic.py``'s floor division)."""
+    q = ctx.op.Div(a, b)
+    zero = ctx.const(0, ir.DataType.INT64)
+    inexact = ctx.op.Not(ctx.op.Equal(ctx.op.Mul(q, b), a))
+    signs_differ = ctx.op.Xor(ctx.op.Less(a, zero), ctx.op.Less(b, zero))
+    return ctx.op.Sub(q, ctx.op.Cast(ctx.op.And(inexact, signs_differ), to=ir.DataType.INT64))
+
+
+def sym_expr_value(ctx: Ctx, expr: Any, symbols: dict[Any, ir.Value]) -> ir.Value | None:
+    """A sympy size expression as a 1-element INT64 value, or ``None`` if it cannot be built.
+
+    Args:
+        expr: A SymInt's ``node.expr`` (integers, symbols, ``+``, ``*``, ``FloorDiv``,
+            ``Mod``/``PythonMod`` (Python semantics: the sign of the divisor), ``Max``, ``Min``,
+            ``CeilDiv``) as torch.fx.experimental.symbolic_shapes writes them.
+        symbols: The value of each free symbol (e.g. ``Shape(x)[axis]`` for the input dims).
+
+    Every symbol of ``expr`` must be in ``symbols``; integer division floors (sizes are ≥ 0).
+    """
+    if not expr.free_symbols <= set(symbols):
+        return None
+
+    def build(e: Any) -> ir.Value:
+        if e.is_Integer:
+            return ctx.const([int(e)], ir.DataType.INT64)
+        if e in symbols:
+            return symbols[e]
+        args = [build(a) for a in e.args]
+        if isinstance(e, (sympy.Add, sympy.Mul, symfn.Max, symfn.Min)):
+            onnx_op = {sympy.Add: "Add", sympy.Mul: "Mul", symfn.Max: "Max", symfn.Min: "Min"}[e.func]
+            out = args[0]
+            for a in args[1:]:
+                out = getattr(ctx.op, onnx_op)(out, a)
+            return out
+        if isinstance(e, symfn.FloorDiv):
+            return _floor_div(ctx, args[0], args[1])
+        if isinstance(e, (symfn.Mod, symfn.PythonMod)):
+            return ctx.op.Mod(args[0], args[1], fmod=0)
+        if isinstance(e, symfn.CeilDiv):  # -((-a) // b)
+            return ctx.op.Neg(_floor_div(ctx, ctx.op.Neg(args[0]), args[1]))
+        raise _Unbuildable(str(e))
+
+    try:
+        return build(expr)
+    except _Unbuildable:
+        return None
+
+
+class _Unbuildable(Exception):
+    """An expression node :func:`sym_expr_value` has no encoding for."""
+
+
 def reshape_to(ctx: Ctx, x: ir.Value, out_shape: Sequence[Any], sizes: Sequence[int | ir.Value] | None = None) -> ir.Value:
     """Reshape ``x`` (FakeTensor ``input_val``) to the recorded output shape ``out_shape``.
 
@@ -97,11 +153,14 @@ def reshape_to(ctx: Ctx, x: ir.Value, out_shape: Sequence[Any], sizes: Sequence[
             target.append(-1)
             unknown.append(i)
     if len(unknown) > 1 or (unknown and has_zero):
-        # Resolve from the sizes the op was called with, then from equal input dims; at most one
-        # dim may stay -1 (and none with allowzero).
+        # Resolve from the sizes the op was called with (SymInt values, or ints the FakeTensor
+        # recorded as an unsimplified expression such as (s+p)//((s+p)//4) for 4), then from equal
+        # input dims, then from the dim's sympy expression over the input's dims (Mod, FloorDiv:
+        # Mamba2's chunk padding); at most one dim may stay -1 (and none with allowzero).
         for i in list(unknown):
-            if sizes is not None and i < len(sizes) and isinstance(sizes[i], ir.Value):
-                target[i] = sizes[i]
+            size = sizes[i] if sizes is not None and i < len(sizes) else None
+            if isinstance(size, ir.Value) or (isinstance(size, int) and size >= 0):
+                target[i] = size
                 unknown.remove(i)
         for i in list(unknown):
             if len(unknown) == 1 and not has_zero:
@@ -109,6 +168,14 @@ def reshape_to(ctx: Ctx, x: ir.Value, out_shape: Sequence[Any], sizes: Sequence[
             match = next((j for j, d in enumerate(in_shape) if _expr(d) == _expr(out_shape[i])), None)
             if match is not None:
                 target[i] = dim_value(ctx, x, match)
+                unknown.remove(i)
+        dims = {_expr(d): axis for axis, d in enumerate(in_shape) if isinstance(_expr(d), sympy.Symbol)}
+        for i in list(unknown):
+            if len(unknown) == 1 and not has_zero:
+                break
+            built = sym_expr_value(ctx, _expr(out_shape[i]), {s: dim_value(ctx, x, a) for s, a in dims.items()})
+            if built is not None:
+                target[i] = built
                 unknown.remove(i)
         if len(unknown) > 1 or (unknown and has_zero):
             ctx.unsupported(f"cannot derive output dims {[str(out_shape[i]) for i in unknown]} of the reshape")

@@ -89,8 +89,9 @@ def translates(
     """Mark a function as the translation of one or more ATen overloads.
 
     Args:
-        *targets: ``torch._ops.OpOverload`` objects (``aten.gelu.default``), or Python callables
-            such as ``operator.mul`` for symbolic-int arithmetic.
+        *targets: ``torch._ops.OpOverload`` objects (``aten.gelu.default``), Python callables
+            such as ``operator.mul`` for symbolic-int arithmetic, or the qualified name
+            ``"ns::op.overload"`` of an op of an optional library (resolved when a graph uses it).
         since: Lowest opset the encoding is valid for.
         promote: Type promotion done by the dispatcher (see :class:`Promote`).
         promote_args: Argument names to promote; default all Tensor/Scalar arguments.
@@ -137,14 +138,15 @@ class Registry:
         entries.sort(key=lambda e: e.since)
         self._table[translation.target] = entries
 
-    def register_module(self, module: ModuleType) -> None:
-        """Register every function *defined* in ``module`` and marked with :func:`translates`.
+    def register_module(self, module: ModuleType, *, defined_here: bool = False) -> None:
+        """Register every function in ``module`` marked with :func:`translates`.
 
-        A marked function that ``module`` imports from another module is skipped: it is registered
-        by the module that defines it, once.
+        With ``defined_here``, only the functions ``module`` defines (``fn.__module__``): a marked
+        function it imports from another module is left to that module, so it is registered once
+        (how :func:`onnxport.ops.default_registry` registers the op families).
         """
         for value in vars(module).values():
-            if getattr(value, "__module__", None) != module.__name__:
+            if defined_here and getattr(value, "__module__", None) != module.__name__:
                 continue
             for translation in getattr(value, _MARK, ()):
                 self.register(translation)
@@ -163,6 +165,14 @@ class Registry:
             raise InputError(f"The translation registered for {target} must be callable, got {type(fn).__name__}.")
         self.register(Translation(target, fn, since, Promote(promote), tuple(promote_args), custom=True, complex=complex))
 
+    def _entries(self, target: Any) -> list[Translation]:
+        """The entries of ``target``, or of its qualified name (``"ns::op.overload"``) for the
+        translations registered by name for ops of optional libraries that may not be loaded."""
+        entries = self._table.get(target)
+        if entries is None and isinstance(target, torch._ops.OpOverload):
+            entries = self._table.get(qualified_name(target))
+        return entries or []
+
     def get(self, target: Any, opset: int, complex: bool = False) -> Translation | None:
         """Return the translation with the highest ``since`` ≤ ``opset``, or ``None``.
 
@@ -171,7 +181,7 @@ class Registry:
         or output) instead of the ordinary ones.
         """
         best = None
-        for entry in self._table.get(target, ()):
+        for entry in self._entries(target):
             if entry.complex != complex:
                 continue
             if entry.since <= opset and (best is None or entry.custom or not best.custom):
@@ -179,17 +189,40 @@ class Registry:
         return best
 
     def is_registered(self, target: Any) -> bool:
-        return target in self._table
+        return bool(self._entries(target))
 
     def translations_for(self, target: Any) -> tuple[Translation, ...]:
-        return tuple(self._table.get(target, ()))
+        return tuple(self._entries(target))
 
     def targets(self) -> frozenset[Any]:
-        return frozenset(self._table)
+        """Every registered target; one registered by name counts once its op is loaded."""
+        return frozenset(
+            resolved for t in self._table if (resolved := _resolve(t) if isinstance(t, str) else t) is not None
+        )
+
+    def entries(self) -> list[Translation]:
+        """Every registered translation, those registered by name included (loaded or not)."""
+        return [entry for entries in self._table.values() for entry in entries]
 
     def copy(self) -> Registry:
         new = Registry()
         new._table = {k: list(v) for k, v in self._table.items()}
         return new
+
+
+def qualified_name(op: torch._ops.OpOverload) -> str:
+    """``"ns::op.overload"`` (``"transformers::grouped_mm_fallback.default"``): the key of a
+    translation registered by name, for an op whose library may not be imported yet."""
+    return f"{op._schema.name}.{op._overloadname}"
+
+
+def _resolve(name: str) -> Any:
+    """The ``OpOverload`` named ``"ns::op.overload"`` if its library is loaded, else ``None``."""
+    qualified, _, overload = name.rpartition(".")
+    namespace, _, op = qualified.partition("::")
+    try:
+        return getattr(getattr(getattr(torch.ops, namespace), op), overload)
+    except (AttributeError, RuntimeError):
+        return None
 
 

@@ -85,12 +85,27 @@ def _upper(bound: Any) -> int | None:
         return None
 
 
-def second_input_set(ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[InputSet, dict[str, int]] | None:
+def _spread(value: int, lower: int, upper: Any) -> int | None:
+    """A farther value for a dim: ``value + max(1, value // 2)``, so a dim read in blocks (patches,
+    strides) changes its block count and parity; dims equal in the example stay equal (a relation
+    torch.export did not record, such as key and value lengths, still holds); :func:`_choose` when
+    that leaves the range."""
+    candidate = value + max(1, value // 2)
+    if upper is None or candidate <= upper:
+        return candidate
+    return _choose(value, lower, upper)
+
+
+def second_input_set(
+    ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, spread: bool = False,
+) -> tuple[InputSet, dict[str, int]] | None:
     """Example inputs with every symbolic input dim changed, or ``None`` for a static model.
 
     Args:
         ep: The ExportedProgram the ONNX model was translated from.
         args, kwargs: The example inputs.
+        spread: Change dims by about half their size (:func:`_spread`, the runtime check's
+            choice) instead of by one (:func:`_choose`, verification's).
 
     Returns:
         ``((args, kwargs), {symbol: new value})``, or ``None`` when no input dim is symbolic or no
@@ -115,7 +130,8 @@ def second_input_set(ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping
     for symbol, size in example.items():
         vr = ranges.get(str(symbol))
         lower = int(vr.lower) if vr is not None else 2
-        choice = _choose(size, lower, _upper(vr.upper) if vr is not None else None)
+        upper = _upper(vr.upper) if vr is not None else None
+        choice = _spread(size, lower, upper) if spread else _choose(size, lower, upper)
         if choice is None:
             return None
         new[symbol] = choice

@@ -16,6 +16,7 @@ model builder (``builder.py``), carried to the whole export.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -175,7 +176,9 @@ def _transpose_blocks(array: np.ndarray, perm: tuple[int, ...]) -> Iterator[np.n
     if array.ndim == 0 or array.size == 0 or array.itemsize not in _SAME_SIZE_INT:
         yield np.asarray(array.transpose(perm), order="C")
         return
-    bits = torch.from_numpy(array.view(_SAME_SIZE_INT[array.itemsize])).permute(perm)
+    with warnings.catch_warnings():  # a read-only memmap: torch warns about writes, we only read
+        warnings.simplefilter("ignore", UserWarning)
+        bits = torch.from_numpy(array.view(_SAME_SIZE_INT[array.itemsize])).permute(perm)
     row = max(1, bits[0].numel() * array.itemsize)
     step = max(1, BLOCK_BYTES // row)
     for start in range(0, bits.shape[0], step):

@@ -38,7 +38,10 @@ def aten_gelu(ctx: Ctx, self: ir.Value, *, approximate: str = "none") -> ir.Valu
             ctx.op.Add(self, ctx.op.Mul(ctx.const(0.044715, self.dtype), ctx.op.Mul(self, ctx.op.Mul(self, self)))),
         )
         return ctx.op.Mul(ctx.op.Mul(half, self), ctx.op.Add(one, ctx.op.Tanh(inner)))
-    erf = ctx.op.Erf(ctx.op.Mul(self, ctx.const(1 / math.sqrt(2), self.dtype)))
+    # x / √2 (Div, not Mul by 1/√2) and the 0.5·x factor on one side: the form torch.onnx
+    # writes and onnxruntime's transformer optimizer fuses into Gelu/BiasGelu (its
+    # fusion_gelu.py, FusionGelu.fuse_1, "pattern 1").
+    erf = ctx.op.Erf(ctx.op.Div(self, ctx.const(math.sqrt(2), self.dtype)))
     return ctx.op.Mul(ctx.op.Mul(half, self), ctx.op.Add(one, erf))
 
 

@@ -3,7 +3,8 @@
 The explicit encoding follows the reference implementation in the PyTorch docs of
 ``torch.nn.functional.scaled_dot_product_attention``: softmax(Q·Kᵀ·scale + mask)·V, with boolean
 masks meaning "attend" and ``is_causal`` a top-left-aligned lower-triangular mask. As torch's math
-backend (``_safe_softmax``), rows where a boolean mask hides every key give 0, not NaN.
+backend (``_safe_softmax``), rows where a mask hides every key (boolean False, or an additive
+-inf) give 0, not NaN.
 """
 
 from __future__ import annotations
@@ -80,12 +81,17 @@ def aten_scaled_dot_product_attention(
             keep = attn_mask if keep is None else ctx.op.And(keep, attn_mask)
         else:
             scores = ctx.op.Add(scores, attn_mask)
+    neg_inf = ctx.const(float("-inf"), query.dtype)
     if keep is not None:
-        neg_inf = ctx.const(float("-inf"), query.dtype)
         scores = ctx.op.Where(keep, scores, neg_inf)
         probs = ctx.op.Where(keep, ctx.op.Softmax(scores, axis=-1), ctx.const(0.0, query.dtype))
     else:
         probs = ctx.op.Softmax(scores, axis=-1)
+    if attn_mask is not None and attn_mask.dtype != ir.DataType.BOOL:
+        # torch's _safe_softmax: a row whose scores are all -inf (an additive mask hiding every key)
+        # gives 0, not Softmax's NaN.
+        hidden = ctx.op.Equal(ctx.op.ReduceMax(scores, ctx.const([-1]), keepdims=1), neg_inf)
+        probs = ctx.op.Where(hidden, ctx.const(0.0, query.dtype), probs)
     return ctx.op.MatMul(probs, value)
 
 
@@ -98,7 +104,10 @@ def aten_scaled_dot_product_attention_23(
 
     Attention-23 takes 4-D (batch, heads, sequence, head_size) inputs, boolean ("attend") or additive
     masks, broadcasts key/value heads for grouped-query attention, and gives 0 on fully masked rows
-    like torch's math backend. Other ranks use the explicit encoding.
+    like torch's math backend. Other ranks use the explicit encoding. The mask is first given the
+    shape onnxruntime's kernel accepts (:func:`_mask_to_l_s`: last two dims (L, S)). ``is_causal``
+    is top-left aligned in both torch (its docs' reference implementation, ``tril(ones(L, S))``) and
+    ONNX Attention, so L ≠ S (a query block after a cache) needs no offset.
     """
     if dropout_p != 0.0:
         ctx.unsupported("attention dropout (dropout_p > 0) only exists in training; call model.eval()")
@@ -109,6 +118,34 @@ def aten_scaled_dot_product_attention_23(
         return aten_scaled_dot_product_attention(
             ctx, query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )
+    if attn_mask is not None:
+        attn_mask = _mask_to_l_s(ctx, attn_mask, query, key)
     return ctx.op.Attention(
         query, key, value, attn_mask, is_causal=int(is_causal), scale=None if scale is None else float(scale)
     )
+
+
+def _same_dim(a: int | ir.SymbolicDim, b: int | ir.SymbolicDim) -> bool:
+    """Whether two recorded dims are provably equal (same int, or the same named symbol)."""
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    return a.value is not None and a.value == b.value
+
+
+def _mask_to_l_s(ctx: Ctx, mask: ir.Value, query: ir.Value, key: ir.Value) -> ir.Value:
+    """``mask`` with its last two dims made (L, S) = (query length, key length) by ``Expand``.
+
+    The mask-shape rule for ``Attention``: the ONNX spec lets ``attn_mask`` broadcast to
+    (batch, q_heads, L, S), but onnxruntime 1.31's CPU kernel (``attention_helper.h``:
+    ``ComputeOutputShapeForAttention``) reads the mask's last two dims as the query and total
+    sequence lengths and refuses any other size ("inconsistent q_sequence_length"); its leading
+    dims may stay 1 (or be absent) and broadcast. So a mask whose last two recorded dims are not
+    already provably (L, S) is expanded along those two axes only, a (1, S) key padding row or
+    (B, 1, 1, S) padding mask becoming (1..., L, S); batch and head dims are left to broadcast.
+    """
+    m_shape, q_len, k_len = shape_of(mask), shape_of(query)[-2], shape_of(key)[-2]
+    if len(m_shape) >= 2 and _same_dim(m_shape[-2], q_len) and _same_dim(m_shape[-1], k_len):
+        return mask
+    l_s = ctx.op.Concat(ctx.op.Shape(query, start=-2, end=-1), ctx.op.Shape(key, start=-2, end=-1), axis=0)
+    target = l_s if len(m_shape) <= 2 else ctx.op.Concat(ctx.const([1] * (len(m_shape) - 2)), l_s, axis=0)
+    return ctx.op.Expand(mask, target)

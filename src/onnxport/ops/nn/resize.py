@@ -93,7 +93,7 @@ def aten_upsample_linear_vec(
 ) -> ir.Value:
     """upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor"""
     scales = None if align_corners else _scales(scale_factors)
-    return _resize(ctx, input, output_size or (None if scales else _out_spatial(ctx, input)), scales,
+    return _resize(ctx, input, output_size or (None if scales else _out_spatial(ctx, input, scale_factors)), scales,
                    "linear", _linear_transform(align_corners))
 
 
@@ -112,7 +112,7 @@ def aten_upsample_bicubic_vec(
 ) -> ir.Value:
     """upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor"""
     scales = None if align_corners else _scales(scale_factors)
-    return _resize(ctx, input, output_size or (None if scales else _out_spatial(ctx, input)), scales,
+    return _resize(ctx, input, output_size or (None if scales else _out_spatial(ctx, input, scale_factors)), scales,
                    "cubic", _linear_transform(align_corners))
 
 
@@ -197,11 +197,23 @@ def _aa_weights(size_in: int, size_out: int, align_corners: bool, scale: float |
     return weights
 
 
-def _out_spatial(ctx: Ctx, x: ir.Value) -> list[int]:
+def _out_spatial(ctx: Ctx, x: ir.Value, scale_factors: Sequence[float] | None) -> list[int | ir.Value]:
+    """The output's spatial sizes: recorded ints, or for a dynamic dim with a scale factor
+    ``floor(in · scale)`` computed in the graph (in float64, as ATen's
+    ``upsample_compute_output_size`` casts ``input_size * scale`` to an integer)."""
     shape = list(ctx.val().shape)[2:]
-    if not all(isinstance(d, int) for d in shape):
-        ctx.unsupported("resize to a dynamic output size given by align_corners scale factors")
-    return shape  # type: ignore[return-value]
+    sizes: list[int | ir.Value] = []
+    for i, d in enumerate(shape):
+        if isinstance(d, int):
+            sizes.append(d)
+            continue
+        if not scale_factors:
+            ctx.unsupported("resize to a dynamic output size given neither as sizes nor as scale factors")
+        axis = 2 + i
+        in_size = ctx.op.Cast(ctx.op.Shape(x, start=axis, end=axis + 1), to=ir.DataType.DOUBLE)
+        scaled = ctx.op.Floor(ctx.op.Mul(in_size, ctx.const([float(scale_factors[i])], ir.DataType.DOUBLE)))
+        sizes.append(ctx.op.Cast(scaled, to=ir.DataType.INT64))
+    return sizes
 
 
 # -- grid_sample ------------------------------------------------------------------------------

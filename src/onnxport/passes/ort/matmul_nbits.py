@@ -1,0 +1,186 @@
+"""``MatMul(x, W)`` with a constant ``[K, N]`` weight → ``com.microsoft.MatMulNBits`` (int4/int8).
+
+Weight-only quantization: activations stay float, the weight is stored block-wise quantized
+(:mod:`onnxport.passes.ort.blockwise`) and dequantized inside onnxruntime's kernel, which reads a
+quarter (int4) of the float32 bytes per decode step. Inputs and attributes follow
+docs/ContribOperators.md of onnxruntime (``A, B, scales, zero_points``; ``K, N, bits, block_size,
+accuracy_level``); onnxruntime-genai's builder emits the same op for ``-p int4`` (it quantizes its
+finished graph with ``MatMulNBitsQuantizer``; here the packed tensors are derived lazily from the
+source weight and computed only when the model is written).
+
+The LM head (a MatMul producing a graph output) is quantized unless ``lm_head=False``. Each
+quantized weight's error (relative L2 and max abs of the dequantized weight) is recorded in
+``report`` when it is materialized, i.e. at save time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+
+from onnxport.errors import InputError
+from onnxport.passes.ort import blockwise
+from onnxport.passes.ort.derive import derive
+from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
+
+FLOATS = (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantizeOptions:
+    """Weight-only quantization settings.
+
+    Attributes:
+        bits: 4 (``int4``) or 8 (``int8``).
+        block_size: Rows of ``K`` per scale: 16, 32 (default), 64, 128 or 256.
+        symmetric: Implicit zero point (``2**(bits-1)``) or stored per-block zero points.
+        accuracy_level: MatMulNBits' minimum compute accuracy (0 unset, 1 fp32, 2 fp16, 3 bf16,
+            4 int8 activations; onnxruntime-genai's builder uses 4 on CPU).
+        lm_head: Quantize the MatMul producing the logits too.
+
+    Raises:
+        InputError: A value outside the ranges above.
+    """
+
+    bits: int = 4
+    block_size: int = 32
+    symmetric: bool = True
+    accuracy_level: int = 4
+    lm_head: bool = True
+
+    def __post_init__(self) -> None:
+        if self.bits not in blockwise.BITS:
+            raise InputError(f"bits must be 4 or 8, got {self.bits}")
+        if self.block_size not in blockwise.BLOCK_SIZES:
+            raise InputError(
+                f"block_size must be one of {blockwise.BLOCK_SIZES}, got {self.block_size}"
+            )
+        if self.accuracy_level not in range(5):
+            raise InputError(f"accuracy_level must be 0..4, got {self.accuracy_level}")
+
+
+SAMPLED_COLUMNS = 8
+
+
+def error_estimate(
+    weight: np.ndarray, q: blockwise.Quantized, o: QuantizeOptions
+) -> dict[str, float]:
+    """Relative L2 and max abs error of the dequantized weight on every 8th output column
+    (:data:`SAMPLED_COLUMNS`: exact values, a sample of the columns, to keep saving fast)."""
+    cols = slice(None, None, SAMPLED_COLUMNS)
+    zeros = None if q.zero_points is None else q.zero_points[cols]
+    sample = blockwise.Quantized(q.packed[cols], q.scales[cols], zeros)
+    source = weight[:, cols]
+    error = blockwise.dequantize(sample, weight.shape[0], o.bits, o.block_size) - source
+    norm = float(np.linalg.norm(source)) or 1.0
+    return {"rel_l2": float(np.linalg.norm(error)) / norm, "max_abs": float(np.abs(error).max())}
+
+
+class _Shared:
+    """Quantizes one weight once for its three derived tensors, then forgets the result."""
+
+    def __init__(
+        self, name: str, options: QuantizeOptions, report: dict[str, dict[str, float]]
+    ) -> None:
+        self.name, self.options, self.report = name, options, report
+        self.parts: dict[str, np.ndarray] = {}
+
+    def part(self, base: Any, which: str) -> np.ndarray:
+        if which not in self.parts:
+            weight = np.asarray(base.numpy(), dtype=np.float32)
+            o = self.options
+            q = blockwise.quantize(weight, o.bits, o.block_size, o.symmetric)
+            self.parts = {"packed": q.packed, "scales": q.scales}
+            if q.zero_points is not None:
+                self.parts["zero_points"] = q.zero_points
+            self.report[self.name] = error_estimate(weight, q, o)
+        return self.parts.pop(which)
+
+
+class MatMulNBitsPass(ir.passes.InPlacePass):
+    """Rewrite every MatMul with a constant 2-D float weight to MatMulNBits."""
+
+    def __init__(
+        self, options: QuantizeOptions, report: dict[str, dict[str, float]] | None = None
+    ) -> None:
+        super().__init__()
+        self.options = options
+        self.report: dict[str, dict[str, float]] = {} if report is None else report
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        if not has_kernel("MatMulNBits"):
+            return ir.passes.PassResult(model, False)
+        graph = model.graph
+        modified = False
+        for node in list(graph):
+            weight = _quantizable(node)
+            if weight is None:
+                continue
+            if not self.options.lm_head and node.outputs[0].is_graph_output():
+                continue
+            self._rewrite(graph, node, weight)
+            modified = True
+        if modified:
+            model.opset_imports.setdefault(MICROSOFT, 1)
+        return ir.passes.PassResult(model, modified)
+
+    def _rewrite(self, graph: ir.Graph, node: ir.Node, weight: ir.Value) -> None:
+        o = self.options
+        tensor = weight.const_value
+        assert tensor is not None and weight.name is not None
+        k, n = (int(d) for d in tensor.shape)  # type: ignore[arg-type]
+        blocks = -(-k // o.block_size)
+        shared = _Shared(weight.name, o, self.report)
+        shapes = {
+            "packed": ((n, blocks, o.block_size * o.bits // 8), ir.DataType.UINT8),
+            "scales": ((n, blocks), ir.DataType.FLOAT),
+        }
+        if not o.symmetric:
+            shapes["zero_points"] = ((n, -(-blocks * o.bits // 8)), ir.DataType.UINT8)
+        inputs: list[ir.Value | None] = [node.inputs[0]]
+        for part, (shape, dtype) in shapes.items():
+            name = f"{weight.name}.{part}"
+
+            def fn(base: Any, part: str = part) -> np.ndarray:
+                return shared.part(base, part)
+
+            lazy = derive(tensor, fn, dtype=dtype, shape=shape, name=name)
+            value = ir.Value(
+                name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy
+            )
+            graph.register_initializer(value)
+            inputs.append(value)
+        attributes = {
+            "K": k,
+            "N": n,
+            "bits": o.bits,
+            "block_size": o.block_size,
+            "accuracy_level": o.accuracy_level,
+        }
+        new = ir.node("MatMulNBits", inputs, attributes, domain=MICROSOFT, name=node.name)
+        graph.insert_before(node, new)
+        out, result = node.outputs[0], new.outputs[0]
+        result.shape, result.type = out.shape, out.type
+        out.replace_all_uses_with(result, replace_graph_outputs=True)
+        graph.remove(node, safe=True)
+        result.name = out.name
+        if len(weight.uses()) == 0 and not weight.is_graph_output():
+            del graph.initializers[weight.name]
+
+
+def _quantizable(node: ir.Node) -> ir.Value | None:
+    """The weight of a MatMul whose second input is a 2-D float initializer (else ``None``)."""
+    if node.op_type != "MatMul" or node.domain != "" or len(node.inputs) != 2:
+        return None
+    weight = node.inputs[1]
+    if weight is None or weight.const_value is None or weight.is_graph_input():
+        return None
+    tensor = weight.const_value
+    if tensor.dtype != ir.DataType.FLOAT or len(tensor.shape) != 2:
+        return None
+    if node.inputs[0] is None or node.inputs[0].dtype != ir.DataType.FLOAT:
+        return None
+    return weight

@@ -1,0 +1,220 @@
+""""Never a model onnxruntime cannot run": run the exported graph once per input size before it is
+handed over.
+
+A graph can pass ``onnx.checker`` and load in onnxruntime and still be refused by a kernel at run
+time (a mask shape the Attention kernel does not take, a broadcast baked to the example's size).
+:func:`check_runtime` runs the model on the example inputs and, when the model has dynamic dims, on
+a second input set where every dynamic dim takes another value (verification's generator,
+:func:`onnxport.verify.inputs.second_input_set`, with ``spread=True``: dims move by about half
+their size, so patch counts and parities change while dims equal in the example stay equal), after checking the guards torch.export recorded on those sizes (:func:`check_guards`). A refusal becomes a :class:`RuntimeCheckError`
+naming the ONNX node from onnxruntime's message, the FX node it was translated from (its
+``pkg.torch.onnx.fx_node`` metadata, stamped by the dispatcher) and the user's source line.
+
+The session is the program's own (``ONNXProgram._inference_session``), so running the program
+afterwards costs no second session. Skipped, with the reason in :attr:`RuntimeCheck.skipped`, when
+onnxruntime is not installed, when the graph uses operator domains onnxruntime does not ship
+(custom translations to a custom-op library), when initializers have no data (a fake or meta
+model), or when the weights would not fit in the available RAM twice (serialized bytes plus the
+session's copy).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import onnx_ir as ir
+import torch
+from torch._subclasses.fake_tensor import is_fake
+
+from onnxport.errors import DynamicShapesError, RuntimeCheckError
+from onnxport.metadata import KEY_FX_NODE, KEY_STACK_TRACE
+from onnxport.runtime import feeds, initializer_bytes, run_session
+from onnxport.verify.inputs import second_input_set, second_input_set_from_onnx
+from onnxport.weights.save import missing_weights
+
+# Operator domains onnxruntime implements itself (the ONNX standard, ML and its contrib ops).
+_ORT_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "ai.onnx.preview.training"}
+_NODE_IN_MESSAGE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
+
+
+@dataclasses.dataclass
+class RuntimeCheck:
+    """What :func:`check_runtime` did.
+
+    Attributes:
+        ran: One label per input set the model ran on (``"example inputs"``, then the generated
+            sizes such as ``"generated inputs (batch=3, sequence=8)"``).
+        skipped: Why the check did not run, or ``None``.
+        seconds: Wall time of the runs.
+    """
+
+    ran: list[str] = dataclasses.field(default_factory=list)
+    skipped: str | None = None
+    seconds: float = 0.0
+
+
+def skip_reason(model: ir.Model) -> str | None:
+    """Why ``model`` cannot be run here, or ``None`` when it can."""
+    try:
+        import onnxruntime  # noqa: F401  (optional dependency, imported only to probe it)
+    except ImportError:
+        return "onnxruntime is not installed"
+    known = _ORT_DOMAINS | {f.domain for f in model.functions.values()}
+    foreign = sorted(d for d in model.opset_imports if d not in known)
+    if foreign:
+        return f"the graph uses operator domains onnxruntime does not ship ({', '.join(foreign)}): custom ops"
+    missing = missing_weights(model)
+    if missing:
+        return f"{len(missing)} weights have no data yet (fake mode or meta device; apply_weights first)"
+    for value in model.graph.initializers.values():
+        if value.const_value is None:
+            return f"initializer {value.name!r} has no data (a fake or meta model)"
+        if isinstance(value.const_value, ir.ExternalTensor) and not os.path.exists(value.const_value.path):
+            return f"initializer {value.name!r} points to a missing external data file"
+    available = _available_ram()
+    needed = 2 * initializer_bytes(model)
+    if available is not None and needed > available:
+        return f"the weights need {needed / 2**30:.1f} GiB of RAM to run, {available / 2**30:.1f} GiB are available"
+    return None
+
+
+def _available_ram() -> int | None:
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not POSIX
+        return None
+
+
+def _find_node(model: ir.Model, name: str) -> ir.Node | None:
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        if node.name == name:
+            return node
+    return None
+
+
+def _fx_node(program: Any, onnx_node: ir.Node | None) -> torch.fx.Node | None:
+    """The FX node of the program's ExportedProgram the ONNX node was translated from."""
+    ep = getattr(program, "exported_program", None)
+    if onnx_node is None or ep is None:
+        return None
+    stamp = onnx_node.metadata_props.get(KEY_FX_NODE, "")
+    match = re.match(r"%?([\w.]+)", stamp)
+    if match is None:
+        return None
+    for module in ep.graph_module.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                if node.name == match.group(1):
+                    return node
+    return None
+
+
+def runtime_error(program: Any, error: BaseException, input_set: str) -> RuntimeCheckError:
+    """The :class:`RuntimeCheckError` for onnxruntime's refusal ``error`` on ``input_set``."""
+    text = str(error).strip()
+    match = _NODE_IN_MESSAGE.search(text)
+    op_type, name = (match.group(1), match.group(2)) if match else (None, None)
+    onnx_node = _find_node(program.model, name) if name else None
+    fx_node = _fx_node(program, onnx_node)
+    reason = text.split("Status Message:")[-1].strip().splitlines()[0] if text else type(error).__name__
+    lines = [f"onnxruntime refused to run the exported model on the {input_set}: {reason}"]
+    if name:
+        lines.append(f"ONNX node: {name} ({op_type})")
+    if fx_node is None and onnx_node is not None and onnx_node.metadata_props.get(KEY_STACK_TRACE):
+        lines.append(f"Traced at:\n  {onnx_node.metadata_props[KEY_STACK_TRACE].strip().splitlines()[-1]}")
+    lines.append(
+        "No file was written. This is an onnxport bug (the translation emitted a form onnxruntime's kernel "
+        "does not take): please report it with the model; export(..., check_runtime=False) skips this check."
+    )
+    return RuntimeCheckError("\n".join(lines), fx_node, onnx_node=name, op_type=op_type, input_set=input_set)
+
+
+def check_guards(ep: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], label: str) -> None:
+    """Check the guards torch.export recorded (``ExportedProgram._guards_code``, run by the unlifted
+    module's ``_guards_fn`` as ``ep.module()`` does) on inputs whose dynamic dims all changed.
+
+    torch.export accepts a Python branch on sizes declared dynamic when the branch's condition is
+    a relation rather than a constant (``H == W``, ``H % 2 == 0``): it records a guard and the graph
+    holds only the example's branch, silently wrong or refused by onnxruntime elsewhere (transformers
+    ViT's ``interpolate_pos_encoding`` returns the unchanged table when the example is square at the
+    config's resolution; TF "same" padding branches on ``H % stride``).
+
+    Raises:
+        DynamicShapesError: A guard fails on the generated sizes; names the guard.
+    """
+    try:
+        guards = getattr(ep.module(), "_guards_fn", None)
+    except Exception:  # torch could not unlift this program: nothing to check guards with
+        return
+    if guards is None:
+        return
+    flat = torch.utils._pytree.tree_leaves((tuple(args), dict(kwargs)))
+    try:
+        guards(*flat)
+    except AssertionError as e:
+        raise DynamicShapesError(
+            f"torch.export captured the model under a condition on its dynamic dims, so the exported "
+            f"model is only valid where it holds: {str(e).strip()} (false on the {label}).\n"
+            "A Python branch on an input size took the example's path (for example transformers ViT's "
+            "interpolate_pos_encoding skips interpolation when the example is square at the config's "
+            "image_size). Export with an example that takes the general path (another size), make those "
+            "dims static in dynamic_shapes, or pass check_runtime=False to keep the specialized model."
+        ) from e
+    except Exception:  # guards referring to inputs this flattening does not match: not checkable
+        return
+
+
+def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> RuntimeCheck:
+    """Run ``program`` in onnxruntime on the example inputs and on inputs of other sizes.
+
+    Args:
+        program: The :class:`onnxport.ONNXProgram` (its session is created here and kept).
+        args, kwargs: The example inputs the model was exported with.
+
+    Returns:
+        A :class:`RuntimeCheck` listing the input sets that ran, or why it was skipped.
+
+    Raises:
+        RuntimeCheckError: onnxruntime refused to run a node (names the ONNX node, its FX node and
+            the user's source line).
+        DynamicShapesError: A guard torch.export recorded fails on the other sizes
+            (:func:`check_guards`).
+        ModelCheckError: onnxruntime refused to load the model.
+        InputError: The inputs do not match the graph inputs.
+    """
+    result = RuntimeCheck(skipped=skip_reason(program.model))
+    example = [t for t in torch.utils._pytree.tree_leaves((args, dict(kwargs))) if isinstance(t, torch.Tensor)]
+    if result.skipped is None and any(t.device.type == "meta" or is_fake(t) for t in example):
+        result.skipped = "the example inputs are fake or on the meta device (no values to run)"
+    if result.skipped is not None:
+        return result
+    start = time.perf_counter()
+    sets: list[tuple[str, tuple[Any, ...], Mapping[str, Any]]] = [("example inputs", tuple(args), kwargs)]
+    ep = program.exported_program
+    second = (second_input_set(ep, tuple(args), kwargs, spread=True) if ep is not None
+              else second_input_set_from_onnx(list(program.model.graph.inputs), tuple(args), kwargs))
+    if second is not None:
+        (args2, kwargs2), sizes = second
+        label = "generated inputs (" + ", ".join(f"{k}={v}" for k, v in sizes.items()) + ")"
+        if ep is not None:
+            check_guards(ep, args2, kwargs2, label)
+        sets.append((label, args2, kwargs2))
+    session = program._inference_session()
+    names = [i.name for i in session.get_inputs()]
+    for label, set_args, set_kwargs in sets:
+        inputs = feeds(names, set_args, dict(set_kwargs))
+        try:
+            run_session(session, inputs)
+        except Exception as e:  # onnxruntime's own exception types (Fail, RuntimeException, ...)
+            raise runtime_error(program, e, label) from e
+        result.ran.append(label)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+__all__ = ["RuntimeCheck", "check_guards", "check_runtime", "runtime_error", "skip_reason"]

