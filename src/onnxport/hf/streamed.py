@@ -53,7 +53,10 @@ class WeightProgress(Protocol):
         """``count`` tensors of ``nbytes`` bytes in total are about to be written."""
 
     def advance(self, name: str, nbytes: int) -> None:
-        """Tensor ``name`` (``nbytes`` bytes) was read from the checkpoint."""
+        """Tensor ``name`` (``nbytes`` bytes) was written."""
+
+    def finish(self) -> None:
+        """Every tensor was written; the validation starts."""
 
 
 @dataclasses.dataclass
@@ -148,6 +151,8 @@ def _save_parts(
         written = program.save(path, external_data=True, callback=on_tensor)
         files += [Path(p).resolve().relative_to(folder.resolve()) for p in written]
     data = sum((folder / f).stat().st_size for f in files if f.suffix != ".onnx")
+    if progress is not None:
+        progress.finish()
     return files, data
 
 
