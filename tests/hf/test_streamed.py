@@ -222,6 +222,9 @@ def test_failure_while_streaming_leaves_nothing(
         def begin(self, count: int, nbytes: int) -> None:
             pass
 
+        def finish(self) -> None:
+            pass
+
         advance = failing_advance
 
     with pytest.raises(OnnxportError, match="disk full"):  # SaveError from the streamed save

@@ -499,10 +499,11 @@ class WeightBar:
     def advance(self, name: str, nbytes: int) -> None:
         self.done += 1
         self.display.update(self.task, advance=nbytes, tensors=f"{self.done}/{self.count} tensors")
-        if self.done == self.count:
-            self.display.update(self.task, description="validating against eager")
-            if not self.console.is_terminal:
-                self.console.print("validating against eager...", markup=False, highlight=False)
+
+    def finish(self) -> None:
+        self.display.update(self.task, description="validating against eager")
+        if not self.console.is_terminal:
+            self.console.print("validating against eager...", markup=False, highlight=False)
 
 
 def hf_summary_lines(result: Any) -> list[str]:

@@ -22,7 +22,7 @@ def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) ->
     Concat does not (all inputs must have the same rank); so the layer is initialized and then
     given the tensors directly.
     """
-    from transformers.cache_utils import DynamicLayer
+    from transformers.cache_utils import DynamicLayer  # optional heavy dependency (the hf extra)
 
     for layer, (key, value) in zip(cache.layers, past_key_values, strict=True):
         if type(layer).lazy_initialization is DynamicLayer.lazy_initialization:

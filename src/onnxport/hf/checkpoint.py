@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 
 from onnxport.errors import HFError
 
@@ -91,7 +92,6 @@ class Checkpoint:
         Raises:
             HFError: The shard cannot be opened or does not hold ``name``.
         """
-        from safetensors import safe_open  # a declared dependency of transformers
 
         entry = self.entries[name]
         try:
@@ -104,7 +104,6 @@ class Checkpoint:
 
 
 def _header(path: Path) -> dict[str, Entry]:
-    from safetensors import safe_open
 
     if not path.is_file():
         raise HFError(f"Checkpoint shard {path} is missing; copy the complete checkpoint folder.")
@@ -189,8 +188,12 @@ def model_keys(model: Any, checkpoint: Checkpoint) -> dict[str, str]:
     Raises:
         HFError: A checkpoint key needs a tensor-merging conversion.
     """
+    # optional heavy dependency (the hf extra), loaded only for checkpoints that need key renames
     from transformers.conversion_mapping import get_model_conversion_mapping
-    from transformers.core_model_loading import WeightConverter, rename_source_key
+    from transformers.core_model_loading import (  # optional heavy dependency (hf extra)
+        WeightConverter,
+        rename_source_key,
+    )
 
     try:
         transforms = get_model_conversion_mapping(model)

@@ -60,7 +60,7 @@ def build(config: Any, auto_class: str, dtype: torch.dtype | None) -> torch.nn.M
     Raises:
         HFError: transformers cannot build the model for this config and auto class.
     """
-    import transformers
+    import transformers  # optional heavy dependency (the hf extra)
 
     auto = getattr(transformers, auto_class)
     kwargs = {"dtype": dtype} if dtype is not None else {}

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import torch
 
-import onnxport
+from onnxport._export import export as export_program
 from onnxport.errors import HFError, OnnxportError, VerificationError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
@@ -53,7 +53,10 @@ class WeightProgress(Protocol):
         """``count`` tensors of ``nbytes`` bytes in total are about to be written."""
 
     def advance(self, name: str, nbytes: int) -> None:
-        """Tensor ``name`` (``nbytes`` bytes) was read from the checkpoint."""
+        """Tensor ``name`` (``nbytes`` bytes) was written."""
+
+    def finish(self) -> None:
+        """Every tensor was written; the validation starts."""
 
 
 @dataclasses.dataclass
@@ -107,7 +110,7 @@ def _export_part(
 ) -> Any:
     """Export one component of a meta model, name its weights by the model's own keys and apply
     the checkpoint's tensors to them (lazily: nothing is read until the save)."""
-    program = onnxport.export(
+    program = export_program(
         part.module,
         (),
         part.make_inputs(hf_inputs.EXPORT_SIZES),  # moved to meta by onnxport.export
@@ -148,6 +151,8 @@ def _save_parts(
         written = program.save(path, external_data=True, callback=on_tensor)
         files += [Path(p).resolve().relative_to(folder.resolve()) for p in written]
     data = sum((folder / f).stat().st_size for f in files if f.suffix != ".onnx")
+    if progress is not None:
+        progress.finish()
     return files, data
 
 
@@ -172,7 +177,7 @@ def session(path: Path) -> Any:
     """An onnxruntime CPU session on a saved model whose external data stays memory-mapped:
     no graph optimization and no prepacking, either of which copies weights into anonymous
     memory (onnxruntime maps aligned external data from the file)."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # heavy: imported only when the validation runs
 
     options = ort.SessionOptions()
     options.log_severity_level = 3

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
-import onnxport
+from onnxport._export import export as export_program
 from onnxport.testing import tiny_models
 
 VOCAB = tiny_models.VOCAB
@@ -95,7 +96,7 @@ def tensor_input(name: str, channels: int, scale: float = 1.0) -> Callable[[Any]
 
 def _hf(config_class: str, model_class: str, **config: Any) -> Callable[[], torch.nn.Module]:
     def build() -> torch.nn.Module:
-        import transformers
+        import transformers  # optional heavy dependency (test extra)
 
         torch.manual_seed(0)
         cfg = getattr(transformers, config_class)(**config)
@@ -135,7 +136,7 @@ class _Unet(torch.nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        import diffusers
+        import diffusers  # optional heavy dependency (test extra)
 
         torch.manual_seed(0)
         self.unet: Any = diffusers.UNet2DConditionModel(
@@ -162,7 +163,7 @@ class _Vae(torch.nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        import diffusers
+        import diffusers  # optional heavy dependency (test extra)
 
         torch.manual_seed(0)
         self.vae: Any = diffusers.AutoencoderKL(
@@ -437,14 +438,13 @@ def _first_line(error: BaseException) -> str:
 
 
 def export_onnxport(model: torch.nn.Module, case: Case, inputs: Inputs) -> tuple[Callable[..., Any], int]:
-    program = onnxport.export(model, inputs[0], inputs[1], dynamic_shapes=case.dynamic_shapes)
+    program = export_program(model, inputs[0], inputs[1], dynamic_shapes=case.dynamic_shapes)
     return program, len(program.model.graph)
 
 
 def export_torch_onnx(model: torch.nn.Module, case: Case, inputs: Inputs) -> tuple[Callable[..., Any], int]:
     """``torch.onnx.export(dynamo=True)`` with the same dynamic dims (``Dim.DYNAMIC``, as strings
     name dims only in torch.onnx's ``dynamic_shapes`` since 2.6)."""
-    import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

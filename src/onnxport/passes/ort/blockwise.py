@@ -66,7 +66,7 @@ def quantize(
     """:func:`quantize_numpy`, computed by onnxruntime's multi-threaded MLAS quantizer when the
     installed onnxruntime has it (same bytes, ~4x faster), else by numpy."""
     try:  # heavy optional dependency: onnxruntime's native quantizer
-        from onnxruntime.capi import _pybind_state
+        from onnxruntime.capi import _pybind_state  # heavy: MLAS quantizer, loaded on first use
     except ImportError:
         return quantize_numpy(weight, bits, block_size, symmetric)
     native = getattr(_pybind_state, f"quantize_matmul_{bits}bits", None)

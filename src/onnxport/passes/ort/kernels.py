@@ -15,7 +15,7 @@ MICROSOFT = "com.microsoft"
 def cpu_contrib_ops() -> frozenset[str]:
     """Names of the ``com.microsoft`` ops with a CPU kernel (empty without onnxruntime)."""
     try:  # heavy optional dependency, imported only when a target pass runs
-        from onnxruntime.capi import _pybind_state
+        from onnxruntime.capi import _pybind_state  # heavy: kernel registry, loaded on first use
     except ImportError:
         return frozenset()
     return frozenset(
