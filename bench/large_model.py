@@ -353,7 +353,7 @@ def check_output(out: Path, checkpoint_bytes: int) -> dict[str, Any]:
 
     stored, refs, bad = 0, 0, []
     root = out.resolve()
-    for model_path in sorted(out.glob("*.onnx")):
+    for model_path in sorted(out.rglob("*.onnx")):  # OUT/onnx/model.onnx (transformers.js layout)
         proto = onnx.load(str(model_path), load_external_data=False)
         for init in proto.graph.initializer:
             if init.data_location != onnx.TensorProto.EXTERNAL:
@@ -408,7 +408,8 @@ def bench_model(name: str, work: Path, keep: bool, torch_onnx: bool, copy_limit:
             row["output"] = check_output(out, row["checkpoint"]["bytes"])
             print(f"[{name}] output {row['output']}", flush=True)
             if name == "small":
-                lg = run_measured([sys.executable, __file__, "--job", "logits", ckpt.as_posix(), (out / "model.onnx").as_posix()],
+                onnx_path = next(p for p in (out / "onnx" / "model.onnx", out / "model.onnx") if p.exists())
+                lg = run_measured([sys.executable, __file__, "--job", "logits", ckpt.as_posix(), onnx_path.as_posix()],
                                   work / "logits.log")
                 row["logits"] = json.loads(lg["log_tail"][-1]) if lg["returncode"] == 0 else lg
                 print(f"[{name}] logits {row['logits']}", flush=True)
