@@ -8,6 +8,8 @@ with the reason docs/coverage.md gives.
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from onnxport.coverage import ARCHITECTURE_NOTES
@@ -32,7 +34,12 @@ def _dynamic_dims(case: zoo.Case, size: object) -> dict[str, int]:
     args, kwargs = case.inputs(size)
     spec = case.dynamic_shapes
     named = spec.items() if isinstance(spec, dict) else enumerate(spec)
-    values = kwargs if isinstance(spec, dict) else dict(enumerate(args))
+    if isinstance(spec, dict):
+        # a dict spec names forward's parameters, which may be given positionally
+        params = list(inspect.signature(case.build().forward).parameters)
+        values = {**dict(zip(params, args)), **kwargs}
+    else:
+        values = dict(enumerate(args))
     return {f"{key}[{axis}]": values[key].shape[axis] for key, axes in named for axis in axes}
 
 
