@@ -8,9 +8,9 @@ import importlib
 
 import numpy as np
 import pytest
-import torch
 
 import onnxport.hf
+from _generation import assert_greedy_equals_transformers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import from_model
 
@@ -76,25 +76,5 @@ def test_head_size_the_kernel_refuses_keeps_attention() -> None:
 
 @pytest.mark.slow  # 20 generate() steps in eager and in onnxruntime
 def test_greedy_generation_equals_transformers(exported) -> None:
-    import onnxruntime as ort
-
     model, program, _ = exported
-    session = ort.InferenceSession(
-        program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"]
-    )
-    generator = torch.Generator().manual_seed(7)
-    ids = torch.randint(3, 99, (2, 7), generator=generator)
-    mask = torch.ones(2, 7, dtype=torch.int64)
-    mask[0, :3] = 0
-    ids[0, :3] = 0
-    with torch.no_grad():
-        expected = model.generate(
-            input_ids=ids,
-            attention_mask=mask,
-            max_new_tokens=20,
-            do_sample=False,
-            min_new_tokens=20,
-        )
-    actual = onnxport.hf.greedy_causal_lm(session, ids, mask, 20)
-    assert actual.tolist() == expected.tolist()
-    assert len(set(actual[:, 7:].flatten().tolist())) > 3
+    assert_greedy_equals_transformers(model, program)
