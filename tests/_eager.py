@@ -38,6 +38,14 @@ class Outputs(list):
     program: onnxport.ONNXProgram
 
 
+INTS = [torch.int32, torch.int64]
+
+
+def ints(dtype: torch.dtype, *shape: int, lo: int = -9, hi: int = 10) -> torch.Tensor:
+    """Random integers in ``[lo, hi)`` of ``dtype`` and ``shape`` (the integer-op tests' inputs)."""
+    return torch.randint(lo, hi, shape, dtype=dtype)
+
+
 def leaves(value: Any) -> list[torch.Tensor]:
     """``value`` flattened through nested tuples and lists."""
     if isinstance(value, (tuple, list)):

@@ -70,8 +70,8 @@ def _check(kind, sizes, dynamic_shapes, input_names, output_names, opset, tmp_di
     assert path.is_file()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-@given(
+# one set of strategies for the CI profile and the long one
+export_arguments = given(
     kind=st.sampled_from(sorted(OUTPUTS)),
     sizes=st.tuples(st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 3])),
     dynamic_shapes=dynamic,
@@ -79,19 +79,16 @@ def _check(kind, sizes, dynamic_shapes, input_names, output_names, opset, tmp_di
     output_names=names,
     opset=opsets,
 )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@export_arguments
 def test_export_arguments_fuzz(tmp_path_factory, kind, sizes, dynamic_shapes, input_names, output_names, opset) -> None:  # type: ignore[no-untyped-def]
     _check(kind, sizes, dynamic_shapes, input_names, output_names, opset, tmp_path_factory.mktemp("fuzz"))
 
 
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-@given(
-    kind=st.sampled_from(sorted(OUTPUTS)),
-    sizes=st.tuples(st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 3])),
-    dynamic_shapes=dynamic,
-    input_names=names,
-    output_names=names,
-    opset=opsets,
-)
+@export_arguments
 def test_export_arguments_fuzz_long(tmp_path_factory, kind, sizes, dynamic_shapes, input_names, output_names, opset) -> None:  # type: ignore[no-untyped-def]
     _check(kind, sizes, dynamic_shapes, input_names, output_names, opset, tmp_path_factory.mktemp("fuzz"))

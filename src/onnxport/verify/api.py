@@ -233,14 +233,9 @@ def verify_export(program: Any, model: Any, args: tuple[Any, ...], kwargs: dict[
 class ONNXProgram(ONNXProgramBase):
     """An exported ONNX model with the ExportedProgram it came from (``onnxport.ONNXProgram``).
 
-    :class:`onnxport.program.ONNXProgramBase` (save, load, run in onnxruntime) plus
-    :meth:`verify`, which lives here because verification sits above the program in the pipeline.
-
-    Attributes:
-        model: The ONNX model (``onnx_ir.Model``); initializers share memory with the torch weights.
-        exported_program: The ``torch.export.ExportedProgram`` that was translated (``None`` when
-            loaded from a file).
-        status: The :class:`onnxport.status.ExportStatus` of the export (steps, timings, errors).
+    :class:`onnxport.program.ONNXProgramBase` (save, load, run in onnxruntime; its docstring lists
+    the attributes) plus :meth:`verify`, which lives here because verification sits above the
+    program in the pipeline.
     """
 
     def verify(

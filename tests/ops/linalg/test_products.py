@@ -6,10 +6,9 @@ import pytest
 import torch
 
 import onnxport
-from _eager import check_against_eager
+from _eager import INTS, check_against_eager, ints
 
 F = torch.nn.functional
-INTS = [torch.int32, torch.int64]
 
 
 @pytest.fixture(autouse=True)
@@ -17,16 +16,12 @@ def _seed() -> None:
     torch.manual_seed(0)
 
 
-def _ints(dtype: torch.dtype, *shape: int, lo: int = -9, hi: int = 10) -> torch.Tensor:
-    return torch.randint(lo, hi, shape, dtype=dtype)
-
-
 @pytest.mark.parametrize("dtype", INTS)
 def test_integer_addmm_and_linear(dtype: torch.dtype) -> None:
-    a, b, c = _ints(dtype, 3, 4), _ints(dtype, 4, 5), _ints(dtype, 3, 5)
+    a, b, c = ints(dtype, 3, 4), ints(dtype, 4, 5), ints(dtype, 3, 5)
     check_against_eager(lambda s, m1, m2: torch.addmm(s, m1, m2, beta=2, alpha=3), c, a, b)
     check_against_eager(lambda s, m1, m2: torch.addmm(s, m1, m2, beta=0), c, a, b)
-    check_against_eager(lambda x, w, bias: F.linear(x, w, bias), a, _ints(dtype, 5, 4), _ints(dtype, 5))
+    check_against_eager(lambda x, w, bias: F.linear(x, w, bias), a, ints(dtype, 5, 4), ints(dtype, 5))
 
 
 def test_addmm_with_an_empty_inner_dimension_scales_self_by_beta() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from _eager import check_against_eager
+from _eager import check_against_eager, ints
 
 F = torch.nn.functional
 
@@ -15,14 +15,10 @@ def _seed() -> None:
     torch.manual_seed(0)
 
 
-def _ints(dtype: torch.dtype, *shape: int, lo: int = -9, hi: int = 10) -> torch.Tensor:
-    return torch.randint(lo, hi, shape, dtype=dtype)
-
-
 @pytest.mark.parametrize("kwargs", [{}, {"ceil_mode": True, "padding": 1}, {"divisor_override": 3},
                                     {"count_include_pad": False, "padding": 1}])
 def test_integer_avg_pool_truncates(kwargs: dict) -> None:
-    x = _ints(torch.int64, 2, 3, 7, 6)  # negative window sums: truncation toward zero
+    x = ints(torch.int64, 2, 3, 7, 6)  # negative window sums: truncation toward zero
     check_against_eager(lambda t: F.avg_pool2d(t, 3, stride=2, **kwargs), x)
 
 

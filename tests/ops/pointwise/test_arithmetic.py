@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from _eager import check_against_eager
+from _eager import INTS, check_against_eager, ints
 
 F = torch.nn.functional
-INTS = [torch.int32, torch.int64]
 
 
 @pytest.fixture(autouse=True)
@@ -16,15 +15,11 @@ def _seed() -> None:
     torch.manual_seed(0)
 
 
-def _ints(dtype: torch.dtype, *shape: int, lo: int = -9, hi: int = 10) -> torch.Tensor:
-    return torch.randint(lo, hi, shape, dtype=dtype)
-
-
 # -- integer inputs ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", INTS)
 def test_integer_rounding_and_relu(dtype: torch.dtype) -> None:
-    x = _ints(dtype, 3, 4)
+    x = ints(dtype, 3, 4)
     check_against_eager(lambda t: (torch.ceil(t), torch.floor(t), torch.round(t), F.relu(t)), x)
 
 

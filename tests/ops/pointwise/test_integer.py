@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from _eager import check_against_eager
-
-INTS = [torch.int32, torch.int64]
+from _eager import INTS, check_against_eager, ints
 
 
 @pytest.fixture(autouse=True)
@@ -15,16 +13,12 @@ def _seed() -> None:
     torch.manual_seed(0)
 
 
-def _ints(dtype: torch.dtype, *shape: int, lo: int = -9, hi: int = 10) -> torch.Tensor:
-    return torch.randint(lo, hi, shape, dtype=dtype)
-
-
 @pytest.mark.parametrize("dtype", INTS)
 def test_gcd_lcm(dtype: torch.dtype) -> None:
     a = torch.tensor([0, 0, -4, 6, 12, -2, 1, 832040, 514229], dtype=dtype)  # Fibonacci: the longest Euclid
     b = torch.tensor([0, 5, 6, -9, 0, -2, 7, 1346269, 317811], dtype=dtype)
     check_against_eager(lambda x, y: (torch.gcd(x, y), torch.lcm(x, y)), a, b)
-    check_against_eager(lambda x, y: torch.gcd(x, y), _ints(dtype, 4, 1, lo=-50, hi=50), _ints(dtype, 3, lo=-50, hi=50))
+    check_against_eager(lambda x, y: torch.gcd(x, y), ints(dtype, 4, 1, lo=-50, hi=50), ints(dtype, 3, lo=-50, hi=50))
 
 
 @pytest.mark.parametrize("dtype", INTS)
