@@ -11,6 +11,7 @@ import onnx_ir.passes.common as common
 
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
+from onnxport.passes.ort.packed_matmul import PackedMatMulPass
 from onnxport.passes.ort.skip_norm import SkipNormalizationPass
 
 __all__ = ["QuantizeOptions", "optimize_for_onnxruntime"]
@@ -27,13 +28,19 @@ def optimize_for_onnxruntime(
 
     Args:
         model: A model produced by onnxport's standard pipeline.
-        fuse: Run the contrib-op fusions (attention, normalization).
-        quantize: Weight-only quantization of MatMul weights to MatMulNBits (``None``: keep float).
+        fuse: Run the contrib-op fusions (attention, normalization) and pack the MatMuls sharing
+            an input (q/k/v, gate/up: :mod:`~onnxport.passes.ort.packed_matmul`).
+        quantize: Weight-only quantization of MatMul weights to MatMulNBits (``None``: keep float);
+            the MatMuls are packed first (when ``fuse`` did not already), so packed weights are
+            quantized whole.
         report: Filled with each quantized weight's error when the weights are written.
     """
     passes: list[ir.passes.PassBase] = []
     if fuse:
         passes += [GroupQueryAttentionPass(), SkipNormalizationPass()]
+    if fuse or quantize is not None:
+        # After the fusions (their matchers see the unpacked projections), before MatMulNBits.
+        passes.append(PackedMatMulPass())
     if quantize is not None:
         passes.append(MatMulNBitsPass(quantize, report))
     passes += [
