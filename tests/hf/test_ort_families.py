@@ -1,7 +1,8 @@
 """The onnxruntime target on decoder families that differ from Llama: greedy generation (20
 tokens, batch 2, row 0 left-padded) through the fused graph equals transformers.
 
-- mistral with a 4-token sliding window (the window lives in the mask → GQA ``attention_bias``),
+- mistral with a 4-token sliding window (a full-length cache, the window in the mask → GQA
+  ``attention_bias`` and ``local_window_size``),
 - qwen3 (per-head q/k RMSNorm before the rotary),
 - smollm3 (every other layer without RoPE),
 - mixtral (sparse mixture-of-experts MLP).
@@ -43,19 +44,13 @@ FAMILIES: dict[str, Any] = {
 }
 
 
-SLIDING_XFAIL = pytest.mark.xfail(
-    reason="the standard (non-fused) export of a sliding-window Mistral already fails validation: "
-    "onnxruntime's GatherND gets an out-of-range index in the windowed mask (onnxport bug outside "
-    "passes/ort, reproduced without target=)",
-    strict=False,
-)
 MOE_XFAIL = pytest.mark.xfail(
     reason="capture fails before any fusion: transformers' MoE experts are a custom op "
     "(transformers.grouped_mm_fallback) onnxport does not translate, and the eager experts loop "
     "hits a data-dependent guard (Eq(u0, 0) in unbind) under torch.export",
     strict=False,
 )
-XFAILS = {"mistral": SLIDING_XFAIL, "mixtral": MOE_XFAIL}
+XFAILS = {"mixtral": MOE_XFAIL}
 PARAMS = [pytest.param(n, marks=XFAILS[n]) if n in XFAILS else n for n in FAMILIES]
 
 
