@@ -15,6 +15,7 @@ import torch
 
 import onnxport.hf
 from onnxport import weights
+from onnxport.errors import InputError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import from_model
 from onnxport.passes.ort import QuantizeOptions, blockwise
@@ -200,3 +201,11 @@ def test_pass_reads_no_weight() -> None:
     for name in "qkv":  # the data arrives later (apply_weights) and flows through the concat
         slots[name].source = weights.sources.TorchSource(torch.from_numpy(arrays[name]))
     np.testing.assert_array_equal(tensor.numpy(), np.concatenate([arrays[k] for k in "qkv"], axis=1))
+
+
+def test_concatenated_refuses_shapes_that_differ_off_axis() -> None:
+    a = ir.tensor(np.zeros((4, 3), np.float32), name="a")
+    b = ir.tensor(np.zeros((5, 3), np.float32), name="b")
+    with pytest.raises(InputError, match="differ off axis 1"):
+        weights.concatenated([a, b], 1, "ab")
+    assert tuple(weights.concatenated([a, b], 0, "ab").shape) == (9, 3)
