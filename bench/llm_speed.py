@@ -158,7 +158,7 @@ def onnxport_command(
     code = (
         "import sys, onnxport.hf; "
         "onnxport.hf.export(sys.argv[1], output_dir=sys.argv[2], validate=False, "
-        f"target={target!r}, quantize={quantize!r})"
+        f"target={target!r}, quantize={quantize!r}, layout='flat')"  # model.onnx at the root
     )
     return [sys.executable, "-c", code, str(checkpoint), str(out)]
 

@@ -14,6 +14,7 @@ import torch
 
 from onnxport._export import export as export_program
 from onnxport.errors import HFError, VerificationError
+from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf.dims import name_total_sequence
@@ -168,7 +169,7 @@ def export(
         start = time.perf_counter()
         program = _export_component(part, opset_version, optimize)
         if target == "onnxruntime":
-            optimize_for_onnxruntime(program.model)
+            optimize_for_onnxruntime(program.model, windows=_windows(part, loaded))
         result.programs[part.name] = program
         name_total_sequence(program.model)
         result.seconds[part.name] = time.perf_counter() - start
@@ -200,6 +201,16 @@ def export(
             )
             result.files.append(report.relative_to(destination))
     return result
+
+
+def _windows(part: hf_inputs.Component, loaded: LoadedModel) -> dict[str, int]:
+    """Past-key input name → sliding window, for a causal LM's sliding-window layers."""
+    if not isinstance(part.module, wrappers.CausalLMWithCache):
+        return {}
+    return {
+        f"past_key_values.{i}.key": w
+        for i, w in wrappers.sliding_windows(loaded.model.config).items()
+    }
 
 
 def _export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool) -> Any:
