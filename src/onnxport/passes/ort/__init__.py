@@ -9,6 +9,7 @@ from __future__ import annotations
 import onnx_ir as ir
 import onnx_ir.passes.common as common
 
+from onnxport.errors import OnnxportError
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
 from onnxport.passes.ort.skip_norm import SkipNormalizationPass
@@ -22,6 +23,8 @@ def optimize_for_onnxruntime(
     fuse: bool = True,
     quantize: QuantizeOptions | None = None,
     report: dict[str, dict[str, float]] | None = None,
+    rotary_positions: int | None = None,
+    shared_kv_buffer: bool = False,
 ) -> ir.Model:
     """Rewrite ``model`` in place for onnxruntime's CPU provider and return it.
 
@@ -30,10 +33,21 @@ def optimize_for_onnxruntime(
         fuse: Run the contrib-op fusions (attention, normalization).
         quantize: Weight-only quantization of MatMul weights to MatMulNBits (``None``: keep float).
         report: Filled with each quantized weight's error when the weights are written.
+        rotary_positions: ``max_position_embeddings``: fold the rotary embedding into
+            GroupQueryAttention (positions from the lengths, not ``position_ids``; see
+            :mod:`onnxport.passes.ort.group_query_attention`). ``None`` keeps it in the graph.
+        shared_kv_buffer: Make the in-place KV cache graph onnxruntime-genai runs with
+            ``past_present_share_buffer: true``.
+
+    Raises:
+        InputError: ``shared_kv_buffer`` and an attention that cannot be fused.
     """
     passes: list[ir.passes.PassBase] = []
     if fuse:
-        passes += [GroupQueryAttentionPass(), SkipNormalizationPass()]
+        passes += [
+            GroupQueryAttentionPass(rotary_positions, shared_kv_buffer),
+            SkipNormalizationPass(),
+        ]
     if quantize is not None:
         passes.append(MatMulNBitsPass(quantize, report))
     passes += [
@@ -42,5 +56,10 @@ def optimize_for_onnxruntime(
         common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
         common.RemoveUnusedOpsetsPass(),
     ]
-    ir.passes.PassManager(passes)(model)
+    try:
+        ir.passes.PassManager(passes)(model)
+    except ir.passes.PassError as e:  # onnx_ir wraps a pass's exception; keep onnxport's own
+        if isinstance(e.__cause__, OnnxportError):
+            raise e.__cause__ from None
+        raise
     return model
