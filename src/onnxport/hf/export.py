@@ -117,8 +117,10 @@ def export(
             ``position_ids`` (left padding works; onnxruntime, transformers.js). ``"shared"``
             (``target="onnxruntime"``, text-generation only): the in-place cache onnxruntime-genai
             runs with ``past_present_share_buffer: true``: fixed ``max_length`` past buffers that
-            ``present.*`` aliases, rotary fused into GroupQueryAttention, positions and lengths
-            from ``attention_mask`` (rows must not be left-padded); validated on unpadded inputs
+            ``present.*`` aliases, rotary fused into GroupQueryAttention (caches of
+            ``max_position_embeddings`` rows), positions and lengths from ``attention_mask``
+            (rows must not be left-padded: the kernel reads the first ``sum(mask)`` buffer
+            rows); validated on unpadded inputs
             (:mod:`onnxport.hf.shared_cache`), ``genai_config.json`` says
             ``past_present_share_buffer: true``.
 
@@ -191,10 +193,12 @@ def export(
         start = time.perf_counter()
         program = _export_component(part, opset_version, optimize)
         if target == "onnxruntime":
-            rotary = _max_positions(loaded.model.config) if shared else None
             try:
                 optimize_for_onnxruntime(
-                    program.model, rotary_positions=rotary, shared_kv_buffer=shared
+                    program.model,
+                    # positions from the lengths: exact for the shared graph's unpadded rows only
+                    rotary_positions=_max_positions(loaded.model.config) if shared else None,
+                    shared_kv_buffer=shared,
                 )
             except InputError as e:
                 raise HFError(str(e)) from e

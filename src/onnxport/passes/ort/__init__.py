@@ -58,8 +58,11 @@ def optimize_for_onnxruntime(
     ]
     try:
         ir.passes.PassManager(passes)(model)
-    except ir.passes.PassError as e:  # onnx_ir wraps a pass's exception; keep onnxport's own
-        if isinstance(e.__cause__, OnnxportError):
-            raise e.__cause__ from None
+    except ir.passes.PassError as e:  # onnx_ir wraps a pass's exception (twice); keep onnxport's
+        cause = e.__cause__
+        while isinstance(cause, ir.passes.PassError):
+            cause = cause.__cause__
+        if isinstance(cause, OnnxportError):
+            raise cause from None
         raise
     return model

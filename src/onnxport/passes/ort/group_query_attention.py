@@ -26,10 +26,16 @@ Two options change this (:class:`GroupQueryAttentionPass`):
 initializers of ``(rotary_positions, head_size / 2)``, q/k fed before the rotation. The kernel then
 takes positions not from ``position_ids`` but from the lengths (onnxruntime
 ``contrib_ops/cpu/bert/group_query_attention.cc``): ``0 .. S - 1`` on the first prompt (past empty),
-``seqlens_k[b] + 1 - S + i`` afterwards. It is exact when ``position_ids`` is that arange, i.e.
-unpadded rows (or right padding), which is how onnxruntime-genai's builder graphs run. With left
-padding transformers counts positions from the first real token and the kernel from the buffer
-start, so the rotary stays the graph's own unless this option is given.
+``seqlens_k[b] + 1 - S + i`` afterwards, i.e. ``past + i`` for every row. Rotary attention scores
+depend only on position differences, so this equals the graph whenever ``position_ids`` is that
+arange shifted by a constant per row -- for the attention output. ``present.key`` holds keys
+rotated by the kernel's positions, so it equals transformers' cache only for unpadded rows
+(``position_ids = past + i``): with left padding (``cumsum(mask) - 1``) the graph stays
+self-consistent but no longer matches a cache made by transformers. onnxport therefore fuses the
+rotary only with ``shared_buffer``, whose rows are unpadded by contract (onnxruntime-genai's builder
+graphs make the same assumption); the concatenating graph keeps its rotary and honours
+``position_ids``. Other positions (packed sequences, custom position ids) are never honoured by
+the fused kernel, and the total length must stay below ``rotary_positions``.
 
 ``shared_buffer``: the graph onnxruntime-genai runs with ``past_present_share_buffer: true``:
 ``past_key_values.*`` are fixed ``(batch, kv_heads, max_length, head_size)`` buffers that the kernel
@@ -379,8 +385,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
 
         T = past length (the past graph input's dim 2) + the query's sequence length."""
         past = add("Shape", [m.key_concat.inputs[0]], start=2, end=3)
-        new = add("Shape", [m.attention.inputs[0]], start=2, end=3)
-        batch = add("Shape", [m.attention.inputs[0]], start=0, end=1)
+        v_new = m.value_concat.inputs[1]  # not the query: its rotary may be fused away
+        new = add("Shape", [v_new], start=2, end=3)
+        batch = add("Shape", [v_new], start=0, end=1)
         total_1d = add("Cast", [add("Add", [past, new])], to=ir.DataType.INT32)
         total = add("Squeeze", [total_1d, const("axes", np.array([0], np.int64))])
         last = add("Sub", [total_1d, const("one", np.array([1], np.int32))])
