@@ -171,9 +171,8 @@ def test_shared_buffer_decode_loop_equals_eager(shared) -> None:
     layers = model.config.num_hidden_layers
     buffer = torch.zeros(2, 2, 16, 16)
     past = [(buffer, buffer) for _ in range(layers)]
-    cache = None
+    cache, new = None, ids
     for step in range(5):
-        new = ids if step == 0 else next_ids
         total = 6 + step
         feeds = {
             "input_ids": new,
@@ -190,7 +189,7 @@ def test_shared_buffer_decode_loop_equals_eager(shared) -> None:
         key = cache.layers[0].keys
         np.testing.assert_allclose(out[1][:, :, :total].numpy(), key.numpy(), atol=2e-5)
         past = [(out[1 + 2 * i], out[2 + 2 * i]) for i in range(layers)]
-        next_ids = eager.logits[:, -1:].argmax(-1)
+        new = eager.logits[:, -1:].argmax(-1)
 
 
 def test_shared_buffer_feeds_helpers() -> None:

@@ -246,7 +246,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         self,
         graph: ir.Graph,
         m: _Match,
-        shared: dict[int, tuple[ir.Value, ir.Value, ir.Value]],
+        shared: dict[Any, Any],
     ) -> None:
         node = m.attention
         nodes: list[ir.Node] = []
