@@ -194,6 +194,12 @@ def builder_command(
 
 
 # -- measurement --------------------------------------------------------------------------------
+def model_file(folder: Path) -> Path:
+    """The decoder of an export folder: ``model.onnx`` (builder, flat) or ``onnx/model.onnx`` (hub)."""
+    flat = folder / "model.onnx"
+    return flat if flat.is_file() else folder / "onnx" / "model.onnx"
+
+
 def session(path: Path, threads: int) -> Any:
     import onnxruntime as ort
 
@@ -383,7 +389,7 @@ def main() -> None:
             if name in skip:
                 continue
             if args.measure_only:
-                if (folders[name] / "model.onnx").is_file():
+                if model_file(folders[name]).is_file():
                     report["exports"][name] = {"seconds": 0.0, "peak_mb": 0.0, "returncode": 0}
                 continue
             result = timed(command, work / f"{name}.log")
@@ -415,7 +421,7 @@ def main() -> None:
                 continue
             print(f"{precision}: {', '.join(names)}", flush=True)
             sessions: dict[str, Any] = {
-                n: session(folders[n] / "model.onnx", args.threads) for n in names
+                n: session(model_file(folders[n]), args.threads) for n in names
             }
             for n, s in sessions.items():
                 logits[n] = first_logits(s, head_dim)
