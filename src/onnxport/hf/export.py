@@ -187,6 +187,8 @@ def export(
         raise HFError(
             f"kv_cache='shared' is for text-generation decoders, not task {loaded.task.name!r}."
         )
+    if shared:
+        _check_full_attention(loaded.model.config)
     result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
     parts = hf_inputs.components(loaded)
     for part in parts:
@@ -331,6 +333,24 @@ def _write(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return files
+
+
+# Config fields of masks beyond causal + padding, which the shared graph's kernel-side causal mask
+# (no attention_bias) would drop; validation's short inputs would not notice.
+_MASK_LIMITS = ("sliding_window", "attention_chunk_size")
+
+
+def _check_full_attention(config: Any) -> None:
+    """``HFError`` when the config limits attention (sliding window, chunks): not for kv_cache='shared'."""
+    text = getattr(config, "get_text_config", lambda: config)()
+    limited = [k for k in _MASK_LIMITS if getattr(text, k, None) not in (None, 0)]
+    if getattr(text, "use_sliding_window", True) is False:
+        limited = [k for k in limited if k != "sliding_window"]
+    if limited:
+        raise HFError(
+            f"kv_cache='shared' drops the graph's mask for the kernel's causal one; this model "
+            f"sets {', '.join(limited)}. Export with kv_cache='concat' (its mask is kept)."
+        )
 
 
 def _max_positions(config: Any) -> int | None:

@@ -237,6 +237,17 @@ def test_shared_buffer_bad_options(kwargs, message) -> None:
         onnxport.hf.export(llama(num_hidden_layers=1), **kwargs)
 
 
+def test_shared_buffer_refuses_sliding_window() -> None:
+    from onnxport.testing.tiny_models import _make
+
+    from ._models import GQA_DECODER
+
+    config = {**GQA_DECODER, "num_hidden_layers": 1, "sliding_window": 4}
+    model = _make("MistralConfig", "MistralForCausalLM", **config)()
+    with pytest.raises(HFError, match="sliding_window"):
+        onnxport.hf.export(model, target="onnxruntime", kv_cache="shared", validate=False)
+
+
 def test_shared_buffer_needs_every_attention_fused() -> None:
     model = llama(hidden_size=32, num_hidden_layers=1)  # head size 8: the CPU kernel needs 16k
     with pytest.raises(HFError, match="not fused for: past_key_values.0.key"):
