@@ -203,6 +203,16 @@ def export_command(
             "--quantize-lm-head/--no-quantize-lm-head", help="--quantize the LM head too."
         ),
     ] = True,
+    kv_cache: Annotated[
+        str,
+        typer.Option(
+            "--kv-cache",
+            metavar="concat|shared",
+            help="With --hf --target onnxruntime: `shared` writes the in-place KV cache graph "
+            "onnxruntime-genai runs with past_present_share_buffer (rotary fused, positions "
+            "from attention_mask; no left padding); `concat` (default) grows the cache.",
+        ),
+    ] = "concat",
 ) -> None:
     """Export a PyTorch model to ONNX.
 
@@ -236,6 +246,8 @@ def export_command(
     * `onnxport export ./all-MiniLM-L6-v2 -o minilm/` (the same as `--hf ./all-MiniLM-L6-v2`)
 
     * `onnxport export --hf ./llama -o llama-ort/ --target onnxruntime --quantize int4`
+
+    * `onnxport export --hf ./llama -o llama-genai/ --target onnxruntime --kv-cache shared`
     """
     folder = (
         hf if hf is not None else (Path(spec) if spec is not None and Path(spec).is_dir() else None)
@@ -252,8 +264,9 @@ def export_command(
                 "lm_head": quantize_lm_head,
             }
         return run_hf_export(
-            folder, task, output, opset, optimize, layout=layout, target=target, quantization=quantization
-        )
+            folder, task, output, opset, optimize, layout=layout, target=target,
+            quantization=quantization, kv_cache=kv_cache,
+        )  # fmt: skip
     if spec is None:
         raise typer.BadParameter("give a SPEC or --hf FOLDER.", param_hint="'SPEC'")
     try:
@@ -407,6 +420,7 @@ def run_hf_export(
     layout: str = DEFAULT_LAYOUT,
     target: str = "onnx",
     quantization: dict[str, Any] | None = None,
+    kv_cache: str = "concat",
 ) -> None:
     """Export ``folder`` for ``task`` into ``output_dir`` with :func:`onnxport.hf.export` (which
     validates every output on fresh inputs) and print the summary.
@@ -429,7 +443,7 @@ def run_hf_export(
             quantize = QuantizeOptions(**quantization)
         # the streamed (meta-device) path writes the standard graph; the onnxruntime target and
         # quantization run on the in-memory path for now (docs/hf.md, "Not done yet")
-        if streams(folder) and target == "onnx" and quantize is None:
+        if streams(folder) and target == "onnx" and quantize is None and kv_cache == "concat":
             with WeightBar(err, label) as bar:
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
@@ -439,7 +453,7 @@ def run_hf_export(
             with progress.phase(label):
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
-                    layout=layout, target=target, quantize=quantize,
+                    layout=layout, target=target, quantize=quantize, kv_cache=kv_cache,
                 )
     except (HFError, InputError) as e:
         fail(err, str(e), EXIT_USAGE)

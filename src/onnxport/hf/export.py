@@ -13,13 +13,14 @@ from typing import Any
 import torch
 
 from onnxport._export import export as export_program
-from onnxport.errors import HFError, VerificationError
+from onnxport.errors import HFError, InputError, VerificationError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
+from onnxport.hf.shared_cache import KV_CACHE_MODES, validate_shared
 from onnxport.hf.streamed import Streamed, WeightProgress, export_streamed
 from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, describe, eager
 from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
@@ -76,6 +77,7 @@ def export(
     layout: str = hf_layout.DEFAULT_LAYOUT,
     target: str | None = None,
     quantize: str | QuantizeOptions | None = None,
+    kv_cache: str = "concat",
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -112,13 +114,24 @@ def export(
             weight-only quantization of the MatMul weights to ``MatMulNBits`` (onnxruntime only),
             applied after validation; each weight's quantization error is computed when it is
             written, into ``HFExport.quantization`` and ``quantization_report.json``.
+        kv_cache: ``"concat"`` (default): ``present.* = Concat(past, new)``, positions from
+            ``position_ids`` (left padding works; onnxruntime, transformers.js). ``"shared"``
+            (``target="onnxruntime"``, text-generation only): the in-place cache onnxruntime-genai
+            runs with ``past_present_share_buffer: true``: fixed ``max_length`` past buffers that
+            ``present.*`` aliases, rotary fused into GroupQueryAttention (caches of
+            ``max_position_embeddings`` rows), positions and lengths from ``attention_mask``
+            (rows must not be left-padded: the kernel reads the first ``sum(mask)`` buffer
+            rows); validated on unpadded inputs
+            (:mod:`onnxport.hf.shared_cache`), ``genai_config.json`` says
+            ``past_present_share_buffer: true``.
 
     Returns:
         An :class:`HFExport` with the programs, the validation rows and the files written.
 
     Raises:
         HFError: The folder has no usable config or weights, the architecture or task is unknown,
-            or ``target``/``quantize`` is not one of the values above.
+            or ``target``/``quantize``/``kv_cache`` is not one of the values above, or
+            ``kv_cache="shared"`` on a model whose attention does not fuse.
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
     """
@@ -131,6 +144,14 @@ def export(
     quantization = quantize_options(quantize)
     if target not in (None, "onnx", "onnxruntime"):
         raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
+    if kv_cache not in KV_CACHE_MODES:
+        raise HFError(f"kv_cache must be 'concat' or 'shared', not {kv_cache!r}.")
+    shared = kv_cache == "shared"
+    if shared and target != "onnxruntime":
+        raise HFError(
+            "kv_cache='shared' is the in-place cache of onnxruntime's GroupQueryAttention; "
+            "add target='onnxruntime' (CLI: --target onnxruntime)."
+        )
     if stream and (target == "onnxruntime" or quantization is not None):
         raise HFError(
             "stream=True writes the standard graph; target='onnxruntime' and quantize= need the "
@@ -163,17 +184,35 @@ def export(
         raise HFError(
             f"model_or_folder must be a folder path or a transformers model, not {type(model_or_folder).__name__}."
         )
+    if shared and loaded.task.kind != "causal-lm":
+        raise HFError(
+            f"kv_cache='shared' is for text-generation decoders, not task {loaded.task.name!r}."
+        )
+    if shared:
+        _check_full_attention(loaded.model.config)
     result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
     parts = hf_inputs.components(loaded)
     for part in parts:
         start = time.perf_counter()
         program = _export_component(part, opset_version, optimize)
         if target == "onnxruntime":
-            optimize_for_onnxruntime(program.model, windows=_windows(part, loaded))
+            try:
+                optimize_for_onnxruntime(
+                    program.model,
+                    windows=_windows(part, loaded),
+                    # positions from the lengths: exact for the shared graph's unpadded rows only
+                    rotary_positions=_max_positions(loaded.model.config) if shared else None,
+                    shared_kv_buffer=shared,
+                )
+            except InputError as e:
+                raise HFError(str(e)) from e
+            program.release()  # the export's verification session ran the standard graph
         result.programs[part.name] = program
         name_total_sequence(program.model)
         result.seconds[part.name] = time.perf_counter() - start
-        if validate:
+        if validate and shared:
+            result.checks += validate_shared(part, program, atol)
+        elif validate:
             result.checks += validate_component(part, program, atol)
         if quantization is not None:
             optimize_for_onnxruntime(
@@ -192,7 +231,7 @@ def export(
         )
         raise VerificationError(f"ONNX outputs differ from eager PyTorch on fresh inputs:\n{rows}")
     if destination is not None:
-        result.files = _write(destination, result.programs, loaded, layout)
+        result.files = _write(destination, result.programs, loaded, layout, shared)
         result.output_dir = destination
         if quantization is not None:
             report = destination / "quantization_report.json"
@@ -268,7 +307,11 @@ def _check_output_dir(output_dir: str | Path) -> Path:
 
 
 def _write(
-    destination: Path, programs: dict[str, Any], loaded: LoadedModel, layout: str
+    destination: Path,
+    programs: dict[str, Any],
+    loaded: LoadedModel,
+    layout: str,
+    shared_buffer: bool = False,
 ) -> list[Path]:
     """Write into a temporary sibling folder, then move it into place: a failure leaves nothing."""
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
@@ -292,7 +335,9 @@ def _write(
                 generation.save_pretrained(staging)
                 files.append(Path("generation_config.json"))
         if loaded.task.kind == "causal-lm":
-            files.append(_write_genai_config(staging, programs["model"], loaded, layout))
+            files.append(
+                _write_genai_config(staging, programs["model"], loaded, layout, shared_buffer)
+            )
         if destination.exists():
             destination.rmdir()  # checked empty before the export
         staging.rename(destination)
@@ -302,7 +347,33 @@ def _write(
     return files
 
 
-def _write_genai_config(folder: Path, program: Any, loaded: LoadedModel, layout: str) -> Path:
+# Config fields of masks beyond causal + padding, which the shared graph's kernel-side causal mask
+# (no attention_bias) would drop; validation's short inputs would not notice.
+_MASK_LIMITS = ("sliding_window", "attention_chunk_size")
+
+
+def _check_full_attention(config: Any) -> None:
+    """``HFError`` when the config limits attention (sliding window, chunks): not for kv_cache='shared'."""
+    text = getattr(config, "get_text_config", lambda: config)()
+    limited = [k for k in _MASK_LIMITS if getattr(text, k, None) not in (None, 0)]
+    if getattr(text, "use_sliding_window", True) is False:
+        limited = [k for k in limited if k != "sliding_window"]
+    if limited:
+        raise HFError(
+            f"kv_cache='shared' drops the graph's mask for the kernel's causal one; this model "
+            f"sets {', '.join(limited)}. Export with kv_cache='concat' (its mask is kept)."
+        )
+
+
+def _max_positions(config: Any) -> int | None:
+    """``max_position_embeddings`` (the rotary caches' length), ``None`` when the config has none."""
+    value = getattr(config, "max_position_embeddings", None)
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _write_genai_config(
+    folder: Path, program: Any, loaded: LoadedModel, layout: str, shared_buffer: bool
+) -> Path:
     """``genai_config.json`` at the root of the export folder, naming the decoder by its path
     relative to it (``onnx/model.onnx`` in the hub layout)."""
     generation = getattr(loaded.model, "generation_config", None)
@@ -311,5 +382,6 @@ def _write_genai_config(folder: Path, program: Any, loaded: LoadedModel, layout:
         loaded.model.config.to_dict(),
         generation.to_dict() if generation is not None else None,
         hf_layout.model_path("model", layout).as_posix(),
+        past_present_share_buffer=shared_buffer,
     )
     return write_genai_config(folder, content).relative_to(folder)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import onnx_ir as ir
 import onnx_ir.passes.common as common
 
+from onnxport.errors import OnnxportError
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
 from onnxport.passes.ort.local_window import LocalWindowPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
@@ -27,6 +28,8 @@ def optimize_for_onnxruntime(
     quantize: QuantizeOptions | None = None,
     report: dict[str, dict[str, float]] | None = None,
     windows: Mapping[str, int] | None = None,
+    rotary_positions: int | None = None,
+    shared_kv_buffer: bool = False,
 ) -> ir.Model:
     """Rewrite ``model`` in place for onnxruntime's CPU provider and return it.
 
@@ -41,10 +44,22 @@ def optimize_for_onnxruntime(
         windows: Sliding-window layers, by past-key graph input name → window (positions
             attended, the query's included): their GroupQueryAttention gets ``local_window_size``
             (:mod:`~onnxport.passes.ort.local_window`).
+        rotary_positions: ``max_position_embeddings``: fold the rotary embedding into
+            GroupQueryAttention (positions from the lengths, not ``position_ids``; see
+            :mod:`onnxport.passes.ort.group_query_attention`). ``None`` keeps it in the graph.
+        shared_kv_buffer: Make the in-place KV cache graph onnxruntime-genai runs with
+            ``past_present_share_buffer: true``.
+
+    Raises:
+        InputError: ``shared_kv_buffer`` and an attention that cannot be fused.
     """
     passes: list[ir.passes.PassBase] = []
     if fuse:
-        passes += [GroupQueryAttentionPass(), LocalWindowPass(windows or {}), SkipNormalizationPass()]
+        passes += [
+            GroupQueryAttentionPass(rotary_positions, shared_kv_buffer),
+            LocalWindowPass(windows or {}),
+            SkipNormalizationPass(),
+        ]
     if fuse or quantize is not None:
         # After the fusions (their matchers see the unpacked projections), before MatMulNBits.
         passes.append(PackedMatMulPass())
@@ -56,5 +71,13 @@ def optimize_for_onnxruntime(
         common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
         common.RemoveUnusedOpsetsPass(),
     ]
-    ir.passes.PassManager(passes)(model)
+    try:
+        ir.passes.PassManager(passes)(model)
+    except ir.passes.PassError as e:  # onnx_ir wraps a pass's exception (twice); keep onnxport's
+        cause = e.__cause__
+        while isinstance(cause, ir.passes.PassError):
+            cause = cause.__cause__
+        if isinstance(cause, OnnxportError):
+            raise cause from None
+        raise
     return model
