@@ -203,6 +203,17 @@ def export_command(
             "--quantize-lm-head/--no-quantize-lm-head", help="--quantize the LM head too."
         ),
     ] = True,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            metavar="float16|bfloat16|float32",
+            help="With --hf (safetensors folders): export the graph in this dtype, the weights "
+            "cast as they stream (default: the checkpoint's); validated against eager float32 "
+            "with that dtype's tolerances.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Export a PyTorch model to ONNX.
 
@@ -252,8 +263,9 @@ def export_command(
                 "lm_head": quantize_lm_head,
             }
         return run_hf_export(
-            folder, task, output, opset, optimize, layout=layout, target=target, quantization=quantization
-        )
+            folder, task, output, opset, optimize,
+            layout=layout, target=target, quantization=quantization, dtype=dtype,
+        )  # fmt: skip
     if spec is None:
         raise typer.BadParameter("give a SPEC or --hf FOLDER.", param_hint="'SPEC'")
     try:
@@ -407,15 +419,18 @@ def run_hf_export(
     layout: str = DEFAULT_LAYOUT,
     target: str = "onnx",
     quantization: dict[str, Any] | None = None,
+    dtype: str | None = None,
 ) -> None:
     """Export ``folder`` for ``task`` into ``output_dir`` with :func:`onnxport.hf.export` (which
     validates every output on fresh inputs) and print the summary.
 
     ``quantization`` holds :class:`onnxport.passes.ort.QuantizeOptions` fields (``bits`` may be an
-    unknown string, reported as a usage error).
+    unknown string, reported as a usage error). A folder with safetensors weights takes the
+    streamed path (meta-device model, weights streamed, cast and quantized as they are written)
+    whatever the target, quantization and dtype; others are loaded by transformers.
 
     Raises:
-        typer.Exit: 2 for a bad folder/task/output folder/target/quantization (``HFError``,
+        typer.Exit: 2 for a bad folder/task/output folder/target/quantization/dtype (``HFError``,
             ``InputError``), 1 when the export or the validation failed.
     """
     out, err = consoles()
@@ -427,19 +442,18 @@ def run_hf_export(
             if quantization["bits"] not in (4, 8):
                 raise InputError(f"--quantize must be int4 or int8, not {quantization['bits']!r}.")
             quantize = QuantizeOptions(**quantization)
-        # the streamed (meta-device) path writes the standard graph; the onnxruntime target and
-        # quantization run on the in-memory path for now (docs/hf.md, "Not done yet")
-        if streams(folder) and target == "onnx" and quantize is None:
+        if streams(folder):
             with WeightBar(err, label) as bar:
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
-                    stream=True, progress=bar, layout=layout,
+                    stream=True, progress=bar, layout=layout, target=target, quantize=quantize,
+                    dtype=dtype,
                 )
         else:
             with progress.phase(label):
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
-                    layout=layout, target=target, quantize=quantize,
+                    layout=layout, target=target, quantize=quantize, dtype=dtype,
                 )
     except (HFError, InputError) as e:
         fail(err, str(e), EXIT_USAGE)

@@ -19,7 +19,13 @@ from onnxport.hf import layout as hf_layout
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
-from onnxport.hf.streamed import Streamed, WeightProgress, export_streamed
+from onnxport.hf.streamed import (
+    QUANTIZATION_REPORT,
+    Streamed,
+    WeightProgress,
+    export_streamed,
+    quantization_report,
+)
 from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, describe, eager
 from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 
@@ -75,6 +81,7 @@ def export(
     layout: str = hf_layout.DEFAULT_LAYOUT,
     target: str | None = None,
     quantize: str | QuantizeOptions | None = None,
+    dtype: str | torch.dtype | None = None,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -110,14 +117,21 @@ def export(
         quantize: ``"int4"``, ``"int8"`` or a :class:`~onnxport.passes.ort.QuantizeOptions`:
             weight-only quantization of the MatMul weights to ``MatMulNBits`` (onnxruntime only),
             applied after validation; each weight's quantization error is computed when it is
-            written, into ``HFExport.quantization`` and ``quantization_report.json``.
+            written, into ``HFExport.quantization`` and ``quantization_report.json``. On the
+            streamed path the graph before quantization is validated the same way (on a 2-layer
+            slice) and the quantized files are run (:mod:`onnxport.hf.streamed`).
+        dtype: ``"float16"``, ``"bfloat16"``, ``"float32"`` or the torch dtype (streamed path
+            only): export the graph in this dtype, the checkpoint's tensors cast as they stream;
+            validated against eager in float32 with that dtype's tolerances
+            (``verify/compare.py: TOLERANCES``). ``None``: the checkpoint's dtype.
 
     Returns:
         An :class:`HFExport` with the programs, the validation rows and the files written.
 
     Raises:
         HFError: The folder has no usable config or weights, the architecture or task is unknown,
-            or ``target``/``quantize`` is not one of the values above.
+            or ``target``/``quantize``/``dtype`` is not one of the values above, or ``dtype`` is
+            given without ``stream=True``.
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
     """
@@ -130,10 +144,11 @@ def export(
     quantization = quantize_options(quantize)
     if target not in (None, "onnx", "onnxruntime"):
         raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
-    if stream and (target == "onnxruntime" or quantization is not None):
+    export_dtype = dtype_option(dtype)
+    if export_dtype is not None and not stream:
         raise HFError(
-            "stream=True writes the standard graph; target='onnxruntime' and quantize= need the "
-            "in-memory path (stream=False)."
+            f"dtype={dtype!r} casts the weights as they stream: pass stream=True with a safetensors "
+            "folder (or convert a loaded model with model.to(dtype) and leave dtype=None)."
         )
     if stream:
         if not isinstance(model_or_folder, (str, Path)) or destination is None:
@@ -149,10 +164,13 @@ def export(
             progress=progress,
             optimize=optimize,
             layout=layout,
+            target=None if target == "onnx" else target,
+            quantize=quantization,
+            dtype=export_dtype,
         )
         return HFExport(
             done.task.name, done.model, done.programs, done.checks, destination, done.files,
-            done.seconds, done, layout,
+            done.seconds, done, layout, done.quantization,
         )
     if isinstance(model_or_folder, (str, Path)):
         loaded = load(Path(model_or_folder), task)
@@ -194,7 +212,7 @@ def export(
         result.files = _write(destination, result.programs, loaded, layout)
         result.output_dir = destination
         if quantization is not None:
-            report = destination / "quantization_report.json"
+            report = destination / QUANTIZATION_REPORT
             report.write_text(
                 json.dumps(quantization_report(quantization, result.quantization), indent=1)
             )
@@ -227,9 +245,19 @@ def quantize_options(quantize: str | QuantizeOptions | None) -> QuantizeOptions 
     return QUANTIZE_PRESETS[quantize]
 
 
-def quantization_report(options: QuantizeOptions, errors: dict[str, dict[str, float]]) -> dict:
-    """The JSON written beside a quantized model: settings and each weight's error."""
-    return {"options": dataclasses.asdict(options), "weights": errors}
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def dtype_option(dtype: str | torch.dtype | None) -> torch.dtype | None:
+    """``"float16"``/``"bfloat16"``/``"float32"``/a torch dtype/``None`` → a torch dtype or ``None``
+    (``HFError`` for anything else)."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        dtype = DTYPES.get(dtype.removeprefix("torch."), dtype)
+    if dtype not in DTYPES.values():
+        raise HFError(f"dtype must be float16, bfloat16 or float32, not {dtype!r}.")
+    return dtype  # type: ignore[return-value]
 
 
 def validate_component(
