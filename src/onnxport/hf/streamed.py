@@ -405,6 +405,12 @@ def export_streamed(
     resolved = get_task(task) if task else infer_task(config)
     source_dtype = checkpoint.float_dtype()
     graph_dtype = dtype if dtype is not None else source_dtype
+    if quantize is not None and graph_dtype not in (None, torch.float32):
+        raise HFError(
+            f"quantize= rewrites float32 MatMuls; this export's graph is {graph_dtype} "
+            f"({'dtype=' if dtype is not None else 'the checkpoint'}): pass dtype='float32' "
+            "(float16 MatMulNBits is not done yet)."
+        )
     pooling = read_pooling(folder) if resolved.name == "feature-extraction" else None
     if atol is None and dtype is None and source_dtype in (torch.bfloat16, torch.float16):
         atol = HALF_ATOL
