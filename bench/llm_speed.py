@@ -157,7 +157,7 @@ def onnxport_command(
 ) -> list[str]:
     code = (
         "import sys, onnxport.hf; "
-        "onnxport.hf.export(sys.argv[1], output_dir=sys.argv[2], validate=False, "
+        "onnxport.hf.export(sys.argv[1], output_dir=sys.argv[2], validate=False, stream=True, "
         f"target={target!r}, quantize={quantize!r})"
     )
     return [sys.executable, "-c", code, str(checkpoint), str(out)]
