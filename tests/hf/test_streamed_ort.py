@@ -73,9 +73,13 @@ def _signature(folder: pathlib.Path) -> list[tuple[Any, ...]]:
         weights[tensor.name] = (tensor.data_type, tuple(array.shape), digest)
     nodes = []
     for node in proto.graph.node:
-        attributes = tuple(sorted((a.name, str(onnx.helper.get_attribute_value(a))) for a in node.attribute))
+        attributes = tuple(
+            sorted((a.name, str(onnx.helper.get_attribute_value(a))) for a in node.attribute)
+        )
         inputs = tuple(weights.get(name) or value(name) for name in node.input)
-        nodes.append((node.op_type, node.domain, attributes, inputs, tuple(value(n) for n in node.output)))
+        nodes.append(
+            (node.op_type, node.domain, attributes, inputs, tuple(value(n) for n in node.output))
+        )
     return nodes
 
 
@@ -94,18 +98,34 @@ def cli_int4(checkpoint: tuple[Any, pathlib.Path]) -> tuple[pathlib.Path, Any]:
     """``onnxport export --hf CKPT -o OUT --target onnxruntime --quantize int4``."""
     out = checkpoint[1].parent / "cli-int4"
     result = CliRunner().invoke(
-        app, ["export", "--hf", str(checkpoint[1]), "-o", str(out), "--target", "onnxruntime", "--quantize", "int4"]
+        app,
+        [
+            "export",
+            "--hf",
+            str(checkpoint[1]),
+            "-o",
+            str(out),
+            "--target",
+            "onnxruntime",
+            "--quantize",
+            "int4",
+        ],
     )
     assert result.exit_code == 0, result.output
     return out, result
 
 
-def test_cli_target_onnxruntime_int4_takes_the_streamed_path(cli_int4: tuple[pathlib.Path, Any]) -> None:
+def test_cli_target_onnxruntime_int4_takes_the_streamed_path(
+    cli_int4: tuple[pathlib.Path, Any],
+) -> None:
     out, result = cli_int4
     assert "Weights: streamed from the checkpoint" in result.output
     # 3 layers > 2: the graph before quantization is validated on the 2-layer slice, then the
     # quantized files run (the model fits in memory)
-    assert f"validation: slice (2 of {LAYERS} layers), before quantization; the int4 model ran" in result.output
+    assert (
+        f"validation: slice (2 of {LAYERS} layers), before quantization; the int4 model ran"
+        in result.output
+    )
     assert "FAIL" not in result.output
     report = json.loads((out / streamed.QUANTIZATION_REPORT).read_text())
     assert report["options"]["bits"] == 4 and report["options"]["block_size"] == 32
@@ -118,7 +138,11 @@ def test_streamed_int4_equals_in_memory(
     checkpoint: tuple[Any, pathlib.Path], cli_int4: tuple[pathlib.Path, Any], tmp_path: pathlib.Path
 ) -> None:
     memory = onnxport.hf.export(
-        checkpoint[1], output_dir=tmp_path / "memory", target="onnxruntime", quantize="int4", validate=False
+        checkpoint[1],
+        output_dir=tmp_path / "memory",
+        target="onnxruntime",
+        quantize="int4",
+        validate=False,
     )
     assert memory.streamed is None
     signature = _signature(cli_int4[0])
@@ -127,19 +151,32 @@ def test_streamed_int4_equals_in_memory(
     assert ops.count("MatMulNBits") == LAYERS * 7 + 1 and "MatMul" not in ops
     assert ops.count("GroupQueryAttention") == LAYERS
     # The quantization report is the same too (computed as each weight was written).
-    streamed_report = json.loads((cli_int4[0] / streamed.QUANTIZATION_REPORT).read_text())["weights"]
-    assert sorted(streamed_report.values(), key=str) == sorted(memory.quantization.values(), key=str)
+    streamed_report = json.loads((cli_int4[0] / streamed.QUANTIZATION_REPORT).read_text())[
+        "weights"
+    ]
+    assert sorted(streamed_report.values(), key=str) == sorted(
+        memory.quantization.values(), key=str
+    )
 
 
-def test_streamed_ort_target_equals_in_memory(checkpoint: tuple[Any, pathlib.Path], tmp_path: pathlib.Path) -> None:
-    result = onnxport.hf.export(checkpoint[1], output_dir=tmp_path / "streamed", stream=True, target="onnxruntime")
+def test_streamed_ort_target_equals_in_memory(
+    checkpoint: tuple[Any, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    result = onnxport.hf.export(
+        checkpoint[1], output_dir=tmp_path / "streamed", stream=True, target="onnxruntime"
+    )
     assert result.streamed is not None and result.streamed.validation == "full" and result.passed
     assert len(result.checks) == 2 * (1 + 2 * LAYERS)  # 2 input sets x (logits + presents)
-    memory = onnxport.hf.export(checkpoint[1], output_dir=tmp_path / "memory", target="onnxruntime", validate=False)
+    memory = onnxport.hf.export(
+        checkpoint[1], output_dir=tmp_path / "memory", target="onnxruntime", validate=False
+    )
     signature = _signature(tmp_path / "streamed")
     assert signature == _signature(tmp_path / "memory")
     ops = [node[0] for node in signature]
-    assert ops.count("GroupQueryAttention") == LAYERS and ops.count("SkipSimplifiedLayerNormalization") == 2 * LAYERS
+    assert (
+        ops.count("GroupQueryAttention") == LAYERS
+        and ops.count("SkipSimplifiedLayerNormalization") == 2 * LAYERS
+    )
     assert memory.streamed is None and _external_bytes(tmp_path / "streamed") > 0
 
 
@@ -151,7 +188,11 @@ def test_streamed_float16_runs_and_matches_eager_float32(
     assert result.streamed is not None and result.streamed.dtype == torch.float16
     assert result.passed and result.streamed.validation == "full"
     rtol, atol = TOLERANCES[torch.float16]
-    assert all((c.comparison.rtol, c.comparison.atol) == (rtol, atol) for c in result.checks if c.comparison)
+    assert all(
+        (c.comparison.rtol, c.comparison.atol) == (rtol, atol)
+        for c in result.checks
+        if c.comparison
+    )
     proto = onnx.load(str(find_model(tmp_path / "fp16")), load_external_data=False)
     weights = {t.name: t.data_type for t in proto.graph.initializer}
     assert weights["model.layers.0.self_attn.q_proj.weight.T"] == onnx.TensorProto.FLOAT16
@@ -176,9 +217,13 @@ def test_streamed_float16_runs_and_matches_eager_float32(
     np.testing.assert_allclose(logits.astype(np.float32), expected, rtol=rtol, atol=atol)
 
 
-def test_quantize_needs_a_float32_graph(checkpoint: tuple[Any, pathlib.Path], tmp_path: pathlib.Path) -> None:
+def test_quantize_needs_a_float32_graph(
+    checkpoint: tuple[Any, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
     with pytest.raises(HFError, match="dtype='float32'"):
-        onnxport.hf.export(checkpoint[1], output_dir=tmp_path / "o", stream=True, dtype="float16", quantize="int4")
+        onnxport.hf.export(
+            checkpoint[1], output_dir=tmp_path / "o", stream=True, dtype="float16", quantize="int4"
+        )
     with pytest.raises(HFError, match="stream=True"):
         onnxport.hf.export(checkpoint[1], output_dir=tmp_path / "o", dtype="float16")
     with pytest.raises(HFError, match="float16, bfloat16 or float32"):

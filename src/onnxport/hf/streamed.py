@@ -240,9 +240,9 @@ def _check_part(
     sess = session(path)
     names = [i.name for i in sess.get_inputs()]
     checks = []
+    graph_dtype = rule.dtype
     for size in sizes or hf_inputs.CHECK_SIZES:
         feeds = part.make_inputs(size)
-        graph_dtype = rule.dtype
         if graph_dtype is not None:  # float inputs rounded to the graph's dtype, eager gets the same values
             feeds = torch.utils._pytree.tree_map(lambda t: _round(t, graph_dtype), feeds)
         leaves = [t for t in torch.utils._pytree.tree_leaves(feeds) if isinstance(t, torch.Tensor)]
