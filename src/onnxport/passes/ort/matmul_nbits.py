@@ -18,6 +18,7 @@ quantized weight's error (relative L2 and max abs of the dequantized weight) is 
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 import onnx_ir as ir
@@ -85,7 +86,8 @@ class _Shared:
 
     The source weight is read (``base.numpy()``: a transpose of the checkpoint tensor, a cast...)
     only when a part is asked for and no quantization of it is pending, so writing the three
-    parts one after the other reads and quantizes the weight once.
+    parts one after the other reads and quantizes the weight once. A lock makes that hold when
+    the writer produces tensors on several threads (``weights/save.py``).
     """
 
     def __init__(
@@ -97,8 +99,13 @@ class _Shared:
     ) -> None:
         self.base, self.name, self.options, self.report = base, name, options, report
         self.parts: dict[str, np.ndarray] = {}
+        self.lock = threading.Lock()
 
     def part(self, which: str) -> np.ndarray:
+        with self.lock:
+            return self._part(which)
+
+    def _part(self, which: str) -> np.ndarray:
         if which not in self.parts:
             weight = np.asarray(self.base.numpy(), dtype=np.float32)
             o = self.options
