@@ -266,3 +266,12 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
             **extra,
         )
         return (out.logits, *flatten_cache(out.past_key_values.self_attention_cache))
+
+
+def past_key_windows(module: torch.nn.Module, config: Any) -> dict[str, int]:
+    """Past-key graph input name (``past_key_values.{i}.key``) → sliding window, for the
+    sliding-window layers of a :class:`CausalLMWithCache` (empty for any other module)."""
+    if not isinstance(module, CausalLMWithCache):
+        return {}
+    return {f"past_key_values.{i}.key": w for i, w in sliding_windows(config).items()}
+

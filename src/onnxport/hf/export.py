@@ -21,7 +21,13 @@ from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
 from onnxport.hf.shared_cache import KV_CACHE_MODES, validate_shared
-from onnxport.hf.streamed import Streamed, WeightProgress, export_streamed
+from onnxport.hf.streamed import (
+    QUANTIZATION_REPORT,
+    Streamed,
+    WeightProgress,
+    export_streamed,
+    quantization_report,
+)
 from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, describe, eager
 from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 
@@ -78,6 +84,7 @@ def export(
     target: str | None = None,
     quantize: str | QuantizeOptions | None = None,
     kv_cache: str = "concat",
+    dtype: str | torch.dtype | None = None,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -113,7 +120,13 @@ def export(
         quantize: ``"int4"``, ``"int8"`` or a :class:`~onnxport.passes.ort.QuantizeOptions`:
             weight-only quantization of the MatMul weights to ``MatMulNBits`` (onnxruntime only),
             applied after validation; each weight's quantization error is computed when it is
-            written, into ``HFExport.quantization`` and ``quantization_report.json``.
+            written, into ``HFExport.quantization`` and ``quantization_report.json``. On the
+            streamed path the graph before quantization is validated the same way (on a 2-layer
+            slice) and the quantized files are run (:mod:`onnxport.hf.streamed`).
+        dtype: ``"float16"``, ``"bfloat16"``, ``"float32"`` or the torch dtype (streamed path
+            only): export the graph in this dtype, the checkpoint's tensors cast as they stream;
+            validated against eager in float32 with that dtype's tolerances
+            (``verify/compare.py: TOLERANCES``). ``None``: the checkpoint's dtype.
         kv_cache: ``"concat"`` (default): ``present.* = Concat(past, new)``, positions from
             ``position_ids`` (left padding works; onnxruntime, transformers.js). ``"shared"``
             (``target="onnxruntime"``, text-generation only): the in-place cache onnxruntime-genai
@@ -130,8 +143,9 @@ def export(
 
     Raises:
         HFError: The folder has no usable config or weights, the architecture or task is unknown,
-            or ``target``/``quantize``/``kv_cache`` is not one of the values above, or
-            ``kv_cache="shared"`` on a model whose attention does not fuse.
+            or ``target``/``quantize``/``kv_cache``/``dtype`` is not one of the values above,
+            ``kv_cache="shared"`` on a model whose attention does not fuse or with ``stream=True``,
+            or ``dtype`` given without ``stream=True``.
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
     """
@@ -152,10 +166,13 @@ def export(
             "kv_cache='shared' is the in-place cache of onnxruntime's GroupQueryAttention; "
             "add target='onnxruntime' (CLI: --target onnxruntime)."
         )
-    if stream and (target == "onnxruntime" or quantization is not None):
+    if shared and stream:
+        raise HFError("kv_cache='shared' is exported on the in-memory path: pass stream=False.")
+    export_dtype = dtype_option(dtype)
+    if export_dtype is not None and not stream:
         raise HFError(
-            "stream=True writes the standard graph; target='onnxruntime' and quantize= need the "
-            "in-memory path (stream=False)."
+            f"dtype={dtype!r} casts the weights as they stream: pass stream=True with a safetensors "
+            "folder (or convert a loaded model with model.to(dtype) and leave dtype=None)."
         )
     if stream:
         if not isinstance(model_or_folder, (str, Path)) or destination is None:
@@ -171,10 +188,13 @@ def export(
             progress=progress,
             optimize=optimize,
             layout=layout,
+            target=None if target == "onnx" else target,
+            quantize=quantization,
+            dtype=export_dtype,
         )
         return HFExport(
             done.task.name, done.model, done.programs, done.checks, destination, done.files,
-            done.seconds, done, layout,
+            done.seconds, done, layout, done.quantization,
         )
     if isinstance(model_or_folder, (str, Path)):
         loaded = load(Path(model_or_folder), task)
@@ -199,7 +219,7 @@ def export(
             try:
                 optimize_for_onnxruntime(
                     program.model,
-                    windows=_windows(part, loaded),
+                    windows=wrappers.past_key_windows(part.module, loaded.model.config),
                     # positions from the lengths: exact for the shared graph's unpadded rows only
                     rotary_positions=_max_positions(loaded.model.config) if shared else None,
                     shared_kv_buffer=shared,
@@ -234,22 +254,12 @@ def export(
         result.files = _write(destination, result.programs, loaded, layout, shared)
         result.output_dir = destination
         if quantization is not None:
-            report = destination / "quantization_report.json"
+            report = destination / QUANTIZATION_REPORT
             report.write_text(
                 json.dumps(quantization_report(quantization, result.quantization), indent=1)
             )
             result.files.append(report.relative_to(destination))
     return result
-
-
-def _windows(part: hf_inputs.Component, loaded: LoadedModel) -> dict[str, int]:
-    """Past-key input name → sliding window, for a causal LM's sliding-window layers."""
-    if not isinstance(part.module, wrappers.CausalLMWithCache):
-        return {}
-    return {
-        f"past_key_values.{i}.key": w
-        for i, w in wrappers.sliding_windows(loaded.model.config).items()
-    }
 
 
 def _export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool) -> Any:
@@ -277,9 +287,19 @@ def quantize_options(quantize: str | QuantizeOptions | None) -> QuantizeOptions 
     return QUANTIZE_PRESETS[quantize]
 
 
-def quantization_report(options: QuantizeOptions, errors: dict[str, dict[str, float]]) -> dict:
-    """The JSON written beside a quantized model: settings and each weight's error."""
-    return {"options": dataclasses.asdict(options), "weights": errors}
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def dtype_option(dtype: str | torch.dtype | None) -> torch.dtype | None:
+    """``"float16"``/``"bfloat16"``/``"float32"``/a torch dtype/``None`` → a torch dtype or ``None``
+    (``HFError`` for anything else)."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        dtype = DTYPES.get(dtype.removeprefix("torch."), dtype)
+    if dtype not in DTYPES.values():
+        raise HFError(f"dtype must be float16, bfloat16 or float32, not {dtype!r}.")
+    return dtype  # type: ignore[return-value]
 
 
 def validate_component(
