@@ -48,12 +48,8 @@ ARCHITECTURE_NOTES: dict[str, str] = {
     "over the sequence (`for index in range(seq_len)`, modeling_jamba.py), which fixes the sequence length.",
     "mobilenet-v2": "TF-style \"same\" padding computed from H/W in Python (`apply_tf_padding`) fixes "
     "height and width: issue 14 item 3, branch coverage-ops.",
-    "efficientnet": "not analysed yet: a first run failed in capture (CaptureError; strict export's "
-    "first cause an unsupported construct), the bench run timed out at 420 s on a loaded machine.",
     "bamba": "not verified: the bench run timed out at 420 s on a loaded machine (its Mamba2-style "
     "chunked scan exports slowly; mamba2 itself passes in 390 s there).",
-    "dinov2": "position-embedding interpolation to a new resolution: the graph runs at the export "
-    "resolution and fails at another (Add broadcast): issue 14 item 3, branch coverage-ops.",
     "nn.LSTM": "recurrent layers as ONNX LSTM/GRU: issue 14 item 1, branch coverage-ops.",
     "nn.GRU": "recurrent layers as ONNX LSTM/GRU: issue 14 item 1, branch coverage-ops.",
 }

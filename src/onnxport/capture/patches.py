@@ -11,6 +11,16 @@ the user already imported (no library is imported here).
   ``pad = max(kernel - ((H - 1) % stride + 1), 0)``, since ``(H - 1) % stride + 1`` is ``stride``
   when ``H % stride == 0`` and ``H % stride`` otherwise (TensorFlow's formula,
   https://www.tensorflow.org/api_docs/python/tf/nn#notes_on_padding_2).
+- transformers' position-embedding interpolation (``interpolate_pos_encoding`` of ViT, DINOv2,
+  DeiT, CLIP, SigLIP, ... -- about 50 models; ``get_absolute_positions``, ``_tile_position_embeddings``)
+  returns the table unchanged when the input is at the config's resolution
+  (``if not torch.jit.is_tracing() and num_patches == num_positions and height == width``). A square
+  example at that resolution makes torch.export record this branch under a guard, so the graph is
+  valid at that size only. transformers skips the shortcut under ``torch.jit.is_tracing()`` "to
+  ensure the exported model works for dynamic input shapes"; the patch runs these methods (and only
+  them) with ``torch.jit.is_tracing()`` true, so the capture always takes the interpolating path.
+  That path is exact at the config's size too: bicubic/bilinear resampling at scale 1 has the
+  weights (0, 1, 0, 0).
 """
 
 from __future__ import annotations
@@ -53,17 +63,55 @@ PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
 )
 
 
+def _tracing() -> bool:
+    return True
+
+
+def as_if_tracing(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` run with ``torch.jit.is_tracing()`` returning True (restored when it returns)."""
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        original = torch.jit.is_tracing
+        torch.jit.is_tracing = _tracing
+        try:
+            return method(*args, **kwargs)
+        finally:
+            torch.jit.is_tracing = original
+    return wrapper
+
+
+def position_interpolation_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
+    """``(class, method name, replacement)`` for the position-embedding methods of the imported
+    transformers models that skip their general path unless tracing: methods whose name contains
+    ``pos`` and whose code reads ``is_tracing``."""
+    patches: list[tuple[Any, str, Callable[..., Any]]] = []
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("transformers.models.") or module is None:
+            continue
+        for cls in list(vars(module).values()):
+            if not isinstance(cls, type) or cls.__module__ != module_name:
+                continue
+            for name, method in list(vars(cls).items()):
+                code = getattr(method, "__code__", None)
+                if "pos" in name and code is not None and "is_tracing" in code.co_names:
+                    patches.append((cls, name, as_if_tracing(method)))
+    return patches
+
+
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
-    """Apply :data:`PATCHES` to the modules already imported; restore them on exit."""
+    """Apply :data:`PATCHES` and :func:`position_interpolation_patches` to the modules already
+    imported; restore them on exit."""
     saved = []
+    targets: list[tuple[Any, str, Callable[..., Any]]] = [
+        (sys.modules.get(module_name), attribute, replacement) for module_name, attribute, replacement in PATCHES
+    ]
     try:
-        for module_name, attribute, replacement in PATCHES:
-            module = sys.modules.get(module_name)
-            if module is not None and hasattr(module, attribute):
-                saved.append((module, attribute, getattr(module, attribute)))
-                setattr(module, attribute, replacement)
+        for owner, attribute, replacement in [*targets, *position_interpolation_patches()]:
+            if owner is not None and attribute in vars(owner):
+                saved.append((owner, attribute, vars(owner)[attribute]))
+                setattr(owner, attribute, replacement)
         yield
     finally:
-        for module, attribute, original in reversed(saved):
-            setattr(module, attribute, original)
+        for owner, attribute, original in reversed(saved):
+            setattr(owner, attribute, original)
