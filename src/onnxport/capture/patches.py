@@ -11,6 +11,9 @@ the user already imported (no library is imported here).
   ``pad = max(kernel - ((H - 1) % stride + 1), 0)``, since ``(H - 1) % stride + 1`` is ``stride``
   when ``H % stride == 0`` and ``H % stride`` otherwise (TensorFlow's formula,
   https://www.tensorflow.org/api_docs/python/tf/nn#notes_on_padding_2).
+- transformers' Mamba selective scan (``mamba_selective_scan`` of Mamba, FalconMamba, Jamba,
+  Zamba): its Python loop over the sequence fixes the sequence length; replaced by the same
+  recurrence as a ``scan`` op (:mod:`onnxport.capture.selective_scan`).
 - transformers' position-embedding interpolation (``interpolate_pos_encoding`` of ViT, DINOv2,
   DeiT, CLIP, SigLIP, ... -- about 50 models; ``get_absolute_positions``, ``_tile_position_embeddings``)
   returns the table unchanged when the input is at the config's resolution
@@ -32,6 +35,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+
+from onnxport.capture.selective_scan import selective_scan
 
 
 def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dilate: bool) -> torch.Tensor:
@@ -56,6 +61,8 @@ def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dila
 
 #: (module name, attribute, replacement) applied while capturing, when the module is imported.
 PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
+    *((f"transformers.models.{name}.modeling_{name}", "mamba_selective_scan", selective_scan)
+      for name in ("mamba", "falcon_mamba", "jamba", "zamba")),
     ("transformers.models.mobilenet_v2.modeling_mobilenet_v2", "apply_tf_padding",
      functools.partial(tf_same_padding, dilate=True)),
     ("transformers.models.mobilenet_v1.modeling_mobilenet_v1", "apply_tf_padding",
