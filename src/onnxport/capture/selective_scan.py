@@ -29,6 +29,7 @@ def selective_scan(
     A: torch.Tensor,  # noqa: N803 -- the paper's and transformers' names
     B: torch.Tensor,  # noqa: N803
     C: torch.Tensor,  # noqa: N803
+    *,  # transformers passes the rest by keyword
     D: torch.Tensor | None = None,  # noqa: N803
     z: torch.Tensor | None = None,
     delta_bias: torch.Tensor | None = None,
