@@ -43,8 +43,17 @@ ARCHITECTURE_NOTES: dict[str, str] = {
     "mobilenet-v2": "not analysed here: the onnxport export timed out at 600 s in the bench run (load "
     "average ~8 on 2 cores; capture/patches.py makes its 17 TF \"same\" paddings symbolic, which captures "
     "slowly); the branch rnnguard works on its onnxruntime run check. The export at two resolutions is "
-    "tested in tests/models/test_dynamic_resolution.py (slow).",
+    "tested in tests/models/test_dynamic_resolution.py (slow). The case's outputs are ~1e-25 "
+    "(transformers' std-0.02 batch-norm weights; torch.onnx's max abs diff 1.7e-25): the zoo's "
+    "`_calibrated` (as for efficientnet) should be applied to it with that fix.",
 }
+# How docs/architectures.json was produced (rendered under the table's introduction).
+ARCHITECTURES_RUN = (
+    "The last run (2026-11-23): a full run of both exporters, then `--merge` re-runs of the cases "
+    "changed since (efficientnet, dinov2, mamba, jamba, dpt-depth, segformer, bamba, mamba2) and of "
+    "the torch.onnx rows the full run had not reached; 2 cores shared with other jobs, load average "
+    "8–12, so the seconds compare the two exporters within a row, not with a quiet machine."
+)
 DTYPE_ORDER = ("float32", "float16", "bfloat16", "int32", "int64", "bool")
 SAMPLES_PER_CASE = 3
 
@@ -282,6 +291,8 @@ def _architectures(rows: dict[str, dict[str, Any]]) -> list[str]:
         "different in every dynamic dim) against eager PyTorch, by onnxport and by",
         "`torch.onnx.export(dynamo=True)`: `bench/coverage_compare.py --json docs/architectures.json`, then",
         f"`python -m onnxport.coverage write`. onnxport passes {ours} of {len(rows)}, torch.onnx {theirs}.",
+        "",
+        ARCHITECTURES_RUN,
         "",
         "| architecture | onnxport | torch.onnx | why onnxport fails |",
         "|---|---|---|---|",
