@@ -68,10 +68,50 @@ def test_skipped_without_weight_data() -> None:
     assert check_runtime(program, (torch.randn(2, 4),), {}).ran == []
 
 
-def test_guard_from_a_size_branch_is_an_export_error() -> None:
-    """TF "same" padding branches on H % 2: torch.export records the guard silently and the ONNX
-    model would be wrong on odd sizes; the check names the guard instead."""
+class EvenLength(torch.nn.Module):
+    """Pairs of steps: ``reshape(b, t // 2, 2 * f)`` makes torch.export record ``t % 2 == 0``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, f = x.shape
+        return x.reshape(b, t // 2, 2 * f).relu()
+
+
+class ProductBranch(torch.nn.Module):
+    """A branch on ``x.shape[1] * y.shape[1] == 20``: the guard holds at the example (4, 5) and at
+    no size the search reaches from there."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if x.shape[1] * y.shape[1] == 20:
+            return x.sum(1) * 2 + y.sum(1)
+        return x.sum(1) + y.sum(1)
+
+
+def test_guard_rejecting_the_first_size_is_retried_at_an_allowed_size() -> None:
+    """The first choice (seq 6 → 9) is odd; the search takes an even length, runs it, and says so."""
+    x = torch.randn(2, 6, 3)
+    program = onnxport.export(EvenLength(), (x,), dynamic_shapes=({0: "batch", 1: "seq"},), check_runtime=False)
+    with pytest.warns(UserWarning, match=r"rejected batch=3, seq=9 .*seq=10"):
+        result = check_runtime(program, (x,), {})
+    assert result.sizes == {"batch": 3, "seq": 10}
+    assert result.guards and "seq" in result.guards[0]
+    assert result.ran[1].startswith("generated inputs (batch=3, seq=10)")
+    x2 = torch.randn(3, 10, 3)
+    torch.testing.assert_close(program(x2)[0], EvenLength()(x2))
+
+
+def test_guard_from_a_size_branch_is_kept_with_a_warning() -> None:
+    """TF "same" padding branches on H % 2: the graph holds the even branch; the check runs at an
+    even size it finds and warns that the model is only valid where the guard holds."""
     c = TF_SAME_PAD
     program = onnxport.export(c.build(), c.inputs(0), dynamic_shapes=c.dynamic_shapes, check_runtime=False)
-    with pytest.raises(DynamicShapesError, match="Guard failed: .*% 2"):
-        check_runtime(program, c.inputs(0), {})
+    with pytest.warns(UserWarning, match=r"Mod\(x_dim_3, 2\)"):
+        result = check_runtime(program, c.inputs(0), {})
+    assert all(v % 2 == 0 for k, v in result.sizes.items() if k != "x_dim_0")
+    assert len(result.ran) == 2
+
+
+def test_no_size_satisfying_the_guards_is_an_export_error() -> None:
+    with pytest.raises(DynamicShapesError, match=r"other size sets tried.*x_dim_1\*y_dim_1, 20") as info:
+        onnxport.export(ProductBranch(), (torch.randn(2, 4), torch.randn(2, 5)),
+                        dynamic_shapes=({1: DYN}, {1: DYN}))
+    assert "in forward" in str(info.value)

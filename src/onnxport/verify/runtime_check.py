@@ -4,9 +4,13 @@ handed over.
 A graph can pass ``onnx.checker`` and load in onnxruntime and still be refused by a kernel at run
 time (a mask shape the Attention kernel does not take, a broadcast baked to the example's size).
 :func:`check_runtime` runs the model on the example inputs and, when the model has dynamic dims, on
-a second input set where every dynamic dim takes another value (verification's generator,
-:func:`onnxport.verify.inputs.second_input_set`, with ``spread=True``: dims move by about half
-their size, so patch counts and parities change while dims equal in the example stay equal), after checking the guards torch.export recorded on those sizes (:func:`check_guards`). A refusal becomes a :class:`RuntimeCheckError`
+a second input set where every dynamic dim takes another value: first each dim + about half its
+size (patch counts and parities change; dims equal in the example stay equal); when the guards
+torch.export recorded reject those sizes, other sizes inside the declared ranges are searched
+(:func:`onnxport.verify.guards.choose_sizes`: multiples, offsets, dims moved together) and the
+one found is used, with a ``UserWarning`` naming the guards (the model is only valid where they
+hold); only when no tried size passes is it a :class:`DynamicShapesError`. The chosen inputs are
+checked once more by torch's own guard function (:func:`check_guards`). A refusal becomes a :class:`RuntimeCheckError`
 naming the ONNX node from onnxruntime's message, the FX node it was translated from (its
 ``pkg.torch.onnx.fx_node`` metadata, stamped by the dispatcher) and the user's source line.
 
@@ -24,17 +28,20 @@ import dataclasses
 import os
 import re
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import onnx_ir as ir
 import torch
 from torch._subclasses.fake_tensor import is_fake
+from torch.export.graph_signature import InputKind
 
 from onnxport.errors import DynamicShapesError, RuntimeCheckError
 from onnxport.metadata import KEY_FX_NODE, KEY_STACK_TRACE
 from onnxport.runtime import feeds, initializer_bytes, run_session
-from onnxport.verify.inputs import second_input_set, second_input_set_from_onnx
+from onnxport.verify.guards import SizeChoice, choose_sizes, input_guards
+from onnxport.verify.inputs import input_symbols, resized_inputs, second_input_set_from_onnx, symbol_bounds
 from onnxport.weights.save import missing_weights
 
 # Operator domains onnxruntime implements itself (the ONNX standard, ML and its contrib ops).
@@ -51,11 +58,17 @@ class RuntimeCheck:
             sizes such as ``"generated inputs (batch=3, sequence=8)"``).
         skipped: Why the check did not run, or ``None``.
         seconds: Wall time of the runs.
+        sizes: The generated input set's dims (dim name → size), empty for a static model.
+        guards: The guards torch.export recorded that rejected the first choice of sizes (each
+            dim + about half); the model is only valid where they hold, and ``sizes`` is a set
+            found inside them (``verify/guards.py``). Empty when the first choice passed.
     """
 
     ran: list[str] = dataclasses.field(default_factory=list)
     skipped: str | None = None
     seconds: float = 0.0
+    sizes: dict[str, int] = dataclasses.field(default_factory=dict)
+    guards: list[str] = dataclasses.field(default_factory=list)
 
 
 def skip_reason(model: ir.Model) -> str | None:
@@ -169,6 +182,65 @@ def check_guards(ep: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], labe
         return
 
 
+def _user_vals(ep: Any) -> list[torch.Tensor]:
+    """The FakeTensor ``val`` of each user tensor input, in order."""
+    user = {s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT}
+    vals = [n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
+    return [v for v in vals if isinstance(v, torch.Tensor)]
+
+
+def _dim_names(program: Any, ep: Any) -> dict[Any, str]:
+    """Input symbol → the ONNX graph input's dim name on the first axis it sizes (else the symbol)."""
+    names: dict[Any, str] = {}
+    for val, graph_input in zip(_user_vals(ep), list(program.model.graph.inputs)):
+        shape = graph_input.shape or ()
+        for axis, dim in enumerate(val.shape):
+            if isinstance(dim, torch.SymInt) and dim.node.expr.is_Symbol and dim.node.expr not in names:
+                onnx_dim = shape[axis] if axis < len(shape) else None
+                label = getattr(onnx_dim, "value", None)
+                names[dim.node.expr] = label if isinstance(label, str) and label else str(dim.node.expr)
+    return names
+
+
+def _guarded_sizes(program: Any, ep: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[
+        dict[Any, int], dict[Any, str], SizeChoice | None] | None:
+    """(sizes for the second input set, symbol → dim name, the search) or ``None`` for a static
+    model (or one whose dims have no other allowed size).
+
+    Raises:
+        DynamicShapesError: No tried size set satisfies the recorded guards; names the guards
+            false at the first choice and the user's source line.
+    """
+    example = input_symbols(ep, tuple(args), kwargs)
+    if not example:
+        return None
+    names = _dim_names(program, ep)
+    names = {s: names.get(s, str(s)) for s in example}
+    guards = input_guards(_user_vals(ep), names)
+    choice = choose_sizes(guards, example, {s: symbol_bounds(ep, s) for s in example})
+    if choice is None:
+        return None
+    if choice.sizes is None:
+        shown = "; ".join(f"{g.text} (at {g.where.splitlines()[0].strip()})" for g in choice.rejected[:3])
+        sizes = ", ".join(f"{names[s]}={v}" for s, v in choice.first.items())
+        example_sizes = ", ".join(f"{names[s]}={v}" for s, v in example.items())
+        raise DynamicShapesError(
+            f"torch.export captured the model under conditions on its dynamic dims that hold at the "
+            f"example ({example_sizes}) but at none of the {choice.tried} other size sets tried "
+            f"(first {sizes}): {_shorten(shown)}"
+            f"{f' and {len(choice.rejected) - 3} more' if len(choice.rejected) > 3 else ''}.\n"
+            "A Python branch on an input size took the example's path (for example transformers ViT's "
+            "interpolate_pos_encoding skips interpolation when the example is square at the config's "
+            "image_size). Export with an example that takes the general path (another size), make those "
+            "dims static in dynamic_shapes, or pass check_runtime=False to keep the specialized model."
+        )
+    return choice.sizes, names, choice
+
+
+def _shorten(text: str, limit: int = 600) -> str:
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
 def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> RuntimeCheck:
     """Run ``program`` in onnxruntime on the example inputs and on inputs of other sizes.
 
@@ -196,14 +268,33 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     start = time.perf_counter()
     sets: list[tuple[str, tuple[Any, ...], Mapping[str, Any]]] = [("example inputs", tuple(args), kwargs)]
     ep = program.exported_program
-    second = (second_input_set(ep, tuple(args), kwargs, spread=True) if ep is not None
-              else second_input_set_from_onnx(list(program.model.graph.inputs), tuple(args), kwargs))
-    if second is not None:
-        (args2, kwargs2), sizes = second
-        label = "generated inputs (" + ", ".join(f"{k}={v}" for k, v in sizes.items()) + ")"
-        if ep is not None:
+    if ep is not None:
+        found = _guarded_sizes(program, ep, tuple(args), kwargs)
+        if found is not None:
+            chosen, names, choice = found
+            args2, kwargs2 = resized_inputs(ep, tuple(args), kwargs, chosen)
+            result.sizes = {names[s]: v for s, v in chosen.items()}
+            label = "generated inputs (" + ", ".join(f"{k}={v}" for k, v in result.sizes.items()) + ")"
+            if choice is not None and choice.rejected:
+                result.guards = [g.text for g in choice.rejected]
+                first = ", ".join(f"{names[s]}={v}" for s, v in choice.first.items())
+                label += f" [the recorded guards rejected {first}]"
+                warnings.warn(
+                    f"The exported model is only valid where the guards torch.export recorded on its "
+                    f"dynamic dims hold; they rejected {first} and the runtime check ran at "
+                    f"{', '.join(f'{k}={v}' for k, v in result.sizes.items())}. Guards: "
+                    f"{_shorten('; '.join(result.guards))}",
+                    UserWarning, stacklevel=3,
+                )
             check_guards(ep, args2, kwargs2, label)
-        sets.append((label, args2, kwargs2))
+            sets.append((label, args2, kwargs2))
+    else:
+        second = second_input_set_from_onnx(list(program.model.graph.inputs), tuple(args), kwargs)
+        if second is not None:
+            (args2, kwargs2), sizes = second
+            result.sizes = dict(sizes)
+            sets.append(("generated inputs (" + ", ".join(f"{k}={v}" for k, v in sizes.items()) + ")",
+                         args2, kwargs2))
     session = program._inference_session()
     names = [i.name for i in session.get_inputs()]
     for label, set_args, set_kwargs in sets:
