@@ -10,7 +10,7 @@ import torch
 import onnxport
 from _cases import params
 from onnxport.errors import UnsupportedOpError
-from onnxport.testing.coverage_cases import LSTM_PROJ, RNN_CASES, Case, run_case
+from onnxport.testing.coverage_cases import LSTM_PROJ, PACKED_CASES, RNN_CASES, Case, run_case
 
 _ONNX_OP = {"lstm": "LSTM", "gru": "GRU", "rnn": "RNN"}
 
@@ -25,6 +25,34 @@ def test_recurrent_runs_at_two_sizes(case: Case) -> None:
     else:
         assert result.op_types.count(_ONNX_OP[kind]) == layers, result.op_types
     assert len(result.diffs) == 2
+
+
+@pytest.mark.parametrize("case", params(PACKED_CASES))
+def test_packed_sequence_becomes_sequence_lens(case: Case) -> None:
+    """pack_padded_sequence → RNN → pad_packed_sequence: one ONNX recurrent node per layer with a
+    sequence_lens input; the padded outputs (zeros past each length), final states and lengths
+    equal eager's at two sizes (dynamic batch and length, lengths sorted or not)."""
+    result = run_case(case)
+    kind = _ONNX_OP[case.name.split("/")[1].split("_")[0]]
+    layers = 2 if "num_layers=2" in case.name else 1
+    assert result.op_types.count(kind) == layers, result.op_types
+    assert len(result.diffs) == 2 and all(d[-1] == 0.0 for d in result.diffs)  # lengths: exact
+
+
+def test_packed_capture_patches_are_restored() -> None:
+    forward = torch.nn.LSTM.forward
+    model, inputs, _ = _packed_model()
+    onnxport.export(model, inputs, dynamic_shapes=PACKED_CASES[0].dynamic_shapes)
+    assert torch.nn.LSTM.forward is forward
+    assert "_pack_padded_sequence" not in vars(torch._VF)
+    x, lengths = torch.randn(5, 2, 4), torch.tensor([5, 3])
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths)
+    assert packed.data.shape == (8, 4)  # eager packing is torch's own again
+
+
+def _packed_model() -> tuple:
+    case = PACKED_CASES[0]
+    return case.build(), case.inputs(0), None
 
 
 def test_lstm_proj_size_is_refused_with_the_reason() -> None:
