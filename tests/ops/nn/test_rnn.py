@@ -9,8 +9,7 @@ import torch
 
 import onnxport
 from _cases import params
-from onnxport.errors import UnsupportedOpError
-from onnxport.testing.coverage_cases import LSTM_PROJ, PACKED_CASES, RNN_CASES, Case, run_case
+from onnxport.testing.coverage_cases import PACKED_CASES, PROJ_CASES, RNN_CASES, Case, run_case
 
 _ONNX_OP = {"lstm": "LSTM", "gru": "GRU", "rnn": "RNN"}
 
@@ -35,7 +34,10 @@ def test_packed_sequence_becomes_sequence_lens(case: Case) -> None:
     result = run_case(case)
     kind = _ONNX_OP[case.name.split("/")[1].split("_")[0]]
     layers = 2 if "num_layers=2" in case.name else 1
-    assert result.op_types.count(kind) == layers, result.op_types
+    if "proj_size" in case.name:  # a Scan per layer and direction, masked by the lengths
+        assert result.op_types.count("Scan") == layers * 2 if "bidirectional=True" in case.name else layers
+    else:
+        assert result.op_types.count(kind) == layers, result.op_types
     assert len(result.diffs) == 2 and all(d[-1] == 0.0 for d in result.diffs)  # lengths: exact
 
 
@@ -55,9 +57,16 @@ def _packed_model() -> tuple:
     return case.build(), case.inputs(0), None
 
 
-def test_lstm_proj_size_is_refused_with_the_reason() -> None:
-    with pytest.raises(UnsupportedOpError, match="proj_size"):
-        run_case(LSTM_PROJ)
+@pytest.mark.parametrize("case", params(PROJ_CASES))
+def test_lstm_proj_size_runs_as_scan(case: Case) -> None:
+    """proj_size > 0: ONNX LSTM has no projection; one Scan per layer and direction, at two
+    batch sizes and lengths."""
+    result = run_case(case)
+    layers = 2 if "num_layers=2" in case.name else 1
+    d = 2 if "bidirectional=True" in case.name else 1
+    assert "LSTM" not in result.op_types
+    assert result.op_types.count("Scan") == layers * d, result.op_types
+    assert len(result.diffs) == 2
 
 
 def test_recurrent_ops_are_restored_after_capture() -> None:

@@ -20,8 +20,10 @@ nowhere else (no weight value is read at translation time):
 The bias is ONNX's ``[Wb, Rb]`` = ``[b_ih, b_hh]``, reordered the same way. torch.onnx's
 TorchScript exporter made the same mapping (``torch/onnx/symbolic_opset9.py: _generic_rnn``).
 
-Refused with the reason: LSTM ``proj_size`` (ONNX LSTM has no projection), dropout between layers
-in training mode.
+LSTM ``proj_size`` (ONNX LSTM has no projection) becomes one ``Scan`` per layer and direction
+(``rnn_proj.py``). ``pack_padded_sequence`` (``capture/packed.py``: ``onnxport::*_packed``) gives
+every node a ``sequence_lens`` input. Refused with the reason: dropout between layers in training
+mode.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import torch
 
 from onnxport.capture import packed  # noqa: F401  (defines the onnxport::*_packed ops translated here)
 from onnxport.ops._common import shape_of
+from onnxport.ops.nn.rnn_proj import lstm_with_projection
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -67,13 +70,13 @@ def _recurrent(
     ``lengths`` (B,) becomes every layer's ``sequence_lens`` (INT32, as the ONNX spec types it)."""
     d = 2 if bidirectional else 1
     per = len(params) // (num_layers * d)
-    if per != (4 if has_biases else 2):
-        ctx.unsupported(
-            "LSTM with proj_size > 0: ONNX LSTM has no output projection; export with proj_size=0, "
-            "or project the outputs with an nn.Linear after the LSTM"
-        )
     if train and dropout > 0 and num_layers > 1:
         ctx.unsupported("dropout between RNN layers only exists in training; call model.eval()")
+    if kind == "lstm" and per == (5 if has_biases else 3):  # w_hr: proj_size > 0 (rnn_proj.py)
+        x = ctx.op.Transpose(input, perm=[1, 0, 2]) if batch_first else input
+        y, h_n, c_n = lstm_with_projection(ctx, x, hx, params, has_biases=has_biases, num_layers=num_layers,
+                                           bidirectional=bidirectional, lengths=lengths)
+        return (ctx.op.Transpose(y, perm=[1, 0, 2]) if batch_first else y), h_n, c_n
     op_type, order = {"lstm": ("LSTM", _LSTM_ORDER), "gru": ("GRU", _GRU_ORDER)}.get(kind, ("RNN", (0,)))
     hidden = shape_of(params[1])[1]  # w_hh: (gates·H, H)
     assert isinstance(hidden, int), "RNN weights have static shapes"
