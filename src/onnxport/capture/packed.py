@@ -185,7 +185,7 @@ def _packed_forward(module: torch.nn.RNNBase, input: PackedSequence, hx: Any) ->
     return output, (tuple(final) if lstm else final[0])
 
 
-def _forward_of(cls: type) -> Any:
+def _forward_of(cls: type[torch.nn.RNNBase]) -> Any:
     original = cls.forward
 
     def forward(self: Any, input: Any, hx: Any = None) -> Any:

@@ -36,6 +36,9 @@ def _user_tensor_inputs(ep: ExportedProgram) -> list[torch.Tensor]:
 def guard_source(guard: Any) -> str:
     """The user source line that recorded ``guard`` (a ShapeEnv ``ShapeGuard``), or a placeholder."""
     loc = getattr(guard, "sloc", None)
+    user = getattr(loc, "maybe_user_loc", None)
+    if isinstance(user, str) and user:
+        return user
     frame = getattr(loc, "framework_loc", None)
     if isinstance(frame, traceback.FrameSummary):
         return f'File "{frame.filename}", line {frame.lineno}, in {frame.name}\n    {frame.line or ""}'.rstrip()

@@ -31,8 +31,8 @@ from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
 )
 
-from onnxport.capture.patches import library_patches
 from onnxport.capture.packed import keep_packed_sequences
+from onnxport.capture.patches import library_patches
 from onnxport.capture.rnn import keep_recurrent_ops
 from onnxport.errors import CaptureError, user_source_line
 

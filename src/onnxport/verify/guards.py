@@ -42,14 +42,21 @@ class Guard:
 
     Attributes:
         expr: The sympy condition over the input symbols (``Eq(Mod(s53, 2), 0)``).
-        text: The condition with each symbol written as its dim name (``Eq(Mod(height, 2), 0)``).
+        names: Input symbol → its dim name, for :attr:`text`.
         where: The user source line that recorded it.
     """
 
     expr: Any
-    text: str
+    names: Mapping[Any, str] = dataclasses.field(repr=False)
     where: str
     fn: Callable[..., Any] | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        """The condition with each symbol written as its dim name (``Eq(Mod(height, 2), 0)``);
+        computed on demand (printing a large guard takes sympy a while)."""
+        return str(self.expr.xreplace({s: sympy.Symbol(n, integer=True) for s, n in self.names.items()
+                                       if s in self.expr.free_symbols}))
 
     def holds(self, sizes: Mapping[Any, int]) -> bool:
         """Whether the guard is true at ``sizes`` (symbol → value); True when it cannot be decided."""
@@ -94,13 +101,12 @@ def input_guards(values: Iterable[torch.Tensor], names: Mapping[Any, str]) -> li
     if shape_env is None:
         return []
     known = set(names)
-    readable = {s: sympy.Symbol(n, integer=True) for s, n in names.items()}
     guards = []
     for guard in getattr(shape_env, "guards", ()):
         free = guard.expr.free_symbols
         if not free or not free <= known:
             continue
-        guards.append(Guard(guard.expr, str(guard.expr.xreplace(readable)), guard_source(guard), _compile(guard.expr)))
+        guards.append(Guard(guard.expr, names, guard_source(guard), _compile(guard.expr)))
     return guards
 
 

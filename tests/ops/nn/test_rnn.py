@@ -1,6 +1,7 @@
 """nn.LSTM / nn.GRU / nn.RNN → ONNX LSTM / GRU / RNN (one node per layer) with dynamic batch and
 sequence length, run in onnxruntime at two sizes against eager; the cell modules in a Python loop
-over a static length; LSTM proj_size refused with the reason."""
+over a static length; LSTM proj_size as a Scan per layer and direction; pack_padded_sequence as the
+ONNX sequence_lens input."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def test_packed_sequence_becomes_sequence_lens(case: Case) -> None:
     kind = _ONNX_OP[case.name.split("/")[1].split("_")[0]]
     layers = 2 if "num_layers=2" in case.name else 1
     if "proj_size" in case.name:  # a Scan per layer and direction, masked by the lengths
-        assert result.op_types.count("Scan") == layers * 2 if "bidirectional=True" in case.name else layers
+        directions = 2 if "bidirectional=True" in case.name else 1
+        assert result.op_types.count("Scan") == layers * directions, result.op_types
     else:
         assert result.op_types.count(kind) == layers, result.op_types
     assert len(result.diffs) == 2 and all(d[-1] == 0.0 for d in result.diffs)  # lengths: exact
