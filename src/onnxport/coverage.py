@@ -46,8 +46,6 @@ ARCHITECTURE_NOTES: dict[str, str] = {
     "under export. Exports with a dynamic batch only.",
     "jamba": "its Mamba layers run transformers' `JambaMambaMixer.slow_forward`, the same Python loop "
     "over the sequence (`for index in range(seq_len)`, modeling_jamba.py), which fixes the sequence length.",
-    "mobilenet-v2": "TF-style \"same\" padding computed from H/W in Python (`apply_tf_padding`) fixes "
-    "height and width: issue 14 item 3, branch coverage-ops.",
     "efficientnet": "not analysed yet: a first run failed in capture (CaptureError; strict export's "
     "first cause an unsupported construct), the bench run timed out at 420 s on a loaded machine.",
     "bamba": "not verified: the bench run timed out at 420 s on a loaded machine (its Mamba2-style "

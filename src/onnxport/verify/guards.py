@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -54,9 +55,10 @@ class Guard:
     @property
     def text(self) -> str:
         """The condition with each symbol written as its dim name (``Eq(Mod(height, 2), 0)``);
-        computed on demand (printing a large guard takes sympy a while)."""
-        return str(self.expr.xreplace({s: sympy.Symbol(n, integer=True) for s, n in self.names.items()
-                                       if s in self.expr.free_symbols}))
+        computed on demand, by renaming in the printed text (substituting symbols would make sympy
+        re-evaluate a large guard)."""
+        names = {str(s): n for s, n in self.names.items()}
+        return re.sub(r"\b[a-z]\d+\b", lambda m: names.get(m.group(0), m.group(0)), str(self.expr))
 
     def holds(self, sizes: Mapping[Any, int]) -> bool:
         """Whether the guard is true at ``sizes`` (symbol → value); True when it cannot be decided."""
