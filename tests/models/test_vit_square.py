@@ -2,8 +2,8 @@
 example at the config's ``image_size`` holds only the "no interpolation" path (torch.export records
 ``(height // patch)**2 + 1 == 17`` and merges width into height for ``height == width``). The runtime
 check runs the model at another size, sees onnxruntime refuse it, and the DynamicShapesError names
-the guard and an example size that takes the general path; exporting from that size works at two
-sizes against eager."""
+the guard and an example size that takes the general path (tests/models/test_dynamic_resolution.py);
+exporting from that size works at two other sizes against eager (here)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 import torch
 
 import onnxport
-from onnxport.errors import DynamicShapesError
 
 transformers = pytest.importorskip("transformers")
 
@@ -31,14 +30,6 @@ class Vit(torch.nn.Module):
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
         return self.vit(pixel_values, interpolate_pos_encoding=True).last_hidden_state
-
-
-def test_square_example_at_the_config_size_names_the_guard_and_a_size_to_use() -> None:
-    with pytest.raises(DynamicShapesError) as info:
-        onnxport.export(Vit().eval(), (torch.randn(2, 3, 32, 32),), dynamic_shapes=DYNAMIC)
-    message = str(info.value)
-    assert "height//8" in message and "fails in onnxruntime" in message
-    assert "such as batch=3, height=48" in message
 
 
 def test_the_suggested_example_exports_the_general_path() -> None:
