@@ -14,6 +14,10 @@ virtual environment), then measures, alternating between exporters inside every 
 
 Both graphs are run with plain ``onnxruntime.InferenceSession`` and numpy feeds (the builder's
 GroupQueryAttention runs without a shared buffer there: past and present are distinct tensors).
+The ``*-shared`` rows run as onnxruntime-genai does with ``past_present_share_buffer: true``:
+``past_key_values.*`` are ``(batch, kv_heads, 2048, head_size)`` buffers bound (IOBinding) as
+both the input and the ``present.*`` output, updated in place; ``builder-shared`` is the builder's
+graph run that way, ``onnxport-ort-shared`` onnxport's ``kv_cache="shared"`` export.
 Latency is the median of ``--repeats`` runs after one warm-up. The machine's load (``uptime``) is
 recorded before and after, since other processes share the cores.
 
@@ -153,12 +157,12 @@ def timed(command: list[str], log: Path) -> dict[str, Any]:
 
 
 def onnxport_command(
-    checkpoint: Path, out: Path, target: str | None, quantize: str | None
+    checkpoint: Path, out: Path, target: str | None, quantize: str | None, kv_cache: str = "concat"
 ) -> list[str]:
     code = (
         "import sys, onnxport.hf; "
         "onnxport.hf.export(sys.argv[1], output_dir=sys.argv[2], validate=False, "
-        f"target={target!r}, quantize={quantize!r})"
+        f"stream={kv_cache == 'concat'!r}, target={target!r}, quantize={quantize!r}, kv_cache={kv_cache!r})"
     )
     return [sys.executable, "-c", code, str(checkpoint), str(out)]
 
@@ -190,6 +194,12 @@ def builder_command(
 
 
 # -- measurement --------------------------------------------------------------------------------
+def model_file(folder: Path) -> Path:
+    """The decoder of an export folder: ``model.onnx`` (builder, flat) or ``onnx/model.onnx`` (hub)."""
+    flat = folder / "model.onnx"
+    return flat if flat.is_file() else folder / "onnx" / "model.onnx"
+
+
 def session(path: Path, threads: int) -> Any:
     import onnxruntime as ort
 
@@ -197,6 +207,48 @@ def session(path: Path, threads: int) -> Any:
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+SHARED_LENGTH = 2048  # the in-place buffers' max_length (the builder's default context)
+
+
+class SharedBuffer:
+    """Runs a session as onnxruntime-genai does with ``past_present_share_buffer: true``: each
+    ``past_key_values.*`` is copied once into a ``SHARED_LENGTH`` buffer bound as both that input
+    and its ``present.*`` output (IOBinding), so the kernel writes the new rows in place."""
+
+    def __init__(self, sess: Any) -> None:
+        self.sess = sess
+        self.bound: dict[int, Any] = {}
+
+    def get_inputs(self) -> Any:
+        return self.sess.get_inputs()
+
+    def _binding(self, inputs: dict[str, np.ndarray]) -> Any:
+        import onnxruntime as ort
+
+        io = self.sess.io_binding()
+        keep = []
+        for name, array in inputs.items():
+            if name.startswith("past_key_values."):
+                b, h, past, d = array.shape
+                buffer = np.zeros((b, h, max(SHARED_LENGTH, past + 1), d), array.dtype)
+                buffer[:, :, :past] = array
+                value = ort.OrtValue.ortvalue_from_numpy(buffer)
+                keep.append(value)
+                io.bind_ortvalue_input(name, value)
+                io.bind_ortvalue_output(name.replace("past_key_values.", "present."), value)
+            else:
+                io.bind_cpu_input(name, array)
+        io.bind_output("logits")
+        return io, keep
+
+    def run(self, outputs: list[str], inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if id(inputs) not in self.bound:
+            self.bound[id(inputs)] = (inputs, *self._binding(inputs))
+        io = self.bound[id(inputs)][1]
+        self.sess.run_with_iobinding(io)
+        return [io.get_outputs()[0].numpy()]
 
 
 def feeds(
@@ -316,18 +368,28 @@ def main() -> None:
                 builder_command(python, ckpt, work / "gb-int4", "int4", work / "cache"),
                 "int4",
             ),
+            "onnxport-ort-shared": (
+                onnxport_command(ckpt, work / "op-shared", "onnxruntime", None, "shared"),
+                "fp32",
+            ),
+            "onnxport-ort-shared-int4": (
+                onnxport_command(ckpt, work / "op-shared-int4", "onnxruntime", "int4", "shared"),
+                "int4",
+            ),
         }
         skip = {s for s in args.skip.split(",") if s}
         folders = {
             "onnxport": work / "op", "onnxport-ort": work / "op-ort", "builder": work / "gb",
             "onnxport-ort-int4": work / "op-ort-int4", "builder-int4": work / "gb-int4",
+            "onnxport-ort-shared": work / "op-shared",
+            "onnxport-ort-shared-int4": work / "op-shared-int4",
         }  # fmt: skip
         report["exports"] = {}
         for name, (command, _) in variants.items():
             if name in skip:
                 continue
             if args.measure_only:
-                if (folders[name] / "model.onnx").is_file():
+                if model_file(folders[name]).is_file():
                     report["exports"][name] = {"seconds": 0.0, "peak_mb": 0.0, "returncode": 0}
                 continue
             result = timed(command, work / f"{name}.log")
@@ -358,9 +420,18 @@ def main() -> None:
             if not names:
                 continue
             print(f"{precision}: {', '.join(names)}", flush=True)
-            sessions = {n: session(folders[n] / "model.onnx", args.threads) for n in names}
+            sessions: dict[str, Any] = {
+                n: session(model_file(folders[n]), args.threads) for n in names
+            }
             for n, s in sessions.items():
                 logits[n] = first_logits(s, head_dim)
+            for n in list(sessions):  # the shared graphs, and the builder's run the same way
+                if n.startswith("builder") and any(
+                    m.startswith("onnxport-ort-shared") for m in names
+                ):
+                    sessions[f"{n}-shared"] = SharedBuffer(sessions[n])
+                elif n.startswith("onnxport-ort-shared"):
+                    sessions[n] = SharedBuffer(sessions[n])
             report["latency_ms"][precision] = measure(sessions, cases, args.repeats, head_dim)
             del sessions
         report["accuracy"] = accuracy(logits)
@@ -383,10 +454,10 @@ def accuracy(logits: dict[str, np.ndarray]) -> dict[str, float]:
     reference = logits.get("builder")
     if reference is None:
         return result
-    for name in ("onnxport", "onnxport-ort"):
+    for name in ("onnxport", "onnxport-ort", "onnxport-ort-shared"):
         if name in logits:
             result[f"{name} vs builder fp32 (rel max)"] = rel_max(logits[name], reference)
-    for name in ("onnxport-ort-int4", "builder-int4"):
+    for name in ("onnxport-ort-int4", "onnxport-ort-shared-int4", "builder-int4"):
         if name in logits:
             result[f"{name} vs fp32 (rel L2)"] = rel_l2(logits[name], reference)
             result[f"{name} vs fp32 (rel max)"] = rel_max(logits[name], reference)
@@ -400,8 +471,15 @@ def accuracy(logits: dict[str, np.ndarray]) -> dict[str, float]:
 
 
 PAIRS = {
-    "fp32": [("onnxport", "builder"), ("onnxport-ort", "builder")],
-    "int4": [("onnxport-ort-int4", "builder-int4")],
+    "fp32": [
+        ("onnxport", "builder"),
+        ("onnxport-ort", "builder"),
+        ("onnxport-ort-shared", "builder-shared"),
+    ],
+    "int4": [
+        ("onnxport-ort-int4", "builder-int4"),
+        ("onnxport-ort-shared-int4", "builder-int4-shared"),
+    ],
 }
 
 
@@ -415,6 +493,7 @@ def ratios(report: dict[str, Any]) -> dict[str, float]:
     exports = report.get("exports", {})
     for precision in PAIRS:
         for ours, theirs in PAIRS[precision]:
+            theirs = theirs.removesuffix("-shared")  # the same builder export
             if ours in exports and theirs in exports and exports[theirs]["seconds"]:
                 out[f"{ours}/{theirs} export time"] = (
                     exports[ours]["seconds"] / exports[theirs]["seconds"]

@@ -11,7 +11,8 @@ import onnxport.hf
 
 
 def assert_greedy_equals_transformers(model: Any, program: Any, new_tokens: int = 20) -> None:
-    """20 greedy tokens from ``program`` (batch 2, row 0 left-padded by 3) equal ``model.generate``."""
+    """20 greedy tokens from ``program`` (batch 2, row 0 left-padded by 3) equal ``model.generate``
+    (a row ending at the eos id is padded after it in both)."""
     session = ort.InferenceSession(
         program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"]
     )
@@ -20,11 +21,15 @@ def assert_greedy_equals_transformers(model: Any, program: Any, new_tokens: int 
     mask = torch.ones(2, 7, dtype=torch.int64)
     mask[0, :3] = 0
     ids[0, :3] = 0
+    # Both stop a row at the end-of-sequence id and pad it after (``min_new_tokens`` would make
+    # generate pick the runner-up where eos is the argmax, which a greedy loop does not do).
+    eos, pad = model.generation_config.eos_token_id, model.generation_config.pad_token_id
     with torch.no_grad():
         expected = model.generate(
             input_ids=ids, attention_mask=mask, max_new_tokens=new_tokens, do_sample=False,
-            min_new_tokens=new_tokens,
         )
-    actual = onnxport.hf.greedy_causal_lm(session, ids, mask, new_tokens)
+    actual = onnxport.hf.greedy_causal_lm(
+        session, ids, mask, new_tokens, eos_token_id=eos, pad_token_id=pad
+    )
     assert actual.tolist() == expected.tolist()
     assert len(set(actual[:, 7:].flatten().tolist())) > 3, "degenerate decoding proves little"

@@ -57,6 +57,25 @@ def test_dynamic_shapes_as_tuple_with_kwargs_order() -> None:
     torch.testing.assert_close(out, a * 2 + b.sum())
 
 
+class VarArgs(torch.nn.Module):
+    def forward(self, x: torch.Tensor, *states: torch.Tensor) -> torch.Tensor:
+        return x + states[0] * states[1]
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_varargs_spec_is_one_tuple_per_star_parameter(as_dict: bool) -> None:
+    """torch.export binds a ``*states`` parameter's spec as one tuple, an entry per element."""
+    x, s0, s1 = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+    states_spec = ({0: "batch_size"}, {0: "batch_size"})
+    spec = {"x": {0: "batch_size"}, "states": states_spec} if as_dict else ({0: "batch_size"}, states_spec)
+    program = onnxport.export(VarArgs(), (x, s0, s1), dynamic_shapes=spec)
+    assert [v.shape for v in program.model.graph.inputs] == [("batch_size", 3)] * 3
+    x, s0, s1 = torch.randn(5, 3), torch.randn(5, 3), torch.randn(5, 3)
+    (out,) = program(x, s0, s1)
+    assert out.shape == (5, 3) and out.dtype == torch.float32
+    torch.testing.assert_close(out, x + s0 * s1)
+
+
 class AddRows(torch.nn.Module):
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return x + y

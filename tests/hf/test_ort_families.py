@@ -1,10 +1,11 @@
 """The onnxruntime target on decoder families that differ from Llama: greedy generation (20
 tokens, batch 2, row 0 left-padded) through the fused graph equals transformers.
 
-- mistral with a 4-token sliding window (the window lives in the mask → GQA ``attention_bias``),
+- mistral with a 4-token sliding window (a full-length cache, the window in the mask → GQA
+  ``attention_bias`` and ``local_window_size``),
 - qwen3 (per-head q/k RMSNorm before the rotary),
 - smollm3 (every other layer without RoPE),
-- mixtral (sparse mixture-of-experts MLP).
+- mixtral (sparse mixture-of-experts MLP: the experts a Loop, the router's TopK in the graph).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ pytest.importorskip("transformers")
 
 BASE = {**DECODER, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
 FAMILIES: dict[str, Any] = {
-    "mistral": _make("MistralConfig", "MistralForCausalLM", **BASE, sliding_window=4),
+    "mistral-sliding": _make("MistralConfig", "MistralForCausalLM", **BASE, sliding_window=4),
     "qwen3": _make("Qwen3Config", "Qwen3ForCausalLM", **BASE, head_dim=16),
     "smollm3": _make(
         "SmolLM3Config",
@@ -40,32 +41,28 @@ FAMILIES: dict[str, Any] = {
         num_experts_per_tok=2,
         experts_implementation="eager",
     ),
+    "mixtral-grouped-mm": _make(  # transformers' default experts implementation
+        "MixtralConfig", "MixtralForCausalLM", **BASE, num_local_experts=4, num_experts_per_tok=2
+    ),
 }
 
 
-SLIDING_XFAIL = pytest.mark.xfail(
-    reason="the standard (non-fused) export of a sliding-window Mistral already fails validation: "
-    "onnxruntime's GatherND gets an out-of-range index in the windowed mask (onnxport bug outside "
-    "passes/ort, reproduced without target=)",
-    strict=False,
-)
-MOE_XFAIL = pytest.mark.xfail(
-    reason="capture fails before any fusion: transformers' MoE experts are a custom op "
-    "(transformers.grouped_mm_fallback) onnxport does not translate, and the eager experts loop "
-    "hits a data-dependent guard (Eq(u0, 0) in unbind) under torch.export",
-    strict=False,
-)
-XFAILS = {"mistral": SLIDING_XFAIL, "mixtral": MOE_XFAIL}
-PARAMS = [pytest.param(n, marks=XFAILS[n]) if n in XFAILS else n for n in FAMILIES]
-
-
 @pytest.mark.slow  # one export + validation + 20 generate() steps per family (~20 s each idle)
-@pytest.mark.parametrize("name", PARAMS)
+@pytest.mark.parametrize("name", list(FAMILIES))
 def test_greedy_20_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
     model = FAMILIES[name]()
     result = onnxport.hf.export(model, target="onnxruntime")
     assert result.passed
     program = result.programs["model"]
     ops = collections.Counter(n.op_type for n in program.model.graph)
-    assert ops["GroupQueryAttention"] == BASE["num_hidden_layers"], ops
+    layers = BASE["num_hidden_layers"]
+    assert ops["GroupQueryAttention"] == layers, ops
+    packed = [n for n in program.model.graph if n.op_type == "MatMul" and "+" in n.inputs[1].name]
+    assert len(packed) >= layers, ops  # q/k/v packed in every layer
+    windows = [
+        n.attributes["local_window_size"].as_int()
+        for n in program.model.graph
+        if n.op_type == "GroupQueryAttention" and "local_window_size" in n.attributes
+    ]
+    assert windows == ([4] * layers if name == "mistral-sliding" else []), windows
     assert_greedy_equals_transformers(model, program)

@@ -16,6 +16,7 @@ import torch
 from typer.testing import CliRunner
 
 from onnxport.cli import app
+from onnxport.hf.layout import find_model
 from onnxport.testing.tiny_models import DECODER, _make
 
 pytest.importorskip("transformers")
@@ -38,7 +39,8 @@ def test_cli_target_onnxruntime_int4(tmp_path: Path) -> None:
          "--quantize", "int4", "--block-size", "16", "--asymmetric"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    proto = onnx.load(str(out / "model.onnx"))
+    assert "Weights: streamed from the checkpoint" in result.output  # a safetensors folder
+    proto = onnx.load(str(find_model(out)))
     ops = collections.Counter(n.op_type for n in proto.graph.node)
     assert ops["GroupQueryAttention"] == 2 and ops["SkipSimplifiedLayerNormalization"] == 4
     assert ops["MatMulNBits"] == 2 * 7 + 1 and ops["MatMul"] == 0  # lm_head too
@@ -51,7 +53,7 @@ def test_cli_target_onnxruntime_int4(tmp_path: Path) -> None:
     assert len(report["weights"]) == 15
     assert all(0 < w["rel_l2"] < 0.1 for w in report["weights"].values())
 
-    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(find_model(out)), providers=["CPUExecutionProvider"])
     ids = torch.randint(3, 99, (1, 6), generator=torch.Generator().manual_seed(0))
     feeds = {
         "input_ids": ids.numpy(),

@@ -1,9 +1,8 @@
 """Vision models whose sizes follow the input resolution, exported with dynamic batch/H/W and run in
 onnxruntime at two sizes (the second different in every dynamic dim, odd H/W included):
 transformers MobileNetV2 (TF "same" padding from H/W, capture/patches.py) and ViT with
-``interpolate_pos_encoding=True``; a square example at the config's resolution makes torch.export
-record the no-interpolation branch, which the runtime check reports instead of saving a model that
-onnxruntime refuses at other sizes."""
+``interpolate_pos_encoding=True``, also from a square example at the config's resolution, whose
+no-interpolation branch torch.export would record (capture/patches.py takes the general path)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import torch
 
 import onnxport
 from onnxport.errors import DynamicShapesError
-from onnxport.verify.runtime_check import check_runtime
+from onnxport.verify.runtime_check import check_guards, check_runtime
 
 transformers = pytest.importorskip("transformers")
 DYN = torch.export.Dim.DYNAMIC
@@ -66,15 +65,23 @@ def test_vit_position_interpolation_at_two_resolutions() -> None:
             _close(program(x), [model(x)])
 
 
-def test_vit_square_example_at_config_size_is_reported() -> None:
-    """transformers returns the position table unchanged when H == W == image_size: the capture
-    records that branch (guards H == W and (H // 8)² == 16), so the ONNX Add fails elsewhere; the
-    error names the guard and an example size that takes the interpolation path."""
+def test_vit_square_example_at_config_size_exports_the_interpolating_path() -> None:
+    """transformers returns the position table unchanged when H == W == image_size unless
+    ``torch.jit.is_tracing()``: plain torch.export records that branch under a guard (H == W and
+    (H // 8)² == 16), so the graph's Add fails at other sizes. capture/patches.py runs
+    ``interpolate_pos_encoding`` as if tracing: the same example gives a graph valid at any size."""
     model, x = _vit(), torch.randn(2, 3, 32, 32)
-    program = onnxport.export(model, (x,), dynamic_shapes=HW, check_runtime=False)
-    with pytest.warns(UserWarning, match=r"only valid where the guards"):  # without the model: no judge
-        check_runtime(program, (x,), {})
-    with pytest.raises(DynamicShapesError, match=r"//8.*fails in onnxruntime"):  # with it: onnxruntime refuses
-        check_runtime(program, (x,), {}, model)
-    with pytest.raises(DynamicShapesError, match=r"such as \w+=3, \w+=48"):  # export's own check (default on)
-        onnxport.export(model, (x,), dynamic_shapes=HW)
+    embeddings = transformers.models.vit.modeling_vit.ViTEmbeddings
+    method = embeddings.interpolate_pos_encoding
+
+    plain = torch.export.export(model, (x,), dynamic_shapes=HW, strict=False)
+    with pytest.raises(DynamicShapesError, match="Guard failed"):
+        check_guards(plain, (torch.randn(3, 3, 48, 27),), {}, "other sizes")
+
+    program = onnxport.export(model, (x,), dynamic_shapes=HW)
+    assert embeddings.interpolate_pos_encoding is method  # the patch is undone after the capture
+    assert torch.jit.is_tracing() is False
+    for shape in [(2, 3, 32, 32), (3, 3, 48, 27)]:
+        y = torch.randn(shape)
+        with torch.no_grad():
+            _close(program(y), [model(y)])

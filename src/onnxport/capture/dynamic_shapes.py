@@ -138,6 +138,8 @@ def resolve(
         raise InputError(
             f"dynamic_axes must be a dict {{input_name: {{axis: dim_name}}}}, got {type(dynamic_axes).__name__}."
         )
+    if isinstance(dynamic_shapes, Mapping):
+        dynamic_shapes = _varargs_positional(forward, combined, dynamic_shapes)
     given = [n for n, v in (("dynamic_shapes", dynamic_shapes), ("dynamic_axes", dynamic_axes), ("dynamic", dynamic)) if v]
     if len(given) > 1:
         raise InputError(f"Give only one of {', '.join(given)}: they all declare the dynamic dims.")
@@ -206,10 +208,9 @@ def check_dim_names(leaves: Sequence[tuple[str, torch.Tensor]], named: Sequence[
 
 def _check_ranks(spec: Any, combined: Mapping[str, Any], forward: Any) -> None:
     """Unnamed dims (Dim.AUTO/DYNAMIC) beyond a tensor's rank are errors too."""
-    if isinstance(spec, (list, tuple)):
-        spec = dict(zip(signature_order(forward, combined), spec))
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, (list, tuple, Mapping)):
         return
+    spec = bind_specs(forward, combined, spec)
 
     def walk(value: Any, sub: Any, path: str) -> None:
         if isinstance(value, torch.Tensor):
@@ -289,14 +290,49 @@ def bind_inputs(forward: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) ->
     return combined
 
 
-def signature_order(forward: Any, combined: Mapping[str, Any]) -> list[str]:
-    """The names of ``combined`` in forward-signature order (how a tuple ``dynamic_shapes`` binds)."""
+def _bound_names(params: Mapping[str, inspect.Parameter], combined: Mapping[str, Any]) -> list[str]:
+    """The parameters an input was bound to, in signature order (how torch.export binds a tuple
+    spec): a ``*args`` parameter once, for its ``name_0`` ... inputs; inputs of ``**kwargs`` last."""
+    varargs = {n for n, p in params.items() if p.kind is inspect.Parameter.VAR_POSITIONAL}
+    names = [n for n in params if n in combined or (n in varargs and f"{n}_0" in combined)]
+    return names + [n for n in combined if n not in names and not any(n.startswith(f"{v}_") for v in varargs)]
+
+
+def _varargs_positional(forward: Any, combined: Mapping[str, Any], dynamic_shapes: Mapping[str, Any]) -> Any:
+    """A dict spec naming a ``*args`` parameter, as the positional tuple torch.export binds the same
+    way (its dict form would need the ``name_0`` ... inputs that :func:`bind_inputs` makes)."""
     try:
-        params = list(inspect.signature(forward).parameters)
+        params = inspect.signature(forward).parameters
     except (TypeError, ValueError):
-        return list(combined)
-    order = {name: i for i, name in enumerate(params)}
-    return sorted(combined, key=lambda n: order.get(n, len(order)))
+        return dynamic_shapes
+    varargs = [n for n, p in params.items() if p.kind is inspect.Parameter.VAR_POSITIONAL]
+    if not any(v in dynamic_shapes for v in varargs) or not set(dynamic_shapes) <= set(params):
+        return dynamic_shapes
+    return tuple(dynamic_shapes.get(n) for n in _bound_names(params, combined))
+
+
+def bind_specs(forward: Any, combined: Mapping[str, Any], dynamic_shapes: Any) -> Mapping[str, Any]:
+    """``dynamic_shapes`` keyed like ``combined`` (:func:`bind_inputs`).
+
+    A tuple/list binds to forward's parameters in signature order, as ``torch.export`` binds it; a
+    ``*args`` parameter's spec is one tuple with an entry per element, which is spread over the
+    ``name_0``, ``name_1`` ... inputs that :func:`bind_inputs` made of it.
+    """
+    try:
+        params = inspect.signature(forward).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    if isinstance(dynamic_shapes, (list, tuple)):
+        specs: dict[str, Any] = dict(zip(_bound_names(params, combined), dynamic_shapes))
+    elif isinstance(dynamic_shapes, Mapping):
+        specs = dict(dynamic_shapes)
+    else:
+        return {}
+    for name, param in params.items():
+        if param.kind is inspect.Parameter.VAR_POSITIONAL and isinstance(specs.get(name), (list, tuple)):
+            for i, sub in enumerate(specs.pop(name)):
+                specs[f"{name}_{i}"] = sub
+    return specs
 
 
 def _signature(forward: Any) -> str:
@@ -312,12 +348,7 @@ def leaf_names(forward: Any, combined: Mapping[str, Any], dynamic_shapes: Any) -
     Paths use the forward signature's names and the container keys/indices:
     ``tensor_x``, ``input_dict.tensor_x``, ``input_list.0``.
     """
-    if isinstance(dynamic_shapes, (list, tuple)):
-        specs: Mapping[str, Any] = dict(zip(signature_order(forward, combined), dynamic_shapes))
-    elif isinstance(dynamic_shapes, Mapping):
-        specs = dynamic_shapes
-    else:
-        specs = {}
+    specs = bind_specs(forward, combined, dynamic_shapes)
     out: list[tuple[str, AxisNames]] = []
     for name, value in combined.items():
         _walk(value, specs.get(name), name, out)

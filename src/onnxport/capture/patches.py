@@ -11,6 +11,19 @@ the user already imported (no library is imported here).
   ``pad = max(kernel - ((H - 1) % stride + 1), 0)``, since ``(H - 1) % stride + 1`` is ``stride``
   when ``H % stride == 0`` and ``H % stride`` otherwise (TensorFlow's formula,
   https://www.tensorflow.org/api_docs/python/tf/nn#notes_on_padding_2).
+- transformers' Mamba selective scan (``mamba_selective_scan`` of Mamba, FalconMamba, Jamba,
+  Zamba): its Python loop over the sequence fixes the sequence length; replaced by the same
+  recurrence as a ``scan`` op (:mod:`onnxport.capture.selective_scan`).
+- transformers' position-embedding interpolation (``interpolate_pos_encoding`` of ViT, DINOv2,
+  DeiT, CLIP, SigLIP, ... -- about 50 models; ``get_absolute_positions``, ``_tile_position_embeddings``)
+  returns the table unchanged when the input is at the config's resolution
+  (``if not torch.jit.is_tracing() and num_patches == num_positions and height == width``). A square
+  example at that resolution makes torch.export record this branch under a guard, so the graph is
+  valid at that size only. transformers skips the shortcut under ``torch.jit.is_tracing()`` "to
+  ensure the exported model works for dynamic input shapes"; the patch runs these methods (and only
+  them) with ``torch.jit.is_tracing()`` true, so the capture always takes the interpolating path.
+  That path is exact at the config's size too: bicubic/bilinear resampling at scale 1 has the
+  weights (0, 1, 0, 0).
 """
 
 from __future__ import annotations
@@ -22,6 +35,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+
+from onnxport.capture.selective_scan import selective_scan
 
 
 def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dilate: bool) -> torch.Tensor:
@@ -46,6 +61,8 @@ def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dila
 
 #: (module name, attribute, replacement) applied while capturing, when the module is imported.
 PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
+    *((f"transformers.models.{name}.modeling_{name}", "mamba_selective_scan", selective_scan)
+      for name in ("mamba", "falcon_mamba", "jamba", "zamba")),
     ("transformers.models.mobilenet_v2.modeling_mobilenet_v2", "apply_tf_padding",
      functools.partial(tf_same_padding, dilate=True)),
     ("transformers.models.mobilenet_v1.modeling_mobilenet_v1", "apply_tf_padding",
@@ -53,17 +70,55 @@ PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
 )
 
 
+def _tracing() -> bool:
+    return True
+
+
+def as_if_tracing(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` run with ``torch.jit.is_tracing()`` returning True (restored when it returns)."""
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        original = torch.jit.is_tracing
+        torch.jit.is_tracing = _tracing
+        try:
+            return method(*args, **kwargs)
+        finally:
+            torch.jit.is_tracing = original
+    return wrapper
+
+
+def position_interpolation_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
+    """``(class, method name, replacement)`` for the position-embedding methods of the imported
+    transformers models that skip their general path unless tracing: methods whose name contains
+    ``pos`` and whose code reads ``is_tracing``."""
+    patches: list[tuple[Any, str, Callable[..., Any]]] = []
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("transformers.models.") or module is None:
+            continue
+        for cls in list(vars(module).values()):
+            if not isinstance(cls, type) or cls.__module__ != module_name:
+                continue
+            for name, method in list(vars(cls).items()):
+                code = getattr(method, "__code__", None)
+                if "pos" in name and code is not None and "is_tracing" in code.co_names:
+                    patches.append((cls, name, as_if_tracing(method)))
+    return patches
+
+
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
-    """Apply :data:`PATCHES` to the modules already imported; restore them on exit."""
+    """Apply :data:`PATCHES` and :func:`position_interpolation_patches` to the modules already
+    imported; restore them on exit."""
     saved = []
+    targets: list[tuple[Any, str, Callable[..., Any]]] = [
+        (sys.modules.get(module_name), attribute, replacement) for module_name, attribute, replacement in PATCHES
+    ]
     try:
-        for module_name, attribute, replacement in PATCHES:
-            module = sys.modules.get(module_name)
-            if module is not None and hasattr(module, attribute):
-                saved.append((module, attribute, getattr(module, attribute)))
-                setattr(module, attribute, replacement)
+        for owner, attribute, replacement in [*targets, *position_interpolation_patches()]:
+            if owner is not None and attribute in vars(owner):
+                saved.append((owner, attribute, vars(owner)[attribute]))
+                setattr(owner, attribute, replacement)
         yield
     finally:
-        for module, attribute, original in reversed(saved):
-            setattr(module, attribute, original)
+        for owner, attribute, original in reversed(saved):
+            setattr(owner, attribute, original)

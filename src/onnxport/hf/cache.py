@@ -69,10 +69,50 @@ def flatten_cache(cache: Any) -> list[torch.Tensor]:
 
 
 def new_cache(config: Any) -> Any:
-    """An empty ``DynamicCache`` with one layer per decoder layer of ``config``."""
-    from transformers import DynamicCache  # heavy optional dependency (onnxport[hf])
+    """An empty ``DynamicCache`` with one layer per decoder layer of ``config``, every layer
+    keeping the whole past (``DynamicLayer``), sliding-window layers included.
 
-    return DynamicCache(config=config)
+    transformers gives a sliding-window layer a ``DynamicSlidingWindowLayer``, which returns only
+    the last ``sliding_window - 1`` positions as the present and takes its mask offset from its
+    count of tokens seen; in an exported graph that count is the past input's length, so once the
+    past is truncated the graph's mask offset and the ``attention_mask`` (the whole history, as
+    onnxruntime-genai and Optimum feed it) disagree (onnxruntime's GatherND index out of range).
+    With a full layer the present is ``past + new`` and the window lives in the mask
+    (``sliding_window_causal_mask_function`` on absolute positions): the logits are those of
+    transformers' sliding cache, and the graph's cache is the one onnxruntime-genai's builder
+    uses for Mistral (a full buffer, ``local_window_size`` in GroupQueryAttention).
+    """
+    from transformers import DynamicCache  # heavy optional dependency (onnxport[hf])
+    from transformers.cache_utils import (  # heavy optional dependency (onnxport[hf])
+        DynamicLayer,
+        DynamicSlidingWindowLayer,
+    )
+
+    cache = DynamicCache(config=config)
+    cache.layers = [
+        DynamicLayer() if type(layer) is DynamicSlidingWindowLayer else layer
+        for layer in cache.layers
+    ]
+    return cache
+
+
+def sliding_windows(config: Any) -> dict[int, int]:
+    """Cache layer index → ``sliding_window`` for the sliding-window layers of ``config``
+    (transformers' own layer typing, ``get_layer_types_and_kwargs``; empty without any)."""
+    from transformers.cache_utils import (  # heavy optional dependency (onnxport[hf])
+        get_layer_types_and_kwargs,
+    )
+
+    text = config.get_text_config(decoder=True)
+    try:
+        types, kwargs = get_layer_types_and_kwargs(text)
+    except (AttributeError, TypeError, ValueError):  # a config transformers' cache cannot type
+        return {}
+    return {
+        i: int(kw["sliding_window"])
+        for i, (kind, kw) in enumerate(zip(types, kwargs))
+        if kind == "sliding_attention" and kw.get("sliding_window")
+    }
 
 
 class TextModel(torch.nn.Module):
@@ -226,3 +266,12 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
             **extra,
         )
         return (out.logits, *flatten_cache(out.past_key_values.self_attention_cache))
+
+
+def past_key_windows(module: torch.nn.Module, config: Any) -> dict[str, int]:
+    """Past-key graph input name (``past_key_values.{i}.key``) → sliding window, for the
+    sliding-window layers of a :class:`CausalLMWithCache` (empty for any other module)."""
+    if not isinstance(module, CausalLMWithCache):
+        return {}
+    return {f"past_key_values.{i}.key": w for i, w in sliding_windows(config).items()}
+

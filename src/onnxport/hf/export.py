@@ -13,13 +13,21 @@ from typing import Any
 import torch
 
 from onnxport._export import export as export_program
-from onnxport.errors import HFError, VerificationError
+from onnxport.errors import HFError, InputError, VerificationError
+from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
-from onnxport.hf.streamed import Streamed, WeightProgress, export_streamed
+from onnxport.hf.shared_cache import KV_CACHE_MODES, validate_shared
+from onnxport.hf.streamed import (
+    QUANTIZATION_REPORT,
+    Streamed,
+    WeightProgress,
+    export_streamed,
+    quantization_report,
+)
 from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, describe, eager
 from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 
@@ -75,6 +83,8 @@ def export(
     layout: str = hf_layout.DEFAULT_LAYOUT,
     target: str | None = None,
     quantize: str | QuantizeOptions | None = None,
+    kv_cache: str = "concat",
+    dtype: str | torch.dtype | None = None,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -110,14 +120,32 @@ def export(
         quantize: ``"int4"``, ``"int8"`` or a :class:`~onnxport.passes.ort.QuantizeOptions`:
             weight-only quantization of the MatMul weights to ``MatMulNBits`` (onnxruntime only),
             applied after validation; each weight's quantization error is computed when it is
-            written, into ``HFExport.quantization`` and ``quantization_report.json``.
+            written, into ``HFExport.quantization`` and ``quantization_report.json``. On the
+            streamed path the graph before quantization is validated the same way (on a 2-layer
+            slice) and the quantized files are run (:mod:`onnxport.hf.streamed`).
+        dtype: ``"float16"``, ``"bfloat16"``, ``"float32"`` or the torch dtype (streamed path
+            only): export the graph in this dtype, the checkpoint's tensors cast as they stream;
+            validated against eager in float32 with that dtype's tolerances
+            (``verify/compare.py: TOLERANCES``). ``None``: the checkpoint's dtype.
+        kv_cache: ``"concat"`` (default): ``present.* = Concat(past, new)``, positions from
+            ``position_ids`` (left padding works; onnxruntime, transformers.js). ``"shared"``
+            (``target="onnxruntime"``, text-generation only): the in-place cache onnxruntime-genai
+            runs with ``past_present_share_buffer: true``: fixed ``max_length`` past buffers that
+            ``present.*`` aliases, rotary fused into GroupQueryAttention (caches of
+            ``max_position_embeddings`` rows), positions and lengths from ``attention_mask``
+            (rows must not be left-padded: the kernel reads the first ``sum(mask)`` buffer
+            rows); validated on unpadded inputs
+            (:mod:`onnxport.hf.shared_cache`), ``genai_config.json`` says
+            ``past_present_share_buffer: true``.
 
     Returns:
         An :class:`HFExport` with the programs, the validation rows and the files written.
 
     Raises:
         HFError: The folder has no usable config or weights, the architecture or task is unknown,
-            or ``target``/``quantize`` is not one of the values above.
+            or ``target``/``quantize``/``kv_cache``/``dtype`` is not one of the values above,
+            ``kv_cache="shared"`` on a model whose attention does not fuse or with ``stream=True``,
+            or ``dtype`` given without ``stream=True``.
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
     """
@@ -130,10 +158,21 @@ def export(
     quantization = quantize_options(quantize)
     if target not in (None, "onnx", "onnxruntime"):
         raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
-    if stream and (target == "onnxruntime" or quantization is not None):
+    if kv_cache not in KV_CACHE_MODES:
+        raise HFError(f"kv_cache must be 'concat' or 'shared', not {kv_cache!r}.")
+    shared = kv_cache == "shared"
+    if shared and target != "onnxruntime":
         raise HFError(
-            "stream=True writes the standard graph; target='onnxruntime' and quantize= need the "
-            "in-memory path (stream=False)."
+            "kv_cache='shared' is the in-place cache of onnxruntime's GroupQueryAttention; "
+            "add target='onnxruntime' (CLI: --target onnxruntime)."
+        )
+    if shared and stream:
+        raise HFError("kv_cache='shared' is exported on the in-memory path: pass stream=False.")
+    export_dtype = dtype_option(dtype)
+    if export_dtype is not None and not stream:
+        raise HFError(
+            f"dtype={dtype!r} casts the weights as they stream: pass stream=True with a safetensors "
+            "folder (or convert a loaded model with model.to(dtype) and leave dtype=None)."
         )
     if stream:
         if not isinstance(model_or_folder, (str, Path)) or destination is None:
@@ -149,10 +188,13 @@ def export(
             progress=progress,
             optimize=optimize,
             layout=layout,
+            target=None if target == "onnx" else target,
+            quantize=quantization,
+            dtype=export_dtype,
         )
         return HFExport(
             done.task.name, done.model, done.programs, done.checks, destination, done.files,
-            done.seconds, done, layout,
+            done.seconds, done, layout, done.quantization,
         )
     if isinstance(model_or_folder, (str, Path)):
         loaded = load(Path(model_or_folder), task)
@@ -162,17 +204,35 @@ def export(
         raise HFError(
             f"model_or_folder must be a folder path or a transformers model, not {type(model_or_folder).__name__}."
         )
+    if shared and loaded.task.kind != "causal-lm":
+        raise HFError(
+            f"kv_cache='shared' is for text-generation decoders, not task {loaded.task.name!r}."
+        )
+    if shared:
+        _check_full_attention(loaded.model.config)
     result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
     parts = hf_inputs.components(loaded)
     for part in parts:
         start = time.perf_counter()
         program = _export_component(part, opset_version, optimize)
         if target == "onnxruntime":
-            optimize_for_onnxruntime(program.model)
+            try:
+                optimize_for_onnxruntime(
+                    program.model,
+                    windows=wrappers.past_key_windows(part.module, loaded.model.config),
+                    # positions from the lengths: exact for the shared graph's unpadded rows only
+                    rotary_positions=_max_positions(loaded.model.config) if shared else None,
+                    shared_kv_buffer=shared,
+                )
+            except InputError as e:
+                raise HFError(str(e)) from e
+            program.release()  # the export's verification session ran the standard graph
         result.programs[part.name] = program
         name_total_sequence(program.model)
         result.seconds[part.name] = time.perf_counter() - start
-        if validate:
+        if validate and shared:
+            result.checks += validate_shared(part, program, atol)
+        elif validate:
             result.checks += validate_component(part, program, atol)
         if quantization is not None:
             optimize_for_onnxruntime(
@@ -191,10 +251,10 @@ def export(
         )
         raise VerificationError(f"ONNX outputs differ from eager PyTorch on fresh inputs:\n{rows}")
     if destination is not None:
-        result.files = _write(destination, result.programs, loaded, layout)
+        result.files = _write(destination, result.programs, loaded, layout, shared)
         result.output_dir = destination
         if quantization is not None:
-            report = destination / "quantization_report.json"
+            report = destination / QUANTIZATION_REPORT
             report.write_text(
                 json.dumps(quantization_report(quantization, result.quantization), indent=1)
             )
@@ -227,9 +287,19 @@ def quantize_options(quantize: str | QuantizeOptions | None) -> QuantizeOptions 
     return QUANTIZE_PRESETS[quantize]
 
 
-def quantization_report(options: QuantizeOptions, errors: dict[str, dict[str, float]]) -> dict:
-    """The JSON written beside a quantized model: settings and each weight's error."""
-    return {"options": dataclasses.asdict(options), "weights": errors}
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def dtype_option(dtype: str | torch.dtype | None) -> torch.dtype | None:
+    """``"float16"``/``"bfloat16"``/``"float32"``/a torch dtype/``None`` → a torch dtype or ``None``
+    (``HFError`` for anything else)."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        dtype = DTYPES.get(dtype.removeprefix("torch."), dtype)
+    if dtype not in DTYPES.values():
+        raise HFError(f"dtype must be float16, bfloat16 or float32, not {dtype!r}.")
+    return dtype  # type: ignore[return-value]
 
 
 def validate_component(
@@ -257,7 +327,11 @@ def _check_output_dir(output_dir: str | Path) -> Path:
 
 
 def _write(
-    destination: Path, programs: dict[str, Any], loaded: LoadedModel, layout: str
+    destination: Path,
+    programs: dict[str, Any],
+    loaded: LoadedModel,
+    layout: str,
+    shared_buffer: bool = False,
 ) -> list[Path]:
     """Write into a temporary sibling folder, then move it into place: a failure leaves nothing."""
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
@@ -281,7 +355,9 @@ def _write(
                 generation.save_pretrained(staging)
                 files.append(Path("generation_config.json"))
         if loaded.task.kind == "causal-lm":
-            files.append(_write_genai_config(staging, programs["model"], loaded, layout))
+            files.append(
+                _write_genai_config(staging, programs["model"], loaded, layout, shared_buffer)
+            )
         if destination.exists():
             destination.rmdir()  # checked empty before the export
         staging.rename(destination)
@@ -291,7 +367,33 @@ def _write(
     return files
 
 
-def _write_genai_config(folder: Path, program: Any, loaded: LoadedModel, layout: str) -> Path:
+# Config fields of masks beyond causal + padding, which the shared graph's kernel-side causal mask
+# (no attention_bias) would drop; validation's short inputs would not notice.
+_MASK_LIMITS = ("sliding_window", "attention_chunk_size")
+
+
+def _check_full_attention(config: Any) -> None:
+    """``HFError`` when the config limits attention (sliding window, chunks): not for kv_cache='shared'."""
+    text = getattr(config, "get_text_config", lambda: config)()
+    limited = [k for k in _MASK_LIMITS if getattr(text, k, None) not in (None, 0)]
+    if getattr(text, "use_sliding_window", True) is False:
+        limited = [k for k in limited if k != "sliding_window"]
+    if limited:
+        raise HFError(
+            f"kv_cache='shared' drops the graph's mask for the kernel's causal one; this model "
+            f"sets {', '.join(limited)}. Export with kv_cache='concat' (its mask is kept)."
+        )
+
+
+def _max_positions(config: Any) -> int | None:
+    """``max_position_embeddings`` (the rotary caches' length), ``None`` when the config has none."""
+    value = getattr(config, "max_position_embeddings", None)
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _write_genai_config(
+    folder: Path, program: Any, loaded: LoadedModel, layout: str, shared_buffer: bool
+) -> Path:
     """``genai_config.json`` at the root of the export folder, naming the decoder by its path
     relative to it (``onnx/model.onnx`` in the hub layout)."""
     generation = getattr(loaded.model, "generation_config", None)
@@ -300,5 +402,6 @@ def _write_genai_config(folder: Path, program: Any, loaded: LoadedModel, layout:
         loaded.model.config.to_dict(),
         generation.to_dict() if generation is not None else None,
         hf_layout.model_path("model", layout).as_posix(),
+        past_present_share_buffer=shared_buffer,
     )
     return write_genai_config(folder, content).relative_to(folder)

@@ -10,7 +10,8 @@ inputs/outputs, and the search defaults from ``generation_config.json``.
 
 ``past_present_share_buffer`` must be ``False`` for onnxport's standard cache graph, whose
 ``present.*`` is ``Concat(past, new)`` and so grows each step; ``True`` tells onnxruntime-genai
-that the graph updates a fixed-size buffer in place (a different graph).
+that the graph updates a fixed-size buffer of ``search.max_length`` rows in place, the graph of
+``onnxport.hf.export(..., target="onnxruntime", kv_cache="shared")``.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def genai_config(
             settings take precedence over ``config``'s (as in the builder).
         filename: The decoder file relative to the folder holding ``genai_config.json``.
         past_present_share_buffer: ``True`` only for a graph that updates a fixed-size cache
-            buffer in place; onnxport's standard graph needs ``False``.
+            buffer in place (``kv_cache="shared"``); onnxport's standard graph needs ``False``.
 
     Returns:
         The JSON-ready dict (``{"model": {...}, "search": {...}}``).

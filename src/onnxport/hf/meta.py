@@ -10,7 +10,8 @@
   tensor identity, so initializer names are the keys of the checkpoint; tied parameters
   (``lm_head.weight`` = ``embed_tokens.weight``) share one initializer and every alias is kept.
 - :func:`checkpoint_weights` gives ``ONNXProgram.apply_weights`` the checkpoint's tensors under
-  those names, after the renames transformers applies on load.
+  those names, after the renames transformers applies on load (cast lazily, tensor by tensor,
+  when the model was built in another floating dtype than the checkpoint's: ``dtype=``).
 - :func:`materialize` loads the checkpoint's tensors into a meta model as memory-mapped tensors
   (``load_state_dict(assign=True)``), for the eager reference of the validation.
 """
@@ -25,6 +26,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf.checkpoint import Checkpoint, model_keys
+from onnxport.weights.sources import CastSource, Source, torch_source
 
 
 @contextlib.contextmanager
@@ -133,8 +135,14 @@ def rename_weights(program: Any, names: dict[str, list[str]]) -> None:
     table.aliases = {a: c for a, c in aliases.items() if a != c}
 
 
-def check(model: torch.nn.Module, checkpoint: Checkpoint) -> None:
+def check(model: torch.nn.Module, checkpoint: Checkpoint, *, cast: bool = False) -> None:
     """Before exporting: every parameter has a checkpoint tensor of its shape and dtype.
+
+    Args:
+        model: The meta model.
+        checkpoint: Its checkpoint.
+        cast: The weights are cast as they stream (``dtype=``): a floating tensor may have another
+            floating dtype than the parameter.
 
     Raises:
         HFError: Listing every parameter the checkpoint lacks and every shape/dtype mismatch.
@@ -151,7 +159,8 @@ def check(model: torch.nn.Module, checkpoint: Checkpoint) -> None:
                 missing.append(group[0])
             continue
         entry = checkpoint.entries[found]
-        if tuple(entry.shape) != tuple(tensor.shape) or entry.dtype != tensor.dtype:
+        castable = cast and entry.dtype.is_floating_point and tensor.dtype.is_floating_point
+        if tuple(entry.shape) != tuple(tensor.shape) or (entry.dtype != tensor.dtype and not castable):
             mismatched.append(
                 f"{group[0]}: model {tensor.dtype} {list(tensor.shape)}, checkpoint {found} "
                 f"{entry.dtype} {list(entry.shape)}"
@@ -172,13 +181,26 @@ def _raise_unfit(checkpoint: Checkpoint, missing: list[str], mismatched: list[st
 
 def checkpoint_weights(
     program: Any, model: torch.nn.Module, checkpoint: Checkpoint
-) -> dict[str, torch.Tensor]:
+) -> dict[str, torch.Tensor | Source]:
     """The checkpoint's tensors for the program's weights, by the model's own names, for
     ``ONNXProgram.apply_weights``: memory-mapped, nothing read yet. Checkpoint tensors the program
-    does not use (a slice's cut layers, a tied copy) are left out."""
+    does not use (a slice's cut layers, a tied copy) are left out. A floating tensor whose dtype
+    differs from its weight's in the graph (the model built with ``dtype=``) becomes a
+    :class:`onnxport.weights.sources.CastSource`, converted when it is written."""
     keys = model_keys(model, checkpoint)
-    wanted = set(program.weights.slots) | set(program.weights.aliases)
-    return {name: checkpoint.tensor(keys[name]) for name in wanted if name in keys}
+    table = program.weights
+    out: dict[str, torch.Tensor | Source] = {}
+    for name in set(table.slots) | set(table.aliases):
+        if name not in keys:
+            continue
+        tensor = checkpoint.tensor(keys[name])
+        slot = table.slots[table.aliases.get(name, name)]
+        source = torch_source(tensor, name)
+        if source.dtype != slot.dtype and tensor.dtype.is_floating_point and slot.dtype.is_floating_point():
+            out[name] = CastSource(source, slot.dtype)
+        else:
+            out[name] = tensor
+    return out
 
 
 def materialize(model: torch.nn.Module, checkpoint: Checkpoint) -> torch.nn.Module:

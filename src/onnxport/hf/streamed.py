@@ -1,16 +1,27 @@
 """The large-model path of ``onnxport.hf.export``: a folder's model exported without its weights in RAM.
 
 1. The model is built from ``config.json`` with its parameters on the ``meta`` device
-   (:func:`onnxport.hf.meta.build`), in the checkpoint's floating dtype (bf16/fp16 stay so).
+   (:func:`onnxport.hf.meta.build`), in the checkpoint's floating dtype (bf16/fp16 stay so) or in
+   ``dtype=`` (the checkpoint's tensors are then cast as they stream).
 2. Each component is exported with meta example inputs; initializers are renamed to the model's own
    state_dict keys, matched with the checkpoint's tensors (renames transformers applies on load,
-   tied weights) and bound to them lazily.
-3. Saving streams the tensors one at a time from the checkpoint's memory map into external data,
-   in a staging folder beside the destination (never ``/tmp``), renamed into place at the end.
+   tied weights) and bound to them lazily. ``target="onnxruntime"`` adds the contrib-op fusions
+   (:mod:`onnxport.passes.ort`), ``quantize=`` the MatMulNBits rewrite, whose packed weights are
+   transforms of the checkpoint tensors: nothing is read yet.
+3. Saving streams the tensors one at a time from the checkpoint's memory map (through their
+   transforms: transpose, cast, quantization) into external data, in a staging folder beside the
+   destination (never ``/tmp``), renamed into place at the end.
 4. Validation runs onnxruntime on the staged files (memory-mapped external data, no prepacking)
    against eager PyTorch on the same checkpoint, memory-mapped too. When the checkpoint is larger
    than ``memory_fraction`` of the available memory, a *slice* is validated instead: the same
-   config cut to 2 layers, exported the same way, with those layers' real weights.
+   config cut to 2 layers, exported the same way, with those layers' real weights. A quantized
+   export is validated as the in-memory path validates one (:func:`onnxport.hf.export`): the
+   graph *before* quantization (same target and dtype) against eager with the tolerance table
+   (here on the slice, or on the whole model when it has at most 2 layers, written unquantized to
+   a temporary subfolder); the quantized files themselves are run in onnxruntime on the first
+   fresh input set when the model fits in memory, where only eager's shapes and dtypes and finite
+   values are required (int4/int8 weights change the values: each weight's quantization error is
+   in ``quantization_report.json``).
 
 Any failure removes the staging folder: nothing is left behind.
 """
@@ -19,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -30,6 +42,7 @@ import torch
 
 from onnxport._export import export as export_program
 from onnxport.errors import HFError, OnnxportError, VerificationError
+from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf import meta
@@ -39,11 +52,20 @@ from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager
+from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 from onnxport.runtime import run_session, to_numpy
 
 SLICE_LAYERS = 2
 HALF_ATOL = 0.1
 SLICE_FOLDER = ".onnxport-slice"
+
+
+QUANTIZATION_REPORT = "quantization_report.json"
+
+
+def quantization_report(options: QuantizeOptions, errors: dict[str, dict[str, float]]) -> dict:
+    """The JSON written beside a quantized model: settings and each weight's error."""
+    return {"options": dataclasses.asdict(options), "weights": errors}
 
 
 class WeightProgress(Protocol):
@@ -67,13 +89,15 @@ class Streamed:
         task: The task exported.
         model: The transformers model, its parameters on ``meta``.
         checkpoint_bytes: Bytes of the checkpoint's tensors.
-        dtype: The floating dtype the model was exported in (the checkpoint's).
+        dtype: The floating dtype the model was exported in (the checkpoint's, or ``dtype=``).
         programs: Component name → ONNXProgram (initializers bound to the checkpoint).
         seconds: Component name → export seconds (weights excluded).
         checks: The validation rows.
         files: Files written, relative to the destination.
         weight_bytes: Bytes of external data written (tied tensors once).
-        validation: ``"full"``, ``"slice (2 of N layers)"`` or ``"off"``.
+        validation: ``"full"``, ``"slice (2 of N layers)"`` or ``"off"``; quantized exports add
+            ``", before quantization"`` (module docstring).
+        quantization: Quantized weight name → ``{"rel_l2", "max_abs"}``, filled as written.
     """
 
     task: Task
@@ -86,6 +110,7 @@ class Streamed:
     files: list[Path] = dataclasses.field(default_factory=list)
     weight_bytes: int = 0
     validation: str = "off"
+    quantization: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
 
 
 def available_memory() -> int:
@@ -102,14 +127,28 @@ def available_memory() -> int:
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Build:
+    """How each component is exported: the onnxport options and the onnxruntime target."""
+
+    opset: int | None = None
+    optimize: bool = True
+    target: str | None = None
+    quantize: QuantizeOptions | None = None
+    cast: bool = False
+
+
 def _export_part(
     part: hf_inputs.Component,
     model: torch.nn.Module,
     checkpoint: Checkpoint,
-    options: dict[str, Any],
+    build: _Build,
+    report: dict[str, dict[str, float]] | None = None,
 ) -> Any:
-    """Export one component of a meta model, name its weights by the model's own keys and apply
-    the checkpoint's tensors to them (lazily: nothing is read until the save)."""
+    """Export one component of a meta model, name its weights by the model's own keys, apply the
+    checkpoint's tensors to them (lazily: nothing is read until the save) and run the onnxruntime
+    target's passes (which record transforms of those tensors; ``report`` receives each quantized
+    weight's error when it is written)."""
     program = export_program(
         part.module,
         (),
@@ -117,11 +156,16 @@ def _export_part(
         dynamic_shapes=part.dynamic_shapes,
         input_names=part.input_names,
         output_names=part.output_names,
-        opset_version=options.get("opset_version"),
-        optimize=options.get("optimize", True),
+        opset_version=build.opset,
+        optimize=build.optimize,
     )
     meta.rename_weights(program, meta.own_names(part.module, model))
     program.apply_weights(meta.checkpoint_weights(program, model, checkpoint))
+    if build.target == "onnxruntime":
+        optimize_for_onnxruntime(program.model, windows=wrappers.past_key_windows(part.module, model.config))
+    if build.quantize is not None:
+        optimize_for_onnxruntime(program.model, fuse=False, quantize=build.quantize, report=report)
+    name_total_sequence(program.model)
     return program
 
 
@@ -190,51 +234,106 @@ def session(path: Path) -> Any:
 
 
 def _check_part(
-    part: hf_inputs.Component, path: Path, atol: float | None, label: str
+    part: hf_inputs.Component, path: Path, rule: _Rule, label: str, sizes: Any = None
 ) -> list[OutputCheck]:
+    """Run the saved component and eager on fresh inputs (``sizes``, default
+    :data:`onnxport.hf.inputs.CHECK_SIZES`) and compare every output by ``rule``."""
     sess = session(path)
     names = [i.name for i in sess.get_inputs()]
     checks = []
-    for sizes in hf_inputs.CHECK_SIZES:
-        feeds = part.make_inputs(sizes)
+    graph_dtype = rule.dtype
+    for size in sizes or hf_inputs.CHECK_SIZES:
+        feeds = part.make_inputs(size)
+        if graph_dtype is not None:  # float inputs rounded to the graph's dtype, eager gets the same values
+            feeds = torch.utils._pytree.tree_map(lambda t: _round(t, graph_dtype), feeds)
         leaves = [t for t in torch.utils._pytree.tree_leaves(feeds) if isinstance(t, torch.Tensor)]
-        arrays = {n: to_numpy(t) for n, t in zip(names, leaves, strict=True)}
+        arrays = {n: to_numpy(_cast(t, rule.dtype)) for n, t in zip(names, leaves, strict=True)}
         actual = run_session(sess, arrays)
-        expected = eager(part.module, feeds)
-        checks += compare_outputs((label, describe(feeds)), part.output_names, actual, expected, atol)
+        expected = [_cast(t, rule.dtype) for t in eager(part.module, feeds)]
+        checks += compare_outputs((label, describe(feeds)), part.output_names, actual, expected, rule.atol)
     return checks
 
 
-def _validate(spec: _Spec, staging: Path, atol: float | None, memory_fraction: float) -> tuple[list[OutputCheck], str]:
+def _cast(t: Any, dtype: torch.dtype | None) -> Any:
+    is_float = isinstance(t, torch.Tensor) and t.is_floating_point()
+    return t.to(dtype) if dtype is not None and is_float else t
+
+
+def _round(t: Any, dtype: torch.dtype) -> Any:
+    return _cast(_cast(t, dtype), t.dtype) if isinstance(t, torch.Tensor) else t
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rule:
+    """How outputs are compared: ``atol`` (``None``: the tolerance table) and, when the graph's
+    dtype was chosen with ``dtype=``, that dtype (eager runs in float32, its outputs are cast to
+    it and compared with its tolerances; float inputs are rounded to it for both)."""
+
+    atol: float | None
+    dtype: torch.dtype | None = None
+
+
+def _reference(spec: _Spec, config: Any) -> torch.nn.Module:
+    """The eager model of ``config`` with the checkpoint's tensors memory-mapped; in float32
+    when the export chose its dtype (``dtype=``), which copies half-precision checkpoints."""
+    model = meta.materialize(meta.build(config, spec.task.auto_class, spec.source_dtype), spec.checkpoint)
+    if spec.rule.dtype is not None and spec.source_dtype != torch.float32:
+        model = model.float()
+    return model
+
+
+def _check_folder(spec: _Spec, config: Any, folder: Path, build: _Build, label: str) -> list[OutputCheck]:
+    """Export ``config`` (the slice, or the whole model) with ``build`` into ``folder`` (flat) and
+    compare it with eager."""
+    model = meta.build(config, spec.task.auto_class, spec.dtype)
+    parts = hf_inputs.components(LoadedModel(model, spec.task, spec.folder, spec.pooling))
+    programs = {p.name: _export_part(p, model, spec.checkpoint, build, {}) for p in parts}
+    _save_parts(programs, folder, None, "flat")
+    del programs
+    real = _reference(spec, config)
+    checks = []
+    for part in hf_inputs.components(LoadedModel(real, spec.task, spec.folder, spec.pooling)):
+        checks += _check_part(part, folder / f"{part.name}.onnx", spec.rule, f"{part.name} ({label})")
+    return checks
+
+
+def _validate(spec: _Spec, staging: Path, memory_fraction: float) -> tuple[list[OutputCheck], str]:
     """Validate the staged export in full or through a slice (see the module docstring)."""
-    if spec.checkpoint.nbytes <= memory_fraction * available_memory():
-        real = meta.materialize(meta.build(spec.config, spec.task.auto_class, spec.dtype), spec.checkpoint)
+    fits = spec.checkpoint.nbytes <= memory_fraction * available_memory()
+    cut = slice_config(spec.config)
+    total = getattr(spec.config, "num_hidden_layers", None)
+    if spec.build.quantize is None and fits:
+        real = _reference(spec, spec.config)
         loaded = LoadedModel(real, spec.task, spec.folder, spec.pooling)
         checks = []
         for part in hf_inputs.components(loaded):
-            checks += _check_part(part, staging / hf_layout.model_path(part.name, spec.layout), atol, part.name)
+            checks += _check_part(part, staging / hf_layout.model_path(part.name, spec.layout), spec.rule, part.name)
         return checks, "full"
-    cut = slice_config(spec.config)
-    if cut is None:
+    if cut is None and spec.build.quantize is None:
         raise HFError(
             f"The checkpoint ({spec.checkpoint.nbytes / 2**30:.1f} GiB) is too large to validate in "
             f"memory and its config has no num_hidden_layers to validate a slice; pass validate=False."
         )
     folder = staging / SLICE_FOLDER
     folder.mkdir()
-    model = meta.build(cut, spec.task.auto_class, spec.dtype)
-    loaded = LoadedModel(model, spec.task, spec.folder, spec.pooling)
-    parts = hf_inputs.components(loaded)
-    programs = {p.name: _export_part(p, model, spec.checkpoint, {"opset_version": spec.opset}) for p in parts}
-    _save_parts(programs, folder, None, "flat")
-    del programs
-    real = meta.materialize(meta.build(cut, spec.task.auto_class, spec.dtype), spec.checkpoint)
-    checks = []
-    for part in hf_inputs.components(LoadedModel(real, spec.task, spec.folder, spec.pooling)):
-        checks += _check_part(part, folder / f"{part.name}.onnx", atol, f"{part.name} (slice)")
+    float_build = dataclasses.replace(spec.build, quantize=None)
+    label = f"slice ({SLICE_LAYERS} of {total} layers)" if cut is not None else "full"
+    short = "slice" if cut is not None else "whole"
+    if spec.build.quantize is None:
+        checks = _check_folder(spec, cut, folder, float_build, short)
+    else:
+        label += ", before quantization"
+        checks = _check_folder(spec, cut or spec.config, folder, float_build, f"{short}, before quantization")
+        if fits:  # the quantized files run: eager's shapes, dtypes, finite values (module docstring)
+            real = _reference(spec, spec.config)
+            bits = f"int{spec.build.quantize.bits}"
+            runs = _Rule(math.inf, spec.rule.dtype)
+            for part in hf_inputs.components(LoadedModel(real, spec.task, spec.folder, spec.pooling)):
+                path = staging / hf_layout.model_path(part.name, spec.layout)
+                checks += _check_part(part, path, runs, f"{part.name} ({bits}, runs)", hf_inputs.CHECK_SIZES[:1])
+            label += f"; the {bits} model ran"
     shutil.rmtree(folder)
-    total = spec.config.num_hidden_layers
-    return checks, f"slice ({SLICE_LAYERS} of {total} layers)"
+    return checks, label
 
 
 @dataclasses.dataclass
@@ -245,7 +344,9 @@ class _Spec:
     checkpoint: Checkpoint
     dtype: torch.dtype | None
     pooling: dict[str, Any] | None
-    opset: int | None = None
+    build: _Build
+    rule: _Rule
+    source_dtype: torch.dtype | None = None
     layout: str = hf_layout.DEFAULT_LAYOUT
 
 
@@ -261,6 +362,9 @@ def export_streamed(
     progress: WeightProgress | None = None,
     optimize: bool = True,
     layout: str = hf_layout.DEFAULT_LAYOUT,
+    target: str | None = None,
+    quantize: QuantizeOptions | None = None,
+    dtype: torch.dtype | None = None,
 ) -> Streamed:
     """Export ``folder`` into ``destination`` without loading its weights (module docstring).
 
@@ -272,13 +376,22 @@ def export_streamed(
         validate: Compare with eager PyTorch on fresh inputs.
         atol: Validation tolerance: ``None``, onnxport's per-dtype table
             (``verify/compare.py``), except :data:`HALF_ATOL` for bfloat16/float16 checkpoints
-            (eager CPU rounds every half op, onnxruntime computes them in float32); a number,
-            Optimum's max-abs-difference rule.
+            exported in their dtype (eager CPU rounds every half op, onnxruntime computes them in
+            float32); a number, Optimum's max-abs-difference rule.
         memory_fraction: Validate the whole model when the checkpoint's bytes are at most this
             fraction of the available memory (``/proc/meminfo`` MemAvailable), else a 2-layer slice.
         progress: Receives the streaming progress (tensors and bytes).
         optimize: Run onnxport's graph passes (they record weight transforms, read no values).
         layout: ``"hub"`` (graphs under ``onnx/``) or ``"flat"`` (:mod:`onnxport.hf.layout`).
+        target: ``None``/``"onnx"`` or ``"onnxruntime"`` (the contrib-op fusions of
+            :mod:`onnxport.passes.ort`, validated like the standard graph).
+        quantize: MatMulNBits weight-only quantization, computed as each weight is written;
+            writes ``quantization_report.json`` (validation: module docstring).
+        dtype: ``torch.float16``/``torch.bfloat16``/``torch.float32``: build the graph in this
+            floating dtype and cast the checkpoint's tensors to it as they stream (``None``: the
+            checkpoint's). Validation then runs eager in float32 and compares its outputs, cast
+            to ``dtype``, with the tolerance table's ``dtype`` row (float16 rtol/atol 1e-2,
+            bfloat16 2e-2), float inputs rounded to ``dtype`` for both.
 
     Returns:
         A :class:`Streamed` with the meta model, the programs, the checks and the files written.
@@ -291,21 +404,27 @@ def export_streamed(
     config = read_config(folder)
     checkpoint = read_checkpoint(folder)
     resolved = get_task(task) if task else infer_task(config)
-    dtype = checkpoint.float_dtype()
+    source_dtype = checkpoint.float_dtype()
+    graph_dtype = dtype if dtype is not None else source_dtype
+    if quantize is not None and graph_dtype not in (None, torch.float32):
+        raise HFError(
+            f"quantize= rewrites float32 MatMuls; this export's graph is {graph_dtype} "
+            f"({'dtype=' if dtype is not None else 'the checkpoint'}): pass dtype='float32' "
+            "(float16 MatMulNBits is not done yet)."
+        )
     pooling = read_pooling(folder) if resolved.name == "feature-extraction" else None
-    spec = _Spec(folder, config, resolved, checkpoint, dtype, pooling, opset_version, layout)
-    if atol is None and dtype in (torch.bfloat16, torch.float16):
+    if atol is None and dtype is None and source_dtype in (torch.bfloat16, torch.float16):
         atol = HALF_ATOL
-    model = meta.build(config, resolved.auto_class, dtype)
-    meta.check(model, checkpoint)
-    result = Streamed(resolved, model, checkpoint.nbytes, dtype)
+    build = _Build(opset_version, optimize, target, quantize, cast=dtype is not None)
+    rule = _Rule(atol, dtype)
+    spec = _Spec(folder, config, resolved, checkpoint, graph_dtype, pooling, build, rule, source_dtype, layout)
+    model = meta.build(config, resolved.auto_class, graph_dtype)
+    meta.check(model, checkpoint, cast=build.cast)
+    result = Streamed(resolved, model, checkpoint.nbytes, graph_dtype)
     programs: dict[str, Any] = {}
     for part in hf_inputs.components(LoadedModel(model, resolved, folder, pooling)):
         start = time.perf_counter()
-        programs[part.name] = _export_part(
-            part, model, checkpoint, {"opset_version": opset_version, "optimize": optimize}
-        )
-        name_total_sequence(programs[part.name].model)
+        programs[part.name] = _export_part(part, model, checkpoint, build, result.quantization)
         result.programs[part.name] = programs[part.name]
         result.seconds[part.name] = time.perf_counter() - start
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
@@ -322,8 +441,12 @@ def export_streamed(
                 programs["model"].model, config.to_dict(), generation, hf_layout.model_path("model", layout).as_posix()
             )
             result.files.append(write_genai_config(staging, content).relative_to(staging))
+        if quantize is not None:
+            report = staging / QUANTIZATION_REPORT
+            report.write_text(json.dumps(quantization_report(quantize, result.quantization), indent=1))
+            result.files.append(report.relative_to(staging))
         if validate:
-            result.checks, result.validation = _validate(spec, staging, atol, memory_fraction)
+            result.checks, result.validation = _validate(spec, staging, memory_fraction)
             failed = [c for c in result.checks if not c.passed]
             if failed:
                 rows = "\n".join(
@@ -351,4 +474,12 @@ def export_streamed(
     return result
 
 
-__all__ = ["Streamed", "WeightProgress", "available_memory", "export_streamed", "slice_config"]
+__all__ = [
+    "QUANTIZATION_REPORT",
+    "Streamed",
+    "WeightProgress",
+    "available_memory",
+    "export_streamed",
+    "quantization_report",
+    "slice_config",
+]

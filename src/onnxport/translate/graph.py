@@ -268,7 +268,10 @@ class GraphTranslator:
         placeholders = iter(operands)
         for sub in module.graph.nodes:
             if sub.op == "placeholder":
-                self.env[sub] = next(placeholders)
+                operand = self.env[sub] = next(placeholders)
+                val = sub.meta.get("val")
+                if isinstance(operand, ir.Value) and operand.shape is None and isinstance(val, torch.Tensor):
+                    self.set_meta(operand, val, None)  # a body's formal input: the captured shape (rank)
             elif sub.op == "call_function":
                 self._call(sub)
             elif sub.op == "get_attr":

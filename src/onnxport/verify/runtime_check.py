@@ -232,8 +232,9 @@ def _sizes(names: Mapping[Any, str], sizes: Mapping[Any, int]) -> str:
 
 def _specialization_error(names: Mapping[Any, str], example: Mapping[Any, int], choice: SizeChoice,
                           what: str) -> DynamicShapesError:
-    """The error for guards that pin the model to the example's path (issue 14: ViT at its
-    configured square size skips ``interpolate_pos_encoding``)."""
+    """The error for guards that pin the model to the example's path (issue 14: a branch on a
+    relation of sizes, such as ViT's ``interpolate_pos_encoding`` shortcut at the configured square
+    size before capture/patches.py handled it)."""
     shown = "; ".join(f"{g.text} (at {g.where.splitlines()[0].strip()})" for g in choice.rejected[:3])
     more = f" and {len(choice.rejected) - 3} more" if len(choice.rejected) > 3 else ""
     found = (f"the other sizes tried that satisfy them: {_sizes(names, choice.sizes)}" if choice.sizes is not None
@@ -248,8 +249,8 @@ def _specialization_error(names: Mapping[Any, str], example: Mapping[Any, int], 
         f"the example and not there: {_shorten(shown)}{more}. At those sizes the exported model {what}, "
         f"so it holds only the example's path ({found}).\n"
         f"Fix: export with an example where these conditions are false, such as "
-        f"{_sizes(names, choice.first)}, so that the graph holds the general path (transformers ViT skips "
-        f"interpolate_pos_encoding when the example is square at the config's image_size).{tie} Or make "
+        f"{_sizes(names, choice.first)}, so that the graph holds the general path (for example a branch "
+        f"on H % stride in TF \"same\" padding, or on the image size equal to the config's).{tie} Or make "
         "those dims static in dynamic_shapes; export(..., check_runtime=False) keeps the specialized model."
     )
 

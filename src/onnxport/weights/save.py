@@ -2,8 +2,12 @@
 
 Each tensor goes from its source (torch storage, memory-mapped safetensors) through its
 transforms straight into the data file (``onnx_ir.external_data.convert_tensors_to_external``,
-which writes one tensor at a time and renames its temporary file into place), so the peak memory
-is about the largest tensor, never the model.
+which renames its temporary file into place), so the peak memory is about the largest tensor plus
+:data:`IN_FLIGHT_BYTES`, never the model. :data:`WRITE_WORKERS` threads write at once (onnx_ir's
+``max_workers``: one descriptor per thread, each tensor at its precomputed offset, the bytes
+identical to a serial write), so one tensor's transform (a transpose, a quantization) runs while
+another's bytes go to disk; the data files are fsynced before the graph that names them is
+renamed into place.
 
 File layout: ``model.onnx`` and ``model.onnx.data`` (``model.onnx.data_1``, ``_2``... when
 sharded by size, the chunk numbering of transformers.js ``src/models.js``); onnxruntime,
@@ -54,6 +58,10 @@ INLINE_BYTES = 256
 ALIGNMENT = 65536
 ALIGN_THRESHOLD = 1024**2
 TEMP_TAG = ".onnxport-"
+# Threads writing one data file (onnx_ir ``max_workers``): a transform overlaps another tensor's
+# disk write. Materialized bytes in flight are capped by IN_FLIGHT_BYTES (plus one larger tensor).
+WRITE_WORKERS = 2
+IN_FLIGHT_BYTES = 512 * 1024**2
 DATA_SUFFIX = ".data"
 
 
@@ -199,6 +207,15 @@ def _write_graph(model: ir.Model, path: Path, tmp: Path) -> None:
     os.replace(tmp, path)
 
 
+def _fsync(path: Path) -> None:
+    """Flush ``path``'s bytes to the disk (before a graph naming it is renamed into place)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _shards(tensors: list[ir.TensorProtocol], max_bytes: int | None) -> list[list[ir.TensorProtocol]]:
     groups: list[list[ir.TensorProtocol]] = [[]]
     size = 0
@@ -293,8 +310,10 @@ def save_model(
             for i, group in enumerate(_shards(list(unique.values()), max_shard_bytes)):
                 fresh.append(f"{path.name}{TEMP_TAG}{token}.data{i}")
                 written = ir.external_data.convert_tensors_to_external(
-                    group, folder, fresh[-1], callback=callback, alignment=ALIGNMENT, align_threshold=ALIGN_THRESHOLD
+                    group, folder, fresh[-1], callback=callback, alignment=ALIGNMENT, align_threshold=ALIGN_THRESHOLD,
+                    max_workers=WRITE_WORKERS, max_in_flight_bytes=IN_FLIGHT_BYTES,
                 )
+                _fsync(folder / fresh[-1])
                 for src, ext in zip(group, written):
                     where[_storage_key(src)] = (i, ext.offset or 0, ext.length or 0)
             placed = [(v, where[_storage_key(v.const_value)]) for v in big]  # type: ignore[arg-type]

@@ -162,6 +162,33 @@ class MissingSource(Source):
         return "no data (fake/meta)"
 
 
+class CastSource(Source):
+    """Another source's tensor converted to ``dtype`` when it is read (numpy ``astype``: round to
+    nearest even, as ``torch.Tensor.to``), one tensor at a time: a float32 checkpoint exported in
+    float16 is cast as it streams, never held converted.
+
+    Args:
+        inner: The source to read.
+        dtype: The floating ONNX dtype to convert to.
+    """
+
+    def __init__(self, inner: Source, dtype: ir.DataType) -> None:
+        self.inner = inner
+        self.dtype = dtype
+        self.shape = tuple(inner.shape)
+
+    @property
+    def has_data(self) -> bool:
+        return self.inner.has_data
+
+    def tensor(self) -> ir.TensorProtocol:
+        array = self.inner.tensor().numpy().astype(self.dtype.numpy())
+        return ir.Tensor(array, dtype=self.dtype)
+
+    def describe(self) -> str:
+        return f"{self.inner.describe()} cast to {self.dtype.name}"
+
+
 def torch_source(tensor: torch.Tensor, name: str) -> Source:
     """A :class:`TorchSource`, or a :class:`MissingSource` for a meta/fake tensor."""
     if is_fake(tensor):
@@ -230,7 +257,7 @@ def read_shard_folder(folder: str | os.PathLike[str]) -> dict[str, SafetensorsSo
 
 
 def open_weights(weights: Any) -> dict[str, Source]:
-    """Name → source for a state_dict (name → torch tensor / numpy array), a ``.safetensors``
+    """Name → source for a state_dict (name → torch tensor / numpy array / :class:`Source`), a ``.safetensors``
     file, a shard folder or its ``model.safetensors.index.json``. Reads headers only.
 
     Raises:
@@ -248,6 +275,8 @@ def open_weights(weights: Any) -> dict[str, Source]:
                 out[str(name)] = torch_source(value, str(name))
             elif isinstance(value, np.ndarray):
                 out[str(name)] = ArraySource(value)
+            elif isinstance(value, Source):
+                out[str(name)] = value
             else:
                 raise InputError(f"Weight {name} is a {type(value).__name__}; give a torch.Tensor or a numpy array.")
         return out

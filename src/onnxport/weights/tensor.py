@@ -204,6 +204,34 @@ def cast(base: ir.TensorProtocol, dtype: ir.DataType, name: str) -> ir.TensorPro
     return derive(base, lambda a: a.astype(target), dtype=dtype, shape=list(base.shape.numpy()), name=name)
 
 
+def concatenated(
+    bases: Sequence[ir.TensorProtocol], axis: int, name: str
+) -> ir.TensorProtocol:
+    """``bases`` joined along ``axis`` (ONNX Concat / ``numpy.concatenate`` semantics), when written.
+
+    Args:
+        bases: Tensors of one dtype and rank whose shapes differ only along ``axis``.
+        axis: The axis to join along (negative counts from the end).
+        name: The result's initializer name.
+
+    Raises:
+        InputError: The bases differ in dtype, rank, or a dimension other than ``axis``.
+    """
+    shapes = [tuple(int(d) for d in b.shape.numpy()) for b in bases]
+    dtypes = {b.dtype for b in bases}
+    if not bases or len(dtypes) != 1 or len({len(s) for s in shapes}) != 1:
+        raise InputError(f"Cannot concatenate {[b.name for b in bases]} into {name}: need one dtype and rank.")
+    rank = len(shapes[0])
+    axis = axis % rank if rank else 0
+    if len({s[:axis] + s[axis + 1 :] for s in shapes}) != 1:
+        raise InputError(f"Cannot concatenate {[b.name for b in bases]} into {name}: shapes {shapes} differ off axis {axis}.")
+    shape = list(shapes[0])
+    shape[axis] = sum(s[axis] for s in shapes)
+    return derive_many(
+        bases, lambda *a: np.concatenate(a, axis=axis), dtype=bases[0].dtype, shape=shape, name=name
+    )
+
+
 def reshaped(base: ir.TensorProtocol, shape: Sequence[int], name: str) -> ir.TensorProtocol:
     """``base`` with another shape of the same size, when written."""
     dims = tuple(int(d) for d in shape)

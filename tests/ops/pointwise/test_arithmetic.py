@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import onnxport
 from _eager import INTS, check_against_eager, ints
 
 F = torch.nn.functional
@@ -31,3 +32,23 @@ def test_bool_ordering_and_extremes() -> None:
                          torch.clamp_min(x, y), torch.clamp_max(x, y)), a, b)
     check_against_eager(lambda x: (*torch.max(x, 1), *torch.min(x, 0)), a)
     check_against_eager(lambda x, y: torch.atan2(x, y), a, b)  # atan2(0, 0) = 0
+
+
+class MaskedFill(torch.nn.Module):
+    """masked_fill.Scalar on float, int64 and bool tensors (a broadcast mask) and .Tensor."""
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (x.masked_fill(mask, -1.5), x.long().masked_fill(mask[:, :1], 7),
+                mask.masked_fill(mask[:1], False), x.masked_fill(mask, value))
+
+
+def test_masked_fill_is_translated_whole_with_dynamic_dims() -> None:
+    model = MaskedFill()
+    x, mask, value = torch.randn(2, 5), torch.rand(2, 5) > 0.5, torch.tensor(2.5)
+    dims = {0: "batch", 1: "length"}
+    program = onnxport.export(model, (x, mask, value), dynamic_shapes=(dims, dims, None))
+    assert program.status.decomposed is False  # no run_decompositions for masked_fill
+    for args in ((x, mask, value), (torch.randn(3, 4), torch.rand(3, 4) > 0.5, torch.tensor(-4.0))):
+        for actual, expected in zip(program(*args), model(*args)):
+            assert actual.shape == expected.shape and actual.dtype == expected.dtype
+            assert torch.equal(torch.as_tensor(actual), expected)

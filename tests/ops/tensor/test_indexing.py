@@ -34,3 +34,20 @@ def test_take_negative_indices() -> None:
 def test_nonzero_static_pads_and_truncates(size: int) -> None:
     x = torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]])
     check_against_eager(lambda t: torch.nonzero_static(t, size=size, fill_value=-7), x)
+
+
+class RepeatInterleave(torch.nn.Module):
+    """repeat_interleave.self_int with a constant, a SymInt (the batch size) and no dim."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x.repeat_interleave(3, dim=1), x.repeat_interleave(x.shape[0], dim=-1), x.repeat_interleave(2)
+
+
+def test_repeat_interleave_self_int_with_dynamic_dims_and_a_symbolic_count() -> None:
+    model, x = RepeatInterleave(), torch.randn(2, 5, 3)
+    program = onnxport.export(model, (x,), dynamic_shapes=({0: "batch", 1: "length"},))
+    assert program.status.decomposed is False  # translated whole: no run_decompositions
+    for y in (x, torch.randn(3, 4, 3)):
+        for actual, expected in zip(program(y), model(y)):
+            assert actual.shape == expected.shape and actual.dtype == expected.dtype
+            assert torch.equal(torch.as_tensor(actual), expected)

@@ -346,6 +346,22 @@ def aten_where(ctx: Ctx, condition: ir.Value, self: ir.Value, other: ir.Value) -
     return ctx.op.Where(cond, self, other)
 
 
+@translates(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+def aten_masked_fill(ctx: Ctx, self: ir.Value, mask: ir.Value, value: Any) -> ir.Value:
+    """masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor (and .Tensor, a 0-D value)
+
+    ``value`` where ``mask`` (broadcast), else ``self``; the value takes self's dtype, as torch
+    casts it (PyTorch docs, Tensor.masked_fill_). Translated whole so the training IR's
+    ``masked_fill`` does not force a decomposition of the whole program (capture/decomp.py).
+    """
+    dtype = self.dtype
+    fill = ctx.op.Cast(value, to=dtype) if isinstance(value, ir.Value) else ctx.const(value, dtype)
+    cond = _to_bool(ctx, mask)
+    if dtype == ir.DataType.BOOL:  # onnxruntime has no bool Where kernel: (m ∧ v) ∨ (¬m ∧ self)
+        return ctx.op.Or(ctx.op.And(cond, fill), ctx.op.And(ctx.op.Not(cond), self))
+    return ctx.op.Where(cond, fill, self)
+
+
 @translates(aten.clamp.default, aten.clamp.Tensor, promote=Promote.DEFAULT)
 def aten_clamp(ctx: Ctx, self: ir.Value, min: ir.Value | None = None, max: ir.Value | None = None) -> ir.Value:
     """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor

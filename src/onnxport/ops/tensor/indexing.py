@@ -159,6 +159,33 @@ def aten_repeat_interleave_tensor(ctx: Ctx, repeats: ir.Value, *, output_size: i
     return out if ctx.out_dtype() == i64 else ctx.op.Cast(out, to=ctx.out_dtype())
 
 
+@translates(aten.repeat_interleave.self_int)
+def aten_repeat_interleave_self_int(
+    ctx: Ctx, self: ir.Value, repeats: int | ir.Value, dim: int | None = None, *, output_size: int | None = None,
+) -> ir.Value:
+    """repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor
+
+    Each slice along ``dim`` repeated ``repeats`` times in place (``dim=None``: the flattened
+    input): Unsqueeze after ``dim``, Expand that axis to ``repeats``, merge it into ``dim``.
+    ``repeats`` may be a SymInt (0-D INT64 value).
+    """
+    if dim is None:
+        self, dim, r = ctx.op.Reshape(self, ctx.const([-1])), 0, 1
+    else:
+        r = rank(self)
+        dim %= r
+    sizes = ctx.op.Shape(self)
+    count = ctx.op.Reshape(repeats, ctx.const([1])) if isinstance(repeats, ir.Value) else ctx.const([repeats])
+
+    def part(start: int, end: int) -> ir.Value:
+        return ctx.op.Slice(sizes, ctx.const([start]), ctx.const([end]))
+
+    expanded = ctx.op.Expand(ctx.op.Unsqueeze(self, ctx.const([dim + 1])),
+                             ctx.op.Concat(part(0, dim + 1), count, part(dim + 1, r), axis=0))
+    merged = ctx.op.Mul(part(dim, dim + 1), count)
+    return ctx.op.Reshape(expanded, ctx.op.Concat(part(0, dim), merged, part(dim + 1, r), axis=0))
+
+
 @translates(aten.masked_select.default)
 def aten_masked_select(ctx: Ctx, self: ir.Value, mask: ir.Value) -> ir.Value:
     """masked_select(Tensor self, Tensor mask) -> Tensor: the broadcast self where mask, row-major."""

@@ -6,11 +6,16 @@ One file per fusion; each checks the installed onnxruntime has the CPU kernel
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import onnx_ir as ir
 import onnx_ir.passes.common as common
 
+from onnxport.errors import OnnxportError
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
+from onnxport.passes.ort.local_window import LocalWindowPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
+from onnxport.passes.ort.packed_matmul import PackedMatMulPass
 from onnxport.passes.ort.skip_norm import SkipNormalizationPass
 
 __all__ = ["QuantizeOptions", "optimize_for_onnxruntime"]
@@ -22,18 +27,42 @@ def optimize_for_onnxruntime(
     fuse: bool = True,
     quantize: QuantizeOptions | None = None,
     report: dict[str, dict[str, float]] | None = None,
+    windows: Mapping[str, int] | None = None,
+    rotary_positions: int | None = None,
+    shared_kv_buffer: bool = False,
 ) -> ir.Model:
     """Rewrite ``model`` in place for onnxruntime's CPU provider and return it.
 
     Args:
         model: A model produced by onnxport's standard pipeline.
-        fuse: Run the contrib-op fusions (attention, normalization).
-        quantize: Weight-only quantization of MatMul weights to MatMulNBits (``None``: keep float).
+        fuse: Run the contrib-op fusions (attention, normalization) and pack the MatMuls sharing
+            an input (q/k/v, gate/up: :mod:`~onnxport.passes.ort.packed_matmul`).
+        quantize: Weight-only quantization of MatMul weights to MatMulNBits (``None``: keep float);
+            the MatMuls are packed first (when ``fuse`` did not already), so packed weights are
+            quantized whole.
         report: Filled with each quantized weight's error when the weights are written.
+        windows: Sliding-window layers, by past-key graph input name → window (positions
+            attended, the query's included): their GroupQueryAttention gets ``local_window_size``
+            (:mod:`~onnxport.passes.ort.local_window`).
+        rotary_positions: ``max_position_embeddings``: fold the rotary embedding into
+            GroupQueryAttention (positions from the lengths, not ``position_ids``; see
+            :mod:`onnxport.passes.ort.group_query_attention`). ``None`` keeps it in the graph.
+        shared_kv_buffer: Make the in-place KV cache graph onnxruntime-genai runs with
+            ``past_present_share_buffer: true``.
+
+    Raises:
+        InputError: ``shared_kv_buffer`` and an attention that cannot be fused.
     """
     passes: list[ir.passes.PassBase] = []
     if fuse:
-        passes += [GroupQueryAttentionPass(), SkipNormalizationPass()]
+        passes += [
+            GroupQueryAttentionPass(rotary_positions, shared_kv_buffer),
+            LocalWindowPass(windows or {}),
+            SkipNormalizationPass(),
+        ]
+    if fuse or quantize is not None:
+        # After the fusions (their matchers see the unpacked projections), before MatMulNBits.
+        passes.append(PackedMatMulPass())
     if quantize is not None:
         passes.append(MatMulNBitsPass(quantize, report))
     passes += [
@@ -42,5 +71,13 @@ def optimize_for_onnxruntime(
         common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
         common.RemoveUnusedOpsetsPass(),
     ]
-    ir.passes.PassManager(passes)(model)
+    try:
+        ir.passes.PassManager(passes)(model)
+    except ir.passes.PassError as e:  # onnx_ir wraps a pass's exception (twice); keep onnxport's
+        cause = e.__cause__
+        while isinstance(cause, ir.passes.PassError):
+            cause = cause.__cause__
+        if isinstance(cause, OnnxportError):
+            raise cause from None
+        raise
     return model

@@ -12,13 +12,39 @@ onnxruntime's GroupQueryAttention (docs/ContribOperators.md) takes ``query``/``k
 ``[B]``, total length - 1) and ``total_sequence_length`` (int32 scalar), and returns the output and
 the present (past + new, written in place when past and present share a buffer). The rewrite:
 
-- query/key/value: the BNSH values fed to the Concat/Attention, as ``Reshape(Transpose(x))`` (the
-  rotary embedding stays the graph's own, so positions keep coming from ``position_ids``);
+- query/key/value: the BNSH values fed to the Concat/Attention, as ``Reshape(Transpose(x))``;
 - the mask becomes ``attention_bias`` (``0`` where attended, the float32 minimum elsewhere), so
   padding and sliding windows keep their exact semantics; ``seqlens_k`` is ``T - 1`` for every
   row and ``causal=1`` (the fusion applies to decoders, whose mask already is causal);
 - rows whose mask attends to nothing (left padding) give 0, as eager's sdpa and ONNX Attention do;
 - the output replaces the ``Reshape(Transpose(Reshape(out)))`` chain, or feeds an equivalent one.
+
+Two options change this (:class:`GroupQueryAttentionPass`):
+
+``rotary_positions`` (``max_position_embeddings``): the rotary embedding of q and k
+(:mod:`onnxport.passes.ort.rotary`) is folded in: ``do_rotary=1`` with ``cos_cache``/``sin_cache``
+initializers of ``(rotary_positions, head_size / 2)``, q/k fed before the rotation. The kernel then
+takes positions not from ``position_ids`` but from the lengths (onnxruntime
+``contrib_ops/cpu/bert/group_query_attention.cc``): ``0 .. S - 1`` on the first prompt (past empty),
+``seqlens_k[b] + 1 - S + i`` afterwards, i.e. ``past + i`` for every row. Rotary attention scores
+depend only on position differences, so this equals the graph whenever ``position_ids`` is that
+arange shifted by a constant per row -- for the attention output. ``present.key`` holds keys
+rotated by the kernel's positions, so it equals transformers' cache only for unpadded rows
+(``position_ids = past + i``): with left padding (``cumsum(mask) - 1``) the graph stays
+self-consistent but no longer matches a cache made by transformers. onnxport therefore fuses the
+rotary only with ``shared_buffer``, whose rows are unpadded by contract (onnxruntime-genai's builder
+graphs make the same assumption); the concatenating graph keeps its rotary and honours
+``position_ids``. Other positions (packed sequences, custom position ids) are never honoured by
+the fused kernel, and the total length must stay below ``rotary_positions``.
+
+``shared_buffer``: the graph onnxruntime-genai runs with ``past_present_share_buffer: true``:
+``past_key_values.*`` are fixed ``(batch, kv_heads, max_length, head_size)`` buffers that the kernel
+updates in place (``present.*`` has the same shape; genai binds both to one buffer; a plain
+onnxruntime session gets a copy). ``seqlens_k = ReduceSum(attention_mask, 1) - 1`` and
+``total_sequence_length = Shape(attention_mask)[1]`` as in the builder's ``make_attention_mask``
+path; the kernel's causal mask over the first ``seqlens_k + 1`` buffer rows replaces the graph's
+mask (no ``attention_bias``), so rows must not be left-padded. Every attention must fuse, else
+:class:`~onnxport.errors.InputError`.
 
 onnxruntime-genai's model builder (src/python/py/models/builders/base.py, ``make_group_query_attention``)
 emits the same op with the rotary fused; its input layout was read there, nothing copied.
@@ -33,7 +59,9 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
+from onnxport.errors import InputError
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
+from onnxport.passes.ort.rotary import Rotary, caches, match_rotary
 
 
 @dataclasses.dataclass
@@ -146,27 +174,79 @@ def match(node: ir.Node) -> _Match | None:
     return _Match(node, key_concat, value_concat, heads, kv_heads, head_size, chain)
 
 
+def _rotaries(m: _Match, max_positions: int | None) -> tuple[Rotary, Rotary] | None:
+    """The rotary embeddings of q and k of ``m`` when both match and agree."""
+    if max_positions is None:
+        return None
+    q = match_rotary(m.attention.inputs[0], m.head_size)
+    k = match_rotary(m.key_concat.inputs[1], m.head_size)
+    if q is None or k is None or q.positions is not k.positions or q.scale != k.scale:
+        return None
+    if not np.array_equal(q.inv_freq, k.inv_freq):
+        return None
+    return q, k
+
+
 class GroupQueryAttentionPass(ir.passes.InPlacePass):
-    """Fuse every matching Attention (see the module docstring)."""
+    """Fuse every matching Attention (see the module docstring).
+
+    Args:
+        rotary_positions: ``max_position_embeddings``: fold the rotary embedding in, with caches
+            of this many positions (``None``: keep the graph's rotary, positions from
+            ``position_ids``).
+        shared_buffer: Build the in-place cache graph for ``past_present_share_buffer: true``.
+
+    Raises:
+        InputError: ``shared_buffer`` and an attention that does not fuse, or no
+            ``attention_mask`` graph input.
+    """
+
+    def __init__(self, rotary_positions: int | None = None, shared_buffer: bool = False) -> None:
+        super().__init__()
+        self.rotary_positions = rotary_positions
+        self.shared_buffer = shared_buffer
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
-        if not has_kernel("GroupQueryAttention"):
-            return ir.passes.PassResult(model, False)
         graph = model.graph
         matches = [m for m in (match(n) for n in list(graph)) if m is not None]
+        if not has_kernel("GroupQueryAttention"):
+            matches = []
+        if self.shared_buffer:
+            self._check_all_fuse(graph, matches)
         if not matches:
             return ir.passes.PassResult(model, False)
-        shared: dict[int, tuple[ir.Value, ir.Value, ir.Value]] = {}
+        shared: dict[Any, Any] = {}
         for m in matches:
             self._rewrite(graph, m, shared)
         model.opset_imports.setdefault(MICROSOFT, 1)
         return ir.passes.PassResult(model, True)
 
+    @staticmethod
+    def _check_all_fuse(graph: ir.Graph, matches: list[_Match]) -> None:
+        names = {str(v.name) for v in graph.inputs}
+        if "attention_mask" not in names:
+            raise InputError(
+                "kv_cache='shared' needs a decoder graph with an attention_mask input "
+                "(positions and lengths come from it); export with kv_cache='concat'."
+            )
+        past = [v for v in graph.inputs if str(v.name).startswith("past_key_values.")]
+        fused = {id(m.key_concat.inputs[0]) for m in matches}
+        fused |= {id(m.value_concat.inputs[0]) for m in matches}
+        missing = [str(v.name) for v in past if id(v) not in fused]
+        if missing or not past:
+            raise InputError(
+                "kv_cache='shared' needs every attention rewritten to onnxruntime's "
+                "GroupQueryAttention (float32, head size a multiple of 16, a KV cache Concat, "
+                "the kernel in the installed onnxruntime); not fused for: "
+                f"{', '.join(missing[:4]) or 'no past_key_values inputs'}. "
+                "Export with kv_cache='concat' instead."
+            )
+
     def _rewrite(
         self,
         graph: ir.Graph,
         m: _Match,
-        shared: dict[int, tuple[ir.Value, ir.Value, ir.Value]],
+        shared: dict[Any, Any],
     ) -> None:
         node = m.attention
         nodes: list[ir.Node] = []
@@ -186,33 +266,45 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             )
 
         mask = node.inputs[3] if len(node.inputs) == 4 else None
-        key = id(mask)
-        if key not in shared:
-            shared[key] = self._lengths(m, mask, add, const)
-        seqlens_k, total, bias_and_rows = shared[key][0], shared[key][1], shared[key][2]
-        bias = bias_and_rows if mask is not None else None
+        if self.shared_buffer:
+            mask = None  # the kernel's causal mask over the seqlens_k + 1 buffer rows
+            if "lengths" not in shared:
+                shared["lengths"] = self._mask_lengths(graph, add, const)
+            seqlens_k, total = shared["lengths"]
+            bias = None
+        else:
+            key = id(mask)
+            if key not in shared:
+                shared[key] = self._lengths(m, mask, add, const)
+            seqlens_k, total, bias_and_rows = shared[key][0], shared[key][1], shared[key][2]
+            bias = bias_and_rows if mask is not None else None
         scale = node.attributes.get("scale")
+        rotary = _rotaries(m, self.rotary_positions)
         attrs: dict[str, Any] = {
             "num_heads": m.heads,
             "kv_num_heads": m.kv_heads,
-            "do_rotary": 0,
+            "do_rotary": int(rotary is not None),
             "causal": 1,
         }
         if scale is not None:
             attrs["scale"] = scale.as_float()
-        k_new, v_new = m.key_concat.inputs[1], m.value_concat.inputs[1]
+        q_in, k_new, v_new = node.inputs[0], m.key_concat.inputs[1], m.value_concat.inputs[1]
+        cos_cache = sin_cache = None
+        if rotary is not None:
+            q_in, k_new = rotary[0].x, rotary[1].x
+            cos_cache, sin_cache = self._caches(graph, rotary[0], shared)
         gqa = ir.node(
             "GroupQueryAttention",
             [
-                packed(node.inputs[0], m.heads),
+                packed(q_in, m.heads),
                 packed(k_new, m.kv_heads),
                 packed(v_new, m.kv_heads),
                 m.key_concat.inputs[0],
                 m.value_concat.inputs[0],
                 seqlens_k,
                 total,
-                None,
-                None,
+                cos_cache,
+                sin_cache,
                 None,
                 bias,
             ],
@@ -237,16 +329,55 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         else:
             replaced = m.output_chain_end
         graph.insert_before(node, nodes)
+        if self.shared_buffer:  # present is the past buffer, updated in place
+            present_key.shape = m.key_concat.inputs[0].shape  # type: ignore[union-attr]
+            present_value.shape = m.value_concat.inputs[0].shape  # type: ignore[union-attr]
         for old, new in (
             (replaced, result),
             (m.key_concat.outputs[0], present_key),
             (m.value_concat.outputs[0], present_value),
         ):
-            new.shape, new.type = old.shape, old.type
+            if not (self.shared_buffer and new is not result):
+                new.shape = old.shape
+            new.type = old.type
             name = old.name
             old.replace_all_uses_with(new, replace_graph_outputs=True)
             old.name = None
             new.name = name
+
+    def _caches(
+        self, graph: ir.Graph, rotary: Rotary, shared: dict[Any, Any]
+    ) -> tuple[ir.Value, ir.Value]:
+        """``cos_cache``/``sin_cache`` initializers, one pair per distinct ``inv_freq``."""
+        assert self.rotary_positions is not None
+        key = ("rotary", rotary.inv_freq.tobytes(), rotary.scale)
+        if key not in shared:
+            index = sum(1 for k in shared if isinstance(k, tuple) and k[0] == "rotary")
+            values = []
+            for kind, array in zip(("cos", "sin"), caches(rotary, self.rotary_positions)):
+                name = f"{kind}_cache" + (f"_{index}" if index else "")
+                value = ir.Value(
+                    name=name,
+                    shape=ir.Shape(array.shape),
+                    type=ir.TensorType(ir.DataType.FLOAT),
+                    const_value=ir.tensor(array, name=name),
+                )
+                graph.register_initializer(value)
+                values.append(value)
+            shared[key] = tuple(values)
+        return shared[key]
+
+    @staticmethod
+    def _mask_lengths(graph: ir.Graph, add, const):  # type: ignore[no-untyped-def]
+        """``seqlens_k = ReduceSum(attention_mask, 1) - 1`` (int32 ``[B]``) and
+        ``total_sequence_length = Shape(attention_mask)[1]`` (int32 scalar), as the builder."""
+        mask = next(v for v in graph.inputs if v.name == "attention_mask")
+        axes = const("axes", np.array([1], np.int64))
+        count = add("ReduceSum", [add("Cast", [mask], to=ir.DataType.INT32), axes], keepdims=0)
+        seqlens = add("Sub", [count, const("one", np.array(1, np.int32))])
+        total_1d = add("Cast", [add("Shape", [mask], start=1, end=2)], to=ir.DataType.INT32)
+        total = add("Squeeze", [total_1d, const("axes", np.array([0], np.int64))])
+        return seqlens, total
 
     @staticmethod
     def _lengths(m: _Match, mask: ir.Value | None, add, const):  # type: ignore[no-untyped-def]
@@ -254,8 +385,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
 
         T = past length (the past graph input's dim 2) + the query's sequence length."""
         past = add("Shape", [m.key_concat.inputs[0]], start=2, end=3)
-        new = add("Shape", [m.attention.inputs[0]], start=2, end=3)
-        batch = add("Shape", [m.attention.inputs[0]], start=0, end=1)
+        v_new = m.value_concat.inputs[1]  # not the query: its rotary may be fused away
+        new = add("Shape", [v_new], start=2, end=3)
+        batch = add("Shape", [v_new], start=0, end=1)
         total_1d = add("Cast", [add("Add", [past, new])], to=ir.DataType.INT32)
         total = add("Squeeze", [total_1d, const("axes", np.array([0], np.int64))])
         last = add("Sub", [total_1d, const("one", np.array([1], np.int32))])

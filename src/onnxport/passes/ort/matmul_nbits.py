@@ -5,8 +5,10 @@ Weight-only quantization: activations stay float, the weight is stored block-wis
 quarter (int4) of the float32 bytes per decode step. Inputs and attributes follow
 docs/ContribOperators.md of onnxruntime (``A, B, scales, zero_points``; ``K, N, bits, block_size,
 accuracy_level``); onnxruntime-genai's builder emits the same op for ``-p int4`` (it quantizes its
-finished graph with ``MatMulNBitsQuantizer``; here the packed tensors are derived lazily from the
-source weight and computed only when the model is written).
+finished graph with ``MatMulNBitsQuantizer``; here the packed tensors are
+:class:`onnxport.weights.WeightTensor` transforms of the source weight, computed only when the model
+is written, so a weight streamed from a safetensors checkpoint is read, quantized and written one
+tensor at a time and the float model is never held in memory).
 
 The LM head (a MatMul producing a graph output) is quantized unless ``lm_head=False``. Each
 quantized weight's error (relative L2 and max abs of the dequantized weight) is recorded in
@@ -16,15 +18,15 @@ quantized weight's error (relative L2 and max abs of the dequantized weight) is 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import threading
 
 import numpy as np
 import onnx_ir as ir
 
 from onnxport.errors import InputError
 from onnxport.passes.ort import blockwise
-from onnxport.passes.ort.derive import derive
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
+from onnxport.weights import WeightTensor
 
 FLOATS = (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 
@@ -80,17 +82,32 @@ def error_estimate(
 
 
 class _Shared:
-    """Quantizes one weight once for its three derived tensors, then forgets the result."""
+    """Quantizes one weight once for its three derived tensors, then forgets the result.
+
+    The source weight is read (``base.numpy()``: a transpose of the checkpoint tensor, a cast...)
+    only when a part is asked for and no quantization of it is pending, so writing the three
+    parts one after the other reads and quantizes the weight once. A lock makes that hold when
+    the writer produces tensors on several threads (``weights/save.py``).
+    """
 
     def __init__(
-        self, name: str, options: QuantizeOptions, report: dict[str, dict[str, float]]
+        self,
+        base: ir.TensorProtocol,
+        name: str,
+        options: QuantizeOptions,
+        report: dict[str, dict[str, float]],
     ) -> None:
-        self.name, self.options, self.report = name, options, report
+        self.base, self.name, self.options, self.report = base, name, options, report
         self.parts: dict[str, np.ndarray] = {}
+        self.lock = threading.Lock()
 
-    def part(self, base: Any, which: str) -> np.ndarray:
+    def part(self, which: str) -> np.ndarray:
+        with self.lock:
+            return self._part(which)
+
+    def _part(self, which: str) -> np.ndarray:
         if which not in self.parts:
-            weight = np.asarray(base.numpy(), dtype=np.float32)
+            weight = np.asarray(self.base.numpy(), dtype=np.float32)
             o = self.options
             q = blockwise.quantize(weight, o.bits, o.block_size, o.symmetric)
             self.parts = {"packed": q.packed, "scales": q.scales}
@@ -98,6 +115,27 @@ class _Shared:
                 self.parts["zero_points"] = q.zero_points
             self.report[self.name] = error_estimate(weight, q, o)
         return self.parts.pop(which)
+
+
+class _QuantizedPart(WeightTensor):
+    """One of MatMulNBits' constant inputs (packed weight, scales, zero points), a transform of
+    the source weight computed when written (:mod:`onnxport.weights.tensor`). It lists the source
+    as its base, so ``apply_weights``, ``missing_weights`` and ``has_data`` see the weight it
+    reads; :class:`_Shared` reads it only when needed."""
+
+    def __init__(
+        self, shared: _Shared, which: str, dtype: ir.DataType, shape: tuple[int, ...], name: str
+    ) -> None:
+        super().__init__(dtype=dtype, shape=shape, name=name, bases=(shared.base,))
+        self.shared, self.which = shared, which
+
+    def _produce(self) -> ir.TensorProtocol:
+        array = self.shared.part(self.which)
+        if tuple(array.shape) != tuple(self.shape.numpy()):
+            raise InputError(
+                f"quantized tensor {self.name}: expected shape {list(self.shape.numpy())}, got {list(array.shape)}"
+            )
+        return ir.Tensor(array, dtype=self.dtype, name=self.name)
 
 
 class MatMulNBitsPass(ir.passes.InPlacePass):
@@ -133,7 +171,7 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
         assert tensor is not None and weight.name is not None
         k, n = (int(d) for d in tensor.shape)  # type: ignore[arg-type]
         blocks = -(-k // o.block_size)
-        shared = _Shared(weight.name, o, self.report)
+        shared = _Shared(tensor, weight.name, o, self.report)
         shapes = {
             "packed": ((n, blocks, o.block_size * o.bits // 8), ir.DataType.UINT8),
             "scales": ((n, blocks), ir.DataType.FLOAT),
@@ -143,11 +181,7 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
         inputs: list[ir.Value | None] = [node.inputs[0]]
         for part, (shape, dtype) in shapes.items():
             name = f"{weight.name}.{part}"
-
-            def fn(base: Any, part: str = part) -> np.ndarray:
-                return shared.part(base, part)
-
-            lazy = derive(tensor, fn, dtype=dtype, shape=shape, name=name)
+            lazy = _QuantizedPart(shared, part, dtype, shape, name)
             value = ir.Value(
                 name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy
             )

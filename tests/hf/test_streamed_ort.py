@@ -1,0 +1,231 @@
+"""The streamed ``--hf`` path with the onnxruntime target, int4 quantization and ``--dtype``.
+
+A tiny 3-layer Llama checkpoint (safetensors shards with an index) is exported by the streamed
+path (meta-device model, weights streamed from the checkpoint through their transforms) and by the
+in-memory path (model loaded by transformers) with the same options: the graphs must be the same
+node for node, and every initializer the same bytes (names aside: the streamed path names weights
+by the model's own state_dict keys, the in-memory path by the export wrapper's). ``--dtype
+float16`` must run in onnxruntime and match eager float32 within the float16 tolerance. Peak
+memory is not asserted (``bench/large_model.py`` measures it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import numpy_helper
+from typer.testing import CliRunner
+
+import onnxport.hf
+from onnxport.cli import app
+from onnxport.errors import HFError
+from onnxport.hf import streamed
+from onnxport.hf.layout import find_model
+from onnxport.verify.compare import TOLERANCES
+
+transformers = pytest.importorskip("transformers")
+
+LAYERS = 3
+
+
+def _checkpoint(folder: pathlib.Path) -> Any:
+    """A random-weight 3-layer Llama (head size 16, as GroupQueryAttention's CPU kernel needs)
+    saved in ~40 kB shards with ``model.safetensors.index.json``."""
+    config = transformers.LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=100,
+        tie_word_embeddings=False,
+        architectures=["LlamaForCausalLM"],
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    model.save_pretrained(folder, max_shard_size="40KB")
+    assert (folder / "model.safetensors.index.json").is_file()
+    return model
+
+
+def _signature(folder: pathlib.Path) -> list[tuple[Any, ...]]:
+    """The graph node by node (op, domain, attributes, inputs, outputs), every initializer input
+    replaced by its dtype, shape and the SHA-256 of its bytes (read from external data), other
+    values by their order of appearance (graph inputs and outputs keep their names)."""
+    proto = onnx.load(str(find_model(folder)))
+    io = {v.name for v in [*proto.graph.input, *proto.graph.output]}
+    values: dict[str, str] = {}
+
+    def value(name: str) -> str:
+        return name if name in io or not name else values.setdefault(name, f"v{len(values)}")
+
+    weights = {}
+    for tensor in proto.graph.initializer:
+        array = numpy_helper.to_array(tensor)
+        digest = hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+        weights[tensor.name] = (tensor.data_type, tuple(array.shape), digest)
+    nodes = []
+    for node in proto.graph.node:
+        attributes = tuple(
+            sorted((a.name, str(onnx.helper.get_attribute_value(a))) for a in node.attribute)
+        )
+        inputs = tuple(weights.get(name) or value(name) for name in node.input)
+        nodes.append(
+            (node.op_type, node.domain, attributes, inputs, tuple(value(n) for n in node.output))
+        )
+    return nodes
+
+
+def _external_bytes(folder: pathlib.Path) -> int:
+    return sum(p.stat().st_size for p in find_model(folder).parent.glob("*.data*"))
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, pathlib.Path]:
+    root = tmp_path_factory.mktemp("streamort")
+    return _checkpoint(root / "ckpt"), root / "ckpt"
+
+
+@pytest.fixture(scope="module")
+def cli_int4(checkpoint: tuple[Any, pathlib.Path]) -> tuple[pathlib.Path, Any]:
+    """``onnxport export --hf CKPT -o OUT --target onnxruntime --quantize int4``."""
+    out = checkpoint[1].parent / "cli-int4"
+    result = CliRunner().invoke(
+        app,
+        [
+            "export",
+            "--hf",
+            str(checkpoint[1]),
+            "-o",
+            str(out),
+            "--target",
+            "onnxruntime",
+            "--quantize",
+            "int4",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return out, result
+
+
+def test_cli_target_onnxruntime_int4_takes_the_streamed_path(
+    cli_int4: tuple[pathlib.Path, Any],
+) -> None:
+    out, result = cli_int4
+    assert "Weights: streamed from the checkpoint" in result.output
+    # 3 layers > 2: the graph before quantization is validated on the 2-layer slice, then the
+    # quantized files run (the model fits in memory)
+    assert (
+        f"validation: slice (2 of {LAYERS} layers), before quantization; the int4 model ran"
+        in result.output
+    )
+    assert "FAIL" not in result.output
+    report = json.loads((out / streamed.QUANTIZATION_REPORT).read_text())
+    assert report["options"]["bits"] == 4 and report["options"]["block_size"] == 32
+    assert len(report["weights"]) == LAYERS * 7 + 1  # every MatMul weight and the LM head
+    assert all(0 < w["rel_l2"] < 0.2 for w in report["weights"].values())
+    assert "quantization_report.json" in result.output  # listed among the files written
+
+
+def test_streamed_int4_equals_in_memory(
+    checkpoint: tuple[Any, pathlib.Path], cli_int4: tuple[pathlib.Path, Any], tmp_path: pathlib.Path
+) -> None:
+    memory = onnxport.hf.export(
+        checkpoint[1],
+        output_dir=tmp_path / "memory",
+        target="onnxruntime",
+        quantize="int4",
+        validate=False,
+    )
+    assert memory.streamed is None
+    signature = _signature(cli_int4[0])
+    assert signature == _signature(tmp_path / "memory")
+    ops = [node[0] for node in signature]
+    assert ops.count("MatMulNBits") == LAYERS * 7 + 1 and "MatMul" not in ops
+    assert ops.count("GroupQueryAttention") == LAYERS
+    # The quantization report is the same too (computed as each weight was written).
+    streamed_report = json.loads((cli_int4[0] / streamed.QUANTIZATION_REPORT).read_text())[
+        "weights"
+    ]
+    assert sorted(streamed_report.values(), key=str) == sorted(
+        memory.quantization.values(), key=str
+    )
+
+
+def test_streamed_ort_target_equals_in_memory(
+    checkpoint: tuple[Any, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    result = onnxport.hf.export(
+        checkpoint[1], output_dir=tmp_path / "streamed", stream=True, target="onnxruntime"
+    )
+    assert result.streamed is not None and result.streamed.validation == "full" and result.passed
+    assert len(result.checks) == 2 * (1 + 2 * LAYERS)  # 2 input sets x (logits + presents)
+    memory = onnxport.hf.export(
+        checkpoint[1], output_dir=tmp_path / "memory", target="onnxruntime", validate=False
+    )
+    signature = _signature(tmp_path / "streamed")
+    assert signature == _signature(tmp_path / "memory")
+    ops = [node[0] for node in signature]
+    assert (
+        ops.count("GroupQueryAttention") == LAYERS
+        and ops.count("SkipSimplifiedLayerNormalization") == 2 * LAYERS
+    )
+    assert memory.streamed is None and _external_bytes(tmp_path / "streamed") > 0
+
+
+def test_streamed_float16_runs_and_matches_eager_float32(
+    checkpoint: tuple[Any, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    model, folder = checkpoint
+    result = onnxport.hf.export(folder, output_dir=tmp_path / "fp16", stream=True, dtype="float16")
+    assert result.streamed is not None and result.streamed.dtype == torch.float16
+    assert result.passed and result.streamed.validation == "full"
+    rtol, atol = TOLERANCES[torch.float16]
+    assert all(
+        (c.comparison.rtol, c.comparison.atol) == (rtol, atol)
+        for c in result.checks
+        if c.comparison
+    )
+    proto = onnx.load(str(find_model(tmp_path / "fp16")), load_external_data=False)
+    weights = {t.name: t.data_type for t in proto.graph.initializer}
+    assert weights["model.layers.0.self_attn.q_proj.weight.T"] == onnx.TensorProto.FLOAT16
+    assert weights["lm_head.weight.T"] == onnx.TensorProto.FLOAT16
+    fp32_bytes = sum(t.nbytes for t in model.state_dict().values())
+    assert _external_bytes(tmp_path / "fp16") < 0.6 * fp32_bytes  # cast as written: half the bytes
+
+    # Our own run in onnxruntime, independent of the export's validation.
+    session = streamed.session(find_model(tmp_path / "fp16"))
+    ids = torch.randint(3, 100, (2, 5), generator=torch.Generator().manual_seed(1))
+    feeds = {
+        "input_ids": ids.numpy(),
+        "attention_mask": np.ones((2, 5), np.int64),
+        "position_ids": np.tile(np.arange(5), (2, 1)),
+    }
+    for value in session.get_inputs()[3:]:
+        feeds[value.name] = np.zeros((2, 2, 0, 16), np.float16)
+    logits = session.run(["logits"], feeds)[0]
+    assert logits.dtype == np.float16 and logits.shape == (2, 5, 100)
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits.numpy()
+    np.testing.assert_allclose(logits.astype(np.float32), expected, rtol=rtol, atol=atol)
+
+
+def test_quantize_needs_a_float32_graph(
+    checkpoint: tuple[Any, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    with pytest.raises(HFError, match="dtype='float32'"):
+        onnxport.hf.export(
+            checkpoint[1], output_dir=tmp_path / "o", stream=True, dtype="float16", quantize="int4"
+        )
+    with pytest.raises(HFError, match="stream=True"):
+        onnxport.hf.export(checkpoint[1], output_dir=tmp_path / "o", dtype="float16")
+    with pytest.raises(HFError, match="float16, bfloat16 or float32"):
+        onnxport.hf.export(checkpoint[1], output_dir=tmp_path / "o", stream=True, dtype="int8")
+    assert not (tmp_path / "o").exists()
