@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 import onnxport
-from onnxport.testing.coverage_cases import CASES, LSTM_PROJ, TF_SAME_PAD, Case, compare
+from onnxport.testing.coverage_cases import CASES, TF_SAME_PAD, Case, compare
 
 
 def _quiet() -> None:
@@ -76,7 +76,7 @@ def main() -> None:
     parser.add_argument("--json", default="bench/results/coverage_ops_compare.json")
     ns = parser.parse_args()
     _quiet()
-    cases = [c for c in [*CASES, LSTM_PROJ, TF_SAME_PAD] if not ns.only or any(c.name.startswith(p) for p in ns.only)]
+    cases = [c for c in [*CASES, TF_SAME_PAD] if not ns.only or any(c.name.startswith(p) for p in ns.only)]
     results: dict[str, dict[str, Any]] = {}
     for case in cases:
         row = {ex: run_one(case, ex) for ex in ("onnxport", "torch.onnx")}

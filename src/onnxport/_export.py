@@ -226,7 +226,7 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
     program = ONNXProgram(model_ir, ep, status, weights=table)
     status.program = program
     if options.check_runtime:
-        runtime_stage(program, (args, kwargs), options, status)
+        runtime_stage(program, model, (args, kwargs), options, status)
     if options.verify:
         check_weights_present(model_ir, "verify the model against eager PyTorch")
         verify_stage(program, model, (args, kwargs), status)
@@ -351,7 +351,7 @@ def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...]
     verify_export(program, model, args, kwargs, status)
 
 
-def runtime_stage(program: ONNXProgram, inputs: tuple[tuple[Any, ...], dict[str, Any]],
+def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...], dict[str, Any]],
                   options: ExportOptions, status: ExportStatus) -> None:
     """"Never a model onnxruntime cannot run": ``verify/runtime_check.check_runtime`` on the
     example inputs and on inputs of other sizes, in the program's own session (reused when the
@@ -368,7 +368,7 @@ def runtime_stage(program: ONNXProgram, inputs: tuple[tuple[Any, ...], dict[str,
         if options.half_precision_compute is None:
             step.detail = "skipped: half_precision_compute=None targets runtimes with native half kernels"
             return
-        result = check_runtime(program, args, kwargs)
+        result = check_runtime(program, args, kwargs, model)
         step.detail = f"skipped: {result.skipped}" if result.skipped else "; ".join(result.ran)
 
 

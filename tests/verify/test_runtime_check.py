@@ -68,10 +68,78 @@ def test_skipped_without_weight_data() -> None:
     assert check_runtime(program, (torch.randn(2, 4),), {}).ran == []
 
 
-def test_guard_from_a_size_branch_is_an_export_error() -> None:
-    """TF "same" padding branches on H % 2: torch.export records the guard silently and the ONNX
-    model would be wrong on odd sizes; the check names the guard instead."""
+class EvenLength(torch.nn.Module):
+    """Pairs of steps: ``reshape(b, t // 2, 2 * f)`` makes torch.export record ``t % 2 == 0``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, f = x.shape
+        return x.reshape(b, t // 2, 2 * f).relu()
+
+
+class Clipped(torch.nn.Module):
+    """Two branches on ``t % 4 == 2`` computing the same values: torch.export records the example's
+    guard, but the graph is right at every length."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[1] % 4 == 2:
+            return x * 2
+        return x + x
+
+
+class ProductBranch(torch.nn.Module):
+    """A branch on ``x.shape[1] * y.shape[1] == 20``: the guard holds at the example (4, 5) and at
+    no size the search reaches from there."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if x.shape[1] * y.shape[1] == 20:
+            return x.sum(1) * 2 + y.sum(1)
+        return x.sum(1) + y.sum(1)
+
+
+def test_guard_rejecting_the_first_size_is_retried_at_an_allowed_size() -> None:
+    """The first choice (seq 6 → 9) is odd and the model itself refuses odd lengths: the search
+    takes an even length, runs it, and warns with the guard."""
+    x = torch.randn(2, 6, 3)
+    with pytest.warns(UserWarning, match=r"rejected batch=3, seq=9 \(the model itself rejects.*seq=10"):
+        program = onnxport.export(EvenLength(), (x,), dynamic_shapes=({0: "batch", 1: "seq"},))
+    detail = program.status.steps[-1].detail
+    assert detail is not None and "generated inputs (batch=3, seq=10)" in detail
+    x2 = torch.randn(3, 10, 3)
+    (actual,) = program(x2)
+    torch.testing.assert_close(actual, EvenLength()(x2))
+
+
+def test_search_without_the_model_keeps_an_allowed_size_with_a_warning() -> None:
+    """check_runtime without the eager model cannot judge the guard: it runs the searched size (an
+    even width for TF "same" padding's H % 2 branch) and warns."""
     c = TF_SAME_PAD
     program = onnxport.export(c.build(), c.inputs(0), dynamic_shapes=c.dynamic_shapes, check_runtime=False)
-    with pytest.raises(DynamicShapesError, match="Guard failed: .*% 2"):
-        check_runtime(program, c.inputs(0), {})
+    with pytest.warns(UserWarning, match=r"Mod\(x_dim_3, 2\)"):
+        result = check_runtime(program, c.inputs(0), {})
+    assert result.sizes["x_dim_3"] % 2 == 0 and result.sizes["x_dim_2"] % 2 == 0
+    assert result.guards and len(result.ran) == 2
+
+
+def test_guard_from_a_size_branch_is_an_export_error() -> None:
+    """TF "same" padding branches on H % 2: at the odd first-choice width the ONNX model differs
+    from the model, so the guard is a specialization; the error names it and an example to use."""
+    c = TF_SAME_PAD
+    with pytest.raises(DynamicShapesError, match=r"Mod\(x_dim_3, 2\).*differs from the model") as info:
+        onnxport.export(c.build(), c.inputs(0), dynamic_shapes=c.dynamic_shapes)
+    assert "export with an example where these conditions are false, such as" in str(info.value)
+
+
+def test_benign_guard_keeps_the_first_size() -> None:
+    """A guard the graph does not depend on (``t % 4 == 2``) is false at the first choice, but the ONNX
+    model matches the model there: that size is used, without a warning."""
+    x = torch.randn(2, 6)
+    program = onnxport.export(Clipped(), (x,), dynamic_shapes=({0: "batch", 1: "seq"},))
+    detail = program.status.steps[-1].detail or ""
+    assert "outputs match the model in eager mode" in detail, detail
+
+
+def test_no_size_satisfying_the_guards_is_an_export_error() -> None:
+    with pytest.raises(DynamicShapesError, match=r"x_dim_1\*y_dim_1, 20.*differs from the model") as info:
+        onnxport.export(ProductBranch(), (torch.randn(2, 4), torch.randn(2, 5)),
+                        dynamic_shapes=({1: DYN}, {1: DYN}))
+    assert "none of the" in str(info.value)

@@ -33,8 +33,12 @@ def _user_tensor_inputs(ep: ExportedProgram) -> list[torch.Tensor]:
     return [v for v in vals if isinstance(v, torch.Tensor)]
 
 
-def _where(guard: Any) -> str:
+def guard_source(guard: Any) -> str:
+    """The user source line that recorded ``guard`` (a ShapeEnv ``ShapeGuard``), or a placeholder."""
     loc = getattr(guard, "sloc", None)
+    user = getattr(loc, "maybe_user_loc", None)
+    if isinstance(user, str) and user:
+        return user
     frame = getattr(loc, "framework_loc", None)
     if isinstance(frame, traceback.FrameSummary):
         return f'File "{frame.filename}", line {frame.lineno}, in {frame.name}\n    {frame.line or ""}'.rstrip()
@@ -92,7 +96,7 @@ def check_specialized(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames
                     raise DynamicShapesError(
                         f"Input {path!r} axis {axis} ({name!r}) is declared dynamic, but the model only "
                         f"supports size {size} there: the code guards on `{guard.expr}` "
-                        f"({expr} is that axis) at\n  {_where(guard)}\n"
+                        f"({expr} is that axis) at\n  {guard_source(guard)}\n"
                         "An ONNX graph with this axis dynamic would hold only the branch the example "
                         f"took. Fix: use an example of size >= 2 on axis {axis} of {path!r} (sizes 0 and "
                         "1 are special cases for torch), remove the size-dependent branch, or declare "
@@ -100,4 +104,4 @@ def check_specialized(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames
                     )
 
 
-__all__ = ["check_specialized"]
+__all__ = ["check_specialized", "guard_source"]

@@ -31,6 +31,7 @@ from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
 )
 
+from onnxport.capture.packed import keep_packed_sequences
 from onnxport.capture.patches import library_patches
 from onnxport.capture.rnn import keep_recurrent_ops
 from onnxport.errors import CaptureError, user_source_line
@@ -57,11 +58,13 @@ class Attempt:
 def _size_oblivious() -> Iterator[None]:
     """Do not specialize dims of size 0/1 in the example inputs (a batch of 1 stays dynamic), as
     torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``; keep the ATen RNN
-    ops whole with a dynamic sequence length (:func:`onnxport.capture.rnn.keep_recurrent_ops`);
+    ops whole with a dynamic sequence length (:func:`onnxport.capture.rnn.keep_recurrent_ops`) and
+    packed sequences padded (:func:`onnxport.capture.packed.keep_packed_sequences`);
     replace library functions that specialize sizes (:mod:`onnxport.capture.patches`)."""
     with (
         torch.fx.experimental._config.patch(backed_size_oblivious=True),  # type: ignore[attr-defined]
         keep_recurrent_ops(),
+        keep_packed_sequences(),
         library_patches(),
     ):
         yield

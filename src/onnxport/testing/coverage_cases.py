@@ -296,12 +296,13 @@ def _recurrent_case(kind: str, initial: bool, slow: bool = False, **options: Any
     layers, d = options.get("num_layers", 1), 2 if options.get("bidirectional") else 1
     batch_first = options.get("batch_first", False)
     n_states = (2 if kind == "LSTM" else 1) if initial else 0
+    state_sizes = [options.get("proj_size") or 8, 8][:n_states]  # h0 has the projection's size
 
     def inputs(size: int) -> tuple[torch.Tensor, ...]:
         b, t = _RNN_SIZES[size]
         g = torch.Generator().manual_seed(size)
         x = torch.randn((b, t, 4) if batch_first else (t, b, 4), generator=g)
-        return (x, *[torch.randn(layers * d, b, 8, generator=g) for _ in range(n_states)])
+        return (x, *[torch.randn(layers * d, b, h, generator=g) for h in state_sizes])
 
     x_dyn = {0: DYN, 1: DYN}
     name = "_".join([kind.lower(), *[f"{k}={v}" for k, v in options.items()], f"initial={initial}"])
@@ -347,8 +348,65 @@ RNN_CASES = [
       for kind in ("LSTM", "GRU", "RNN")],
 ]
 
-#: nn.LSTM(proj_size > 0): refused (ONNX LSTM has no projection).
-LSTM_PROJ = _recurrent_case("LSTM", False, proj_size=3, num_layers=2)
+#: nn.LSTM(proj_size > 0): one ONNX Scan per layer and direction (ops/nn/rnn_proj.py).
+PROJ_CASES = [
+    _recurrent_case("LSTM", False, proj_size=3, num_layers=2),
+    _recurrent_case("LSTM", True, proj_size=3, bidirectional=True, batch_first=True),
+    _recurrent_case("LSTM", True, proj_size=5, num_layers=2, bidirectional=True, bias=False),
+]
+
+
+class Packed(torch.nn.Module):
+    """``pack_padded_sequence`` → ``nn.<kind>`` → ``pad_packed_sequence``; returns the padded output,
+    the final states and the lengths."""
+
+    def __init__(self, kind: str, enforce_sorted: bool, batch_first: bool, initial: bool, **options: Any) -> None:
+        super().__init__()
+        self.rnn = getattr(torch.nn, kind)(4, 8, batch_first=batch_first, **options)
+        self.enforce_sorted, self.batch_first, self.initial = enforce_sorted, batch_first, initial
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor, h0: torch.Tensor | None = None,
+                c0: torch.Tensor | None = None) -> Any:
+        packed = torch.nn.utils.rnn.pack_padded_sequence(
+            x, lengths, batch_first=self.batch_first, enforce_sorted=self.enforce_sorted)
+        hx = None if h0 is None else h0 if c0 is None else (h0, c0)
+        out, final = self.rnn(packed, hx)
+        padded, out_lengths = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=self.batch_first)
+        return padded, final, out_lengths
+
+
+# (batch, sequence, lengths) at the two sizes: the longest length is the sequence (a padded batch).
+_PACKED_SIZES = ((3, 5, (5, 3, 2)), (4, 7, (7, 6, 3, 1)))
+
+
+def _packed_case(kind: str, enforce_sorted: bool, batch_first: bool, initial: bool = False,
+                 **options: Any) -> Case:
+    layers, d = options.get("num_layers", 1), 2 if options.get("bidirectional") else 1
+    n_states = (2 if kind == "LSTM" else 1) if initial else 0
+    state_sizes = [options.get("proj_size") or 8, 8][:n_states]  # h0 has the projection's size
+
+    def inputs(size: int) -> tuple[torch.Tensor, ...]:
+        b, t, lengths = _PACKED_SIZES[size]
+        g = torch.Generator().manual_seed(size)
+        order = lengths if enforce_sorted else lengths[1:] + lengths[:1]  # unsorted: the longest last
+        x = torch.randn((b, t, 4) if batch_first else (t, b, 4), generator=g)
+        return (x, torch.tensor(order), *[torch.randn(layers * d, b, h, generator=g) for h in state_sizes])
+
+    bdim = 0 if batch_first else 1
+    name = "_".join([kind.lower(), f"sorted={enforce_sorted}", f"batch_first={batch_first}",
+                     *[f"{k}={v}" for k, v in options.items()], f"initial={initial}"])
+    return Case(f"packed/{name}", _seeded(lambda: Packed(kind, enforce_sorted, batch_first, initial, **options)),
+                inputs, ({bdim: DYN, 1 - bdim: DYN}, {0: DYN}, *[{1: DYN}] * n_states))
+
+
+#: pack_padded_sequence → ONNX sequence_lens (capture/packed.py).
+PACKED_CASES = [
+    _packed_case("LSTM", True, False),
+    _packed_case("LSTM", False, True, initial=True, proj_size=3, bidirectional=True),
+    _packed_case("LSTM", False, True, initial=True, num_layers=2, bidirectional=True),
+    _packed_case("GRU", False, False, bidirectional=True),
+    _packed_case("RNN", True, True, initial=True, nonlinearity="relu"),
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -431,7 +489,7 @@ RESIZE_CASES = [
 #: example's branch (an even H) without a constraint violation, so the model is wrong on odd sizes.
 TF_SAME_PAD = Case("pad/tf_same_stride2", _seeded(TfSamePadConv), _image, ({0: DYN, 2: DYN, 3: DYN},))
 
-CASES: list[Case] = [*SDPA_CASES, *MODULE_ATTENTION_CASES, *RNN_CASES, *RESIZE_CASES]
+CASES: list[Case] = [*SDPA_CASES, *MODULE_ATTENTION_CASES, *RNN_CASES, *PROJ_CASES, *PACKED_CASES, *RESIZE_CASES]
 
 
 def case(name: str) -> Case:

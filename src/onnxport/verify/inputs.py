@@ -96,24 +96,15 @@ def _spread(value: int, lower: int, upper: Any) -> int | None:
     return _choose(value, lower, upper)
 
 
-def second_input_set(
-    ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, spread: bool = False,
-) -> tuple[InputSet, dict[str, int]] | None:
-    """Example inputs with every symbolic input dim changed, or ``None`` for a static model.
+def input_symbols(ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[Any, int]:
+    """Every symbol that is a whole dim of a user input (``s0``, not ``2*s0``) → its example value.
 
     Args:
         ep: The ExportedProgram the ONNX model was translated from.
         args, kwargs: The example inputs.
-        spread: Change dims by about half their size (:func:`_spread`, the runtime check's
-            choice) instead of by one (:func:`_choose`, verification's).
-
-    Returns:
-        ``((args, kwargs), {symbol: new value})``, or ``None`` when no input dim is symbolic or no
-        other value satisfies the range constraints.
     """
     flat = ep._graph_module_flat_inputs(args, dict(kwargs))
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
-    by_id = {id(v): p for v, p in zip(flat, placeholders)}
     user = set(_user_placeholders(ep))
     example: dict[Any, int] = {}
     for value, node in zip(flat, placeholders):
@@ -123,18 +114,32 @@ def second_input_set(
         for dim, size in zip(val.shape, value.shape):
             if isinstance(dim, torch.SymInt) and dim.node.expr.is_Symbol:
                 example[dim.node.expr] = int(size)
-    if not example:
-        return None
+    return example
+
+
+def symbol_bounds(ep: ExportedProgram, symbol: Any) -> tuple[int, int | None]:
+    """``(lower, upper)`` of ``symbol`` in ``ep.range_constraints`` (lower at least 2: sizes 0 and 1
+    are specialized by torch; ``None`` for an unbounded upper end)."""
     ranges = {str(k): v for k, v in ep.range_constraints.items()}
-    new: dict[Any, int] = {}
-    for symbol, size in example.items():
-        vr = ranges.get(str(symbol))
-        lower = int(vr.lower) if vr is not None else 2
-        upper = _upper(vr.upper) if vr is not None else None
-        choice = _spread(size, lower, upper) if spread else _choose(size, lower, upper)
-        if choice is None:
-            return None
-        new[symbol] = choice
+    vr = ranges.get(str(symbol))
+    if vr is None:
+        return 2, None
+    return max(int(vr.lower), 2), _upper(vr.upper)
+
+
+def resized_inputs(
+    ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping[str, Any], sizes: Mapping[Any, int],
+) -> InputSet:
+    """The example inputs with each symbolic dim set to its value in ``sizes`` (symbol → size).
+
+    Values are the example tensors' own, repeated cyclically along the resized axes (token ids stay
+    in the vocabulary, masks stay masks); a dim written as an expression of symbols (``2*s0``)
+    takes the expression's value. A tensor with a dim whose symbol has no size stays unchanged.
+    """
+    flat = ep._graph_module_flat_inputs(args, dict(kwargs))
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    by_id = {id(v): p for v, p in zip(flat, placeholders)}
+    new = dict(sizes)
 
     def resize(leaf: Any) -> Any:
         node = by_id.get(id(leaf))
@@ -153,7 +158,35 @@ def second_input_set(
         return out
 
     new_args, new_kwargs = torch.utils._pytree.tree_map(resize, (tuple(args), dict(kwargs)))
-    return (tuple(new_args), dict(new_kwargs)), {str(k): v for k, v in new.items()}
+    return tuple(new_args), dict(new_kwargs)
+
+
+def second_input_set(
+    ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, spread: bool = False,
+) -> tuple[InputSet, dict[str, int]] | None:
+    """Example inputs with every symbolic input dim changed, or ``None`` for a static model.
+
+    Args:
+        ep: The ExportedProgram the ONNX model was translated from.
+        args, kwargs: The example inputs.
+        spread: Change dims by about half their size (:func:`_spread`, the runtime check's first
+            choice) instead of by one (:func:`_choose`, verification's).
+
+    Returns:
+        ``((args, kwargs), {symbol: new value})``, or ``None`` when no input dim is symbolic or no
+        other value satisfies the range constraints.
+    """
+    example = input_symbols(ep, args, kwargs)
+    if not example:
+        return None
+    new: dict[Any, int] = {}
+    for symbol, size in example.items():
+        lower, upper = symbol_bounds(ep, symbol)
+        choice = _spread(size, lower, upper) if spread else _choose(size, lower, upper)
+        if choice is None:
+            return None
+        new[symbol] = choice
+    return resized_inputs(ep, args, kwargs, new), {str(k): v for k, v in new.items()}
 
 
 def second_input_set_from_onnx(graph_inputs: Sequence[Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[InputSet, dict[str, int]] | None:
@@ -188,4 +221,7 @@ def second_input_set_from_onnx(graph_inputs: Sequence[Any], args: tuple[Any, ...
     return (tuple(new_args), dict(new_kwargs)), new
 
 
-__all__ = ["InputSet", "normalize", "normalize_sets", "second_input_set", "second_input_set_from_onnx", "shapes_of"]
+__all__ = [
+    "InputSet", "input_symbols", "normalize", "normalize_sets", "resized_inputs", "second_input_set",
+    "second_input_set_from_onnx", "shapes_of", "symbol_bounds",
+]

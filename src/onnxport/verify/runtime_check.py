@@ -4,9 +4,13 @@ handed over.
 A graph can pass ``onnx.checker`` and load in onnxruntime and still be refused by a kernel at run
 time (a mask shape the Attention kernel does not take, a broadcast baked to the example's size).
 :func:`check_runtime` runs the model on the example inputs and, when the model has dynamic dims, on
-a second input set where every dynamic dim takes another value (verification's generator,
-:func:`onnxport.verify.inputs.second_input_set`, with ``spread=True``: dims move by about half
-their size, so patch counts and parities change while dims equal in the example stay equal), after checking the guards torch.export recorded on those sizes (:func:`check_guards`). A refusal becomes a :class:`RuntimeCheckError`
+a second input set where every dynamic dim takes another value: first each dim + about half its
+size (patch counts and parities change; dims equal in the example stay equal); when the guards
+torch.export recorded reject those sizes, other sizes inside the declared ranges are searched
+(:func:`onnxport.verify.guards.choose_sizes`: multiples, offsets, dims moved together) and the
+one found is used, with a ``UserWarning`` naming the guards (the model is only valid where they
+hold); only when no tried size passes is it a :class:`DynamicShapesError`. The chosen inputs are
+checked once more by torch's own guard function (:func:`check_guards`). A refusal becomes a :class:`RuntimeCheckError`
 naming the ONNX node from onnxruntime's message, the FX node it was translated from (its
 ``pkg.torch.onnx.fx_node`` metadata, stamped by the dispatcher) and the user's source line.
 
@@ -24,21 +28,32 @@ import dataclasses
 import os
 import re
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import onnx_ir as ir
+import sympy
 import torch
 from torch._subclasses.fake_tensor import is_fake
+from torch.export.graph_signature import InputKind
 
-from onnxport.errors import DynamicShapesError, RuntimeCheckError
+from onnxport.errors import DynamicShapesError, RuntimeCheckError, VerificationError
 from onnxport.metadata import KEY_FX_NODE, KEY_STACK_TRACE
 from onnxport.runtime import feeds, initializer_bytes, run_session
-from onnxport.verify.inputs import second_input_set, second_input_set_from_onnx
+from onnxport.verify.compare import compare_outputs
+from onnxport.verify.guards import SizeChoice, choose_sizes, input_guards
+from onnxport.verify.inputs import (
+    input_symbols,
+    resized_inputs,
+    second_input_set_from_onnx,
+    symbol_bounds,
+)
 from onnxport.weights.save import missing_weights
 
 # Operator domains onnxruntime implements itself (the ONNX standard, ML and its contrib ops).
 _ORT_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "ai.onnx.preview.training"}
+_SHOWN = 5  # guards named in messages and RuntimeCheck.guards
 _NODE_IN_MESSAGE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
 
 
@@ -51,11 +66,17 @@ class RuntimeCheck:
             sizes such as ``"generated inputs (batch=3, sequence=8)"``).
         skipped: Why the check did not run, or ``None``.
         seconds: Wall time of the runs.
+        sizes: The generated input set's dims (dim name → size), empty for a static model.
+        guards: The guards torch.export recorded that rejected the first choice of sizes (the first 5; each
+            dim + about half); the model is only valid where they hold, and ``sizes`` is a set
+            found inside them (``verify/guards.py``). Empty when the first choice passed.
     """
 
     ran: list[str] = dataclasses.field(default_factory=list)
     skipped: str | None = None
     seconds: float = 0.0
+    sizes: dict[str, int] = dataclasses.field(default_factory=dict)
+    guards: list[str] = dataclasses.field(default_factory=list)
 
 
 def skip_reason(model: ir.Model) -> str | None:
@@ -169,12 +190,128 @@ def check_guards(ep: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], labe
         return
 
 
-def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> RuntimeCheck:
+def _user_vals(ep: Any) -> list[torch.Tensor]:
+    """The FakeTensor ``val`` of each user tensor input, in order."""
+    user = {s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT}
+    vals = [n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
+    return [v for v in vals if isinstance(v, torch.Tensor)]
+
+
+def _dim_names(program: Any, ep: Any) -> dict[Any, str]:
+    """Input symbol → the ONNX graph input's dim name on the first axis it sizes (else the symbol)."""
+    names: dict[Any, str] = {}
+    for val, graph_input in zip(_user_vals(ep), list(program.model.graph.inputs)):
+        shape = graph_input.shape or ()
+        for axis, dim in enumerate(val.shape):
+            if isinstance(dim, torch.SymInt) and dim.node.expr.is_Symbol and dim.node.expr not in names:
+                onnx_dim = shape[axis] if axis < len(shape) else None
+                label = getattr(onnx_dim, "value", None)
+                names[dim.node.expr] = label if isinstance(label, str) and label else str(dim.node.expr)
+    return names
+
+
+def _guarded_sizes(program: Any, ep: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[
+        dict[Any, int], dict[Any, str], SizeChoice] | None:
+    """(symbol → example size, symbol → dim name, the search of ``verify/guards.py``), or ``None``
+    for a static model (or one whose dims have no other allowed size)."""
+    example = input_symbols(ep, tuple(args), kwargs)
+    if not example:
+        return None
+    names = _dim_names(program, ep)
+    names = {s: names.get(s, str(s)) for s in example}
+    guards = input_guards(_user_vals(ep), names)
+    choice = choose_sizes(guards, example, {s: symbol_bounds(ep, s) for s in example})
+    if choice is None:
+        return None
+    return example, names, choice
+
+
+def _sizes(names: Mapping[Any, str], sizes: Mapping[Any, int]) -> str:
+    return ", ".join(f"{names[s]}={v}" for s, v in sizes.items())
+
+
+def _specialization_error(names: Mapping[Any, str], example: Mapping[Any, int], choice: SizeChoice,
+                          what: str) -> DynamicShapesError:
+    """The error for guards that pin the model to the example's path (issue 14: a branch on a
+    relation of sizes, such as ViT's ``interpolate_pos_encoding`` shortcut at the configured square
+    size before capture/patches.py handled it)."""
+    shown = "; ".join(f"{g.text} (at {g.where.splitlines()[0].strip()})" for g in choice.rejected[:3])
+    more = f" and {len(choice.rejected) - 3} more" if len(choice.rejected) > 3 else ""
+    found = (f"the other sizes tried that satisfy them: {_sizes(names, choice.sizes)}" if choice.sizes is not None
+             else f"none of the {choice.tried} other size sets tried satisfies them")
+    pairs = [g.text for g in choice.rejected[:_SHOWN]
+             if isinstance(g.expr, sympy.Eq) and all(isinstance(a, sympy.Symbol) for a in g.expr.args)]
+    tie = (f" If the dims of {', '.join(pairs)} are always equal, give those axes one Dim object in "
+           "dynamic_shapes (torch.export then needs no guard for the equality)." if pairs else "")
+    return DynamicShapesError(
+        f"The model takes another path at {_sizes(names, choice.first)} than at the example "
+        f"({_sizes(names, example)}): torch.export recorded conditions on the dynamic dims that hold at "
+        f"the example and not there: {_shorten(shown)}{more}. At those sizes the exported model {what}, "
+        f"so it holds only the example's path ({found}).\n"
+        f"Fix: export with an example where these conditions are false, such as "
+        f"{_sizes(names, choice.first)}, so that the graph holds the general path (for example a branch "
+        f"on H % stride in TF \"same\" padding, or on the image size equal to the config's).{tie} Or make "
+        "those dims static in dynamic_shapes; export(..., check_runtime=False) keeps the specialized model."
+    )
+
+
+def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Mapping[str, Any]],
+           found: tuple[dict[Any, int], dict[Any, str], SizeChoice]) -> str:
+    """Whether the guards false at the first choice of sizes matter for the ONNX model: run it
+    there in onnxruntime and the user's model in eager mode.
+
+    Returns:
+        ``"benign"`` (the ONNX model matches the model there: the guards constrain nothing the
+        graph depends on, as MobileNetV2's "last feature map is 1x1"), or ``"requirement"`` (the
+        model itself rejects those sizes, as a ``reshape`` needing an even length).
+
+    Raises:
+        DynamicShapesError: onnxruntime refuses the model there or its outputs differ from the
+            model's (:func:`_specialization_error`).
+    """
+    example, names, choice = found
+    args, kwargs = inputs
+    args1, kwargs1 = resized_inputs(ep, tuple(args), kwargs, choice.first)
+    try:
+        with torch.no_grad():
+            out = model(*args1, **kwargs1)
+    except Exception:  # the model's own code rejects these sizes: the guards restate that
+        return "requirement"
+    expected = [x if isinstance(x, torch.Tensor) else torch.tensor(x)
+                for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, bool, int, float))]
+    try:
+        actual = program(*args1, **kwargs1)
+    except Exception as e:  # onnxruntime's own exception types, or onnxport's for bad feeds
+        first_line = (str(e).split("Status Message:")[-1].strip().splitlines() or [type(e).__name__])[0]
+        raise _specialization_error(names, example, choice, f"fails in onnxruntime ({first_line})") from e
+    onnx_names = [o.name for o in program.model.graph.outputs]
+    try:
+        results = compare_outputs(onnx_names, expected, list(actual))
+    except VerificationError as e:
+        raise _specialization_error(names, example, choice, str(e)) from e
+    bad = [r for r in results if not r.passed]
+    if bad:
+        raise _specialization_error(
+            names, example, choice, f"differs from the model (output {bad[0].name}: max abs diff {bad[0].max_abs_diff:.3g})")
+    return "benign"
+
+
+def _shorten(text: str, limit: int = 600) -> str:
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], model: Any = None) -> RuntimeCheck:
     """Run ``program`` in onnxruntime on the example inputs and on inputs of other sizes.
 
     Args:
         program: The :class:`onnxport.ONNXProgram` (its session is created here and kept).
         args, kwargs: The example inputs the model was exported with.
+        model: The exported ``nn.Module``. When the recorded guards reject the first choice of
+            other sizes, the ONNX model runs there and is compared with it (:func:`_judge`):
+            equal outputs keep those sizes; a refusal or a difference is a specialization
+            (``DynamicShapesError``); a model that rejects the sizes itself makes the search's
+            sizes (``verify/guards.py``) used, with a ``UserWarning``. Without it, the search's
+            sizes are used with the warning.
 
     Returns:
         A :class:`RuntimeCheck` listing the input sets that ran, or why it was skipped.
@@ -182,8 +319,8 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     Raises:
         RuntimeCheckError: onnxruntime refused to run a node (names the ONNX node, its FX node and
             the user's source line).
-        DynamicShapesError: A guard torch.export recorded fails on the other sizes
-            (:func:`check_guards`).
+        DynamicShapesError: The guards torch.export recorded pin the model to the example's path
+            (names the guards, their source lines and an example size that avoids them).
         ModelCheckError: onnxruntime refused to load the model.
         InputError: The inputs do not match the graph inputs.
     """
@@ -196,14 +333,43 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     start = time.perf_counter()
     sets: list[tuple[str, tuple[Any, ...], Mapping[str, Any]]] = [("example inputs", tuple(args), kwargs)]
     ep = program.exported_program
-    second = (second_input_set(ep, tuple(args), kwargs, spread=True) if ep is not None
-              else second_input_set_from_onnx(list(program.model.graph.inputs), tuple(args), kwargs))
-    if second is not None:
-        (args2, kwargs2), sizes = second
-        label = "generated inputs (" + ", ".join(f"{k}={v}" for k, v in sizes.items()) + ")"
-        if ep is not None:
-            check_guards(ep, args2, kwargs2, label)
-        sets.append((label, args2, kwargs2))
+    if ep is not None:
+        found = _guarded_sizes(program, ep, tuple(args), kwargs)
+        if found is not None:
+            example_sizes, dim_names, choice = found
+            judged = choice.rejected and model is not None
+            verdict = _judge(program, model, ep, (tuple(args), kwargs), found) if judged else None
+            chosen = choice.first if verdict == "benign" else choice.sizes
+            if chosen is None:
+                raise _specialization_error(dim_names, example_sizes, choice, "is not known to be right")
+            args2, kwargs2 = resized_inputs(ep, tuple(args), kwargs, chosen)
+            result.sizes = {dim_names[s]: v for s, v in chosen.items()}
+            label = f"generated inputs ({_sizes(dim_names, chosen)})"
+            if choice.rejected:
+                result.guards = [g.text for g in choice.rejected[:_SHOWN]]
+            if verdict == "benign":
+                label += " [guards false here; outputs match the model in eager mode]"
+            elif choice.rejected:
+                first = _sizes(dim_names, choice.first)
+                label += f" [the recorded guards rejected {first}]"
+                reason = (" (the model itself rejects those sizes in eager mode)" if verdict == "requirement"
+                          else "")
+                warnings.warn(
+                    f"The exported model is only valid where the guards torch.export recorded on its "
+                    f"dynamic dims hold; they rejected {first}{reason} and the runtime check ran at "
+                    f"{_sizes(dim_names, chosen)}. Guards ({len(choice.rejected)}): "
+                    f"{_shorten('; '.join(result.guards))}",
+                    UserWarning, stacklevel=3,
+                )
+                check_guards(ep, args2, kwargs2, label)
+            sets.append((label, args2, kwargs2))
+    else:
+        second = second_input_set_from_onnx(list(program.model.graph.inputs), tuple(args), kwargs)
+        if second is not None:
+            (args2, kwargs2), sizes = second
+            result.sizes = dict(sizes)
+            sets.append(("generated inputs (" + ", ".join(f"{k}={v}" for k, v in sizes.items()) + ")",
+                         args2, kwargs2))
     session = program._inference_session()
     names = [i.name for i in session.get_inputs()]
     for label, set_args, set_kwargs in sets:

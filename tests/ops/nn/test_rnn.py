@@ -1,6 +1,7 @@
 """nn.LSTM / nn.GRU / nn.RNN → ONNX LSTM / GRU / RNN (one node per layer) with dynamic batch and
 sequence length, run in onnxruntime at two sizes against eager; the cell modules in a Python loop
-over a static length; LSTM proj_size refused with the reason."""
+over a static length; LSTM proj_size as a Scan per layer and direction; pack_padded_sequence as the
+ONNX sequence_lens input."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import torch
 
 import onnxport
 from _cases import params
-from onnxport.errors import UnsupportedOpError
-from onnxport.testing.coverage_cases import LSTM_PROJ, RNN_CASES, Case, run_case
+from onnxport.testing.coverage_cases import PACKED_CASES, PROJ_CASES, RNN_CASES, Case, run_case
 
 _ONNX_OP = {"lstm": "LSTM", "gru": "GRU", "rnn": "RNN"}
 
@@ -27,9 +27,48 @@ def test_recurrent_runs_at_two_sizes(case: Case) -> None:
     assert len(result.diffs) == 2
 
 
-def test_lstm_proj_size_is_refused_with_the_reason() -> None:
-    with pytest.raises(UnsupportedOpError, match="proj_size"):
-        run_case(LSTM_PROJ)
+@pytest.mark.parametrize("case", params(PACKED_CASES))
+def test_packed_sequence_becomes_sequence_lens(case: Case) -> None:
+    """pack_padded_sequence → RNN → pad_packed_sequence: one ONNX recurrent node per layer with a
+    sequence_lens input; the padded outputs (zeros past each length), final states and lengths
+    equal eager's at two sizes (dynamic batch and length, lengths sorted or not)."""
+    result = run_case(case)
+    kind = _ONNX_OP[case.name.split("/")[1].split("_")[0]]
+    layers = 2 if "num_layers=2" in case.name else 1
+    if "proj_size" in case.name:  # a Scan per layer and direction, masked by the lengths
+        directions = 2 if "bidirectional=True" in case.name else 1
+        assert result.op_types.count("Scan") == layers * directions, result.op_types
+    else:
+        assert result.op_types.count(kind) == layers, result.op_types
+    assert len(result.diffs) == 2 and all(d[-1] == 0.0 for d in result.diffs)  # lengths: exact
+
+
+def test_packed_capture_patches_are_restored() -> None:
+    forward = torch.nn.LSTM.forward
+    model, inputs, _ = _packed_model()
+    onnxport.export(model, inputs, dynamic_shapes=PACKED_CASES[0].dynamic_shapes)
+    assert torch.nn.LSTM.forward is forward
+    assert "_pack_padded_sequence" not in vars(torch._VF)
+    x, lengths = torch.randn(5, 2, 4), torch.tensor([5, 3])
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths)
+    assert packed.data.shape == (8, 4)  # eager packing is torch's own again
+
+
+def _packed_model() -> tuple:
+    case = PACKED_CASES[0]
+    return case.build(), case.inputs(0), None
+
+
+@pytest.mark.parametrize("case", params(PROJ_CASES))
+def test_lstm_proj_size_runs_as_scan(case: Case) -> None:
+    """proj_size > 0: ONNX LSTM has no projection; one Scan per layer and direction, at two
+    batch sizes and lengths."""
+    result = run_case(case)
+    layers = 2 if "num_layers=2" in case.name else 1
+    d = 2 if "bidirectional=True" in case.name else 1
+    assert "LSTM" not in result.op_types
+    assert result.op_types.count("Scan") == layers * d, result.op_types
+    assert len(result.diffs) == 2
 
 
 def test_recurrent_ops_are_restored_after_capture() -> None:

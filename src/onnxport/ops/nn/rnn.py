@@ -20,18 +20,23 @@ nowhere else (no weight value is read at translation time):
 The bias is ONNX's ``[Wb, Rb]`` = ``[b_ih, b_hh]``, reordered the same way. torch.onnx's
 TorchScript exporter made the same mapping (``torch/onnx/symbolic_opset9.py: _generic_rnn``).
 
-Refused with the reason: LSTM ``proj_size`` (ONNX LSTM has no projection), dropout between layers
-in training mode.
+LSTM ``proj_size`` (ONNX LSTM has no projection) becomes one ``Scan`` per layer and direction
+(``rnn_proj.py``). ``pack_padded_sequence`` (``capture/packed.py``: ``onnxport::*_packed``) gives
+every node a ``sequence_lens`` input. Refused with the reason: dropout between layers in training
+mode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import onnx_ir as ir
 import torch
 
+from onnxport.capture import packed  # noqa: F401  (defines the onnxport::*_packed ops translated here)
 from onnxport.ops._common import shape_of
+from onnxport.ops.nn.rnn_proj import lstm_with_projection
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -59,17 +64,19 @@ def _stack(ctx: Ctx, per_direction: list[ir.Value]) -> ir.Value:
 def _recurrent(
     ctx: Ctx, kind: str, input: ir.Value, hx: Sequence[ir.Value], params: Sequence[ir.Value],
     *, has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool,
+    lengths: ir.Value | None = None,
 ) -> tuple[ir.Value, ...]:
-    """The stacked recurrent net as one ONNX node per layer; returns (output, *final states)."""
+    """The stacked recurrent net as one ONNX node per layer; returns (output, *final states).
+    ``lengths`` (B,) becomes every layer's ``sequence_lens`` (INT32, as the ONNX spec types it)."""
     d = 2 if bidirectional else 1
     per = len(params) // (num_layers * d)
-    if per != (4 if has_biases else 2):
-        ctx.unsupported(
-            "LSTM with proj_size > 0: ONNX LSTM has no output projection; export with proj_size=0, "
-            "or project the outputs with an nn.Linear after the LSTM"
-        )
     if train and dropout > 0 and num_layers > 1:
         ctx.unsupported("dropout between RNN layers only exists in training; call model.eval()")
+    if kind == "lstm" and per == (5 if has_biases else 3):  # w_hr: proj_size > 0 (rnn_proj.py)
+        x = ctx.op.Transpose(input, perm=[1, 0, 2]) if batch_first else input
+        y, h_n, c_n = lstm_with_projection(ctx, x, hx, params, has_biases=has_biases, num_layers=num_layers,
+                                           bidirectional=bidirectional, lengths=lengths)
+        return (ctx.op.Transpose(y, perm=[1, 0, 2]) if batch_first else y), h_n, c_n
     op_type, order = {"lstm": ("LSTM", _LSTM_ORDER), "gru": ("GRU", _GRU_ORDER)}.get(kind, ("RNN", (0,)))
     hidden = shape_of(params[1])[1]  # w_hh: (gates·H, H)
     assert isinstance(hidden, int), "RNN weights have static shapes"
@@ -80,6 +87,7 @@ def _recurrent(
         attrs["activations"] = ["Relu"] * d
     n_out = 3 if kind == "lstm" else 2
     x = ctx.op.Transpose(input, perm=[1, 0, 2]) if batch_first else input
+    seq_lens = None if lengths is None else ctx.op.Cast(lengths, to=ir.DataType.INT32)
     finals: list[list[ir.Value]] = [[] for _ in range(n_out - 1)]
     for layer in range(num_layers):
         ws = [params[(layer * d + j) * per:(layer * d + j + 1) * per] for j in range(d)]
@@ -88,7 +96,7 @@ def _recurrent(
         b = _stack(ctx, [ctx.op.Concat(_reorder(ctx, p[2], order), _reorder(ctx, p[3], order), axis=0)
                          for p in ws]) if has_biases else None
         states = [ctx.op.Slice(h, ctx.const([layer * d]), ctx.const([(layer + 1) * d]), ctx.const([0])) for h in hx]
-        outs = getattr(ctx.op, op_type)(x, w, r, b, None, *states, _outputs=n_out, **attrs)
+        outs = getattr(ctx.op, op_type)(x, w, r, b, seq_lens, *states, _outputs=n_out, **attrs)
         y = outs[0]  # (seq, D, batch, H)
         for k in range(n_out - 1):
             finals[k].append(outs[k + 1])
@@ -138,3 +146,32 @@ def aten_rnn_relu(
     """rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)"""
     return _recurrent(ctx, "rnn_relu", input, [hx], params, has_biases=has_biases, num_layers=num_layers,
                       dropout=dropout, train=train, bidirectional=bidirectional, batch_first=batch_first)
+
+
+@translates(torch.ops.onnxport.lstm_packed.default)
+def onnxport_lstm_packed(
+    ctx: Ctx, input: ir.Value, lengths: ir.Value, hx: Sequence[ir.Value], params: Sequence[ir.Value], *,
+    has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool,
+) -> tuple[ir.Value, ...]:
+    """onnxport::lstm_packed (``capture/packed.py``): the padded (T, B, F) input with ``lengths`` as
+    ONNX ``sequence_lens``; outputs past a length are 0 (ONNX LSTM spec), final states at each length."""
+    return _recurrent(ctx, "lstm", input, hx, params, has_biases=has_biases, num_layers=num_layers,
+                      dropout=dropout, train=train, bidirectional=bidirectional, batch_first=False, lengths=lengths)
+
+
+def _gate_packed(kind: str) -> Any:
+    def translate(
+        ctx: Ctx, input: ir.Value, lengths: ir.Value, hx: ir.Value, params: Sequence[ir.Value], *,
+        has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool,
+    ) -> tuple[ir.Value, ...]:
+        return _recurrent(ctx, kind, input, [hx], params, has_biases=has_biases, num_layers=num_layers,
+                          dropout=dropout, train=train, bidirectional=bidirectional, batch_first=False,
+                          lengths=lengths)
+
+    translate.__doc__ = f"onnxport::{kind}_packed (``capture/packed.py``): as :func:`onnxport_lstm_packed`."
+    return translate
+
+
+onnxport_gru_packed = translates(torch.ops.onnxport.gru_packed.default)(_gate_packed("gru"))
+onnxport_rnn_tanh_packed = translates(torch.ops.onnxport.rnn_tanh_packed.default)(_gate_packed("rnn_tanh"))
+onnxport_rnn_relu_packed = translates(torch.ops.onnxport.rnn_relu_packed.default)(_gate_packed("rnn_relu"))
