@@ -21,13 +21,16 @@
    a temporary subfolder); the quantized files themselves are run in onnxruntime on the first
    fresh input set when the model fits in memory, where only eager's shapes and dtypes and finite
    values are required (int4/int8 weights change the values: each weight's quantization error is
-   in ``quantization_report.json``).
+   in ``quantization_report.json``). A slice reads nothing of the full export, so it is exported
+   and checked in a second thread while the full model is written (its CPU work overlaps the
+   writes' disk time).
 
 Any failure removes the staging folder: nothing is left behind.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import json
 import math
@@ -297,9 +300,10 @@ def _check_folder(spec: _Spec, config: Any, folder: Path, build: _Build, label: 
     return checks
 
 
-def _validate(spec: _Spec, staging: Path, memory_fraction: float) -> tuple[list[OutputCheck], str]:
-    """Validate the staged export in full or through a slice (see the module docstring)."""
-    fits = spec.checkpoint.nbytes <= memory_fraction * available_memory()
+def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck], str]:
+    """Validate the staged export in full (``fits``: the weights fit in memory) or through a slice
+    (see the module docstring). Without ``fits`` nothing of the full export is read, so it may run
+    while the full export is still being written."""
     cut = slice_config(spec.config)
     total = getattr(spec.config, "num_hidden_layers", None)
     if spec.build.quantize is None and fits:
@@ -428,8 +432,14 @@ def export_streamed(
         result.programs[part.name] = programs[part.name]
         result.seconds[part.name] = time.perf_counter() - start
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    fits = checkpoint.nbytes <= memory_fraction * available_memory()
     try:
-        result.files, result.weight_bytes = _save_parts(programs, staging, progress, layout)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            # a slice is exported and checked beside the save (CPU while the save waits on the disk)
+            early = pool.submit(_validate, spec, staging, fits) if validate and not fits else None
+            result.files, result.weight_bytes = _save_parts(programs, staging, progress, layout)
+            if early is not None:
+                result.checks, result.validation = early.result()
         for rel in hf_inputs.folder_files(folder):
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(folder / rel, staging / rel)
@@ -446,7 +456,8 @@ def export_streamed(
             report.write_text(json.dumps(quantization_report(quantize, result.quantization), indent=1))
             result.files.append(report.relative_to(staging))
         if validate:
-            result.checks, result.validation = _validate(spec, staging, memory_fraction)
+            if early is None:
+                result.checks, result.validation = _validate(spec, staging, fits)
             failed = [c for c in result.checks if not c.passed]
             if failed:
                 rows = "\n".join(
