@@ -223,11 +223,14 @@ def slice_config(config: Any, layers: int = SLICE_LAYERS) -> Any | None:
 def session(path: Path) -> Any:
     """An onnxruntime CPU session on a saved model whose external data stays memory-mapped:
     no graph optimization and no prepacking, either of which copies weights into anonymous
-    memory (onnxruntime maps aligned external data from the file)."""
+    memory (onnxruntime maps aligned external data from the file), and no CPU memory arena, so
+    the intermediate tensors of a run (a half-precision graph's float32 casts of its weights) are
+    freed as soon as they are used instead of kept at their peak by the arena."""
     import onnxruntime as ort  # heavy: imported only when the validation runs
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    options.enable_cpu_mem_arena = False
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.add_session_config_entry("session.disable_prepacking", "1")
     try:
