@@ -1,8 +1,15 @@
-"""Fusions to standard ONNX ops, one rule per module, and the rewrite step they share."""
+"""Fusions to standard ONNX ops, one rule per module, and the matching and rewrite steps they
+share (also used by the onnxruntime fusions of :mod:`onnxport.passes.ort`)."""
 
 from __future__ import annotations
 
 import onnx_ir as ir
+
+
+def producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
+    """The node of the default domain with ``op_type`` that produces ``value``, else ``None``."""
+    node = value.producer() if value is not None else None
+    return node if node is not None and node.op_type == op_type and node.domain == "" else None
 
 
 def substitute(graph: ir.Graph, fused: ir.Node, before: ir.Node, old: ir.Value) -> ir.Value:

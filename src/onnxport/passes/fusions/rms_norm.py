@@ -11,14 +11,9 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from onnxport import weights
-from onnxport.passes.fusions import substitute
+from onnxport.passes.fusions import producer, substitute
 
 MIN_OPSET = 23
-
-
-def _producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
-    node = value.producer() if value is not None else None
-    return node if node is not None and node.op_type == op_type and node.domain == "" else None
 
 
 def _scalar(value: ir.Value | None) -> float | None:
@@ -45,18 +40,18 @@ def _match(mul_w: ir.Node) -> tuple[ir.Value, ir.Value, float, list[ir.Node]] | 
         weight, normed = mul_w.inputs[w_index], mul_w.inputs[1 - w_index]
         if weight is None or weight.const_value is None or weight.shape is None or len(weight.shape) != 1:
             continue
-        mul_x = _producer(normed, "Mul")
+        mul_x = producer(normed, "Mul")
         if mul_x is None:
             continue
         for x_index in (0, 1):
             x, inv = mul_x.inputs[x_index], mul_x.inputs[1 - x_index]
-            recip = _producer(inv, "Reciprocal")
-            sqrt = _producer(recip.inputs[0], "Sqrt") if recip else None
-            add = _producer(sqrt.inputs[0], "Add") if sqrt else None
+            recip = producer(inv, "Reciprocal")
+            sqrt = producer(recip.inputs[0], "Sqrt") if recip else None
+            add = producer(sqrt.inputs[0], "Add") if sqrt else None
             if add is None or x is None:
                 continue
             for m_index in (0, 1):
-                mean = _producer(add.inputs[m_index], "ReduceMean")
+                mean = producer(add.inputs[m_index], "ReduceMean")
                 eps = _scalar(add.inputs[1 - m_index])
                 if mean is None or eps is None or mean.inputs[0] is None:
                     continue

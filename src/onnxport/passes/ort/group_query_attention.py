@@ -60,6 +60,7 @@ import numpy as np
 import onnx_ir as ir
 
 from onnxport.errors import InputError
+from onnxport.passes.fusions import producer
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
 from onnxport.passes.ort.rotary import Rotary, caches, match_rotary
 
@@ -75,25 +76,16 @@ class _Match:
     output_chain_end: ir.Value | None
 
 
-def _producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
-    if value is None:
-        return None
-    node = value.producer()
-    if node is None or node.op_type != op_type or node.domain != "":
-        return None
-    return node
-
-
 def _cache_concat(value: ir.Value | None) -> ir.Node | None:
     """The ``Concat(past, new, axis=2)`` behind an Attention K/V input (through repeat_kv)."""
-    reshape = _producer(value, "Reshape")
+    reshape = producer(value, "Reshape")
     if reshape is not None:
-        expand = _producer(reshape.inputs[0], "Expand")
-        unsqueeze = _producer(expand.inputs[0], "Unsqueeze") if expand is not None else None
+        expand = producer(reshape.inputs[0], "Expand")
+        unsqueeze = producer(expand.inputs[0], "Unsqueeze") if expand is not None else None
         if unsqueeze is None:
             return None
         value = unsqueeze.inputs[0]
-    concat = _producer(value, "Concat")
+    concat = producer(value, "Concat")
     if concat is None or len(concat.inputs) != 2:
         return None
     axis = concat.attributes.get("axis")

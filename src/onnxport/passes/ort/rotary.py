@@ -28,6 +28,8 @@ import dataclasses
 import numpy as np
 import onnx_ir as ir
 
+from onnxport.passes.fusions import producer
+
 
 @dataclasses.dataclass(frozen=True)
 class Rotary:
@@ -50,15 +52,6 @@ class Rotary:
     positions: ir.Value
 
 
-def _node(value: ir.Value | None, op_type: str) -> ir.Node | None:
-    if value is None:
-        return None
-    node = value.producer()
-    if node is None or node.op_type != op_type or node.domain != "":
-        return None
-    return node
-
-
 def _const(value: ir.Value | None) -> np.ndarray | None:
     if value is None:
         return None
@@ -79,7 +72,7 @@ def _last_axis(values: list[int] | None, rank: int) -> bool:
 
 def _half(value: ir.Value | None, head_size: int) -> tuple[ir.Value, int] | None:
     """``Slice(x, [start], [end], [last axis])`` of one half: ``(x, start)``."""
-    node = _node(value, "Slice")
+    node = producer(value, "Slice")
     if node is None or len(node.inputs) < 4:
         return None
     starts, ends, axes = (_ints(node.inputs[i]) for i in (1, 2, 3))
@@ -96,13 +89,13 @@ def _half(value: ir.Value | None, head_size: int) -> tuple[ir.Value, int] | None
 
 def _rotate_half(value: ir.Value, head_size: int) -> ir.Value | None:
     """``Concat(Neg(x[..., D/2:]), x[..., :D/2], axis=-1)`` → ``x``."""
-    concat = _node(value, "Concat")
+    concat = producer(value, "Concat")
     if concat is None or len(concat.inputs) != 2:
         return None
     axis = concat.attributes.get("axis")
     if axis is None or axis.as_int() not in (3, -1):
         return None
-    neg = _node(concat.inputs[0], "Neg")
+    neg = producer(concat.inputs[0], "Neg")
     second = _half(neg.inputs[0], head_size) if neg is not None else None
     first = _half(concat.inputs[1], head_size)
     if second is None or first is None or second[1] == 0 or first[1] != 0:
@@ -112,34 +105,34 @@ def _rotate_half(value: ir.Value, head_size: int) -> ir.Value | None:
 
 def _trig(value: ir.Value | None, op_type: str) -> tuple[ir.Value, float] | None:
     """``Unsqueeze(Cos(emb) [* c], 1)`` → ``(emb, c)`` (op_type ``Cos`` or ``Sin``)."""
-    unsqueeze = _node(value, "Unsqueeze")
+    unsqueeze = producer(value, "Unsqueeze")
     if unsqueeze is None or _ints(unsqueeze.inputs[1]) != [1]:
         return None
     inner = unsqueeze.inputs[0]
     scale = 1.0
-    mul = _node(inner, "Mul")
+    mul = producer(inner, "Mul")
     if mul is not None:
         for a, b in (mul.inputs, mul.inputs[::-1]):
             c = _const(b)
-            if c is not None and c.size == 1 and _node(a, op_type) is not None:
+            if c is not None and c.size == 1 and producer(a, op_type) is not None:
                 inner, scale = a, float(c.reshape(()))
                 break
         else:
             return None
-    trig = _node(inner, op_type)
+    trig = producer(inner, op_type)
     return None if trig is None else (trig.inputs[0], scale)  # type: ignore[return-value]
 
 
 def _angles(emb: ir.Value, head_size: int) -> tuple[np.ndarray, ir.Value] | None:
     """``Concat(f, f, axis=-1)``, ``f = Cast(Unsqueeze(position_ids, 2)) * inv_freq`` →
     ``(inv_freq, position_ids)``."""
-    concat = _node(emb, "Concat")
+    concat = producer(emb, "Concat")
     if concat is None or len(concat.inputs) != 2 or concat.inputs[0] is not concat.inputs[1]:
         return None
     axis = concat.attributes.get("axis")
     if axis is None or axis.as_int() not in (2, -1):
         return None
-    mul = _node(concat.inputs[0], "Mul")
+    mul = producer(concat.inputs[0], "Mul")
     if mul is None:
         return None
     for a, b in (mul.inputs, mul.inputs[::-1]):
@@ -148,8 +141,8 @@ def _angles(emb: ir.Value, head_size: int) -> tuple[np.ndarray, ir.Value] | None
             continue
         if inv_freq.shape[-1] != head_size // 2:
             continue
-        cast = _node(a, "Cast")
-        unsqueeze = _node(cast.inputs[0] if cast is not None else a, "Unsqueeze")
+        cast = producer(a, "Cast")
+        unsqueeze = producer(cast.inputs[0] if cast is not None else a, "Unsqueeze")
         if unsqueeze is None or _ints(unsqueeze.inputs[1]) not in ([2], [-1]):
             continue
         positions = unsqueeze.inputs[0]
@@ -165,10 +158,10 @@ def match_rotary(value: ir.Value | None, head_size: int) -> Rotary | None:
     Matches ``Add(Mul(x, cos), Mul(rotate_half(x), sin))`` in any operand order, with cos and sin
     computed from the same angles (see the module docstring).
     """
-    add = _node(value, "Add")
+    add = producer(value, "Add")
     if add is None or head_size % 2:
         return None
-    muls = [_node(v, "Mul") for v in add.inputs]
+    muls = [producer(v, "Mul") for v in add.inputs]
     if any(m is None for m in muls):
         return None
     for plain, rotated in (muls, muls[::-1]):
