@@ -246,8 +246,19 @@ def _loop(
         value.dtype = dtype_of(state)
         outputs.append(value)
     body.outputs.extend(outputs)
-    prefix = f"{ctx.node.name if ctx.node is not None else 'special'}_loop{len(ctx.graph)}"
-    for i, value in enumerate([it, cond_in, *formals]):
+    name_body(body, [it, cond_in, *formals], f"{ctx.node.name if ctx.node is not None else 'special'}_loop{len(ctx.graph)}")
+    loop = ctx.op.Loop(trips, cond, *states, body=body, _outputs=len(states))
+    results: list[ir.Value] = [loop] if len(states) == 1 else list(loop)
+    for value, state in zip(results, states):
+        value.dtype = dtype_of(state)
+    return results
+
+
+def name_body(body: ir.Graph, formals: Sequence[ir.Value], prefix: str) -> None:
+    """Name a Loop/Scan body's formal inputs ``{prefix}_in{i}``, its nodes ``{prefix}/{op}_{k}`` and
+    their outputs ``{prefix}_v{k}``: unique, so no body value shadows a name of an enclosing graph
+    (IR spec, "Names Within a Graph")."""
+    for i, value in enumerate(formals):
         value.name = f"{prefix}_in{i}"
     count = 0
     for node in body:
@@ -255,11 +266,6 @@ def _loop(
         for out in node.outputs:
             out.name = f"{prefix}_v{count}"
             count += 1
-    loop = ctx.op.Loop(trips, cond, *states, body=body, _outputs=len(states))
-    results: list[ir.Value] = [loop] if len(states) == 1 else list(loop)
-    for value, state in zip(results, states):
-        value.dtype = dtype_of(state)
-    return results
 
 
 def _trip_count(ctx: Ctx, n: ir.Value, active: ir.Value, offset: int = 0) -> ir.Value:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import onnx_ir as ir
 
-from onnxport.ops._common import dtype_of
+from onnxport.ops._common import dtype_of, name_body
 from onnxport.translate.context import Ctx
 
 
@@ -51,15 +51,7 @@ def _scan_body(ctx: Ctx, masked: bool, dtype: ir.DataType, w_hh_t: ir.Value, w_h
     for v in outputs:
         v.dtype = dtype
     body.outputs.extend(outputs)
-    prefix = f"{ctx.node.name if ctx.node is not None else 'lstm'}_scan{len(ctx.graph)}"
-    for k, value in enumerate(formals):
-        value.name = f"{prefix}_in{k}"
-    count = 0
-    for node in body:
-        node.name = f"{prefix}/{node.op_type}_{count}"
-        for out in node.outputs:
-            out.name = f"{prefix}_v{count}"
-            count += 1
+    name_body(body, formals, f"{ctx.node.name if ctx.node is not None else 'lstm'}_scan{len(ctx.graph)}")
     return body
 
 
