@@ -20,6 +20,7 @@ import torch
 from typer.testing import CliRunner
 
 import onnxport.hf
+from _checkpoints import LAYERS, llama_checkpoint
 from onnxport.cli import app
 from onnxport.errors import HFError, InputError, OnnxportError
 from onnxport.hf import streamed
@@ -27,27 +28,7 @@ from onnxport.hf.layout import find_model
 
 transformers = pytest.importorskip("transformers")
 
-LAYERS = 3
 
-
-def _checkpoint(folder: pathlib.Path, dtype: torch.dtype = torch.float32, tied: bool = True) -> Any:
-    """A random-weight 3-layer Llama saved in shards of ~40 kB (``model.safetensors.index.json``)."""
-    config = transformers.LlamaConfig(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=100,
-        tie_word_embeddings=tied,
-        architectures=["LlamaForCausalLM"],
-    )
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).to(dtype).eval()
-    model.save_pretrained(folder, max_shard_size="40KB")
-    assert len(list(folder.glob("*.safetensors"))) >= 2
-    assert (folder / "model.safetensors.index.json").is_file()
-    return model
 
 
 def _feeds(batch: int = 2, sequence: int = 6, vocab: int = 100) -> dict[str, torch.Tensor]:
@@ -84,7 +65,7 @@ def _initializers(path: pathlib.Path) -> dict[str, onnx.TensorProto]:
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, pathlib.Path, Any]:
     root = tmp_path_factory.mktemp("streamed")
-    model = _checkpoint(root / "ckpt")
+    model = llama_checkpoint(root / "ckpt")
     out = root / "onnx"
     result = CliRunner().invoke(app, ["export", "--hf", str(root / "ckpt"), "-o", str(out)])
     assert result.exit_code == 0, result.output
@@ -134,7 +115,7 @@ def test_streamed_weights_named_and_stored_once(exported: tuple[Any, pathlib.Pat
 
 
 def test_slice_validation_when_the_model_does_not_fit(tmp_path: pathlib.Path) -> None:
-    _checkpoint(tmp_path / "ckpt")
+    llama_checkpoint(tmp_path / "ckpt")
     out = tmp_path / "onnx"
     result = onnxport.hf.export(tmp_path / "ckpt", output_dir=out, stream=True, memory_fraction=0.0)
     assert result.streamed is not None
@@ -148,7 +129,7 @@ def test_slice_validation_when_the_model_does_not_fit(tmp_path: pathlib.Path) ->
 
 
 def test_bf16_checkpoint_keeps_bf16_initializers(tmp_path: pathlib.Path) -> None:
-    model = _checkpoint(tmp_path / "ckpt", torch.bfloat16, tied=False)
+    model = llama_checkpoint(tmp_path / "ckpt", torch.bfloat16, tied=False)
     out = tmp_path / "onnx"
     result = onnxport.hf.export(tmp_path / "ckpt", output_dir=out, stream=True)
     assert result.passed and result.streamed is not None
@@ -163,7 +144,7 @@ def test_bf16_checkpoint_keeps_bf16_initializers(tmp_path: pathlib.Path) -> None
 
 def _broken(tmp_path: pathlib.Path, case: str) -> pathlib.Path:
     folder = tmp_path / "ckpt"
-    _checkpoint(folder)
+    llama_checkpoint(folder)
     index = folder / "model.safetensors.index.json"
     shards = sorted(folder.glob("*.safetensors"))
     if case == "missing shard":
@@ -210,7 +191,7 @@ def test_failure_while_streaming_leaves_nothing(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = tmp_path / "ckpt"
-    _checkpoint(folder)
+    llama_checkpoint(folder)
     calls = []
 
     def failing_advance(self: Any, name: str, nbytes: int) -> None:

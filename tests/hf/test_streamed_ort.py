@@ -24,6 +24,7 @@ from onnx import numpy_helper
 from typer.testing import CliRunner
 
 import onnxport.hf
+from _checkpoints import LAYERS, llama_checkpoint
 from onnxport.cli import app
 from onnxport.errors import HFError
 from onnxport.hf import streamed
@@ -32,27 +33,7 @@ from onnxport.verify.compare import TOLERANCES
 
 transformers = pytest.importorskip("transformers")
 
-LAYERS = 3
 
-
-def _checkpoint(folder: pathlib.Path) -> Any:
-    """A random-weight 3-layer Llama (head size 16, as GroupQueryAttention's CPU kernel needs)
-    saved in ~40 kB shards with ``model.safetensors.index.json``."""
-    config = transformers.LlamaConfig(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=100,
-        tie_word_embeddings=False,
-        architectures=["LlamaForCausalLM"],
-    )
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).eval()
-    model.save_pretrained(folder, max_shard_size="40KB")
-    assert (folder / "model.safetensors.index.json").is_file()
-    return model
 
 
 def _signature(folder: pathlib.Path) -> list[tuple[Any, ...]]:
@@ -90,7 +71,7 @@ def _external_bytes(folder: pathlib.Path) -> int:
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, pathlib.Path]:
     root = tmp_path_factory.mktemp("streamort")
-    return _checkpoint(root / "ckpt"), root / "ckpt"
+    return llama_checkpoint(root / "ckpt", tied=False), root / "ckpt"
 
 
 @pytest.fixture(scope="module")
