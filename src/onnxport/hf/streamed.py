@@ -48,7 +48,7 @@ from onnxport.errors import HFError, OnnxportError, VerificationError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
-from onnxport.hf import meta
+from onnxport.hf import meta, repeat
 from onnxport.hf.checkpoint import Checkpoint, read_checkpoint
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, write_genai_config
@@ -141,17 +141,8 @@ class _Build:
     cast: bool = False
 
 
-def _export_part(
-    part: hf_inputs.Component,
-    model: torch.nn.Module,
-    checkpoint: Checkpoint,
-    build: _Build,
-    report: dict[str, dict[str, float]] | None = None,
-) -> Any:
-    """Export one component of a meta model, name its weights by the model's own keys, apply the
-    checkpoint's tensors to them (lazily: nothing is read until the save) and run the onnxruntime
-    target's passes (which record transforms of those tensors; ``report`` receives each quantized
-    weight's error when it is written)."""
+def _capture(part: hf_inputs.Component, model: torch.nn.Module, build: _Build) -> Any:
+    """Export one component of a meta model and name its weights by the model's own keys."""
     program = export_program(
         part.module,
         (),
@@ -163,6 +154,37 @@ def _export_part(
         optimize=build.optimize,
     )
     meta.rename_weights(program, meta.own_names(part.module, model))
+    return program
+
+
+def _grown(part: hf_inputs.Component, loaded: LoadedModel, build: _Build) -> Any | None:
+    """The component's program captured with two layers and grown to the model's depth
+    (:mod:`onnxport.hf.repeat`), or ``None`` when the model does not qualify."""
+    model = loaded.model
+    names = repeat.repeatable(model, model.config, loaded.task.kind)
+    cut = slice_config(model.config, repeat.CAPTURED_LAYERS)
+    if names is None or cut is None:
+        return None
+    small = meta.build(cut, loaded.task.auto_class, model.dtype)
+    small_part = next(p for p in hf_inputs.components(LoadedModel(small, loaded.task, loaded.folder, loaded.pooling)) if p.name == part.name)
+    program = _capture(small_part, small, build)
+    return program if repeat.grow(program, names, model.config.num_hidden_layers) else None
+
+
+def _export_part(
+    part: hf_inputs.Component,
+    loaded: LoadedModel,
+    checkpoint: Checkpoint,
+    build: _Build,
+    report: dict[str, dict[str, float]] | None = None,
+) -> Any:
+    """Export one component of a meta model (from two layers when they repeat: :func:`_grown`),
+    name its weights by the model's own keys, apply the checkpoint's tensors to them (lazily:
+    nothing is read until the save) and run the onnxruntime target's passes (which record
+    transforms of those tensors; ``report`` receives each quantized weight's error when it is
+    written)."""
+    model = loaded.model
+    program = _grown(part, loaded, build) or _capture(part, model, build)
     program.apply_weights(meta.checkpoint_weights(program, model, checkpoint))
     if build.target == "onnxruntime":
         optimize_for_onnxruntime(program.model, windows=wrappers.past_key_windows(part.module, model.config))
@@ -292,8 +314,8 @@ def _check_folder(spec: _Spec, config: Any, folder: Path, build: _Build, label: 
     """Export ``config`` (the slice, or the whole model) with ``build`` into ``folder`` (flat) and
     compare it with eager."""
     model = meta.build(config, spec.task.auto_class, spec.dtype)
-    parts = hf_inputs.components(LoadedModel(model, spec.task, spec.folder, spec.pooling))
-    programs = {p.name: _export_part(p, model, spec.checkpoint, build, {}) for p in parts}
+    loaded = LoadedModel(model, spec.task, spec.folder, spec.pooling)
+    programs = {p.name: _export_part(p, loaded, spec.checkpoint, build, {}) for p in hf_inputs.components(loaded)}
     _save_parts(programs, folder, None, "flat")
     del programs
     real = _reference(spec, config)
@@ -429,9 +451,10 @@ def export_streamed(
     meta.check(model, checkpoint, cast=build.cast)
     result = Streamed(resolved, model, checkpoint.nbytes, graph_dtype)
     programs: dict[str, Any] = {}
-    for part in hf_inputs.components(LoadedModel(model, resolved, folder, pooling)):
+    loaded = LoadedModel(model, resolved, folder, pooling)
+    for part in hf_inputs.components(loaded):
         start = time.perf_counter()
-        programs[part.name] = _export_part(part, model, checkpoint, build, result.quantization)
+        programs[part.name] = _export_part(part, loaded, checkpoint, build, result.quantization)
         result.programs[part.name] = programs[part.name]
         result.seconds[part.name] = time.perf_counter() - start
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))

@@ -38,7 +38,7 @@ def _matches(class_name: str, wanted: Sequence[str]) -> bool:
     return any(class_name == w or class_name.endswith(f".{w}") for w in wanted)
 
 
-def _instance(node: ir.Node, wanted: Sequence[str]) -> tuple[str, str] | None:
+def module_instance(node: ir.Node, wanted: Sequence[str]) -> tuple[str, str] | None:
     """(instance path, class name) of the outermost selected module the node belongs to."""
     fx_node = node.metadata_props.get(KEY_FX_NODE, "")
     if any(marker in fx_node for marker in _SHAPE_ARITHMETIC):
@@ -143,11 +143,11 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
-        _unshare_constants(graph, lambda n: (_instance(n, self.wanted) or (None,))[0])
+        _unshare_constants(graph, lambda n: (module_instance(n, self.wanted) or (None,))[0])
         groups: dict[str, list[ir.Node]] = {}
         classes: dict[str, str] = {}
         for node in graph:
-            found = _instance(node, self.wanted)
+            found = module_instance(node, self.wanted)
             if found is not None:
                 groups.setdefault(found[0], []).append(node)
                 classes[found[0]] = found[1]
