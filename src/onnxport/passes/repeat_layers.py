@@ -62,11 +62,12 @@ class LayerNames:
     outputs: tuple[str, ...] = ("present",)
 
     def rename(self, name: str, prefixes: Iterable[str], old: int, new: int) -> str | None:
-        """``name`` with ``<prefix>.<old>.`` made ``<prefix>.<new>.``; ``None`` if it has none."""
+        """``name`` with ``<prefix>.<old>.`` (or a final ``<prefix>.<old>``) made ``<prefix>.<new>``;
+        ``None`` if it has none."""
         for prefix in prefixes:
-            pattern = rf"(^|\.){re.escape(prefix)}\.{old}\."
+            pattern = rf"(^|\.){re.escape(prefix)}\.{old}(\.|$)"
             if re.search(pattern, name):
-                return re.sub(pattern, rf"\g<1>{prefix}.{new}.", name, count=1)
+                return re.sub(pattern, rf"\g<1>{prefix}.{new}\g<2>", name, count=1)
         return None
 
 
