@@ -8,7 +8,12 @@ import pytest
 import torch
 
 import onnxport
-from onnxport.passes.repeat_layers import KEY_REPEATED_FROM, LayerNames, RepeatRefused, repeat_layers
+from onnxport.passes.repeat_layers import (
+    KEY_REPEATED_FROM,
+    LayerNames,
+    RepeatRefused,
+    repeat_layers,
+)
 
 
 class Block(torch.nn.Module):
