@@ -226,3 +226,25 @@ def test_loaded_model_saved_over_itself(wide: tuple, tmp_path: Path) -> None:
     np.testing.assert_allclose(loaded(x)[0].numpy(), expected, rtol=1e-4, atol=1e-5)
     out = _session(path).run(None, {"x": x.numpy()})[0]
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_fsync_only_when_durable(wide: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool) -> None:
+    """ONNXPORT_FSYNC=1 (``save.DURABLE``) flushes the data file and the graph before their
+    renames; by default nothing is fsynced (the renames alone keep a killed save atomic)."""
+    synced: list[str] = []
+    real = os.fsync
+
+    def record(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(save_mod, "DURABLE", durable)
+    monkeypatch.setattr(save_mod.os, "fsync", record)
+    _, program, x = wide
+    program.save(tmp_path / "m.onnx", external_data=True)
+    assert ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"x": x.numpy()})[0].shape[0] == x.shape[0]
+    if durable:
+        assert any(".data" in p for p in synced) and any(p.endswith(".onnx") for p in synced)
+    else:
+        assert synced == []
