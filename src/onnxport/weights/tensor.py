@@ -73,6 +73,7 @@ class WeightTensor(ir.LazyTensor):
         self.bases = tuple(bases)
         self.fn = fn
         self.chunks = chunks
+        self.perm: tuple[int, ...] | None = None  # set by :func:`transposed`: this is bases[0] permuted
 
     def tofile(self, file: Any) -> None:
         """Write the bytes to ``file``; a transform that streams (a transpose) writes block by
@@ -171,6 +172,12 @@ def _transpose_blocks(array: np.ndarray, perm: tuple[int, ...]) -> Iterator[np.n
     The copy runs in torch (multi-threaded, ~1.5x numpy's strided copy) on the bits viewed as a
     same-size integer type, so any dtype (bfloat16 included) moves unchanged.
     """
+    yield from _permuted(array, perm, BLOCK_BYTES)
+
+
+def _permuted(array: np.ndarray, perm: tuple[int, ...], block_bytes: int | None) -> Iterator[np.ndarray]:
+    """Blocks of ``array.transpose(perm)`` along its first axis (one block when
+    ``block_bytes`` is ``None``), copied by torch on the bits."""
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     if array.ndim == 0 or array.size == 0 or array.itemsize not in _SAME_SIZE_INT:
@@ -180,7 +187,7 @@ def _transpose_blocks(array: np.ndarray, perm: tuple[int, ...]) -> Iterator[np.n
         warnings.simplefilter("ignore", UserWarning)
         bits = torch.from_numpy(array.view(_SAME_SIZE_INT[array.itemsize])).permute(perm)
     row = max(1, bits[0].numel() * array.itemsize)
-    step = max(1, BLOCK_BYTES // row)
+    step = bits.shape[0] if block_bytes is None else max(1, block_bytes // row)
     for start in range(0, bits.shape[0], step):
         yield bits[start : start + step].contiguous().numpy().view(array.dtype)
 
@@ -191,11 +198,13 @@ def transposed(base: ir.TensorProtocol, perm: Sequence[int], name: str) -> ir.Te
     perm = tuple(int(p) for p in perm)
     dims = base.shape.numpy()
     shape = [int(dims[p]) for p in perm]
-    return WeightTensor(
+    result = WeightTensor(
         dtype=base.dtype, shape=shape, name=name, bases=(base,),
-        fn=lambda a: np.asarray(a.transpose(perm), order="C"),
+        fn=lambda a: next(_permuted(a, perm, None)),
         chunks=lambda a: _transpose_blocks(a, perm),
     )
+    result.perm = perm
+    return result
 
 
 def cast(base: ir.TensorProtocol, dtype: ir.DataType, name: str) -> ir.TensorProtocol:
@@ -227,9 +236,17 @@ def concatenated(
         raise InputError(f"Cannot concatenate {[b.name for b in bases]} into {name}: shapes {shapes} differ off axis {axis}.")
     shape = list(shapes[0])
     shape[axis] = sum(s[axis] for s in shapes)
-    return derive_many(
+    if rank == 2 and axis == 1 and all(isinstance(b, WeightTensor) and b.perm == (1, 0) for b in bases):
+        # [w1.T, w2.T] joined on columns == [w1; w2].T: the rows are joined (no transposed copy of
+        # each part) and transposed once, in blocks
+        rows = concatenated([b.bases[0] for b in bases], 0, f"{name}.rows")  # type: ignore[attr-defined]
+        return transposed(rows, (1, 0), name)
+    result = derive_many(
         bases, lambda *a: np.concatenate(a, axis=axis), dtype=bases[0].dtype, shape=shape, name=name
     )
+    if axis == 0:  # joined on the first axis: each part's bytes in turn, never the whole
+        result.chunks = lambda *a: iter(a)
+    return result
 
 
 def reshaped(base: ir.TensorProtocol, shape: Sequence[int], name: str) -> ir.TensorProtocol:
