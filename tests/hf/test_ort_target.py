@@ -43,7 +43,7 @@ def test_cli_target_onnxruntime_int4(tmp_path: Path) -> None:
     proto = onnx.load(str(find_model(out)))
     ops = collections.Counter(n.op_type for n in proto.graph.node)
     assert ops["GroupQueryAttention"] == 2 and ops["SkipSimplifiedLayerNormalization"] == 4
-    assert ops["MatMulNBits"] == 2 * 7 + 1 and ops["MatMul"] == 0  # lm_head too
+    assert ops["MatMulNBits"] == 2 * 4 + 1 and ops["MatMul"] == 0  # packed q|k|v, o, gate|up, down; lm_head too
     nbits = next(n for n in proto.graph.node if n.op_type == "MatMulNBits")
     attrs = {a.name: a.i for a in nbits.attribute}
     assert (attrs["bits"], attrs["block_size"], attrs["accuracy_level"]) == (4, 16, 4)
