@@ -275,3 +275,9 @@ def past_key_windows(module: torch.nn.Module, config: Any) -> dict[str, int]:
         return {}
     return {f"past_key_values.{i}.key": w for i, w in sliding_windows(config).items()}
 
+
+
+def max_positions(config: Any) -> int | None:
+    """``max_position_embeddings`` (the rotary caches' length), ``None`` when the config has none."""
+    value = getattr(config, "max_position_embeddings", None)
+    return value if isinstance(value, int) and value > 0 else None

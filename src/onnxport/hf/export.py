@@ -221,7 +221,8 @@ def export(
                     program.model,
                     windows=wrappers.past_key_windows(part.module, loaded.model.config),
                     # positions from the lengths: exact for the shared graph's unpadded rows only
-                    rotary_positions=_max_positions(loaded.model.config) if shared else None,
+                    rotary_positions=wrappers.max_positions(loaded.model.config) if shared else None,
+                    rotary_embedding=wrappers.max_positions(loaded.model.config),
                     shared_kv_buffer=shared,
                 )
             except InputError as e:
@@ -383,12 +384,6 @@ def _check_full_attention(config: Any) -> None:
             f"kv_cache='shared' drops the graph's mask for the kernel's causal one; this model "
             f"sets {', '.join(limited)}. Export with kv_cache='concat' (its mask is kept)."
         )
-
-
-def _max_positions(config: Any) -> int | None:
-    """``max_position_embeddings`` (the rotary caches' length), ``None`` when the config has none."""
-    value = getattr(config, "max_position_embeddings", None)
-    return value if isinstance(value, int) and value > 0 else None
 
 
 def _write_genai_config(

@@ -187,7 +187,11 @@ def _export_part(
     program = _grown(part, loaded, build) or _capture(part, model, build)
     program.apply_weights(meta.checkpoint_weights(program, model, checkpoint))
     if build.target == "onnxruntime":
-        optimize_for_onnxruntime(program.model, windows=wrappers.past_key_windows(part.module, model.config))
+        optimize_for_onnxruntime(
+            program.model,
+            windows=wrappers.past_key_windows(part.module, model.config),
+            rotary_embedding=wrappers.max_positions(model.config),
+        )
     if build.quantize is not None:
         optimize_for_onnxruntime(program.model, fuse=False, quantize=build.quantize, report=report)
     name_total_sequence(program.model)

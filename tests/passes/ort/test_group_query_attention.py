@@ -55,6 +55,15 @@ def test_fused_equals_standard_graph(exported) -> None:
     assert ops["GroupQueryAttention"] == layers and ops["Attention"] == 0
     assert _ops(standard)["Attention"] == layers
     assert ops["Expand"] < _ops(standard)["Expand"]  # repeat_kv is gone
+    # rotate_half became com.microsoft.RotaryEmbedding on the packed q and k (positions from
+    # position_ids, so left padding stays exact); no Transpose is left between the projections
+    # and GroupQueryAttention
+    assert ops["RotaryEmbedding"] == 2 * layers and ops["Neg"] == 0
+    for node in fused.model.graph:
+        if node.op_type == "RotaryEmbedding":
+            assert node.inputs[1].name == "position_ids" and node.inputs[0].producer().op_type in ("MatMul", "Split")
+        if node.op_type == "GroupQueryAttention":
+            assert all(v.producer().op_type != "Transpose" for v in node.inputs[:3])
     for node in fused.model.graph:
         if node.op_type == "GroupQueryAttention":
             assert node.domain == "com.microsoft"

@@ -30,6 +30,7 @@ def optimize_for_onnxruntime(
     windows: Mapping[str, int] | None = None,
     rotary_positions: int | None = None,
     shared_kv_buffer: bool = False,
+    rotary_embedding: int | None = None,
 ) -> ir.Model:
     """Rewrite ``model`` in place for onnxruntime's CPU provider and return it.
 
@@ -49,6 +50,9 @@ def optimize_for_onnxruntime(
             :mod:`onnxport.passes.ort.group_query_attention`). ``None`` keeps it in the graph.
         shared_kv_buffer: Make the in-place KV cache graph onnxruntime-genai runs with
             ``past_present_share_buffer: true``.
+        rotary_embedding: ``max_position_embeddings``: where the rotary is not folded into
+            GroupQueryAttention, replace it by ``com.microsoft.RotaryEmbedding`` nodes (positions
+            from ``position_ids``); ``None`` keeps the graph's rotary.
 
     Raises:
         InputError: ``shared_kv_buffer`` and an attention that cannot be fused.
@@ -56,7 +60,7 @@ def optimize_for_onnxruntime(
     passes: list[ir.passes.PassBase] = []
     if fuse:
         passes += [
-            GroupQueryAttentionPass(rotary_positions, shared_kv_buffer),
+            GroupQueryAttentionPass(rotary_positions, shared_kv_buffer, rotary_embedding),
             LocalWindowPass(windows or {}),
             SkipNormalizationPass(),
         ]

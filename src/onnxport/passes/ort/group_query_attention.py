@@ -179,6 +179,40 @@ def _rotaries(m: _Match, max_positions: int | None) -> tuple[Rotary, Rotary] | N
     return q, k
 
 
+def _separate_rotaries(m: _Match, max_positions: int | None) -> tuple[Rotary, Rotary] | None:
+    """The rotaries of q and k for ``com.microsoft.RotaryEmbedding`` nodes: matched, int64
+    ``[B, S]`` positions, and the kernel present."""
+    found = _rotaries(m, max_positions)
+    if found is None or not has_kernel("RotaryEmbedding"):
+        return None
+    positions = found[0].positions
+    if positions.dtype != ir.DataType.INT64 or positions.shape is None or positions.shape.rank() != 2:
+        return None
+    return found
+
+
+def _bsh_source(bnsh: ir.Value | None, hidden: int) -> ir.Value | None:
+    """``y`` when ``bnsh = Transpose(Reshape(y, [.., .., heads, head_size]), [0, 2, 1, 3])`` with
+    ``y`` of shape ``[B, S, hidden]``: the packed layout GroupQueryAttention reads, as it is."""
+    transpose = producer(bnsh, "Transpose")
+    perm = None if transpose is None else transpose.attributes.get("perm")
+    if transpose is None or perm is None or list(perm.as_ints()) != [0, 2, 1, 3]:
+        return None
+    reshape = producer(transpose.inputs[0], "Reshape")
+    if reshape is None:
+        return None
+    source = reshape.inputs[0]
+    shape = None if source is None else source.shape
+    if shape is None or shape.rank() != 3 or shape[2] != hidden:
+        return None
+    out = reshape.outputs[0].shape
+    if out is None or out.rank() != 4 or not all(isinstance(d, int) for d in (out[2], out[3])):
+        return None
+    if out[2] * out[3] != hidden or out[0] != shape[0] or out[1] != shape[1]:  # type: ignore[operator]
+        return None
+    return source
+
+
 class GroupQueryAttentionPass(ir.passes.InPlacePass):
     """Fuse every matching Attention (see the module docstring).
 
@@ -187,16 +221,23 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             of this many positions (``None``: keep the graph's rotary, positions from
             ``position_ids``).
         shared_buffer: Build the in-place cache graph for ``past_present_share_buffer: true``.
+        rotary_embedding: ``max_position_embeddings``: when the rotary is not folded in, replace
+            the graph's rotary of q and k by ``com.microsoft.RotaryEmbedding`` nodes on the packed
+            ``[B, S, heads * head_size]`` tensors, positions from ``position_ids`` (caches of this
+            many positions; ``None``: keep the graph's rotary).
 
     Raises:
         InputError: ``shared_buffer`` and an attention that does not fuse, or no
             ``attention_mask`` graph input.
     """
 
-    def __init__(self, rotary_positions: int | None = None, shared_buffer: bool = False) -> None:
+    def __init__(
+        self, rotary_positions: int | None = None, shared_buffer: bool = False, rotary_embedding: int | None = None
+    ) -> None:
         super().__init__()
         self.rotary_positions = rotary_positions
         self.shared_buffer = shared_buffer
+        self.rotary_embedding = rotary_embedding
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
@@ -252,6 +293,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             return add("Constant", [], value=ir.tensor(array, name=name))
 
         def packed(bnsh: ir.Value | None, heads: int) -> ir.Value:
+            flat = _bsh_source(bnsh, heads * m.head_size)
+            if flat is not None:  # the graph made bnsh from this [B, S, heads * head_size] tensor
+                return flat
             x = add("Transpose", [bnsh], perm=[0, 2, 1, 3])
             return add(
                 "Reshape", [x, const("shape", np.array([0, 0, heads * m.head_size], np.int64))]
@@ -284,12 +328,22 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         cos_cache = sin_cache = None
         if rotary is not None:
             q_in, k_new = rotary[0].x, rotary[1].x
-            cos_cache, sin_cache = self._caches(graph, rotary[0], shared)
+            assert self.rotary_positions is not None
+            cos_cache, sin_cache = self._caches(graph, rotary[0], shared, self.rotary_positions)
+        separate = None if rotary is not None else _separate_rotaries(m, self.rotary_embedding)
+        q_packed, k_packed = packed(q_in, m.heads), packed(k_new, m.kv_heads)
+        if separate is not None:
+            assert self.rotary_embedding is not None
+            caches_ = self._caches(graph, separate[0], shared, self.rotary_embedding)
+            q_packed, k_packed = (
+                add("RotaryEmbedding", [packed(r.x, heads), r.positions, *caches_], domain=MICROSOFT, num_heads=heads)
+                for r, heads in zip(separate, (m.heads, m.kv_heads))
+            )
         gqa = ir.node(
             "GroupQueryAttention",
             [
-                packed(q_in, m.heads),
-                packed(k_new, m.kv_heads),
+                q_packed,
+                k_packed,
                 packed(v_new, m.kv_heads),
                 m.key_concat.inputs[0],
                 m.value_concat.inputs[0],
@@ -337,16 +391,17 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             old.name = None
             new.name = name
 
+    @staticmethod
     def _caches(
-        self, graph: ir.Graph, rotary: Rotary, shared: dict[Any, Any]
+        graph: ir.Graph, rotary: Rotary, shared: dict[Any, Any], positions: int
     ) -> tuple[ir.Value, ir.Value]:
-        """``cos_cache``/``sin_cache`` initializers, one pair per distinct ``inv_freq``."""
-        assert self.rotary_positions is not None
+        """``cos_cache``/``sin_cache`` initializers of ``positions`` rows, one pair per distinct
+        ``inv_freq``."""
         key = ("rotary", rotary.inv_freq.tobytes(), rotary.scale)
         if key not in shared:
             index = sum(1 for k in shared if isinstance(k, tuple) and k[0] == "rotary")
             values = []
-            for kind, array in zip(("cos", "sin"), caches(rotary, self.rotary_positions)):
+            for kind, array in zip(("cos", "sin"), caches(rotary, positions)):
                 name = f"{kind}_cache" + (f"_{index}" if index else "")
                 value = ir.Value(
                     name=name,
