@@ -57,7 +57,9 @@ def test_greedy_20_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
     ops = collections.Counter(n.op_type for n in program.model.graph)
     layers = BASE["num_hidden_layers"]
     assert ops["GroupQueryAttention"] == layers, ops
-    packed = [n for n in program.model.graph if n.op_type == "MatMul" and "+" in n.inputs[1].name]
+    packed = [
+        n for n in program.model.graph if n.op_type in ("MatMul", "FusedMatMul") and "+" in n.inputs[1].name
+    ]
     assert len(packed) >= layers, ops  # q/k/v packed in every layer
     windows = [
         n.attributes["local_window_size"].as_int()

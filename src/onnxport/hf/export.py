@@ -29,7 +29,7 @@ from onnxport.hf.streamed import (
     quantization_report,
 )
 from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, describe, eager
-from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
+from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
 
 
 @dataclasses.dataclass
@@ -227,6 +227,8 @@ def export(
                 )
             except InputError as e:
                 raise HFError(str(e)) from e
+            if quantization is None:  # else after the quantization, whose matcher reads MatMul
+                finish_for_onnxruntime(program.model)
             program.release()  # the export's verification session ran the standard graph
         result.programs[part.name] = program
         name_total_sequence(program.model)
@@ -239,6 +241,8 @@ def export(
             optimize_for_onnxruntime(
                 program.model, fuse=False, quantize=quantization, report=result.quantization
             )
+            if target == "onnxruntime":
+                finish_for_onnxruntime(program.model)
     if validate and not result.passed:
         failed = [c for c in result.checks if not c.passed]
         rows = "\n".join(

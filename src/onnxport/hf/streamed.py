@@ -55,7 +55,7 @@ from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager
-from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
+from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
 from onnxport.runtime import run_session, to_numpy
 
 SLICE_LAYERS = 2
@@ -194,6 +194,8 @@ def _export_part(
         )
     if build.quantize is not None:
         optimize_for_onnxruntime(program.model, fuse=False, quantize=build.quantize, report=report)
+    if build.target == "onnxruntime":
+        finish_for_onnxruntime(program.model)
     name_total_sequence(program.model)
     return program
 

@@ -107,6 +107,7 @@ def _clone_tensor(tensor: WeightTensor, rename: dict[str, str], table: WeightTab
             if not tensor.slot.required and tensor.slot.source.has_data:
                 slot = Slot(slot_name, tensor.slot.source, required=False)  # a computed buffer, same in every layer
             table.slots[slot_name] = slot
+            name = slot_name  # a root is named after its slot
     bases = [
         _clone_tensor(b, rename, table, memo) if isinstance(b, WeightTensor) else b for b in tensor.bases
     ]
@@ -114,6 +115,7 @@ def _clone_tensor(tensor: WeightTensor, rename: dict[str, str], table: WeightTab
         dtype=tensor.dtype, shape=tuple(tensor.shape.numpy()), name=name, slot=slot, bases=bases,
         fn=tensor.fn, chunks=tensor.chunks,
     )
+    clone.perm = tensor.perm
     memo[id(tensor)] = clone
     return clone
 

@@ -17,8 +17,9 @@ from onnxport.passes.ort.local_window import LocalWindowPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
 from onnxport.passes.ort.packed_matmul import PackedMatMulPass
 from onnxport.passes.ort.skip_norm import SkipNormalizationPass
+from onnxport.passes.ort.transposed_matmul import TransposedMatMulPass
 
-__all__ = ["QuantizeOptions", "optimize_for_onnxruntime"]
+__all__ = ["QuantizeOptions", "finish_for_onnxruntime", "optimize_for_onnxruntime"]
 
 
 def optimize_for_onnxruntime(
@@ -84,4 +85,13 @@ def optimize_for_onnxruntime(
         if isinstance(cause, OnnxportError):
             raise cause from None
         raise
+    return model
+
+
+def finish_for_onnxruntime(model: ir.Model) -> ir.Model:
+    """The last rewrite of the onnxruntime target, after every :func:`optimize_for_onnxruntime`
+    call (quantization included): float32 ``MatMul`` over a transposed weight becomes
+    ``FusedMatMul(transB=1)`` over the weight as stored (:mod:`~onnxport.passes.ort.transposed_matmul`),
+    so the save copies no transposed weights. In place; returns ``model``."""
+    ir.passes.PassManager([TransposedMatMulPass(), common.RemoveUnusedNodesPass()])(model)
     return model

@@ -1,0 +1,74 @@
+"""``MatMul(A, W.T)`` over a lazily transposed weight → ``com.microsoft.FusedMatMul(A, W, transB=1)``.
+
+A PyTorch ``Linear`` stores ``W`` as ``[N, K]``; standard ONNX ``MatMul`` wants ``[K, N]``, so the
+standard export writes every projection transposed (:mod:`onnxport.passes.transposed_weights`),
+a full copy of each weight at save time (~1 s of a 3.4 GB export on this machine). onnxruntime's
+``FusedMatMul`` (ContribOperators.md: MatMul with ``transA``/``transB``/``alpha``) reads ``W`` as it
+is: its CPU kernel is the ``MatMul<float>`` kernel, which packs the constant B once at session
+creation with the transpose applied (``GemmPackBFp32(..., trans_b, ...)`` in onnxruntime's
+``core/providers/cpu/math/matmul.cc``), so running costs the same and the export copies nothing.
+onnxruntime-genai's builder transposes instead (``make_matmul_fp32``, ``builders/base.py``).
+
+Run last (:func:`onnxport.passes.ort.finish_for_onnxruntime`), after quantization, whose
+``MatMulNBits`` matcher reads ``MatMul``: only float32 MatMuls whose ``B`` is a
+:func:`onnxport.weights.transposed` ``(1, 0)`` of another tensor (a weight or the joined rows of a
+packed projection) change; the initializer becomes that tensor, under its own name.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
+from onnxport.weights.tensor import WeightTensor
+
+
+def _source(graph: ir.Graph, b: ir.Value, tensor: WeightTensor) -> ir.Value | None:
+    """An initializer holding ``tensor``'s untransposed base (existing or new), else ``None``."""
+    base = tensor.bases[0]
+    slot = base.slot if isinstance(base, WeightTensor) else None
+    name = slot.name if slot is not None else base.name or f"{b.name}.source"  # a weight: its state_dict key
+    existing = graph.initializers.get(name)
+    if existing is not None:
+        return existing if existing.const_value is base else None
+    value = ir.Value(name=name, shape=ir.Shape(base.shape.numpy()), type=ir.TensorType(base.dtype), const_value=base)
+    value.metadata_props.update(b.metadata_props)
+    graph.register_initializer(value)
+    return value
+
+
+class TransposedMatMulPass(ir.passes.InPlacePass):
+    """Rewrite each qualifying MatMul (see the module docstring) to FusedMatMul(transB=1)."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        if not has_kernel("FusedMatMul"):
+            return ir.passes.PassResult(model, False)
+        graph = model.graph
+        modified = False
+        for node in list(graph):
+            if node.op_type != "MatMul" or node.domain != "" or len(node.inputs) != 2:
+                continue
+            a, b = node.inputs
+            tensor = None if b is None or not b.is_initializer() else b.const_value
+            if not isinstance(tensor, WeightTensor) or tensor.perm != (1, 0) or tensor.dtype != ir.DataType.FLOAT:
+                continue
+            if a is None or a.shape is None or a.shape.rank() < 2 or b.is_graph_input():  # type: ignore[union-attr]
+                continue
+            source = _source(graph, b, tensor)  # type: ignore[arg-type]
+            if source is None:
+                continue
+            fused = ir.node("FusedMatMul", [a, source], {"transB": 1, "alpha": 1.0}, domain=MICROSOFT, name=node.name)
+            fused.metadata_props.update(node.metadata_props)
+            out = fused.outputs[0]
+            out.type, out.shape = node.outputs[0].type, node.outputs[0].shape
+            graph.insert_before(node, fused)
+            name = node.outputs[0].name
+            node.outputs[0].replace_all_uses_with(out, replace_graph_outputs=True)
+            graph.remove(node, safe=True)
+            out.name = name
+            if b is not None and b.name is not None and not b.uses() and b.name in graph.initializers:
+                del graph.initializers[b.name]
+            modified = True
+        if modified:
+            model.opset_imports.setdefault(MICROSOFT, 1)
+        return ir.passes.PassResult(model, modified)
