@@ -16,6 +16,7 @@ from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
 from onnxport.passes.ort.local_window import LocalWindowPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
 from onnxport.passes.ort.packed_matmul import PackedMatMulPass
+from onnxport.passes.ort.packed_qkv import PackedQKVPass
 from onnxport.passes.ort.skip_norm import SkipNormalizationPass
 from onnxport.passes.ort.transposed_matmul import TransposedMatMulPass
 
@@ -68,6 +69,10 @@ def optimize_for_onnxruntime(
     if fuse or quantize is not None:
         # After the fusions (their matchers see the unpacked projections), before MatMulNBits.
         passes.append(PackedMatMulPass())
+    if fuse:
+        # the shared-buffer graph's q|k|v straight into the attention; the unpacking nodes the
+        # attention fusion bypassed are removed first, so the Split's outputs have one use each
+        passes += [common.RemoveUnusedNodesPass(), PackedQKVPass()]
     if quantize is not None:
         passes.append(MatMulNBitsPass(quantize, report))
     passes += [
