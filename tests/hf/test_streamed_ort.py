@@ -161,6 +161,44 @@ def test_streamed_ort_target_equals_in_memory(
     assert memory.streamed is None and _external_bytes(tmp_path / "streamed") > 0
 
 
+def test_streamed_shared_kv_cache_equals_in_memory(
+    checkpoint: tuple[Any, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    # kv_cache="shared" streams too: the same graph and bytes as the in-memory export, validated
+    # on unpadded inputs with the past in fixed buffers (hf.shared_cache)
+    result = onnxport.hf.export(
+        checkpoint[1], output_dir=tmp_path / "streamed", stream=True, target="onnxruntime", kv_cache="shared"
+    )
+    assert result.streamed is not None and result.streamed.validation == "full" and result.passed
+    assert len(result.checks) == 2 * (1 + 2 * LAYERS) and all("buffer" in c.inputs for c in result.checks)
+    memory = onnxport.hf.export(
+        checkpoint[1], output_dir=tmp_path / "memory", target="onnxruntime", kv_cache="shared", validate=False
+    )
+    signature = _signature(tmp_path / "streamed")
+    assert signature == _signature(tmp_path / "memory")
+    ops = [node[0] for node in signature]
+    assert ops.count("GroupQueryAttention") == LAYERS and "Concat" not in ops and "Split" in ops
+    for folder in ("streamed", "memory"):
+        config = json.loads((tmp_path / folder / "genai_config.json").read_text())
+        assert config["search"]["past_present_share_buffer"] is True
+
+
+def test_cli_shared_kv_cache_int4_streams(checkpoint: tuple[Any, pathlib.Path], tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        ["export", "--hf", str(checkpoint[1]), "-o", str(out), "--target", "onnxruntime",
+         "--quantize", "int4", "--kv-cache", "shared"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "Weights: streamed from the checkpoint" in result.output
+    assert f"validation: slice (2 of {LAYERS} layers), before quantization; the int4 model ran" in result.output
+    assert "FAIL" not in result.output
+    ops = [node[0] for node in _signature(out)]
+    assert ops.count("MatMulNBits") == LAYERS * 4 + 1 and ops.count("GroupQueryAttention") == LAYERS
+    assert json.loads((out / "genai_config.json").read_text())["search"]["past_present_share_buffer"] is True
+
+
 def test_streamed_float16_runs_and_matches_eager_float32(
     checkpoint: tuple[Any, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:

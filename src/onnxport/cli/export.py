@@ -456,13 +456,12 @@ def run_hf_export(
             if quantization["bits"] not in (4, 8):
                 raise InputError(f"--quantize must be int4 or int8, not {quantization['bits']!r}.")
             quantize = QuantizeOptions(**quantization)
-        # --kv-cache shared is built on the in-memory path (hf.export refuses it with stream=True)
-        if streams(folder) and kv_cache == "concat":
+        if streams(folder):
             with WeightBar(err, label) as bar:
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
                     stream=True, progress=bar, layout=layout, target=target, quantize=quantize,
-                    dtype=dtype,
+                    dtype=dtype, kv_cache=kv_cache,
                 )
         else:
             with progress.phase(label):

@@ -20,7 +20,7 @@ from onnxport.hf import layout as hf_layout
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
-from onnxport.hf.shared_cache import KV_CACHE_MODES, validate_shared
+from onnxport.hf.shared_cache import KV_CACHE_MODES, check_full_attention, validate_shared
 from onnxport.hf.streamed import (
     QUANTIZATION_REPORT,
     Streamed,
@@ -144,7 +144,7 @@ def export(
     Raises:
         HFError: The folder has no usable config or weights, the architecture or task is unknown,
             or ``target``/``quantize``/``kv_cache``/``dtype`` is not one of the values above,
-            ``kv_cache="shared"`` on a model whose attention does not fuse or with ``stream=True``,
+            ``kv_cache="shared"`` on a model whose attention does not fuse,
             or ``dtype`` given without ``stream=True``.
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
@@ -166,8 +166,6 @@ def export(
             "kv_cache='shared' is the in-place cache of onnxruntime's GroupQueryAttention; "
             "add target='onnxruntime' (CLI: --target onnxruntime)."
         )
-    if shared and stream:
-        raise HFError("kv_cache='shared' is exported on the in-memory path: pass stream=False.")
     export_dtype = dtype_option(dtype)
     if export_dtype is not None and not stream:
         raise HFError(
@@ -191,6 +189,7 @@ def export(
             target=None if target == "onnx" else target,
             quantize=quantization,
             dtype=export_dtype,
+            shared_buffer=shared,
         )
         return HFExport(
             done.task.name, done.model, done.programs, done.checks, destination, done.files,
@@ -209,7 +208,7 @@ def export(
             f"kv_cache='shared' is for text-generation decoders, not task {loaded.task.name!r}."
         )
     if shared:
-        _check_full_attention(loaded.model.config)
+        check_full_attention(loaded.model.config)
     result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
     parts = hf_inputs.components(loaded)
     for part in parts:
@@ -370,24 +369,6 @@ def _write(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return files
-
-
-# Config fields of masks beyond causal + padding, which the shared graph's kernel-side causal mask
-# (no attention_bias) would drop; validation's short inputs would not notice.
-_MASK_LIMITS = ("sliding_window", "attention_chunk_size")
-
-
-def _check_full_attention(config: Any) -> None:
-    """``HFError`` when the config limits attention (sliding window, chunks): not for kv_cache='shared'."""
-    text = getattr(config, "get_text_config", lambda: config)()
-    limited = [k for k in _MASK_LIMITS if getattr(text, k, None) not in (None, 0)]
-    if getattr(text, "use_sliding_window", True) is False:
-        limited = [k for k in limited if k != "sliding_window"]
-    if limited:
-        raise HFError(
-            f"kv_cache='shared' drops the graph's mask for the kernel's causal one; this model "
-            f"sets {', '.join(limited)}. Export with kv_cache='concat' (its mask is kept)."
-        )
 
 
 def _write_genai_config(

@@ -17,10 +17,13 @@ from typing import Any
 
 import torch
 
+from onnxport.errors import HFError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager
 
 KV_CACHE_MODES = ("concat", "shared")
+# Config fields that limit attention beyond causality; the shared-buffer graph drops the mask
+_MASK_LIMITS = ("sliding_window", "attention_chunk_size")
 # Buffer rows beyond past + sequence in validation: shows that the unused tail is not read.
 SPARE_ROWS = 5
 
@@ -59,6 +62,44 @@ def buffered(feeds: dict[str, Any], max_length: int) -> dict[str, Any]:
     return {**feeds, "past_key_values": past}
 
 
+def graph_feeds(feeds: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """The validation inputs of a shared-buffer graph for one input set.
+
+    Returns:
+        ``(eager_feeds, graph_feeds, total)``: ``feeds`` made :func:`unpadded` for eager, the
+        same with the past in buffers of ``total + SPARE_ROWS`` rows for the graph, and
+        ``total = past + S``, the rows of ``present.*`` to compare (:func:`trim_presents`).
+    """
+    plain = unpadded(feeds)
+    total = plain["attention_mask"].shape[1]
+    return plain, buffered(plain, total + SPARE_ROWS), total
+
+
+def trim_presents(names: list[str], outputs: list[Any], total: int) -> list[Any]:
+    """``outputs`` with every ``present.*`` cut to its first ``total`` buffer rows (axis 2)."""
+    return [a[:, :, :total] if name.startswith("present") else a for name, a in zip(names, outputs, strict=True)]
+
+
+def check_full_attention(config: Any) -> None:
+    """Refuse a config whose attention is limited (sliding window, chunks): the shared-buffer
+    graph replaces the mask by the kernel's causal one, which would drop those limits (and
+    validation's short inputs would not notice).
+
+    Raises:
+        HFError: The (text) config sets ``sliding_window`` (with ``use_sliding_window`` not
+            False) or ``attention_chunk_size``.
+    """
+    text = getattr(config, "get_text_config", lambda: config)()
+    limited = [k for k in _MASK_LIMITS if getattr(text, k, None) not in (None, 0)]
+    if getattr(text, "use_sliding_window", True) is False:
+        limited = [k for k in limited if k != "sliding_window"]
+    if limited:
+        raise HFError(
+            f"kv_cache='shared' drops the graph's mask for the kernel's causal one; this model "
+            f"sets {', '.join(limited)}. Export with kv_cache='concat' (its mask is kept)."
+        )
+
+
 def validate_shared(
     part: hf_inputs.Component, program: Any, atol: float | None
 ) -> list[OutputCheck]:
@@ -66,14 +107,9 @@ def validate_shared(
     :data:`onnxport.hf.inputs.CHECK_SIZES` made unpadded (see the module docstring)."""
     checks = []
     for sizes in hf_inputs.CHECK_SIZES:
-        feeds = unpadded(part.make_inputs(sizes))
-        total = feeds["attention_mask"].shape[1]
-        actual = program(**buffered(feeds, total + SPARE_ROWS))
-        actual = [
-            a[:, :, :total] if name.startswith("present") else a
-            for name, a in zip(part.output_names, actual)
-        ]
-        expected = eager(part.module, feeds)
-        where = (part.name, describe(feeds) + f", buffer {total + SPARE_ROWS}")
+        plain, buffers, total = graph_feeds(part.make_inputs(sizes))
+        actual = trim_presents(part.output_names, program(**buffers), total)
+        expected = eager(part.module, plain)
+        where = (part.name, describe(plain) + f", buffer {total + SPARE_ROWS}")
         checks += compare_outputs(where, part.output_names, actual, expected, atol)
     return checks

@@ -44,11 +44,11 @@ from typing import Any, Protocol
 import torch
 
 from onnxport._export import export as export_program
-from onnxport.errors import HFError, OnnxportError, VerificationError
+from onnxport.errors import HFError, InputError, OnnxportError, VerificationError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
-from onnxport.hf import meta, repeat
+from onnxport.hf import meta, repeat, shared_cache
 from onnxport.hf.checkpoint import Checkpoint, read_checkpoint
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, write_genai_config
@@ -132,13 +132,15 @@ def available_memory() -> int:
 
 @dataclasses.dataclass(frozen=True)
 class _Build:
-    """How each component is exported: the onnxport options and the onnxruntime target."""
+    """How each component is exported: the onnxport options and the onnxruntime target
+    (``shared_buffer``: ``kv_cache="shared"``, :mod:`onnxport.hf.shared_cache`)."""
 
     opset: int | None = None
     optimize: bool = True
     target: str | None = None
     quantize: QuantizeOptions | None = None
     cast: bool = False
+    shared_buffer: bool = False
 
 
 def _capture(part: hf_inputs.Component, model: torch.nn.Module, build: _Build) -> Any:
@@ -187,11 +189,16 @@ def _export_part(
     program = _grown(part, loaded, build) or _capture(part, model, build)
     program.apply_weights(meta.checkpoint_weights(program, model, checkpoint))
     if build.target == "onnxruntime":
-        optimize_for_onnxruntime(
-            program.model,
-            windows=wrappers.past_key_windows(part.module, model.config),
-            rotary_embedding=wrappers.max_positions(model.config),
-        )
+        try:
+            optimize_for_onnxruntime(
+                program.model,
+                windows=wrappers.past_key_windows(part.module, model.config),
+                rotary_positions=wrappers.max_positions(model.config) if build.shared_buffer else None,
+                rotary_embedding=wrappers.max_positions(model.config),
+                shared_kv_buffer=build.shared_buffer,
+            )
+        except InputError as e:  # kv_cache='shared' on a graph whose attention does not fuse
+            raise HFError(str(e)) from e
     if build.quantize is not None:
         optimize_for_onnxruntime(program.model, fuse=False, quantize=build.quantize, report=report)
     if build.target == "onnxruntime":
@@ -277,14 +284,20 @@ def _check_part(
     checks = []
     graph_dtype = rule.dtype
     for size in sizes or hf_inputs.CHECK_SIZES:
-        feeds = part.make_inputs(size)
+        feeds = graph = part.make_inputs(size)
+        total = 0
+        if rule.shared_buffer:  # unpadded rows, past in fixed buffers (hf.shared_cache)
+            feeds, graph, total = shared_cache.graph_feeds(feeds)
         if graph_dtype is not None:  # float inputs rounded to the graph's dtype, eager gets the same values
-            feeds = torch.utils._pytree.tree_map(lambda t: _round(t, graph_dtype), feeds)
-        leaves = [t for t in torch.utils._pytree.tree_leaves(feeds) if isinstance(t, torch.Tensor)]
+            feeds, graph = (torch.utils._pytree.tree_map(lambda t: _round(t, graph_dtype), f) for f in (feeds, graph))
+        leaves = [t for t in torch.utils._pytree.tree_leaves(graph) if isinstance(t, torch.Tensor)]
         arrays = {n: to_numpy(_cast(t, rule.dtype)) for n, t in zip(names, leaves, strict=True)}
         actual = run_session(sess, arrays)
+        if rule.shared_buffer:
+            actual = shared_cache.trim_presents(part.output_names, actual, total)
         expected = [_cast(t, rule.dtype) for t in eager(part.module, feeds)]
-        checks += compare_outputs((label, describe(feeds)), part.output_names, actual, expected, rule.atol)
+        where = describe(feeds) + (f", buffer {total + shared_cache.SPARE_ROWS}" if rule.shared_buffer else "")
+        checks += compare_outputs((label, where), part.output_names, actual, expected, rule.atol)
     return checks
 
 
@@ -301,10 +314,13 @@ def _round(t: Any, dtype: torch.dtype) -> Any:
 class _Rule:
     """How outputs are compared: ``atol`` (``None``: the tolerance table) and, when the graph's
     dtype was chosen with ``dtype=``, that dtype (eager runs in float32, its outputs are cast to
-    it and compared with its tolerances; float inputs are rounded to it for both)."""
+    it and compared with its tolerances; float inputs are rounded to it for both);
+    ``shared_buffer``: the graph's past inputs are fixed buffers, fed and compared as
+    :func:`onnxport.hf.shared_cache.graph_feeds` says."""
 
     atol: float | None
     dtype: torch.dtype | None = None
+    shared_buffer: bool = False
 
 
 def _reference(spec: _Spec, config: Any) -> torch.nn.Module:
@@ -400,6 +416,7 @@ def export_streamed(
     target: str | None = None,
     quantize: QuantizeOptions | None = None,
     dtype: torch.dtype | None = None,
+    shared_buffer: bool = False,
 ) -> Streamed:
     """Export ``folder`` into ``destination`` without loading its weights (module docstring).
 
@@ -427,12 +444,18 @@ def export_streamed(
             checkpoint's). Validation then runs eager in float32 and compares its outputs, cast
             to ``dtype``, with the tolerance table's ``dtype`` row (float16 rtol/atol 1e-2,
             bfloat16 2e-2), float inputs rounded to ``dtype`` for both.
+        shared_buffer: ``kv_cache="shared"`` (``target="onnxruntime"``, text generation): the
+            in-place KV cache graph, validated on unpadded inputs with the past in fixed buffers
+            (:mod:`onnxport.hf.shared_cache`); ``genai_config.json`` says
+            ``past_present_share_buffer: true``.
 
     Returns:
         A :class:`Streamed` with the meta model, the programs, the checks and the files written.
 
     Raises:
-        HFError: Bad folder, config, index or shards; names, shapes or dtypes that do not match.
+        HFError: Bad folder, config, index or shards; names, shapes or dtypes that do not match;
+            ``shared_buffer`` for a model that is not a decoder or whose attention is limited
+            (sliding window, chunks) or does not fuse.
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export failed.
     """
@@ -450,8 +473,12 @@ def export_streamed(
     pooling = read_pooling(folder) if resolved.name == "feature-extraction" else None
     if atol is None and dtype is None and source_dtype in (torch.bfloat16, torch.float16):
         atol = HALF_ATOL
-    build = _Build(opset_version, optimize, target, quantize, cast=dtype is not None)
-    rule = _Rule(atol, dtype)
+    if shared_buffer and resolved.kind != "causal-lm":
+        raise HFError(f"kv_cache='shared' is for text-generation decoders, not task {resolved.name!r}.")
+    if shared_buffer:
+        shared_cache.check_full_attention(config)
+    build = _Build(opset_version, optimize, target, quantize, cast=dtype is not None, shared_buffer=shared_buffer)
+    rule = _Rule(atol, dtype, shared_buffer)
     spec = _Spec(folder, config, resolved, checkpoint, graph_dtype, pooling, build, rule, source_dtype, layout)
     model = meta.build(config, resolved.auto_class, graph_dtype)
     meta.check(model, checkpoint, cast=build.cast)
@@ -480,7 +507,8 @@ def export_streamed(
             generation_file = folder / "generation_config.json"
             generation = json.loads(generation_file.read_text()) if generation_file.is_file() else None
             content = genai_config(
-                programs["model"].model, config.to_dict(), generation, hf_layout.model_path("model", layout).as_posix()
+                programs["model"].model, config.to_dict(), generation, hf_layout.model_path("model", layout).as_posix(),
+                past_present_share_buffer=shared_buffer,
             )
             result.files.append(write_genai_config(staging, content).relative_to(staging))
         if quantize is not None:
