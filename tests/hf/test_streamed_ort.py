@@ -174,6 +174,7 @@ def test_streamed_shared_kv_cache_equals_in_memory(
     memory = onnxport.hf.export(
         checkpoint[1], output_dir=tmp_path / "memory", target="onnxruntime", kv_cache="shared", validate=False
     )
+    assert memory.streamed is None
     signature = _signature(tmp_path / "streamed")
     assert signature == _signature(tmp_path / "memory")
     ops = [node[0] for node in signature]
