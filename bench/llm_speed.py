@@ -162,7 +162,7 @@ def onnxport_command(
     code = (
         "import sys, onnxport.hf; "
         "onnxport.hf.export(sys.argv[1], output_dir=sys.argv[2], validate=False, "
-        f"stream={kv_cache == 'concat'!r}, target={target!r}, quantize={quantize!r}, kv_cache={kv_cache!r})"
+        f"stream=True, target={target!r}, quantize={quantize!r}, kv_cache={kv_cache!r})"
     )
     return [sys.executable, "-c", code, str(checkpoint), str(out)]
 

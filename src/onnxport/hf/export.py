@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shutil
@@ -17,6 +18,7 @@ from onnxport.errors import HFError, InputError, VerificationError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
+from onnxport.hf import moe
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
@@ -213,7 +215,7 @@ def export(
     parts = hf_inputs.components(loaded)
     for part in parts:
         start = time.perf_counter()
-        program = _export_component(part, opset_version, optimize)
+        program = _export_component(part, opset_version, optimize, target)
         if target == "onnxruntime":
             try:
                 optimize_for_onnxruntime(
@@ -266,17 +268,21 @@ def export(
     return result
 
 
-def _export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool) -> Any:
-    return export_program(
-        part.module,
-        (),
-        part.make_inputs(hf_inputs.EXPORT_SIZES),
-        dynamic_shapes=part.dynamic_shapes,
-        input_names=part.input_names,
-        output_names=part.output_names,
-        opset_version=opset_version,
-        optimize=optimize,
-    )
+def _export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool, target: str | None) -> Any:
+    """Capture and translate one component; for the onnxruntime target its mixture-of-experts
+    layers become ``com.microsoft.MoE`` (:mod:`onnxport.hf.moe`)."""
+    fused = moe.fused_experts(part.module) if target == "onnxruntime" else contextlib.nullcontext()
+    with fused:
+        return export_program(
+            part.module,
+            (),
+            part.make_inputs(hf_inputs.EXPORT_SIZES),
+            dynamic_shapes=part.dynamic_shapes,
+            input_names=part.input_names,
+            output_names=part.output_names,
+            opset_version=opset_version,
+            optimize=optimize,
+        )
 
 
 QUANTIZE_PRESETS = {"int4": QuantizeOptions(bits=4), "int8": QuantizeOptions(bits=8)}

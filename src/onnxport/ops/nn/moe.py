@@ -20,12 +20,28 @@ specializes ``offs.tolist()``). onnxruntime's contrib ``com.microsoft.MoE`` fuse
 The transformers op is registered by its qualified name when transformers is installed, so
 importing onnxport does not import transformers (the registry resolves the name when a graph
 uses the op).
+
+``onnxport::moe_experts`` is onnxport's own op for the onnxruntime target: a whole experts module
+(SwiGLU experts, ``gate_up_proj`` (E, 2I, H) with gate rows first, ``down_proj`` (E, H, I), as
+transformers' ``MixtralExperts`` and its kin store them), called instead of transformers'
+implementation only while :mod:`onnxport.hf.moe` captures a model for ``target="onnxruntime"``.
+It becomes onnxruntime's ``com.microsoft.MoE`` (docs/ContribOperators.md): the kernel takes router
+logits, applies softmax, top-k and (``normalize_routing_weights=1``) renormalizes the k weights,
+then sums ``w_i * down(silu(gate) * up)`` over the k experts. Since transformers' routers differ
+(softmax then top-k, with or without renormalization, grouped top-k, sigmoid scores...), the
+graph feeds the kernel the router's *result*: ``log(w)`` at the chosen experts and ``-inf``
+elsewhere, whose softmax is ``w / sum(w)`` on those k experts, and multiplies the output by
+``sum(w)`` (the experts' output is linear in the weights): exactly ``sum_i w_i expert_i(x)``.
+The CPU kernel reads the SwiGLU weights interleaved (``swiglu_fusion=1``: row ``2j`` gate ``j``,
+``2j + 1`` up ``j``), so ``gate_up_proj`` goes through ``Reshape → Transpose → Reshape``, which
+:mod:`onnxport.passes.ort.moe` folds into a weight transform applied when the weights are written.
 """
 
 from __future__ import annotations
 
 import importlib.util
 
+import numpy as np
 import onnx_ir as ir
 import torch
 
@@ -35,6 +51,49 @@ from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
 TRANSFORMERS_GROUPED_MM = "transformers::grouped_mm_fallback.default"
+
+
+@torch.library.custom_op("onnxport::moe_experts", mutates_args=())
+def moe_experts(
+    hidden: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up_proj: torch.Tensor,
+    down_proj: torch.Tensor,
+) -> torch.Tensor:
+    """SwiGLU experts of a mixture-of-experts layer (module docstring), in eager PyTorch.
+
+    Args:
+        hidden: (T, H) token rows.
+        top_k_index: (T, k) int64 chosen experts per token.
+        top_k_weights: (T, k) their weights (the router's output).
+        gate_up_proj: (E, 2I, H): rows ``[:I]`` the gate projection, ``[I:]`` the up projection.
+        down_proj: (E, H, I).
+
+    Returns:
+        (T, H): ``sum_j top_k_weights[t, j] * down_e(silu(gate_e(x)) * up_e(x))``, ``e = top_k_index[t, j]``
+        (transformers ``MixtralExperts.forward``).
+    """
+    out = torch.zeros_like(hidden)
+    for expert in range(gate_up_proj.shape[0]):
+        token, slot = torch.where(top_k_index == expert)
+        if token.numel() == 0:
+            continue
+        gate, up = torch.nn.functional.linear(hidden[token], gate_up_proj[expert]).chunk(2, dim=-1)
+        y = torch.nn.functional.linear(torch.nn.functional.silu(gate) * up, down_proj[expert])
+        out.index_add_(0, token, (y * top_k_weights[token, slot, None]).to(out.dtype))
+    return out
+
+
+@moe_experts.register_fake
+def _moe_experts_fake(
+    hidden: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up_proj: torch.Tensor,
+    down_proj: torch.Tensor,
+) -> torch.Tensor:
+    return torch.empty_like(hidden)
 
 
 def grouped_mm_rows(ctx: Ctx, x: ir.Value, weight: ir.Value, offs: ir.Value, bias: ir.Value | None = None) -> ir.Value:
@@ -115,3 +174,38 @@ def transformers_grouped_mm_fallback(ctx: Ctx, input: ir.Value, weight: ir.Value
 
 if importlib.util.find_spec("transformers") is not None:  # the op exists only with transformers
     transformers_grouped_mm_fallback = translates(TRANSFORMERS_GROUPED_MM)(transformers_grouped_mm_fallback)
+
+
+@translates(torch.ops.onnxport.moe_experts.default)
+def onnxport_moe_experts(
+    ctx: Ctx, hidden: ir.Value, top_k_index: ir.Value, top_k_weights: ir.Value, gate_up_proj: ir.Value,
+    down_proj: ir.Value,
+) -> ir.Value:
+    """onnxport::moe_experts(Tensor hidden, Tensor top_k_index, Tensor top_k_weights, Tensor gate_up_proj, Tensor down_proj) -> Tensor
+
+    ``com.microsoft.MoE`` fed the router's result (module docstring): float32, static expert count,
+    sizes and k.
+    """
+    experts, rows, size = (static_dim(gate_up_proj, a) for a in range(3))
+    k = static_dim(top_k_index, 1)
+    if None in (experts, rows, size, k) or hidden.dtype != ir.DataType.FLOAT:
+        ctx.unsupported("onnxport::moe_experts needs float32 rows and static expert count, sizes and k")
+    assert experts is not None and rows is not None and size is not None
+    f32, i64 = ir.DataType.FLOAT, ir.DataType.INT64
+    tokens = ctx.op.Shape(hidden, start=0, end=1)
+    blank = ctx.op.ConstantOfShape(
+        ctx.op.Concat(tokens, ctx.const([experts], i64), axis=0), value=ir.tensor([-np.inf], dtype=f32)
+    )
+    blank.dtype = f32
+    router = ctx.op.ScatterElements(blank, top_k_index, ctx.op.Log(top_k_weights), axis=1)
+    pairs = ctx.op.Reshape(gate_up_proj, ctx.const([experts, 2, rows // 2, size], i64))
+    interleaved = ctx.op.Reshape(
+        ctx.op.Transpose(pairs, perm=[0, 2, 1, 3]), ctx.const([experts, rows, size], i64)
+    )
+    y = ctx.op.MoE(
+        hidden, router, interleaved, None, down_proj, _domain="com.microsoft", k=k,
+        activation_type="swiglu", swiglu_fusion=1, activation_alpha=1.0, activation_beta=0.0,
+        normalize_routing_weights=1,
+    )  # fmt: skip
+    y.dtype, y.shape = hidden.dtype, hidden.shape
+    return ctx.op.Mul(y, ctx.op.ReduceSum(top_k_weights, ctx.const([1], i64), keepdims=1))

@@ -15,6 +15,7 @@ from onnxport.errors import OnnxportError
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
 from onnxport.passes.ort.local_window import LocalWindowPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
+from onnxport.passes.ort.moe import MoEWeightsPass, QMoEPass
 from onnxport.passes.ort.packed_matmul import PackedMatMulPass
 from onnxport.passes.ort.packed_qkv import PackedQKVPass
 from onnxport.passes.ort.skip_norm import SkipNormalizationPass
@@ -38,11 +39,12 @@ def optimize_for_onnxruntime(
 
     Args:
         model: A model produced by onnxport's standard pipeline.
-        fuse: Run the contrib-op fusions (attention, normalization) and pack the MatMuls sharing
-            an input (q/k/v, gate/up: :mod:`~onnxport.passes.ort.packed_matmul`).
-        quantize: Weight-only quantization of MatMul weights to MatMulNBits (``None``: keep float);
-            the MatMuls are packed first (when ``fuse`` did not already), so packed weights are
-            quantized whole.
+        fuse: Run the contrib-op fusions (attention, normalization), fold the SwiGLU interleave of
+            ``com.microsoft.MoE`` weights (:mod:`~onnxport.passes.ort.moe`) and pack the MatMuls
+            sharing an input (q/k/v, gate/up: :mod:`~onnxport.passes.ort.packed_matmul`).
+        quantize: Weight-only quantization of MatMul weights to MatMulNBits and of MoE experts to
+            QMoE (``None``: keep float); the MatMuls are packed first (when ``fuse`` did not
+            already), so packed weights are quantized whole.
         report: Filled with each quantized weight's error when the weights are written.
         windows: Sliding-window layers, by past-key graph input name → window (positions
             attended, the query's included): their GroupQueryAttention gets ``local_window_size``
@@ -65,6 +67,7 @@ def optimize_for_onnxruntime(
             GroupQueryAttentionPass(rotary_positions, shared_kv_buffer, rotary_embedding),
             LocalWindowPass(windows or {}),
             SkipNormalizationPass(),
+            MoEWeightsPass(),
         ]
     if fuse or quantize is not None:
         # After the fusions (their matchers see the unpacked projections), before MatMulNBits.
@@ -74,7 +77,7 @@ def optimize_for_onnxruntime(
         # attention fusion bypassed are removed first, so the Split's outputs have one use each
         passes += [common.RemoveUnusedNodesPass(), PackedQKVPass()]
     if quantize is not None:
-        passes.append(MatMulNBitsPass(quantize, report))
+        passes += [MatMulNBitsPass(quantize, report), QMoEPass(quantize, report)]
     passes += [
         common.RemoveUnusedNodesPass(),
         common.CommonSubexpressionEliminationPass(),

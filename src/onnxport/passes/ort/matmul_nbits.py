@@ -81,7 +81,7 @@ def error_estimate(
     return {"rel_l2": float(np.linalg.norm(error)) / norm, "max_abs": float(np.abs(error).max())}
 
 
-class _Shared:
+class SharedQuantization:
     """Quantizes one weight once for its three derived tensors, then forgets the result.
 
     The source weight is read (``base.numpy()``: a transpose of the checkpoint tensor, a cast...)
@@ -107,24 +107,28 @@ class _Shared:
 
     def _part(self, which: str) -> np.ndarray:
         if which not in self.parts:
-            weight = np.asarray(self.base.numpy(), dtype=np.float32)
-            o = self.options
-            q = blockwise.quantize(weight, o.bits, o.block_size, o.symmetric)
-            self.parts = {"packed": q.packed, "scales": q.scales}
-            if q.zero_points is not None:
-                self.parts["zero_points"] = q.zero_points
-            self.report[self.name] = error_estimate(weight, q, o)
+            self.parts, self.report[self.name] = self.quantize(np.asarray(self.base.numpy(), dtype=np.float32))
         return self.parts.pop(which)
 
+    def quantize(self, weight: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        """The parts (``packed``, ``scales``, [``zero_points``]) of the ``[K, N]`` ``weight`` and
+        its error estimate."""
+        o = self.options
+        q = blockwise.quantize(weight, o.bits, o.block_size, o.symmetric)
+        parts = {"packed": q.packed, "scales": q.scales}
+        if q.zero_points is not None:
+            parts["zero_points"] = q.zero_points
+        return parts, error_estimate(weight, q, o)
 
-class _QuantizedPart(WeightTensor):
+
+class QuantizedPart(WeightTensor):
     """One of MatMulNBits' constant inputs (packed weight, scales, zero points), a transform of
     the source weight computed when written (:mod:`onnxport.weights.tensor`). It lists the source
     as its base, so ``apply_weights``, ``missing_weights`` and ``has_data`` see the weight it
-    reads; :class:`_Shared` reads it only when needed."""
+    reads; :class:`SharedQuantization` reads it only when needed."""
 
     def __init__(
-        self, shared: _Shared, which: str, dtype: ir.DataType, shape: tuple[int, ...], name: str
+        self, shared: SharedQuantization, which: str, dtype: ir.DataType, shape: tuple[int, ...], name: str
     ) -> None:
         super().__init__(dtype=dtype, shape=shape, name=name, bases=(shared.base,))
         self.shared, self.which = shared, which
@@ -171,7 +175,7 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
         assert tensor is not None and weight.name is not None
         k, n = (int(d) for d in tensor.shape)  # type: ignore[arg-type]
         blocks = -(-k // o.block_size)
-        shared = _Shared(tensor, weight.name, o, self.report)
+        shared = SharedQuantization(tensor, weight.name, o, self.report)
         shapes = {
             "packed": ((n, blocks, o.block_size * o.bits // 8), ir.DataType.UINT8),
             "scales": ((n, blocks), ir.DataType.FLOAT),
@@ -181,7 +185,7 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
         inputs: list[ir.Value | None] = [node.inputs[0]]
         for part, (shape, dtype) in shapes.items():
             name = f"{weight.name}.{part}"
-            lazy = _QuantizedPart(shared, part, dtype, shape, name)
+            lazy = QuantizedPart(shared, part, dtype, shape, name)
             value = ir.Value(
                 name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy
             )

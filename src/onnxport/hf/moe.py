@@ -1,0 +1,95 @@
+"""Mixture-of-experts layers captured as onnxruntime's fused ``com.microsoft.MoE`` (``target="onnxruntime"``).
+
+transformers 5 dispatches an experts module's forward (``MixtralExperts``, ``Qwen2MoeExperts``,
+``Qwen3MoeExperts``, ``OlmoeExperts``, ``DeepseekV3NaiveMoe``, ...: decorated with
+``use_experts_implementation``, ``transformers/integrations/moe.py``) through
+``config._experts_implementation`` and its ``ExpertsInterface``. While a model is captured for the
+onnxruntime target, :func:`fused_experts` registers ``"onnxport_moe"`` there and selects it: a
+module that qualifies (SwiGLU experts with SiLU, ``gate_up_proj`` (E, 2I, H) gate rows first,
+``down_proj`` (E, H, I), no bias, not transposed, no post-expert norm, the default gate, float32)
+calls :func:`onnxport.ops.nn.moe.moe_experts`, translated to ``com.microsoft.MoE``; any other
+falls back to transformers' ``grouped_mm`` implementation (the standard graph, a ``Loop`` over
+the experts). The router stays as the model computes it: the op takes its chosen experts and
+weights (see :mod:`onnxport.ops.nn.moe`), so any routing (softmax then top-k, renormalized or
+not, grouped or sigmoid scores) is exact. Eager validation runs the model's own implementation:
+the previous settings are restored on exit.
+
+onnxruntime-genai's builder emits the same op for Mixtral-like models (``make_moe``,
+``builders/base.py``); its input layout was read there and in ContribOperators.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from onnxport.ops.nn.moe import moe_experts
+from onnxport.passes.ort.kernels import has_kernel
+
+EXPERTS_IMPLEMENTATION = "onnxport_moe"
+
+
+def qualifies(module: torch.nn.Module) -> bool:
+    """Whether ``module`` is a transformers experts module :func:`moe_experts` computes exactly."""
+    import transformers.activations  # heavy optional dependency, imported only for an hf export
+    from transformers.integrations import moe as hf_moe  # heavy: see above
+
+    gate_up, down = getattr(module, "gate_up_proj", None), getattr(module, "down_proj", None)
+    if not isinstance(gate_up, torch.Tensor) or not isinstance(down, torch.Tensor):
+        return False
+    if gate_up.dim() != 3 or down.dim() != 3 or gate_up.dtype != torch.float32 or down.dtype != torch.float32:
+        return False
+    experts, rows, hidden = gate_up.shape
+    if rows % 2 or tuple(down.shape) != (experts, hidden, rows // 2):
+        return False
+    flags = {"has_gate": True, "has_bias": False, "is_transposed": False, "is_concatenated": True, "has_post_expert_norm": False}
+    if any(getattr(module, name, None) is not value for name, value in flags.items()):
+        return False
+    act = getattr(module, "act_fn", None)
+    silu = isinstance(act, (torch.nn.SiLU, transformers.activations.SiLUActivation))
+    return silu and getattr(type(module), "_apply_gate", None) is hf_moe._default_apply_gate
+
+
+def _forward(self: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor) -> torch.Tensor:
+    """The ``"onnxport_moe"`` experts implementation (module docstring)."""
+    from transformers.integrations import moe as hf_moe  # heavy optional dependency
+
+    if not qualifies(self):
+        return hf_moe.grouped_mm_experts_forward(self, hidden_states, top_k_index, top_k_weights)
+    weights = top_k_weights.to(hidden_states.dtype)
+    return moe_experts(hidden_states, top_k_index.to(torch.int64), weights, self.gate_up_proj, self.down_proj)
+
+
+def fused_count(model: torch.nn.Module) -> int:
+    """How many experts modules of ``model`` :func:`fused_experts` would fuse."""
+    return sum(1 for m in model.modules() if hasattr(m, "gate_up_proj") and qualifies(m))
+
+
+@contextlib.contextmanager
+def fused_experts(model: torch.nn.Module) -> Iterator[int]:
+    """Within the block, ``model``'s qualifying experts modules compute through
+    :func:`onnxport.ops.nn.moe.moe_experts` (module docstring); yields how many qualify.
+
+    Nothing changes (0) when onnxruntime has no CPU ``MoE`` kernel or no module qualifies.
+    """
+    count = fused_count(model) if has_kernel("MoE") else 0
+    if not count:
+        yield 0
+        return
+    from transformers.integrations import moe as hf_moe  # heavy optional dependency
+
+    hf_moe.ALL_EXPERTS_FUNCTIONS.register(EXPERTS_IMPLEMENTATION, _forward)
+    configs: dict[int, Any] = {
+        id(m.config): m.config for m in model.modules() if hasattr(m, "gate_up_proj") and hasattr(m, "config")
+    }
+    saved = {key: config._experts_implementation for key, config in configs.items()}
+    try:
+        for config in configs.values():
+            config._experts_implementation = EXPERTS_IMPLEMENTATION
+        yield count
+    finally:
+        for key, config in configs.items():
+            config._experts_implementation = saved[key]

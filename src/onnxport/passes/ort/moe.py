@@ -1,0 +1,203 @@
+"""``com.microsoft.MoE`` weights: the SwiGLU interleave folded into the weight, int4/int8 ``QMoE``.
+
+:mod:`onnxport.ops.nn.moe` feeds the MoE kernel ``fc1 = Reshape(Transpose(Reshape(W, [E, 2, I, H]),
+[0, 2, 1, 3]), [E, 2I, H])``: transformers' ``gate_up_proj`` (gate rows, then up rows) interleaved
+as the CPU kernel reads it (``swiglu_fusion=1``). :class:`MoEWeightsPass` replaces that chain over
+an initializer by an initializer derived from it (:func:`onnxport.weights.derive`, named
+``<W>.interleaved``), computed when the weights are written, so no run copies the weight.
+
+:class:`QMoEPass` rewrites a ``MoE`` whose fc1/fc2 weights are float32 initializers to
+``com.microsoft.QMoE`` (ContribOperators.md): per expert, each ``[N, K]`` weight (N outputs, K
+inputs) is quantized block-wise along K exactly as a MatMulNBits weight
+(:mod:`onnxport.passes.ort.blockwise`; ``fc*_experts_weights`` ``[E, N, K * bits / 8]``,
+``fc*_scales`` ``[E, N, K / block_size]``, zero points ``[E, N, ceil(K / block_size * bits / 8)]``
+when asymmetric, else the kernel's default ``2**(bits-1)``), lazily at save time, one weight at a
+time. Both K (the hidden and the intermediate size) must be multiples of the block size (the
+kernel's rule), else the MoE stays float. The builder quantizes its Mixtral experts the same way
+(``make_moe``, onnxruntime-genai ``builders/base.py``); the layout was checked against the kernel
+(``tests/passes/ort/test_moe.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import onnx_ir as ir
+
+from onnxport import weights
+from onnxport.passes.fusions import producer
+from onnxport.passes.ort import blockwise
+from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
+from onnxport.passes.ort.matmul_nbits import (
+    QuantizedPart,
+    QuantizeOptions,
+    SharedQuantization,
+    error_estimate,
+)
+
+# QMoE inputs after the router: fc1 weights, scales, bias; fc2 ...; fc3 ...; then zero points
+_FC1, _FC2 = 2, 5
+_FC1_ZERO, _FC2_ZERO = 11, 12
+
+
+def _interleaved_source(value: ir.Value | None) -> tuple[ir.Value, int, int, int] | None:
+    """``(W, E, I, H)`` when ``value = Reshape(Transpose(Reshape(W, [E, 2, I, H]), [0, 2, 1, 3]),
+    [E, 2I, H])`` with ``W`` an initializer used only there."""
+    outer = producer(value, "Reshape")
+    transpose = None if outer is None else producer(outer.inputs[0], "Transpose")
+    inner = None if transpose is None else producer(transpose.inputs[0], "Reshape")
+    if inner is None or transpose is None:
+        return None
+    perm = transpose.attributes.get("perm")
+    weight = inner.inputs[0]
+    split = None if len(inner.inputs) < 2 else ir.convenience.get_const_tensor(inner.inputs[1])  # type: ignore[arg-type]
+    if perm is None or list(perm.as_ints()) != [0, 2, 1, 3] or weight is None or split is None:
+        return None
+    if not weight.is_initializer() or weight.const_value is None or len(weight.uses()) != 1:
+        return None
+    dims = [int(d) for d in np.asarray(split.numpy()).reshape(-1)]
+    if len(dims) != 4 or min(dims) <= 0 or dims[1] != 2:
+        return None
+    experts, _, half, hidden = dims
+    if list(weight.const_value.shape) != [experts, 2 * half, hidden]:
+        return None
+    return weight, experts, half, hidden
+
+
+def _interleave(array: np.ndarray, experts: int, half: int, hidden: int) -> np.ndarray:
+    pairs = array.reshape(experts, 2, half, hidden).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(pairs).reshape(experts, 2 * half, hidden)
+
+
+class MoEWeightsPass(ir.passes.InPlacePass):
+    """Fold the interleave of every ``com.microsoft.MoE``'s fc1 into a derived initializer."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        graph = model.graph
+        modified = False
+        for node in list(graph):
+            if node.op_type != "MoE" or node.domain != MICROSOFT:
+                continue
+            found = _interleaved_source(node.inputs[_FC1])
+            if found is None:
+                continue
+            weight, experts, half, hidden = found
+            tensor = weight.const_value
+            assert tensor is not None and weight.name is not None
+            name = f"{weight.name}.interleaved"
+            shape = [experts, 2 * half, hidden]
+            lazy = weights.derive(
+                tensor, functools.partial(_interleave, experts=experts, half=half, hidden=hidden),
+                dtype=tensor.dtype, shape=shape, name=name,
+            )  # fmt: skip
+            value = ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(tensor.dtype), const_value=lazy)
+            value.metadata_props.update(weight.metadata_props)
+            graph.register_initializer(value)
+            node.replace_input_with(_FC1, value)
+            modified = True
+        return ir.passes.PassResult(model, modified)
+
+
+class _SharedExperts(SharedQuantization):
+    """The QMoE parts of one ``[E, N, K]`` experts weight, quantized expert by expert."""
+
+    def quantize(self, weight: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        o = self.options
+        parts: dict[str, list[np.ndarray]] = {}
+        errors = []
+        for expert in weight:  # [N, K] → MatMulNBits' [K, N] convention
+            q = blockwise.quantize(np.ascontiguousarray(expert.T), o.bits, o.block_size, o.symmetric)
+            parts.setdefault("packed", []).append(q.packed.reshape(q.packed.shape[0], -1))
+            parts.setdefault("scales", []).append(q.scales)
+            if q.zero_points is not None:
+                parts.setdefault("zero_points", []).append(q.zero_points)
+            errors.append(error_estimate(np.ascontiguousarray(expert.T), q, o))
+        error = {key: max(e[key] for e in errors) for key in ("rel_l2", "max_abs")}
+        return {key: np.stack(arrays) for key, arrays in parts.items()}, error
+
+
+def _float_experts(value: ir.Value | None, block_size: int) -> ir.Value | None:
+    """``value`` when it is a float32 ``[E, N, K]`` initializer with K a multiple of ``block_size``."""
+    if value is None or value.const_value is None or value.is_graph_input():
+        return None
+    tensor = value.const_value
+    if tensor.dtype != ir.DataType.FLOAT or len(tensor.shape) != 3 or tensor.shape.numpy()[2] % block_size:
+        return None
+    return value
+
+
+class QMoEPass(ir.passes.InPlacePass):
+    """Rewrite every float ``com.microsoft.MoE`` with constant weights to ``QMoE`` (module docstring).
+
+    Args:
+        options: Bits, block size, symmetric, accuracy level (``lm_head`` does not apply).
+        report: Receives each quantized experts weight's error (the worst expert) when written.
+    """
+
+    def __init__(self, options: QuantizeOptions, report: dict[str, dict[str, float]] | None = None) -> None:
+        super().__init__()
+        self.options = options
+        self.report: dict[str, dict[str, float]] = {} if report is None else report
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        if not has_kernel("QMoE"):
+            return ir.passes.PassResult(model, False)
+        graph = model.graph
+        modified = False
+        for node in list(graph):
+            if node.op_type != "MoE" or node.domain != MICROSOFT or len(node.inputs) < 5:
+                continue
+            fc1, fc2 = (_float_experts(node.inputs[i], self.options.block_size) for i in (2, 4))
+            extra = [v for v in node.inputs[5:] if v is not None]
+            if fc1 is None or fc2 is None or node.inputs[3] is not None or extra:
+                continue  # biases and fc3 are not emitted by onnxport.ops.nn.moe
+            self._rewrite(graph, node, fc1, fc2)
+            modified = True
+        return ir.passes.PassResult(model, modified)
+
+    def _parts(self, graph: ir.Graph, weight: ir.Value) -> dict[str, ir.Value]:
+        o = self.options
+        tensor = weight.const_value
+        assert tensor is not None and weight.name is not None
+        experts, n, k = tensor.shape.numpy()
+        blocks = k // o.block_size
+        shared = _SharedExperts(tensor, weight.name, o, self.report)
+        shapes = {
+            "packed": ((experts, n, k * o.bits // 8), ir.DataType.UINT8),
+            "scales": ((experts, n, blocks), ir.DataType.FLOAT),
+        }
+        if not o.symmetric:
+            shapes["zero_points"] = ((experts, n, -(-blocks * o.bits // 8)), ir.DataType.UINT8)
+        values = {}
+        for part, (shape, dtype) in shapes.items():
+            name = f"{weight.name}.{part}"
+            lazy = QuantizedPart(shared, part, dtype, shape, name)
+            values[part] = ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy)
+            graph.register_initializer(values[part])
+        return values
+
+    def _rewrite(self, graph: ir.Graph, node: ir.Node, fc1: ir.Value, fc2: ir.Value) -> None:
+        o = self.options
+        one, two = self._parts(graph, fc1), self._parts(graph, fc2)
+        inputs: list[ir.Value | None] = [None] * 13
+        inputs[0], inputs[1] = node.inputs[0], node.inputs[1]
+        inputs[_FC1], inputs[_FC1 + 1] = one["packed"], one["scales"]
+        inputs[_FC2], inputs[_FC2 + 1] = two["packed"], two["scales"]
+        if not o.symmetric:
+            inputs[_FC1_ZERO], inputs[_FC2_ZERO] = one["zero_points"], two["zero_points"]
+        while inputs[-1] is None:
+            inputs.pop()
+        attributes = {name: attr.value for name, attr in node.attributes.items()}
+        attributes.update(expert_weight_bits=o.bits, block_size=o.block_size, accuracy_level=o.accuracy_level)
+        new = ir.node("QMoE", inputs, attributes, domain=MICROSOFT, name=node.name)
+        graph.insert_before(node, new)
+        out, result = node.outputs[0], new.outputs[0]
+        result.shape, result.type = out.shape, out.type
+        out.replace_all_uses_with(result, replace_graph_outputs=True)
+        graph.remove(node, safe=True)
+        result.name = out.name
+        for weight in (fc1, fc2):
+            name = weight.name
+            if name is not None and not weight.uses() and not weight.is_graph_output() and name in graph.initializers:
+                del graph.initializers[name]

@@ -1,0 +1,155 @@
+"""Mixture-of-experts layers on the onnxruntime target: ``com.microsoft.MoE`` fed the router's
+result equals eager for every routing (Mixtral renormalized top-k, OLMoE/Qwen3-MoE without
+renormalization, Qwen2-MoE with a shared expert), the SwiGLU interleave is a weight transform, and
+``QMoE`` computes exactly the MoE over the block-dequantized weights."""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import pathlib
+
+import numpy as np
+import onnx_ir as ir
+import onnxruntime as ort
+import pytest
+import torch
+from onnx import TensorProto, numpy_helper
+from onnx import helper as oh
+
+import onnxport.hf
+from onnxport.hf import inputs as hf_inputs
+from onnxport.hf import moe
+from onnxport.hf.loading import from_model
+from onnxport.ops.nn.moe import moe_experts
+from onnxport.passes.ort import QuantizeOptions, blockwise
+from onnxport.passes.ort.moe import QMoEPass
+from onnxport.testing.tiny_models import DECODER, _make
+
+transformers = pytest.importorskip("transformers")
+moe_integration = importlib.import_module("transformers.integrations.moe")
+
+BASE = {**DECODER, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
+FAMILIES = {
+    "mixtral": _make("MixtralConfig", "MixtralForCausalLM", **BASE, num_local_experts=4, num_experts_per_tok=2),
+    "olmoe": _make("OlmoeConfig", "OlmoeForCausalLM", **BASE, num_experts=4, num_experts_per_tok=2),
+    "qwen2-moe": _make(
+        "Qwen2MoeConfig", "Qwen2MoeForCausalLM", **BASE, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=32, shared_expert_intermediate_size=32,
+    ),  # fmt: skip
+}
+
+
+def _ops(program) -> collections.Counter:
+    return collections.Counter(n.op_type for n in program.model.graph)
+
+
+def test_moe_experts_op_equals_transformers_experts() -> None:
+    model = FAMILIES["mixtral"]()
+    experts = model.model.layers[0].mlp.experts
+    assert moe.qualifies(experts)
+    g = torch.Generator().manual_seed(0)
+    hidden = torch.randn(7, 64, generator=g)
+    index = torch.stack([torch.randperm(4, generator=g)[:2] for _ in range(7)])
+    weights = torch.rand(7, 2, generator=g)
+    with torch.no_grad():
+        want = moe_integration.grouped_mm_experts_forward(experts, hidden, index, weights)
+        got = moe_experts(hidden, index, weights, experts.gate_up_proj, experts.down_proj)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_experts_that_differ_are_not_fused() -> None:
+    experts = FAMILIES["mixtral"]().model.layers[0].mlp.experts
+    experts.has_bias = True  # e.g. gpt-oss: biases, clamped SwiGLU
+    assert not moe.qualifies(experts)
+    experts.has_bias = False
+    experts.act_fn = torch.nn.GELU()
+    assert not moe.qualifies(experts)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_fused_moe_equals_eager(name: str) -> None:
+    model = FAMILIES[name]()
+    layers = model.config.num_hidden_layers
+    result = onnxport.hf.export(model, target="onnxruntime")  # validated against eager (left padding, past)
+    assert result.passed and len(result.checks) == 2 * (1 + 2 * layers)
+    ops = _ops(result.programs["model"])
+    assert ops["MoE"] == layers and ops["Loop"] == 0 and ops["GroupQueryAttention"] == layers
+    graph = result.programs["model"].model.graph
+    names = set(graph.initializers)
+    # the SwiGLU interleave is a weight transform, the original gate_up_proj is not kept
+    assert all(f"model.model.layers.{i}.mlp.experts.gate_up_proj.interleaved" in names for i in range(layers))
+    assert not any(n.endswith("experts.gate_up_proj") for n in names)
+    assert moe.fused_count(model) == layers
+    assert model.config._experts_implementation != moe.EXPERTS_IMPLEMENTATION  # restored after capture
+
+
+def test_standard_target_keeps_the_standard_graph() -> None:
+    program = onnxport.hf.export(FAMILIES["mixtral"](), validate=False).programs["model"]
+    ops = _ops(program)
+    # transformers' grouped_mm experts: a Loop per grouped matmul (gate_up, down), 2 layers
+    assert ops["MoE"] == 0 and ops["Loop"] == 4 and all(n.domain in ("", "ai.onnx") for n in program.model.graph)
+
+
+def _moe_model(op: str, inits: dict[str, np.ndarray], inputs: list[str], **attrs) -> ir.Model:
+    node = oh.make_node(
+        op, ["x", "router", *inputs], ["y"], domain="com.microsoft", k=2, activation_type="swiglu",
+        swiglu_fusion=1, activation_alpha=1.0, activation_beta=0.0, normalize_routing_weights=1, **attrs,
+    )  # fmt: skip
+    graph = oh.make_graph(
+        [node], "moe",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, [None, 64]),
+         oh.make_tensor_value_info("router", TensorProto.FLOAT, [None, 4])],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [None, 64])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )  # fmt: skip
+    proto = oh.make_model(graph, ir_version=10, opset_imports=[oh.make_opsetid("", 21), oh.make_opsetid("com.microsoft", 1)])
+    return ir.serde.deserialize_model(proto)
+
+
+def _run(model: ir.Model, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    proto = ir.serde.serialize_model(model)
+    return ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_qmoe_equals_moe_over_dequantized_weights(symmetric: bool) -> None:
+    rng = np.random.default_rng(0)
+    fc1 = (0.2 * rng.standard_normal((4, 64, 64))).astype(np.float32)  # E, 2I (interleaved), H
+    fc2 = (0.2 * rng.standard_normal((4, 64, 32))).astype(np.float32)  # E, H, I
+    options = QuantizeOptions(bits=4, block_size=32, symmetric=symmetric, accuracy_level=0)
+    report: dict[str, dict[str, float]] = {}
+    quantized = _moe_model("MoE", {"fc1": fc1, "fc2": fc2}, ["fc1", "", "fc2"])
+    assert QMoEPass(options, report)(quantized).modified
+    assert [n.op_type for n in quantized.graph] == ["QMoE"]
+
+    def dequantized(w: np.ndarray) -> np.ndarray:
+        out = []
+        for expert in w:
+            q = blockwise.quantize_numpy(np.ascontiguousarray(expert.T), 4, 32, symmetric)
+            out.append(blockwise.dequantize(q, expert.shape[1], 4, 32).T)
+        return np.stack(out).astype(np.float32)
+
+    reference = _moe_model("MoE", {"fc1": dequantized(fc1), "fc2": dequantized(fc2)}, ["fc1", "", "fc2"])
+    feeds = {"x": rng.standard_normal((9, 64)).astype(np.float32), "router": rng.standard_normal((9, 4)).astype(np.float32)}
+    got, want = _run(quantized, feeds), _run(reference, feeds)
+    assert got.shape == (9, 64) and got.dtype == np.float32 and np.abs(want).max() > 0.5
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
+    assert set(report) == {"fc1", "fc2"} and all(0 < r["rel_l2"] < 0.2 for r in report.values())
+
+
+def test_int4_moe_export_runs_close_to_float(tmp_path: pathlib.Path) -> None:
+    model = FAMILIES["mixtral"]()
+    result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", quantize="int4")
+    program = result.programs["model"]
+    ops = _ops(program)
+    assert ops["QMoE"] == 2 and ops["MoE"] == 0 and ops["MatMulNBits"] >= 5
+    assert sum("experts" in name for name in result.quantization) == 4  # gate_up and down, 2 layers
+    part = hf_inputs.components(from_model(model, None))[0]
+    feeds = part.make_inputs(hf_inputs.CHECK_SIZES[0])
+    logits = np.asarray(program(**feeds)[0])
+    with torch.no_grad():
+        eager = part.module(**feeds)[0].numpy()
+    assert logits.shape == eager.shape and np.isfinite(logits).all()
+    assert np.linalg.norm(logits - eager) / np.linalg.norm(eager) < 0.1
+
