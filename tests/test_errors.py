@@ -138,3 +138,22 @@ def test_capture_failure_is_capture_error() -> None:
 def test_wrong_number_of_input_names() -> None:
     with pytest.raises(InputError, match="input_names has 2 names but the model has 1 tensor inputs"):
         onnxport.export(AddOne(), (torch.randn(2),), input_names=["a", "b"])
+
+
+def test_decomposition_retrace_failure_becomes_capture_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch's run_decompositions re-traces the captured program; when it fails (e.g. Longformer:
+    # "MetadataMismatchError: Real tensor propagation found an aliasing mismatch" after draft
+    # export) the user gets onnxport's CaptureError with torch's error as the cause
+    from onnxport.capture import decomp
+
+    class MetadataMismatch(RuntimeError):
+        pass
+
+    def fail(ep, translated):
+        raise MetadataMismatch("Real tensor propagation found an aliasing mismatch")
+
+    monkeypatch.setattr(decomp, "decompose", fail)
+    with pytest.raises(CaptureError, match="run_decompositions\\) failed: MetadataMismatch: Real tensor") as info:
+        onnxport.export(AddOne(), (torch.randn(2, 3),))
+    assert isinstance(info.value.__cause__, MetadataMismatch)
+    assert "dynamic_shapes" in str(info.value)

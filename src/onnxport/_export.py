@@ -27,7 +27,7 @@ from onnxport import weights
 from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.specialization import check_specialized
-from onnxport.capture.strategies import capture
+from onnxport.capture.strategies import capture, source_line
 from onnxport.errors import CaptureError, InputError, OnnxportError
 from onnxport.metadata import (
     KEY_GRAPH_SIGNATURE,
@@ -164,7 +164,8 @@ def export(
 
     Raises:
         InputError: ``model``/``args``/``kwargs``/names are invalid.
-        CaptureError: torch.export failed with every strategy.
+        CaptureError: torch.export failed with every strategy, or the re-trace that decomposes
+            the captured program failed.
         UnsupportedOpError: Ops without translation (all of them listed).
         TranslationError: A translation failed (op, FX node and source line named).
         OpsetError: The opset cannot be honoured.
@@ -277,10 +278,29 @@ def weights_stage(model_ir: ir.Model, model: Any) -> weights.WeightTable:
 
 
 def decompose_stage(ep: ExportedProgram, options: ExportOptions, status: ExportStatus) -> ExportedProgram:
-    """``run_decompositions`` minus the translated ops, or the fast path (``capture/decomp.py``)."""
+    """``run_decompositions`` minus the translated ops, or the fast path (``capture/decomp.py``).
+
+    Raises:
+        CaptureError: torch's re-trace failed (its exception is the cause; source line named).
+    """
     translated = options.registry.targets() | graph_mod.STRUCTURAL_TARGETS
     with status.step("decompose"):
-        ep, status.decomposed = decomp.decompose(ep, translated)
+        try:
+            ep, status.decomposed = decomp.decompose(ep, translated)
+        except OnnxportError:
+            raise
+        except Exception as e:  # torch's re-trace of the captured program; never a raw torch error
+            line = source_line(e)
+            where = f"\nSource:\n  {line}" if line else ""
+            first = (str(e).strip().splitlines() or [""])[0][:300]
+            raise CaptureError(
+                f"torch.export captured the model, but re-tracing the program to decompose its ops "
+                f"(ExportedProgram.run_decompositions) failed: {type(e).__name__}: {first}{where}\n"
+                "This happens when the capture specialized on the example (draft export, "
+                "data-dependent shapes): make the dims involved static in dynamic_shapes, or rewrite "
+                "the data-dependent code with torch._check / torch.cond.",
+                source_line=line,
+            ) from e
     status.decomposed_program = ep
     return ep
 

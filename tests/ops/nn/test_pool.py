@@ -45,3 +45,30 @@ def test_avg_pool_divisor_override_with_ceil_mode(n: int) -> None:
         check_against_eager(lambda t: fn(t, 3, 2, 1, ceil_mode=True), x)  # avg_pool1d has no divisor_override
     else:
         check_against_eager(lambda t: fn(t, 3, 2, 1, ceil_mode=True, divisor_override=2), x)
+
+
+class _AdaptiveAvg(torch.nn.Module):
+    def __init__(self, out: tuple[int, int]) -> None:
+        super().__init__()
+        self.out = out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.adaptive_avg_pool2d(x, self.out)
+
+
+@pytest.mark.parametrize("out", [(2, 2), (3, 6), (6, 6)])
+def test_adaptive_avg_pool_non_uniform_bins_with_dynamic_sizes(out: tuple[int, int]) -> None:
+    # UperNet/PSPNet pyramid pooling on a feature map whose height and width are dynamic: the bin
+    # bounds are computed at run time, so sizes not divisible by the output sizes stay exact
+    import onnxport
+
+    dims = {"x": {0: "batch_size", 2: "height", 3: "width"}}
+    g = torch.Generator().manual_seed(0)
+    program = onnxport.export(_AdaptiveAvg(out), (torch.randn(2, 3, 12, 12, generator=g),), dynamic_shapes=dims)
+    assert "ReduceMean" in {n.op_type for n in program.model.graph}
+    for shape in [(2, 3, 12, 12), (3, 3, 7, 13), (1, 3, 5, 4)]:
+        x = torch.randn(*shape, generator=g)
+        got = program(x)[0]
+        want = F.adaptive_avg_pool2d(x, out)
+        assert tuple(got.shape) == tuple(want.shape) and got.dtype == want.dtype
+        torch.testing.assert_close(torch.as_tensor(got), want, rtol=1e-5, atol=1e-6)

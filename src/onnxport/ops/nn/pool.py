@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx_ir as ir
@@ -135,10 +136,8 @@ def aten_adaptive_avg_pool(ctx: Ctx, self: ir.Value, output_size: Sequence[int])
     elif all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
         kernel = [s // o for s, o in zip(spatial, output_size)]
         out = ctx.op.AveragePool(x, kernel_shape=kernel, strides=kernel)
-    elif all(isinstance(s, int) for s in spatial):
-        out = _adaptive_bins(ctx, x, spatial, output_size)  # type: ignore[arg-type]
-    else:
-        ctx.unsupported(f"adaptive_avg_pool from dynamic {spatial} to {list(output_size)} (non-uniform bins)")
+    else:  # PyTorch's bins, computed from the sizes at run time where they are dynamic
+        out = _adaptive_bins(ctx, x, spatial, output_size)
     return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
 
 
@@ -263,20 +262,30 @@ def _adaptive_max_bins(ctx: Ctx, x: ir.Value, spatial: Sequence[int], output_siz
     return ctx.op.Reshape(values, out_shape, allowzero=1), ctx.op.Reshape(indices, out_shape, allowzero=1)
 
 
-def _adaptive_bins(ctx: Ctx, x: ir.Value, spatial: Sequence[int], output_size: Sequence[int],
+def _adaptive_bins(ctx: Ctx, x: ir.Value, spatial: Sequence[Any], output_size: Sequence[int],
                    reduce: str = "ReduceMean") -> ir.Value:
     """Mean (or max) over PyTorch's adaptive bins [⌊i·in/out⌋, ⌈(i+1)·in/out⌉) (aten
-    AdaptiveAveragePooling), one spatial dim at a time: the bins are rectangles, so it separates."""
-    n = len(spatial)
+    AdaptiveAveragePooling), one spatial dim at a time: the bins are rectangles, so it separates.
+    A dynamic size's bin bounds are computed from ``Shape`` at run time (int64 ``Div`` of
+    non-negative values is the floor)."""
     out = x
     for d, (size, bins) in enumerate(zip(spatial, output_size)):
         axis = 2 + d
-        if size == bins:
+        if isinstance(size, int) and size == bins:
             continue
+        if isinstance(size, int):
+            bounds = [(ctx.const([start]), ctx.const([end])) for start, end in _bins(size, bins)]
+        else:
+            length = ctx.op.Shape(x, start=axis, end=axis + 1)
+            count = ctx.const([bins])
+            bounds = [
+                (ctx.op.Div(ctx.op.Mul(length, ctx.const([i])), count),
+                 ctx.op.Div(ctx.op.Add(ctx.op.Mul(length, ctx.const([i + 1])), ctx.const([bins - 1])), count))
+                for i in range(bins)
+            ]  # fmt: skip
         parts = []
-        for start, end in _bins(size, bins):
-            piece = ctx.op.Slice(out, ctx.const([start]), ctx.const([end]), ctx.const([axis]))
+        for start, end in bounds:
+            piece = ctx.op.Slice(out, start, end, ctx.const([axis]))
             parts.append(ctx.op.node(reduce, [piece, ctx.const([axis])], {"keepdims": 1}))
         out = parts[0] if len(parts) == 1 else ctx.op.Concat(*parts, axis=axis)
-    del n
     return out
