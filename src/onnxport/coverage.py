@@ -47,7 +47,9 @@ ARCHITECTURES_RUN = (
     "the torch.onnx rows the full run had not reached; 2 cores shared with other jobs, load average "
     "8–12, so the seconds compare the two exporters within a row, not with a quiet machine. "
     "mobilenet-v2 was re-run alone on 2026-11-24 (load ~1) after its batch norms were calibrated "
-    "(`_calibrated`: its outputs had been ~1e-25, so no comparison could fail)."
+    "(`_calibrated`: its outputs had been ~1e-25, so no comparison could fail). The 17 cases "
+    "from bloom to ast were added and run with `--merge` on 2026-11-24 (load ~2–3, while other "
+    "tests ran)."
 )
 DTYPE_ORDER = ("float32", "float16", "bfloat16", "int32", "int64", "bool")
 SAMPLES_PER_CASE = 3

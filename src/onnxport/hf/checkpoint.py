@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import onnx_ir as ir
 import torch
 from safetensors import safe_open
 
 from onnxport.errors import HFError
+from onnxport.weights.sources import Source
 
 INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
@@ -175,19 +178,52 @@ def read_checkpoint(folder: Path) -> Checkpoint:
     return Checkpoint(folder, entries)
 
 
-def model_keys(model: Any, checkpoint: Checkpoint) -> dict[str, str]:
-    """Model state_dict key → checkpoint name, with the renames transformers applies on load.
+# transformers' conversion ops that only stack and concatenate (fused MoE experts): applied lazily
+MERGING_OPS = ("MergeModulelist", "Concatenate")
 
-    transformers 5 renames checkpoint keys while loading (``transformers.conversion_mapping``:
-    legacy ``LayerNorm.gamma``/``beta``, per-architecture ``WeightRenaming`` rules, adding or
-    stripping ``base_model_prefix`` to load a ``*ForX`` model from a base checkpoint and back;
-    ``transformers.core_model_loading.rename_source_key``). onnxport asks transformers for the same
-    renames. Keys whose conversion merges or splits tensors (``WeightConverter``, e.g. fused MoE
-    experts) cannot be streamed one to one and raise.
 
-    Raises:
-        HFError: A checkpoint key needs a tensor-merging conversion.
+@dataclasses.dataclass
+class Merge:
+    """A model tensor transformers builds on load from several checkpoint tensors with a
+    ``WeightConverter`` whose operations only stack and concatenate (``MERGING_OPS``), e.g. the
+    fused ``experts.gate_up_proj`` (E, 2I, H) from every expert's ``gate_proj``/``up_proj`` weights.
+
+    Attributes:
+        converter: transformers' ``WeightConverter`` (its ``source_patterns`` and ``operations``).
+        sources: Source pattern → (index the pattern's ``*`` matched, checkpoint name), in
+            checkpoint order; :meth:`build` sorts them by index as transformers' loader does.
     """
+
+    converter: Any
+    sources: dict[str, list[tuple[int, str]]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return [name for items in self.sources.values() for _, name in items]
+
+    def build(self, load: Any) -> torch.Tensor:
+        """The merged tensor from ``load(name)`` of each source (real or meta tensors), by
+        transformers' own operations (``transformers.core_model_loading``)."""
+        patterns = list(self.converter.source_patterns)
+        values: dict[str, Any] = {p: [load(n) for _, n in sorted(self.sources[p])] for p in patterns if p in self.sources}
+        for op in self.converter.operations:
+            values = op.convert(values, source_patterns=patterns, target_patterns=list(self.converter.target_patterns))
+        (merged,) = values.values()
+        return merged
+
+
+def _index(name: str, pattern: str) -> int | None:
+    """The integer the ``*`` of ``pattern`` matches in checkpoint key ``name`` (its tail after
+    the ``*``, e.g. ``.3.w1.weight`` for ``.experts.*.w1.weight``)."""
+    tail = pattern.split("*", 1)[1] if "*" in pattern else None
+    match = None if tail is None else re.search(r"\.(\d+)" + re.escape(tail) + "$", name)
+    return None if match is None else int(match.group(1))
+
+
+def _scan(model: Any, checkpoint: Checkpoint) -> tuple[dict[str, str], dict[str, Merge], list[str]]:
+    """``(direct, merges, unsupported)``: model key → checkpoint name for one-to-one tensors,
+    model key → :class:`Merge` for stacked/concatenated ones, and the checkpoint keys whose
+    conversion does anything else."""
     # optional heavy dependency (the hf extra), loaded only for checkpoints that need key renames
     from transformers.conversion_mapping import get_model_conversion_mapping
     from transformers.core_model_loading import (  # optional heavy dependency (hf extra)
@@ -205,18 +241,63 @@ def model_keys(model: Any, checkpoint: Checkpoint) -> dict[str, str]:
     renamings: list[Any] = [t for t in transforms if not isinstance(t, WeightConverter)]
     own = dict.fromkeys(model.state_dict(keep_vars=True))
     mapping: dict[str, str] = {}
-    merged = []
+    merges: dict[str, Merge] = {}
+    unsupported = []
     for name in checkpoint.entries:
-        target, converted = rename_source_key(
-            name, renamings, converters, model.base_model_prefix, own
-        )
-        if converted is not None:
-            merged.append(name)
-        mapping.setdefault(target, name)
-    if merged:
+        target, pattern = rename_source_key(name, renamings, converters, model.base_model_prefix, own)
+        if pattern is None:
+            mapping.setdefault(target, name)
+            continue
+        converter = next(c for c in converters if pattern in c.source_patterns)
+        index = _index(name, pattern)
+        if index is None or any(type(op).__name__ not in MERGING_OPS for op in converter.operations):
+            unsupported.append(name)
+            continue
+        merges.setdefault(target, Merge(converter)).sources.setdefault(pattern, []).append((index, name))
+    return mapping, merges, unsupported
+
+
+def merged_keys(model: Any, checkpoint: Checkpoint) -> dict[str, Merge]:
+    """Model state_dict key → :class:`Merge` for the tensors transformers stacks/concatenates on load."""
+    return _scan(model, checkpoint)[1]
+
+
+class MergedSource(Source):
+    """A :class:`Merge` of memory-mapped checkpoint tensors, built when it is written (one model
+    tensor at a time: the experts of one layer, not the model)."""
+
+    def __init__(self, checkpoint: Checkpoint, merge: Merge) -> None:
+        self.checkpoint, self.merge = checkpoint, merge
+        meta = merge.build(lambda n: torch.empty(checkpoint.entries[n].shape, dtype=checkpoint.entries[n].dtype, device="meta"))
+        self.dtype = ir.tensor_adapters.from_torch_dtype(meta.dtype)
+        self.shape = tuple(int(d) for d in meta.shape)
+
+    def tensor(self) -> ir.TensorProtocol:
+        return ir.tensor_adapters.TorchTensor(self.merge.build(self.checkpoint.tensor).contiguous())
+
+    def describe(self) -> str:
+        return f"{len(self.merge.names)} checkpoint tensors merged as transformers loads them"
+
+
+def model_keys(model: Any, checkpoint: Checkpoint) -> dict[str, str]:
+    """Model state_dict key → checkpoint name, with the renames transformers applies on load.
+
+    transformers 5 renames checkpoint keys while loading (``transformers.conversion_mapping``:
+    legacy ``LayerNorm.gamma``/``beta``, per-architecture ``WeightRenaming`` rules, adding or
+    stripping ``base_model_prefix`` to load a ``*ForX`` model from a base checkpoint and back;
+    ``transformers.core_model_loading.rename_source_key``). onnxport asks transformers for the same
+    renames. Keys merged by stacking/concatenation (fused MoE experts) are in
+    :func:`merged_keys` instead; any other tensor-merging or splitting conversion raises.
+
+    Raises:
+        HFError: A checkpoint key needs a conversion other than stacking/concatenation.
+    """
+    mapping, _, unsupported = _scan(model, checkpoint)
+    if unsupported:
         raise HFError(
-            f"{len(merged)} checkpoint tensors of {type(model).__name__} are merged or split by "
-            f"transformers on load (first: {merged[:3]}); they cannot be streamed one by one. "
-            "Load the model with transformers and export it with onnxport.hf.export(model)."
+            f"{len(unsupported)} checkpoint tensors of {type(model).__name__} are converted by "
+            f"transformers on load beyond stacking and concatenation (first: {unsupported[:3]}); "
+            "they cannot be streamed one by one. Load the model with transformers and export it "
+            "with onnxport.hf.export(model)."
         )
     return mapping

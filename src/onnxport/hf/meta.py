@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from onnxport.errors import HFError
-from onnxport.hf.checkpoint import Checkpoint, model_keys
+from onnxport.hf.checkpoint import Checkpoint, MergedSource, merged_keys, model_keys
 from onnxport.weights.sources import CastSource, Source, torch_source
 
 
@@ -148,22 +148,30 @@ def check(model: torch.nn.Module, checkpoint: Checkpoint, *, cast: bool = False)
         HFError: Listing every parameter the checkpoint lacks and every shape/dtype mismatch.
     """
     keys = model_keys(model, checkpoint)
+    merges = merged_keys(model, checkpoint)
     params = {id(p) for p in model.parameters()}
     missing, mismatched = [], []
     tensors = dict(_tensors(model))
     for group in aliases(model).values():
         tensor = tensors[group[0]]
         found = next((keys[a] for a in group if a in keys), None)
-        if found is None:
+        merge = next((merges[a] for a in group if a in merges), None)
+        if found is None and merge is None:
             if id(tensor) in params:
                 missing.append(group[0])
             continue
-        entry = checkpoint.entries[found]
-        castable = cast and entry.dtype.is_floating_point and tensor.dtype.is_floating_point
-        if tuple(entry.shape) != tuple(tensor.shape) or (entry.dtype != tensor.dtype and not castable):
+        if found is not None:
+            entry = checkpoint.entries[found]
+            dtype, shape = entry.dtype, tuple(entry.shape)
+        else:
+            assert merge is not None
+            source = MergedSource(checkpoint, merge)
+            dtype, shape, found = checkpoint.entries[merge.names[0]].dtype, source.shape, f"{merge.names[0]} (merged)"
+        castable = cast and dtype.is_floating_point and tensor.dtype.is_floating_point
+        if shape != tuple(tensor.shape) or (dtype != tensor.dtype and not castable):
             mismatched.append(
                 f"{group[0]}: model {tensor.dtype} {list(tensor.shape)}, checkpoint {found} "
-                f"{entry.dtype} {list(entry.shape)}"
+                f"{dtype} {list(shape)}"
             )
     _raise_unfit(checkpoint, missing, mismatched)
 
@@ -188,13 +196,18 @@ def checkpoint_weights(
     differs from its weight's in the graph (the model built with ``dtype=``) becomes a
     :class:`onnxport.weights.sources.CastSource`, converted when it is written."""
     keys = model_keys(model, checkpoint)
+    merges = merged_keys(model, checkpoint)
     table = program.weights
     out: dict[str, torch.Tensor | Source] = {}
     for name in set(table.slots) | set(table.aliases):
+        slot = table.slots[table.aliases.get(name, name)]
+        if name in merges:  # built from several checkpoint tensors when written
+            merged = MergedSource(checkpoint, merges[name])
+            out[name] = CastSource(merged, slot.dtype) if merged.dtype != slot.dtype else merged
+            continue
         if name not in keys:
             continue
         tensor = checkpoint.tensor(keys[name])
-        slot = table.slots[table.aliases.get(name, name)]
         source = torch_source(tensor, name)
         if source.dtype != slot.dtype and tensor.dtype.is_floating_point and slot.dtype.is_floating_point():
             out[name] = CastSource(source, slot.dtype)
@@ -210,16 +223,19 @@ def materialize(model: torch.nn.Module, checkpoint: Checkpoint) -> torch.nn.Modu
         HFError: A parameter has no tensor in the checkpoint.
     """
     keys = model_keys(model, checkpoint)
+    merges = merged_keys(model, checkpoint)
     state = {}
     missing = []
     for group in aliases(model).values():
         found = next((keys[a] for a in group if a in keys), None)
+        merge = next((merges[a] for a in group if a in merges), None)
         tensor = model.get_parameter(group[0]) if _is_param(model, group[0]) else None
-        if found is None:
+        if found is None and merge is None:
             if tensor is not None and tensor.device.type == "meta":
                 missing.append(group[0])
             continue
-        loaded = checkpoint.tensor(found)
+        # a merged tensor (fused MoE experts) is built in memory: the reference model needs it whole
+        loaded = checkpoint.tensor(found) if found is not None else merge.build(checkpoint.tensor)  # type: ignore[union-attr]
         for alias in group:
             state[alias] = loaded
     if missing:

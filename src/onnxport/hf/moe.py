@@ -93,3 +93,30 @@ def fused_experts(model: torch.nn.Module) -> Iterator[int]:
     finally:
         for key, config in configs.items():
             config._experts_implementation = saved[key]
+
+
+@contextlib.contextmanager
+def grouped_mm_fallback() -> Iterator[None]:
+    """Within the block, transformers' ``grouped_mm`` experts use its ``grouped_mm_fallback``
+    custom op instead of ``torch.nn.functional.grouped_mm``, whose meta kernel accepts bfloat16
+    only: the streamed path runs (probes, captures) float32 meta-device models.
+
+    transformers chooses between the two in ``transformers.integrations.moe._can_use_grouped_mm``
+    (device, dtype and torch version checks); this replaces that choice for the block. Both
+    translate to the same ``Loop`` (:mod:`onnxport.ops.nn.moe`) and compute the same values.
+    Nothing changes when the installed transformers has no such function.
+    """
+    try:
+        from transformers.integrations import moe as hf_moe  # heavy optional dependency
+    except ImportError:
+        yield
+        return
+    original = getattr(hf_moe, "_can_use_grouped_mm", None)
+    if original is None:
+        yield
+        return
+    hf_moe._can_use_grouped_mm = lambda *args, **kwargs: False
+    try:
+        yield
+    finally:
+        hf_moe._can_use_grouped_mm = original

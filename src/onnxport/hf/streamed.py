@@ -405,6 +405,7 @@ class _Spec:
     layout: str = hf_layout.DEFAULT_LAYOUT
 
 
+@moe.grouped_mm_fallback()  # float32 meta-device MoE models (hf.moe)
 def export_streamed(
     folder: Path,
     task: str | None,

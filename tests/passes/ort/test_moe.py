@@ -153,3 +153,24 @@ def test_int4_moe_export_runs_close_to_float(tmp_path: pathlib.Path) -> None:
     assert logits.shape == eager.shape and np.isfinite(logits).all()
     assert np.linalg.norm(logits - eager) / np.linalg.norm(eager) < 0.1
 
+
+
+@pytest.mark.parametrize(("target", "quantize"), [("onnxruntime", None), ("onnxruntime", "int4"), (None, None)])
+def test_streamed_moe_export_equals_in_memory(tmp_path: pathlib.Path, target: str | None, quantize: str | None) -> None:
+    # save_pretrained writes every expert's gate/up/down weights separately; the streamed path
+    # stacks and concatenates them as transformers' loader does (hf.checkpoint.Merge), when written.
+    # The meta-device capture (layers grown from two) fuses the experts the same way.
+    model = FAMILIES["olmoe"](num_hidden_layers=3)
+    model.save_pretrained(tmp_path / "src")
+    kwargs = {"target": target, "quantize": quantize}
+    streamed = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "streamed", stream=True, **kwargs)
+    assert streamed.streamed is not None and streamed.passed and streamed.checks
+    memory = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "memory", validate=False, **kwargs)
+    a, b = (r.programs["model"].model.graph for r in (streamed, memory))
+    assert [n.op_type for n in a] == [n.op_type for n in b]
+    fused = "QMoE" if quantize else "MoE" if target else "Loop"  # standard: a Loop per grouped matmul
+    assert _ops(streamed.programs["model"])[fused] == (3 if target else 6)
+    part = hf_inputs.components(from_model(model, None))[0]
+    feeds = part.make_inputs(hf_inputs.CHECK_SIZES[1])
+    for x, y in zip(streamed.programs["model"](**feeds), memory.programs["model"](**feeds), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
