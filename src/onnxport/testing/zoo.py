@@ -433,7 +433,7 @@ CASES: list[Case] = [
                                            "depths": [1, 1, 1, 1],
                                            "out_features": ["stage1", "stage2", "stage3", "stage4"]},
                           hidden_size=16, auxiliary_in_channels=16, num_labels=3, initializer_range=0.2),
-           ((2, 64, 64), (3, 96, 64))),
+           ((2, 64, 64), (3, 96, 128))),
     vision("conditional-detr", _hf("ConditionalDetrConfig", "ConditionalDetrForObjectDetection",
                                    use_timm_backbone=False, use_pretrained_backbone=False,
                                    backbone_config={"model_type": "resnet", "embedding_size": 16,
