@@ -5,7 +5,9 @@ tokens, batch 2, row 0 left-padded) through the fused graph equals transformers.
   ``attention_bias`` and ``local_window_size``),
 - qwen3 (per-head q/k RMSNorm before the rotary),
 - smollm3 (every other layer without RoPE),
-- mixtral (sparse mixture-of-experts MLP: the experts a Loop, the router's TopK in the graph).
+- mixtral (sparse mixture-of-experts MLP: the experts a Loop, the router's TopK in the graph),
+- gpt2 (learned positions, no rotary, packed c_attn with biases, ``gelu_new``'s written-out tanh
+  GELU → FastGelu, LayerNorm → SkipLayerNormalization).
 """
 
 from __future__ import annotations
@@ -58,7 +60,9 @@ def test_greedy_20_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
     layers = BASE["num_hidden_layers"]
     assert ops["GroupQueryAttention"] == layers, ops
     packed = [
-        n for n in program.model.graph if n.op_type in ("MatMul", "FusedMatMul") and "+" in n.inputs[1].name
+        n
+        for n in program.model.graph
+        if n.op_type in ("MatMul", "FusedMatMul") and "+" in n.inputs[1].name
     ]
     assert len(packed) >= layers, ops  # q/k/v packed in every layer
     windows = [
@@ -67,4 +71,30 @@ def test_greedy_20_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
         if n.op_type == "GroupQueryAttention" and "local_window_size" in n.attributes
     ]
     assert windows == ([4] * layers if name == "mistral-sliding" else []), windows
+    assert_greedy_equals_transformers(model, program)
+
+
+@pytest.mark.slow  # one export + validation + 20 generate() steps (~20 s idle)
+def test_gpt2_greedy_20_tokens_equal_transformers() -> None:
+    model = _make(
+        "GPT2Config",
+        "GPT2LMHeadModel",
+        vocab_size=DECODER["vocab_size"],
+        n_embd=64,
+        n_layer=2,
+        n_head=4,  # head size 16, as GroupQueryAttention's CPU kernel needs
+        n_positions=64,
+        initializer_range=0.2,  # std 0.02 weights decode a single repeated token
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+    )()
+    assert model.config.activation_function == "gelu_new"  # the tanh approximation
+    result = onnxport.hf.export(model, target="onnxruntime")
+    assert result.passed
+    program = result.programs["model"]
+    ops = collections.Counter(n.op_type for n in program.model.graph)
+    assert ops["GroupQueryAttention"] == 2 and ops["FastGelu"] == 2, ops
+    assert ops["Tanh"] == ops["Pow"] == ops["Gelu"] == 0, ops  # gelu_new's arithmetic is gone
+    assert ops["SkipLayerNormalization"] >= 2, ops
     assert_greedy_equals_transformers(model, program)

@@ -12,6 +12,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common
 
 from onnxport.errors import OnnxportError
+from onnxport.passes.ort.gelu import GeluPass
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
 from onnxport.passes.ort.local_window import LocalWindowPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
@@ -39,7 +40,7 @@ def optimize_for_onnxruntime(
 
     Args:
         model: A model produced by onnxport's standard pipeline.
-        fuse: Run the contrib-op fusions (attention, normalization), fold the SwiGLU interleave of
+        fuse: Run the contrib-op fusions (attention, normalization, bias + GELU), fold the SwiGLU interleave of
             ``com.microsoft.MoE`` weights (:mod:`~onnxport.passes.ort.moe`) and pack the MatMuls
             sharing an input (q/k/v, gate/up: :mod:`~onnxport.passes.ort.packed_matmul`).
         quantize: Weight-only quantization of MatMul weights to MatMulNBits and of MoE experts to
@@ -67,6 +68,7 @@ def optimize_for_onnxruntime(
             GroupQueryAttentionPass(rotary_positions, shared_kv_buffer, rotary_embedding),
             LocalWindowPass(windows or {}),
             SkipNormalizationPass(),
+            GeluPass(),
             MoEWeightsPass(),
         ]
     if fuse or quantize is not None:
