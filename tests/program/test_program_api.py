@@ -92,7 +92,9 @@ def test_apply_weights_after_a_session_releases_it() -> None:
     with torch.no_grad():
         expected = model(IDS).numpy()
     out = program(IDS)[0].numpy()
-    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    # +0.5 on every weight makes outputs of ~800, whose float32 sums cancel to ~1 in places: the
+    # absolute tolerance follows the output's scale (seen: 5e-5 off at 0.66 on another CPU)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6 * float(np.abs(expected).max()))
     assert not np.allclose(out, first.numpy())
 
 
