@@ -20,7 +20,8 @@ both the input and the ``present.*`` output, updated in place; ``builder-shared`
 graph run that way, ``onnxport-ort-shared`` onnxport's ``kv_cache="shared"`` export.
 Latency is the median of at least ``--repeats`` runs after one warm-up, each run after a short
 pause so that the previous session's spinning threads are idle (see :func:`measure`). Export time
-is the best of ``--export-repeats`` runs, the variants taking turns. The machine's load
+is the best of ``--export-repeats`` runs, the variants taking turns, each started from the same
+page-cache state (:func:`settle_page_cache`). The machine's load
 (``uptime``) is recorded before and after, since other processes share the cores.
 
 Usage::
@@ -140,14 +141,34 @@ def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 <<
 
 
 # -- exports (each in a child process, measured by /usr/bin/time) ------------------------------
-def timed(command: list[str], log: Path) -> dict[str, Any]:
-    """Run ``command`` under ``/usr/bin/time -v``: wall seconds, peak RSS (MB), return code.
+def settle_page_cache(work: Path, checkpoint: Path) -> None:
+    """The same start for every export: no dirty pages, the earlier exports' files out of the page
+    cache, the checkpoint in it.
 
-    The page cache's dirty pages are flushed first (``os.sync``): an export writes ~3.4 GB, and
-    one that starts while the previous export's writes are still dirty is throttled by the kernel
-    (``vm.dirty_ratio``) at disk speed, so without the flush an export's time depends on which
-    export ran before it."""
+    An export writes ~3.4 GB. Started while the previous export's writes are still dirty, it is
+    throttled by the kernel (``vm.dirty_ratio``) at disk speed; started with the page cache full
+    of earlier exports' files, every page it writes must first be reclaimed. Measured on this
+    machine: the same onnxport export took 12.2 s after a few others and 5.0 s after their files
+    left the cache, so without this an export's time depends on which ran before it. Each
+    earlier output file is flushed (``os.sync``) and dropped (``posix_fadvise(DONTNEED)``), and
+    the checkpoint is read through once so that no exporter pays for reading it from the disk.
+    """
     os.sync()
+    for path in work.rglob("*"):
+        if path.is_file() and checkpoint not in path.parents:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    for path in checkpoint.iterdir():
+        with path.open("rb") as f:
+            while f.read(64 << 20):
+                pass
+
+
+def timed(command: list[str], log: Path) -> dict[str, Any]:
+    """Run ``command`` under ``/usr/bin/time -v``: wall seconds, peak RSS (MB), return code."""
     start = time.perf_counter()
     with log.open("w") as out:
         proc = subprocess.run(
@@ -368,6 +389,12 @@ def main() -> None:
     )
     parser.add_argument("--batches", default="1,4", help="comma list of batch sizes")
     parser.add_argument("--skip", default="", help="comma list of variants not to export/run")
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="also time a second session of the builder's graph (builder-control): the ratio "
+        "of a graph to itself, i.e. the run's noise (fp32: one more 3.4 GB session in RAM)",
+    )
     args = parser.parse_args()
 
     sizes = SMALL if args.small else LLAMA_1B
@@ -428,6 +455,7 @@ def main() -> None:
                 if report["exports"].get(name, {}).get("returncode"):
                     continue  # failed once: not retried
                 shutil.rmtree(folders[name], ignore_errors=True)  # onnxport wants a new folder
+                settle_page_cache(work, ckpt)
                 result = timed(command, work / f"{name}.log")
                 print(
                     f"export {name} (run {attempt + 1}): {result['seconds']} s, "
@@ -467,8 +495,11 @@ def main() -> None:
             }
             for n, s in sessions.items():
                 logits[n] = first_logits(s, head_dim)
+            builder = "builder" if precision == "fp32" else "builder-int4"
+            if args.control and builder in sessions:  # A/A: the builder's graph against itself
+                sessions[f"{builder}-control"] = session(model_file(folders[builder]), args.threads)
             for n in list(sessions):  # the shared graphs, and the builder's run the same way
-                if n.startswith("builder") and any(
+                if n.startswith("builder") and not n.endswith("-control") and any(
                     m.startswith("onnxport-ort-shared") for m in names
                 ):
                     sessions[f"{n}-shared"] = SharedBuffer(sessions[n])
@@ -517,10 +548,12 @@ PAIRS = {
         ("onnxport", "builder"),
         ("onnxport-ort", "builder"),
         ("onnxport-ort-shared", "builder-shared"),
+        ("builder-control", "builder"),
     ],
     "int4": [
         ("onnxport-ort-int4", "builder-int4"),
         ("onnxport-ort-shared-int4", "builder-int4-shared"),
+        ("builder-int4-control", "builder-int4"),
     ],
 }
 
@@ -529,13 +562,18 @@ def ratios(report: dict[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     for precision, cells in report.get("latency_ms", {}).items():
         for ours, theirs in PAIRS[precision]:
+            pair = [row[ours] / row[theirs] for row in cells.values() if ours in row and theirs in row]
             for cell, row in cells.items():
                 if ours in row and theirs in row:
                     out[f"{ours}/{theirs} {cell}"] = row[ours] / row[theirs]
+            if pair:  # one figure per pair: cells vary by a few percent from run to run
+                out[f"{ours}/{theirs} latency geomean"] = statistics.geometric_mean(pair)
     exports = report.get("exports", {})
     for precision in PAIRS:
         for ours, theirs in PAIRS[precision]:
             theirs = theirs.removesuffix("-shared")  # the same builder export
+            if ours.endswith("-control"):
+                continue
             if ours in exports and theirs in exports and exports[theirs]["seconds"]:
                 out[f"{ours}/{theirs} export time"] = (
                     exports[ours]["seconds"] / exports[theirs]["seconds"]
