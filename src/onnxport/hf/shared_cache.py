@@ -23,7 +23,7 @@ from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager
 
 KV_CACHE_MODES = ("concat", "shared")
 # Config fields that limit attention beyond causality; the shared-buffer graph drops the mask
-_MASK_LIMITS = ("sliding_window", "attention_chunk_size")
+_MASK_LIMITS = ("attention_chunk_size",)
 # Buffer rows beyond past + sequence in validation: shows that the unused tail is not read.
 SPARE_ROWS = 5
 
@@ -81,18 +81,17 @@ def trim_presents(names: list[str], outputs: list[Any], total: int) -> list[Any]
 
 
 def check_full_attention(config: Any) -> None:
-    """Refuse a config whose attention is limited (sliding window, chunks): the shared-buffer
-    graph replaces the mask by the kernel's causal one, which would drop those limits (and
-    validation's short inputs would not notice).
+    """Refuse a config whose attention is limited in a way the kernel cannot take over: the
+    shared-buffer graph replaces the mask by the kernel's causal one. Sliding windows are kept
+    (GroupQueryAttention's ``local_window_size``, set per sliding layer by
+    :mod:`onnxport.passes.ort.local_window`; validation's lengths pass a window of 4 in the
+    tests); chunked attention (Llama 4's ``attention_chunk_size``) has no kernel counterpart.
 
     Raises:
-        HFError: The (text) config sets ``sliding_window`` (with ``use_sliding_window`` not
-            False) or ``attention_chunk_size``.
+        HFError: The (text) config sets ``attention_chunk_size``.
     """
     text = getattr(config, "get_text_config", lambda: config)()
     limited = [k for k in _MASK_LIMITS if getattr(text, k, None) not in (None, 0)]
-    if getattr(text, "use_sliding_window", True) is False:
-        limited = [k for k in limited if k != "sliding_window"]
     if limited:
         raise HFError(
             f"kv_cache='shared' drops the graph's mask for the kernel's causal one; this model "

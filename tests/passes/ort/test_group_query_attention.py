@@ -87,3 +87,63 @@ def test_head_size_the_kernel_refuses_keeps_attention() -> None:
 def test_greedy_generation_equals_transformers(exported) -> None:
     model, program, _ = exported
     assert_greedy_equals_transformers(model, program)
+
+
+def test_kernel_softcaps_before_adding_the_bias() -> None:
+    """onnxruntime's GroupQueryAttention applies ``softcap`` to the scaled scores before adding
+    ``attention_bias`` — transformers' order (Gemma 2's ``eager_attention_forward``), which the
+    eager-form fusion (:mod:`onnxport.passes.ort.attention_match`) relies on."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    heads, kv_heads, size, past, cap = 4, 2, 16, 6, 5.0
+    names = ["q", "k", "v", "pk", "pv", "sk", "tot", "bias"]
+    node = helper.make_node(
+        "GroupQueryAttention", [*names[:7], "", "", "", "bias"], ["o", "pko", "pvo"],
+        domain="com.microsoft", num_heads=heads, kv_num_heads=kv_heads, softcap=cap, scale=1.0,
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, TensorProto.INT32 if n in ("sk", "tot") else TensorProto.FLOAT, None) for n in names],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("o", "pko", "pvo")],
+    )  # fmt: skip
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((1, 1, heads * size)).astype(np.float32) * 8
+    k = rng.standard_normal((1, 1, kv_heads * size)).astype(np.float32) * 8
+    v = rng.standard_normal((1, 1, kv_heads * size)).astype(np.float32)
+    pk = rng.standard_normal((1, kv_heads, past, size)).astype(np.float32) * 8
+    pv = rng.standard_normal((1, kv_heads, past, size)).astype(np.float32)
+    bias = np.zeros((1, 1, 1, past + 1), np.float32)
+    bias[..., :2], bias[..., 3] = np.finfo(np.float32).min, -3.0
+    feeds = dict(q=q, k=k, v=v, pk=pk, pv=pv, sk=np.array([past], np.int32), tot=np.array(past + 1, np.int32), bias=bias)
+    got = session.run(None, feeds)[0].reshape(1, 1, heads, size).transpose(0, 2, 1, 3)
+    keys = np.repeat(np.concatenate([pk, k.reshape(1, kv_heads, 1, size)], 2), heads // kv_heads, 1)
+    values = np.repeat(np.concatenate([pv, v.reshape(1, kv_heads, 1, size)], 2), heads // kv_heads, 1)
+    scores = q.reshape(1, heads, 1, size) @ keys.transpose(0, 1, 3, 2)
+
+    def attend(logits: np.ndarray) -> np.ndarray:
+        e = np.exp(logits - logits.max(-1, keepdims=True))
+        return (e / e.sum(-1, keepdims=True)) @ values
+
+    np.testing.assert_allclose(got, attend(cap * np.tanh(scores / cap) + bias), atol=1e-5)
+    assert np.abs(got - attend(cap * np.tanh((scores + bias) / cap))).max() > 0.1  # the other order
+
+
+def test_eager_softcap_attention_fuses_only_in_the_shared_buffer_graph() -> None:
+    """Gemma 2's eager attention (logit softcapping) becomes GroupQueryAttention with ``softcap``
+    in the shared-buffer graph; the concatenating graph keeps it (a left-padded query row's eager
+    softmax averages all of V, the kernel only its causal prefix). Both validated vs eager."""
+    from onnxport.testing.tiny_models import _make
+
+    model = _make("Gemma2Config", "Gemma2ForCausalLM", **GQA_DECODER, sliding_window=4, head_dim=16)()
+    assert model.config._attn_implementation == "eager"
+    concat = onnxport.hf.export(model, target="onnxruntime")
+    assert concat.passed and _ops(concat.programs["model"])["GroupQueryAttention"] == 0
+    shared = onnxport.hf.export(model, target="onnxruntime", kv_cache="shared")
+    assert shared.passed
+    gqa = [n for n in shared.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(gqa) == 2 and all(n.attributes["softcap"].as_float() == 50.0 for n in gqa)
+    assert _ops(shared.programs["model"])["Tanh"] == 1  # only the final logit softcapping is left

@@ -241,15 +241,63 @@ def test_shared_buffer_bad_options(kwargs, message) -> None:
         onnxport.hf.export(llama(num_hidden_layers=1), **kwargs)
 
 
-def test_shared_buffer_refuses_sliding_window() -> None:
+def test_shared_buffer_refuses_chunked_attention() -> None:
+    model = llama(num_hidden_layers=1, attention_chunk_size=4)  # Llama 4's chunks live in the mask
+    with pytest.raises(HFError, match="attention_chunk_size"):
+        onnxport.hf.export(model, target="onnxruntime", kv_cache="shared", validate=False)
+
+
+SLIDING = {
+    # every layer slides (window 4 < the validation and generation lengths)
+    "mistral-sliding": (
+        "MistralConfig", "MistralForCausalLM", {"sliding_window": 4, "initializer_range": 0.2}
+    ),  # fmt: skip
+    # eager attention (logit softcapping 50), alternating sliding/full layers, tanh GELU
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"sliding_window": 4, "head_dim": 16}),
+}
+
+
+@pytest.mark.slow  # an export from a folder, validation and 20 genai steps per family (~15 s idle)
+@pytest.mark.parametrize("name", list(SLIDING))
+def test_sliding_window_shared_buffer_generates_like_transformers(name, tmp_path) -> None:
+    """The window as the kernel's ``local_window_size`` (no mask in the shared graph): validated
+    against eager at lengths past the window, and onnxruntime-genai with the shared buffer
+    generates transformers' 20 greedy tokens."""
+    og = pytest.importorskip("onnxruntime_genai")
     from onnxport.testing.tiny_models import _make
 
     from ._models import GQA_DECODER
 
-    config = {**GQA_DECODER, "num_hidden_layers": 1, "sliding_window": 4}
-    model = _make("MistralConfig", "MistralForCausalLM", **config)()
-    with pytest.raises(HFError, match="sliding_window"):
-        onnxport.hf.export(model, target="onnxruntime", kv_cache="shared", validate=False)
+    config_class, model_class, extra = SLIDING[name]
+    model = _make(config_class, model_class, **GQA_DECODER, **extra)()  # inits that do not repeat
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(
+        tmp_path / "src", output_dir=tmp_path / "out", target="onnxruntime", kv_cache="shared"
+    )
+    assert result.passed
+    gqa = [n for n in result.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(gqa) == GQA_DECODER["num_hidden_layers"]
+    windows = [n.attributes["local_window_size"].as_int() for n in gqa if "local_window_size" in n.attributes]
+    assert windows == ([4, 4] if name == "mistral-sliding" else [4])  # gemma2: layer 1 is full
+    if name == "gemma2":
+        assert all(n.attributes["softcap"].as_float() == 50.0 for n in gqa)
+    prompts = [[5, 17, 42, 9, 33, 71], [8, 3, 61, 27, 90, 14]]
+    genai = og.Model(str(tmp_path / "out"))
+    params = og.GeneratorParams(genai)
+    total = len(prompts[0]) + 20
+    params.set_search_options(max_length=total, min_length=total, do_sample=False, batch_size=2)
+    generator = og.Generator(genai, params)
+    generator.append_tokens(np.array(prompts, dtype=np.int32))
+    while not generator.is_done():
+        generator.generate_next_token()
+    ids = torch.tensor(prompts)
+    with torch.no_grad():
+        expected = model.generate(
+            input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=20,
+            min_new_tokens=20, do_sample=False,
+        )  # fmt: skip
+    assert [list(generator.get_sequence(i)) for i in range(2)] == expected.tolist()
+    assert len(set(expected[:, 6:].flatten().tolist())) > 3, "degenerate decoding proves little"
 
 
 def test_shared_buffer_needs_every_attention_fused() -> None:

@@ -7,7 +7,8 @@ The standard graph of a decoder layer (transformers' sdpa path, opset ≥ 23) is
     out           = Attention(q, key, value, mask)           # [B, heads, S, D]
     hidden        = Reshape(Transpose(Reshape(out)))         # [B, S, heads * D]
 
-onnxruntime's GroupQueryAttention (docs/ContribOperators.md) takes ``query``/``key``/``value`` as
+(:mod:`onnxport.passes.ort.attention_match` finds it, and also the eager softcapping form that
+the shared-buffer graph fuses.) onnxruntime's GroupQueryAttention (docs/ContribOperators.md) takes ``query``/``key``/``value`` as
 ``[B, S, heads * D]``, the past in BNSH without repeating the KV heads, ``seqlens_k`` (int32
 ``[B]``, total length - 1) and ``total_sequence_length`` (int32 scalar), and returns the output and
 the present (past + new, written in place when past and present share a buffer). The rewrite:
@@ -53,7 +54,6 @@ The fusion applies only when the installed onnxruntime has the CPU kernel.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -61,116 +61,16 @@ import onnx_ir as ir
 
 from onnxport.errors import InputError
 from onnxport.passes.fusions import producer
+from onnxport.passes.ort.attention_match import Match, match_attention
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
 from onnxport.passes.ort.rotary import Rotary, caches, match_rotary
 
 
-@dataclasses.dataclass
-class _Match:
-    attention: ir.Node
-    key_concat: ir.Node
-    value_concat: ir.Node
-    heads: int
-    kv_heads: int
-    head_size: int
-    output_chain_end: ir.Value | None
-
-
-def _cache_concat(value: ir.Value | None) -> ir.Node | None:
-    """The ``Concat(past, new, axis=2)`` behind an Attention K/V input (through repeat_kv)."""
-    reshape = producer(value, "Reshape")
-    if reshape is not None:
-        expand = producer(reshape.inputs[0], "Expand")
-        unsqueeze = producer(expand.inputs[0], "Unsqueeze") if expand is not None else None
-        if unsqueeze is None:
-            return None
-        value = unsqueeze.inputs[0]
-    concat = producer(value, "Concat")
-    if concat is None or len(concat.inputs) != 2:
-        return None
-    axis = concat.attributes.get("axis")
-    if axis is None or axis.as_int() not in (2, -2):
-        return None
-    past = concat.inputs[0]
-    if past is None or not past.is_graph_input() or past.shape is None or len(past.shape) != 4:
-        return None
-    return concat
-
-
-def _output_chain(out: ir.Value, hidden: int) -> ir.Value | None:
-    """``Reshape?(out) → Transpose(0,2,1,3) → Reshape([B, S, hidden])``: its last value."""
-    value = out
-    node = _single_user(value)
-    if node is not None and node.op_type == "Reshape" and _shape_dims(node.outputs[0]) == 4:
-        value = node.outputs[0]
-        node = _single_user(value)
-    if node is None or node.op_type != "Transpose":
-        return None
-    perm = node.attributes.get("perm")
-    if perm is None or tuple(perm.as_ints()) != (0, 2, 1, 3):
-        return None
-    node = _single_user(node.outputs[0])
-    if node is None or node.op_type != "Reshape":
-        return None
-    shape = node.outputs[0].shape
-    if shape is None or len(shape) != 3 or shape[2] != hidden:
-        return None
-    return node.outputs[0]
-
-
-def _single_user(value: ir.Value) -> ir.Node | None:
-    uses = value.uses()
-    if len(uses) != 1 or value.is_graph_output():
-        return None
-    node = next(iter(uses)).node
-    return node if node.domain == "" else None
-
-
-def _shape_dims(value: ir.Value) -> int | None:
-    return None if value.shape is None else len(value.shape)
-
-
-def match(node: ir.Node) -> _Match | None:
-    """A fusable Attention node: 4-D inputs, a cache Concat behind K and V, static head sizes."""
-    if node.op_type != "Attention" or node.domain != "" or len(node.inputs) not in (3, 4):
-        return None
-    if len(node.outputs) > 1 and any(o.uses() or o.is_graph_output() for o in node.outputs[1:]):
-        return None
-    if any(name in node.attributes for name in ("softcap", "qk_matmul_output_mode")):
-        softcap = node.attributes.get("softcap")
-        if softcap is not None and softcap.as_float() != 0.0:
-            return None
-    query = node.inputs[0]
-    if query is None or query.shape is None or len(query.shape) != 4:
-        return None
-    if query.dtype != ir.DataType.FLOAT:
-        return None
-    key_concat = _cache_concat(node.inputs[1])
-    value_concat = _cache_concat(node.inputs[2])
-    if key_concat is None or value_concat is None:
-        return None
-    heads, head_size = query.shape[1], query.shape[3]
-    past = key_concat.inputs[0]
-    assert past is not None and past.shape is not None
-    kv_heads = past.shape[1]
-    if not all(isinstance(d, int) for d in (heads, head_size, kv_heads)):
-        return None
-    assert isinstance(heads, int) and isinstance(head_size, int) and isinstance(kv_heads, int)
-    if heads % kv_heads or head_size % 16:  # onnxruntime's CPU kernel needs head_size % 16 == 0
-        return None
-    causal = node.attributes.get("is_causal")
-    has_mask = len(node.inputs) == 4 and node.inputs[3] is not None
-    if not has_mask and (causal is None or causal.as_int() != 1):
-        return None
-    chain = _output_chain(node.outputs[0], heads * head_size)
-    return _Match(node, key_concat, value_concat, heads, kv_heads, head_size, chain)
-
-
-def _rotaries(m: _Match, max_positions: int | None) -> tuple[Rotary, Rotary] | None:
+def _rotaries(m: Match, max_positions: int | None) -> tuple[Rotary, Rotary] | None:
     """The rotary embeddings of q and k of ``m`` when both match and agree."""
     if max_positions is None:
         return None
-    q = match_rotary(m.attention.inputs[0], m.head_size)
+    q = match_rotary(m.query, m.head_size)
     k = match_rotary(m.key_concat.inputs[1], m.head_size)
     if q is None or k is None or q.positions is not k.positions or q.scale != k.scale:
         return None
@@ -179,7 +79,7 @@ def _rotaries(m: _Match, max_positions: int | None) -> tuple[Rotary, Rotary] | N
     return q, k
 
 
-def _separate_rotaries(m: _Match, max_positions: int | None) -> tuple[Rotary, Rotary] | None:
+def _separate_rotaries(m: Match, max_positions: int | None) -> tuple[Rotary, Rotary] | None:
     """The rotaries of q and k for ``com.microsoft.RotaryEmbedding`` nodes: matched, int64
     ``[B, S]`` positions, and the kernel present."""
     found = _rotaries(m, max_positions)
@@ -241,7 +141,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
-        matches = [m for m in (match(n) for n in list(graph)) if m is not None]
+        found = (match_attention(n) for n in list(graph))
+        # the eager form is not exact for left-padded rows: in the unpadded shared graph only
+        matches = [m for m in found if m is not None and (m.sdpa or self.shared_buffer)]
         if not has_kernel("GroupQueryAttention"):
             matches = []
         if self.shared_buffer:
@@ -255,7 +157,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, True)
 
     @staticmethod
-    def _check_all_fuse(graph: ir.Graph, matches: list[_Match]) -> None:
+    def _check_all_fuse(graph: ir.Graph, matches: list[Match]) -> None:
         names = {str(v.name) for v in graph.inputs}
         if "attention_mask" not in names:
             raise InputError(
@@ -278,10 +180,10 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
     def _rewrite(
         self,
         graph: ir.Graph,
-        m: _Match,
+        m: Match,
         shared: dict[Any, Any],
     ) -> None:
-        node = m.attention
+        node = m.anchor
         nodes: list[ir.Node] = []
 
         def add(op: str, inputs: list[ir.Value | None], domain: str = "", **attrs: Any) -> ir.Value:
@@ -301,7 +203,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 "Reshape", [x, const("shape", np.array([0, 0, heads * m.head_size], np.int64))]
             )
 
-        mask = node.inputs[3] if len(node.inputs) == 4 else None
+        mask = m.mask
         if self.shared_buffer:
             mask = None  # the kernel's causal mask over the seqlens_k + 1 buffer rows
             if "lengths" not in shared:
@@ -314,7 +216,6 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 shared[key] = self._lengths(m, mask, add, const)
             seqlens_k, total, bias_and_rows = shared[key][0], shared[key][1], shared[key][2]
             bias = bias_and_rows if mask is not None else None
-        scale = node.attributes.get("scale")
         rotary = _rotaries(m, self.rotary_positions)
         attrs: dict[str, Any] = {
             "num_heads": m.heads,
@@ -322,9 +223,11 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             "do_rotary": int(rotary is not None),
             "causal": 1,
         }
-        if scale is not None:
-            attrs["scale"] = scale.as_float()
-        q_in, k_new, v_new = node.inputs[0], m.key_concat.inputs[1], m.value_concat.inputs[1]
+        if m.scale is not None:
+            attrs["scale"] = m.scale
+        if m.softcap:
+            attrs["softcap"] = m.softcap
+        q_in, k_new, v_new = m.query, m.key_concat.inputs[1], m.value_concat.inputs[1]
         cos_cache = sin_cache = None
         if rotary is not None:
             q_in, k_new = rotary[0].x, rotary[1].x
@@ -362,7 +265,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         nodes.append(gqa)
         out, present_key, present_value = gqa.outputs
         result = out
-        if mask is not None:
+        if mask is not None and m.sdpa:
             rows = self._rows(graph, mask, shared, add, const)
             result = add("Mul", [out, rows])
         if m.output_chain_end is None:
@@ -371,7 +274,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 [result, const("shape", np.array([0, 0, m.heads, m.head_size], np.int64))],
             )
             result = add("Transpose", [split], perm=[0, 2, 1, 3])
-            replaced = node.outputs[0]
+            replaced = m.output
         else:
             replaced = m.output_chain_end
         graph.insert_before(node, nodes)
@@ -427,7 +330,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         return seqlens, total
 
     @staticmethod
-    def _lengths(m: _Match, mask: ir.Value | None, add, const):  # type: ignore[no-untyped-def]
+    def _lengths(m: Match, mask: ir.Value | None, add, const):  # type: ignore[no-untyped-def]
         """``seqlens_k`` ([B] int32, T - 1), ``total_sequence_length`` (int32 scalar), bias.
 
         T = past length (the past graph input's dim 2) + the query's sequence length."""

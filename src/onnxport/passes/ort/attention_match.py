@@ -1,0 +1,263 @@
+"""Where a decoder's attention over a concatenated KV cache is: the patterns
+:mod:`~onnxport.passes.ort.group_query_attention` rewrites.
+
+Two forms of the same computation (``q``, ``K``, ``V`` in BNSH, ``K``/``V`` the past concatenated
+with the new keys/values along the sequence axis, through transformers' ``repeat_kv``):
+
+- ONNX ``Attention(q, K, V, mask?)`` (opset ≥ 23): transformers' sdpa path;
+- the eager path that transformers keeps for attention logit softcapping (Gemma 2:
+  ``attn_logit_softcapping``; ``eager_attention_forward`` in ``modeling_gemma2.py``)::
+
+      scores = MatMul(q, Transpose(K, [0, 1, 3, 2])) * scale
+      scores = Tanh(scores / softcap) * softcap        # when softcapping
+      out    = MatMul(Softmax(scores + mask, axis=-1), V)
+
+  The softcap is applied before the mask is added, which is the order of onnxruntime's
+  GroupQueryAttention (``softcap`` attribute; checked against both orders in
+  ``tests/passes/ort/test_group_query_attention.py``).
+
+Both give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. The eager
+form is rewritten only in the shared-buffer graph (see :attr:`Match.sdpa`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import onnx_ir as ir
+
+from onnxport.passes.fusions import producer
+
+
+@dataclasses.dataclass
+class Match:
+    """One attention to rewrite.
+
+    Attributes:
+        anchor: The node the rewrite is inserted before (the Attention node, or the eager form's
+            last MatMul); its name names the GroupQueryAttention node.
+        query: ``q``, float32 ``[B, heads, S, head_size]``.
+        mask: The additive float or boolean mask ``[B or 1, 1, S, T]``, or ``None`` (causal).
+        scale: The factor of ``q·Kᵀ`` (``None``: ``1/√head_size``).
+        softcap: Attention logit softcapping (0: none).
+        sdpa: The ONNX ``Attention`` form, whose rows attending to nothing give 0 (the rewrite
+            zeroes them too). The eager form's softmax gives such a row (a left-padding query)
+            the mean of all of ``V``, the kernel the mean of its causal prefix: the eager form is
+            rewritten only for the shared-buffer graph, whose rows are unpadded by contract.
+        output: The attention output, ``[B, heads, S, head_size]``.
+        key_concat, value_concat: The cache ``Concat`` nodes behind ``K`` and ``V``.
+        output_chain_end: The ``[B, S, heads * head_size]`` value the output is reshaped to, when
+            the graph does that right after (:func:`output_chain`).
+    """
+
+    anchor: ir.Node
+    query: ir.Value
+    mask: ir.Value | None
+    scale: float | None
+    softcap: float
+    sdpa: bool
+    output: ir.Value
+    key_concat: ir.Node
+    value_concat: ir.Node
+    heads: int
+    kv_heads: int
+    head_size: int
+    output_chain_end: ir.Value | None
+
+
+def cache_concat(value: ir.Value | None) -> ir.Node | None:
+    """The ``Concat(past, new, axis=2)`` behind an Attention K/V input (through repeat_kv)."""
+    reshape = producer(value, "Reshape")
+    if reshape is not None:
+        expand = producer(reshape.inputs[0], "Expand")
+        unsqueeze = producer(expand.inputs[0], "Unsqueeze") if expand is not None else None
+        if unsqueeze is None:
+            return None
+        value = unsqueeze.inputs[0]
+    concat = producer(value, "Concat")
+    if concat is None or len(concat.inputs) != 2:
+        return None
+    axis = concat.attributes.get("axis")
+    if axis is None or axis.as_int() not in (2, -2):
+        return None
+    past = concat.inputs[0]
+    if past is None or not past.is_graph_input() or past.shape is None or len(past.shape) != 4:
+        return None
+    return concat
+
+
+def output_chain(out: ir.Value, hidden: int) -> ir.Value | None:
+    """``Reshape?(out) → Transpose(0,2,1,3) → Reshape([B, S, hidden])``: its last value."""
+    value = out
+    node = single_user(value)
+    if node is not None and node.op_type == "Reshape" and _rank(node.outputs[0]) == 4:
+        value = node.outputs[0]
+        node = single_user(value)
+    if node is None or node.op_type != "Transpose":
+        return None
+    perm = node.attributes.get("perm")
+    if perm is None or tuple(perm.as_ints()) != (0, 2, 1, 3):
+        return None
+    node = single_user(node.outputs[0])
+    if node is None or node.op_type != "Reshape":
+        return None
+    shape = node.outputs[0].shape
+    if shape is None or len(shape) != 3 or shape[2] != hidden:
+        return None
+    return node.outputs[0]
+
+
+def single_user(value: ir.Value) -> ir.Node | None:
+    """The one standard-domain node reading ``value`` (not a graph output), else ``None``."""
+    uses = value.uses()
+    if len(uses) != 1 or value.is_graph_output():
+        return None
+    node = next(iter(uses)).node
+    return node if node.domain == "" else None
+
+
+def _rank(value: ir.Value) -> int | None:
+    return None if value.shape is None else len(value.shape)
+
+
+def _complete(
+    anchor: ir.Node,
+    query: ir.Value | None,
+    key: ir.Value | None,
+    value: ir.Value | None,
+    *,
+    mask: ir.Value | None,
+    scale: float | None,
+    softcap: float,
+    sdpa: bool,
+) -> Match | None:
+    """The checks both forms share: float32 4-D ``q``, cache Concats, static head sizes; the
+    output is ``anchor``'s first."""
+    output = anchor.outputs[0]
+    if query is None or query.shape is None or len(query.shape) != 4:
+        return None
+    if query.dtype != ir.DataType.FLOAT:
+        return None
+    key_concat, value_concat = cache_concat(key), cache_concat(value)
+    if key_concat is None or value_concat is None:
+        return None
+    heads, head_size = query.shape[1], query.shape[3]
+    past = key_concat.inputs[0]
+    assert past is not None and past.shape is not None
+    kv_heads = past.shape[1]
+    if not all(isinstance(d, int) for d in (heads, head_size, kv_heads)):
+        return None
+    assert isinstance(heads, int) and isinstance(head_size, int) and isinstance(kv_heads, int)
+    if heads % kv_heads or head_size % 16:  # onnxruntime's CPU kernel needs head_size % 16 == 0
+        return None
+    chain = output_chain(output, heads * head_size)
+    return Match(
+        anchor=anchor, query=query, mask=mask, scale=scale, softcap=softcap,
+        sdpa=sdpa, output=output, key_concat=key_concat,
+        value_concat=value_concat, heads=heads, kv_heads=kv_heads, head_size=head_size,
+        output_chain_end=chain,
+    )  # fmt: skip
+
+
+def match_attention(node: ir.Node) -> Match | None:
+    """A fusable attention at ``node``: an ONNX ``Attention`` or the eager form's last MatMul."""
+    if node.op_type == "Attention" and node.domain == "":
+        return _match_onnx(node)
+    if node.op_type == "MatMul" and node.domain == "":
+        return _match_eager(node)
+    return None
+
+
+def _match_onnx(node: ir.Node) -> Match | None:
+    if len(node.inputs) not in (3, 4):
+        return None
+    if len(node.outputs) > 1 and any(o.uses() or o.is_graph_output() for o in node.outputs[1:]):
+        return None
+    softcap = node.attributes.get("softcap")  # ONNX's order (mask, then softcap) is not the kernel's
+    if softcap is not None and softcap.as_float() != 0.0:
+        return None
+    mask = node.inputs[3] if len(node.inputs) == 4 else None
+    causal = node.attributes.get("is_causal")
+    if mask is None and (causal is None or causal.as_int() != 1):
+        return None
+    scale = node.attributes.get("scale")
+    return _complete(
+        node, node.inputs[0], node.inputs[1], node.inputs[2], mask=mask,
+        scale=None if scale is None else scale.as_float(), softcap=0.0, sdpa=True,
+    )  # fmt: skip
+
+
+def _constant(value: ir.Value | None) -> float | None:
+    """The float of a one-element constant, else ``None``."""
+    if value is None or value.const_value is None or value.const_value.size != 1:
+        return None
+    return float(value.const_value.numpy().reshape(()))
+
+
+def _by_constant(value: ir.Value | None, op: str) -> tuple[ir.Value, float] | None:
+    """``(x, c)`` when ``value = op(x, c)`` (``Mul``: either order) with a scalar constant ``c``."""
+    node = producer(value, op)
+    if node is None or len(node.inputs) != 2:
+        return None
+    a, b = node.inputs
+    orders = [(a, b), (b, a)] if op == "Mul" else [(a, b)]
+    for x, c in orders:
+        constant = _constant(c)
+        if x is not None and constant is not None:
+            return x, constant
+    return None
+
+
+def _match_eager(node: ir.Node) -> Match | None:
+    """``MatMul(Softmax(Tanh(q·Kᵀ·scale / cap)·cap + mask), V)`` (see the module docstring)."""
+    probs, value = node.inputs
+    softmax = producer(probs, "Softmax")
+    if softmax is None or len(probs.uses()) != 1:  # type: ignore[union-attr]
+        return None
+    axis = softmax.attributes.get("axis")
+    if axis is None or axis.as_int() not in (-1, 3):
+        return None
+    add = producer(softmax.inputs[0], "Add")
+    if add is None:
+        return None
+    found = None
+    for scores, mask in (add.inputs, reversed(add.inputs)):
+        capped = _softcapped(scores)
+        if capped is not None and mask is not None and _rank(mask) == 4:
+            found = capped, mask
+            break
+    if found is None:
+        return None
+    (raw, softcap), mask = found
+    scaled = _by_constant(raw, "Mul")
+    logits, scale = scaled if scaled is not None else (raw, 1.0)
+    matmul = producer(logits, "MatMul")
+    if matmul is None:
+        return None
+    query, key_t = matmul.inputs
+    transpose = producer(key_t, "Transpose")
+    perm = None if transpose is None else transpose.attributes.get("perm")
+    if transpose is None or perm is None or tuple(perm.as_ints()) != (0, 1, 3, 2):
+        return None
+    return _complete(
+        node, query, transpose.inputs[0], value, mask=mask, scale=scale, softcap=softcap,
+        sdpa=False,
+    )  # fmt: skip
+
+
+def _softcapped(value: ir.Value | None) -> tuple[ir.Value, float] | None:
+    """``(scores, cap)`` when ``value = Tanh(scores / cap) * cap`` (or ``Tanh(scores · 1/cap) ·
+    cap``), ``(value, 0.0)`` when it is plain ``scores``; ``None`` for other Tanh uses."""
+    outer = _by_constant(value, "Mul")
+    tanh = None if outer is None else producer(outer[0], "Tanh")
+    if outer is None or tanh is None:
+        return None if value is None else (value, 0.0)
+    cap = outer[1]
+    inner = _by_constant(tanh.inputs[0], "Div")
+    if inner is not None and math.isclose(inner[1], cap, rel_tol=1e-6):
+        return inner[0], cap
+    inner = _by_constant(tanh.inputs[0], "Mul")
+    if inner is not None and cap and math.isclose(inner[1], 1 / cap, rel_tol=1e-6):
+        return inner[0], cap
+    return None
