@@ -373,7 +373,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3, help="least timed runs per cell")
     parser.add_argument(
-        "--export-repeats", type=int, default=2, help="exports per variant (best time kept)"
+        "--export-repeats", type=int, default=3, help="exports per variant (best time kept)"
     )
     parser.add_argument("--small", action="store_true", help="2 small layers (smoke run)")
     parser.add_argument("--keep", action="store_true", help="keep the checkpoint and ONNX folders")
