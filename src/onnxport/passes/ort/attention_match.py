@@ -216,20 +216,31 @@ def _match_eager(node: ir.Node) -> Match | None:
     if softmax is None or len(probs.uses()) != 1:  # type: ignore[union-attr]
         return None
     axis = softmax.attributes.get("axis")
-    if axis is None or axis.as_int() not in (-1, 3):
+    if axis is not None and axis.as_int() not in (-1, 3):
         return None
     add = producer(softmax.inputs[0], "Add")
     if add is None:
         return None
-    found = None
     for scores, mask in (add.inputs, reversed(add.inputs)):
-        capped = _softcapped(scores)
-        if capped is not None and mask is not None and _rank(mask) == 4:
-            found = capped, mask
-            break
-    if found is None:
+        if mask is None or _rank(mask) != 4:
+            continue
+        found = _eager_scores(scores)
+        if found is not None:
+            query, key, scale, softcap = found
+            return _complete(
+                node, query, key, value, mask=mask, scale=scale, softcap=softcap, sdpa=False
+            )
+    return None
+
+
+def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | None, float, float] | None:
+    """``(q, K, scale, softcap)`` when ``scores = Tanh(q·Kᵀ·scale / softcap)·softcap`` (or
+    without the softcapping, softcap 0; without the scale, scale 1), ``Kᵀ`` a
+    ``Transpose(K, [0, 1, 3, 2])``."""
+    capped = _softcapped(scores)
+    if capped is None:
         return None
-    (raw, softcap), mask = found
+    raw, softcap = capped
     scaled = _by_constant(raw, "Mul")
     logits, scale = scaled if scaled is not None else (raw, 1.0)
     matmul = producer(logits, "MatMul")
@@ -240,10 +251,7 @@ def _match_eager(node: ir.Node) -> Match | None:
     perm = None if transpose is None else transpose.attributes.get("perm")
     if transpose is None or perm is None or tuple(perm.as_ints()) != (0, 1, 3, 2):
         return None
-    return _complete(
-        node, query, transpose.inputs[0], value, mask=mask, scale=scale, softcap=softcap,
-        sdpa=False,
-    )  # fmt: skip
+    return query, transpose.inputs[0], scale, softcap
 
 
 def _softcapped(value: ir.Value | None) -> tuple[ir.Value, float] | None:
