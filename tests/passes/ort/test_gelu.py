@@ -181,3 +181,24 @@ def test_formula_with_another_constant_is_not_fused() -> None:
     before = [n.op_type for n in program.model.graph]
     assert not GeluPass()(program.model).modified
     assert [n.op_type for n in program.model.graph] == before
+
+
+def test_matching_reads_no_weight() -> None:
+    """A Tanh over ``x · w`` (``w`` a weight without data, fake mode) is looked at, not read:
+    reading it would raise MissingWeightsError (and on the streamed path read the checkpoint)."""
+
+    class ScaledTanh(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(16))
+
+        def forward(self, h: torch.Tensor) -> torch.Tensor:
+            return 0.5 * h * (1.0 + torch.tanh(self.w * (h + 0.044715 * torch.pow(h, 3.0))))
+
+    with onnxport.enable_fake_mode():
+        module = ScaledTanh()
+    program = onnxport.export(module, (torch.randn(2, 16),))
+    assert program.missing_weights == ["w"]
+    before = [n.op_type for n in program.model.graph]
+    assert not GeluPass()(program.model).modified
+    assert [n.op_type for n in program.model.graph] == before

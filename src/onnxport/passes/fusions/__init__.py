@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from onnxport import weights
+
 
 def producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
     """The node of the default domain with ``op_type`` that produces ``value``, else ``None``."""
@@ -27,3 +29,27 @@ def substitute(graph: ir.Graph, fused: ir.Node, before: ir.Node, old: ir.Value) 
     old.replace_all_uses_with(out, replace_graph_outputs=True)
     out.name = old.name
     return out
+
+
+def scalar(value: ir.Value | None) -> float | None:
+    """The float of a one-element constant that is not a weight, else ``None`` (a pass reads
+    no weight value: on the streamed path weights are file slices, or have no data yet)."""
+    if value is None or value.const_value is None or value.const_value.size != 1:
+        return None
+    if weights.is_weight(value.const_value):
+        return None
+    return float(value.const_value.numpy().reshape(-1)[0])
+
+
+def by_constant(value: ir.Value | None, op_type: str) -> tuple[ir.Value, float] | None:
+    """``(x, c)`` when ``value = op_type(x, c)`` with :func:`scalar` ``c`` (``Mul`` and ``Add``:
+    either operand order), else ``None``."""
+    node = producer(value, op_type)
+    if node is None or len(node.inputs) != 2:
+        return None
+    a, b = node.inputs
+    for x, c in [(a, b), (b, a)] if op_type in ("Mul", "Add") else [(a, b)]:
+        constant = scalar(c)
+        if x is not None and constant is not None:
+            return x, constant
+    return None

@@ -10,18 +10,9 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from onnxport import weights
-from onnxport.passes.fusions import producer, substitute
+from onnxport.passes.fusions import producer, scalar, substitute
 
 MIN_OPSET = 23
-
-
-def _scalar(value: ir.Value | None) -> float | None:
-    if value is None or value.const_value is None or value.const_value.size != 1:
-        return None
-    if weights.is_weight(value.const_value):  # passes never read weight values
-        return None
-    return float(value.const_value.numpy().reshape(-1)[0])
 
 
 def _is_square_of(node: ir.Node | None, x: ir.Value) -> bool:
@@ -30,7 +21,7 @@ def _is_square_of(node: ir.Node | None, x: ir.Value) -> bool:
     if node.op_type == "Mul":
         return node.inputs[0] is x and node.inputs[1] is x
     if node.op_type == "Pow":
-        return node.inputs[0] is x and _scalar(node.inputs[1]) == 2.0
+        return node.inputs[0] is x and scalar(node.inputs[1]) == 2.0
     return False
 
 
@@ -52,10 +43,10 @@ def _match(mul_w: ir.Node) -> tuple[ir.Value, ir.Value, float, list[ir.Node]] | 
                 continue
             for m_index in (0, 1):
                 mean = producer(add.inputs[m_index], "ReduceMean")
-                eps = _scalar(add.inputs[1 - m_index])
+                eps = scalar(add.inputs[1 - m_index])
                 if mean is None or eps is None or mean.inputs[0] is None:
                     continue
-                axes = _scalar(mean.inputs[1]) if len(mean.inputs) > 1 else None
+                axes = scalar(mean.inputs[1]) if len(mean.inputs) > 1 else None
                 keep = mean.attributes.get("keepdims")
                 rank = len(x.shape) if x.shape is not None else None
                 if axes is None or rank is None or int(axes) % rank != rank - 1 or (keep is not None and keep.value == 0):

@@ -30,6 +30,7 @@ import math
 
 import onnx_ir as ir
 
+from onnxport.passes.fusions import by_constant, scalar, substitute
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
 
 FUSED = {"tanh": "FastGelu", "none": "BiasGelu"}
@@ -90,12 +91,12 @@ def match(node: ir.Node) -> tuple[str, list[ir.Value], ir.Node | None] | None:
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
-def _scalar(value: ir.Value | None, expected: float) -> bool:
-    """``value`` is a float32 constant with one element, ``expected`` within relative 1e-5."""
-    if value is None or value.const_value is None or value.dtype != ir.DataType.FLOAT:
+def _is(value: ir.Value | None, expected: float) -> bool:
+    """``value`` is a float32 scalar constant equal to ``expected`` within relative 1e-5."""
+    constant = scalar(value)
+    if constant is None or value is None or value.dtype != ir.DataType.FLOAT:
         return False
-    array = value.const_value.numpy()
-    return array.size == 1 and math.isclose(float(array.reshape(())), expected, rel_tol=1e-5)
+    return math.isclose(constant, expected, rel_tol=1e-5)
 
 
 def _operands(node: ir.Node | None, op_type: str) -> list[tuple[ir.Value, ir.Value]]:
@@ -110,26 +111,25 @@ def _operands(node: ir.Node | None, op_type: str) -> list[tuple[ir.Value, ir.Val
 
 def _times_constant(value: ir.Value | None, constant: float) -> ir.Value | None:
     """``y`` when ``value = Mul(y, constant)`` (either order)."""
-    for y, c in _operands(None if value is None else value.producer(), "Mul"):
-        if _scalar(c, constant):
-            return y
-    return None
+    found = by_constant(value, "Mul")
+    return found[0] if found is not None and math.isclose(found[1], constant, rel_tol=1e-5) else None
 
 
 def _is_cube(value: ir.Value, x: ir.Value) -> bool:
     """``value`` is ``Pow(x, 3)``, ``x·(x·x)`` or ``(x·x)·x``."""
     node = value.producer()
     if node is not None and node.op_type == "Pow" and node.domain == "":
-        return node.inputs[0] is x and _scalar(node.inputs[1], 3.0)
+        return node.inputs[0] is x and _is(node.inputs[1], 3.0)
     for a, b in _operands(node, "Mul"):
         if a is x and any(p is x and q is x for p, q in _operands(b.producer(), "Mul")):
             return True
     return False
 
 
-def match_tanh_formula(tanh: ir.Node) -> tuple[ir.Value, ir.Value, list[ir.Node]] | None:
-    """``(x, y, nodes)`` when ``tanh`` is the core of ``y = 0.5·x·(1 + tanh(√(2/π)·(x +
-    0.044715·x³)))`` written out; ``nodes`` are the pattern's nodes (all replaced)."""
+def match_tanh_formula(tanh: ir.Node) -> tuple[ir.Value, ir.Node, list[ir.Node]] | None:
+    """``(x, final, nodes)`` when ``tanh`` is the core of ``0.5·x·(1 + tanh(√(2/π)·(x +
+    0.044715·x³)))`` written out; ``final`` is its last ``Mul``, ``nodes`` all the pattern's
+    nodes (replaced together)."""
     if tanh.op_type != "Tanh" or tanh.domain != "":
         return None
     inner = _times_constant(tanh.inputs[0], _SQRT_2_OVER_PI)
@@ -147,7 +147,7 @@ def match_tanh_formula(tanh: ir.Node) -> tuple[ir.Value, ir.Value, list[ir.Node]
     if len(uses) != 1:
         return None
     one_plus = next(iter(uses)).node
-    if not any(_scalar(c, 1.0) for t, c in _operands(one_plus, "Add") if t is tanh.outputs[0]):
+    if not any(_is(c, 1.0) for t, c in _operands(one_plus, "Add") if t is tanh.outputs[0]):
         return None
     uses = one_plus.outputs[0].uses()
     if len(uses) != 1:
@@ -171,7 +171,7 @@ def match_tanh_formula(tanh: ir.Node) -> tuple[ir.Value, ir.Value, list[ir.Node]
         out = node.outputs[0]
         if out.is_graph_output() or any(id(u.node) not in inside for u in out.uses()):
             return None
-    return x, final.outputs[0], nodes
+    return x, final, nodes
 
 
 def _pattern_nodes(y: ir.Value, x: ir.Value) -> list[ir.Node]:
@@ -189,52 +189,30 @@ def _pattern_nodes(y: ir.Value, x: ir.Value) -> list[ir.Node]:
 
 
 class GeluPass(ir.passes.InPlacePass):
-    """Fuse every matching ``Gelu`` (see the module docstring)."""
+    """Fuse every matching ``Gelu`` and written-out tanh GELU (see the module docstring)."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
-        modified = self._fuse_formulas(graph)
+        formulas = has_kernel("FastGelu")
+        modified = False
         for node in list(graph):
+            if node.graph is None:  # removed with an earlier pattern
+                continue
+            formula = match_tanh_formula(node) if formulas else None
+            if formula is not None:  # first an ONNX Gelu, then fused with its bias below
+                x, final, nodes = formula
+                node = ir.node("Gelu", [x], {"approximate": "tanh"}, name=final.name)
+                substitute(graph, node, final, final.outputs[0])
+                graph.remove(nodes, safe=True)
+                modified = True
             found = match(node)
             if found is None:
                 continue
             op_type, inputs, add = found
             fused = ir.node(op_type, inputs, domain=MICROSOFT, name=node.name)
-            graph.insert_before(add if add is not None else node, fused)
-            old, new = node.outputs[0], fused.outputs[0]
-            new.shape, new.type = old.shape, old.type
-            name = old.name
-            old.replace_all_uses_with(new, replace_graph_outputs=True)
-            old.name = None
-            new.name = name
+            substitute(graph, fused, node, node.outputs[0])
             graph.remove([node] if add is None else [node, add], safe=True)
             modified = True
         if modified:
             model.opset_imports.setdefault(MICROSOFT, 1)
         return ir.passes.PassResult(model, modified)
-
-    @staticmethod
-    def _fuse_formulas(graph: ir.Graph) -> bool:
-        """Turn each written-out tanh GELU into ONNX ``Gelu(approximate="tanh")``, which the
-        loop of :meth:`call` then fuses with its bias."""
-        if not has_kernel("FastGelu"):
-            return False
-        modified = False
-        for node in list(graph):
-            if node.graph is None:  # removed with an earlier pattern
-                continue
-            found = match_tanh_formula(node)
-            if found is None:
-                continue
-            x, y, nodes = found
-            gelu = ir.node("Gelu", [x], {"approximate": "tanh"}, name=y.producer().name)  # type: ignore[union-attr]
-            graph.insert_after(y.producer(), gelu)  # type: ignore[arg-type]
-            new = gelu.outputs[0]
-            new.shape, new.type = y.shape, y.type
-            name = y.name
-            y.replace_all_uses_with(new, replace_graph_outputs=True)
-            y.name = None
-            new.name = name
-            graph.remove(nodes, safe=True)
-            modified = True
-        return modified
