@@ -27,7 +27,7 @@ import math
 
 import onnx_ir as ir
 
-from onnxport.passes.fusions import producer
+from onnxport.passes.fusions import by_constant, producer
 
 
 @dataclasses.dataclass
@@ -36,7 +36,8 @@ class Match:
 
     Attributes:
         anchor: The node the rewrite is inserted before (the Attention node, or the eager form's
-            last MatMul); its name names the GroupQueryAttention node.
+            last MatMul); its name names the GroupQueryAttention node and its first output is
+            the attention output, ``[B, heads, S, head_size]``.
         query: ``q``, float32 ``[B, heads, S, head_size]``.
         mask: The additive float or boolean mask ``[B or 1, 1, S, T]``, or ``None`` (causal).
         scale: The factor of ``q·Kᵀ`` (``None``: ``1/√head_size``).
@@ -45,10 +46,9 @@ class Match:
             zeroes them too). The eager form's softmax gives such a row (a left-padding query)
             the mean of all of ``V``, the kernel the mean of its causal prefix: the eager form is
             rewritten only for the shared-buffer graph, whose rows are unpadded by contract.
-        output: The attention output, ``[B, heads, S, head_size]``.
         key_concat, value_concat: The cache ``Concat`` nodes behind ``K`` and ``V``.
         output_chain_end: The ``[B, S, heads * head_size]`` value the output is reshaped to, when
-            the graph does that right after (:func:`output_chain`).
+            the graph does that right after (:func:`_output_chain`).
     """
 
     anchor: ir.Node
@@ -57,7 +57,6 @@ class Match:
     scale: float | None
     softcap: float
     sdpa: bool
-    output: ir.Value
     key_concat: ir.Node
     value_concat: ir.Node
     heads: int
@@ -66,7 +65,7 @@ class Match:
     output_chain_end: ir.Value | None
 
 
-def cache_concat(value: ir.Value | None) -> ir.Node | None:
+def _cache_concat(value: ir.Value | None) -> ir.Node | None:
     """The ``Concat(past, new, axis=2)`` behind an Attention K/V input (through repeat_kv)."""
     reshape = producer(value, "Reshape")
     if reshape is not None:
@@ -87,19 +86,19 @@ def cache_concat(value: ir.Value | None) -> ir.Node | None:
     return concat
 
 
-def output_chain(out: ir.Value, hidden: int) -> ir.Value | None:
+def _output_chain(out: ir.Value, hidden: int) -> ir.Value | None:
     """``Reshape?(out) → Transpose(0,2,1,3) → Reshape([B, S, hidden])``: its last value."""
     value = out
-    node = single_user(value)
+    node = _single_user(value)
     if node is not None and node.op_type == "Reshape" and _rank(node.outputs[0]) == 4:
         value = node.outputs[0]
-        node = single_user(value)
+        node = _single_user(value)
     if node is None or node.op_type != "Transpose":
         return None
     perm = node.attributes.get("perm")
     if perm is None or tuple(perm.as_ints()) != (0, 2, 1, 3):
         return None
-    node = single_user(node.outputs[0])
+    node = _single_user(node.outputs[0])
     if node is None or node.op_type != "Reshape":
         return None
     shape = node.outputs[0].shape
@@ -108,7 +107,7 @@ def output_chain(out: ir.Value, hidden: int) -> ir.Value | None:
     return node.outputs[0]
 
 
-def single_user(value: ir.Value) -> ir.Node | None:
+def _single_user(value: ir.Value) -> ir.Node | None:
     """The one standard-domain node reading ``value`` (not a graph output), else ``None``."""
     uses = value.uses()
     if len(uses) != 1 or value.is_graph_output():
@@ -132,14 +131,12 @@ def _complete(
     softcap: float,
     sdpa: bool,
 ) -> Match | None:
-    """The checks both forms share: float32 4-D ``q``, cache Concats, static head sizes; the
-    output is ``anchor``'s first."""
-    output = anchor.outputs[0]
+    """The checks both forms share: float32 4-D ``q``, cache Concats, static head sizes."""
     if query is None or query.shape is None or len(query.shape) != 4:
         return None
     if query.dtype != ir.DataType.FLOAT:
         return None
-    key_concat, value_concat = cache_concat(key), cache_concat(value)
+    key_concat, value_concat = _cache_concat(key), _cache_concat(value)
     if key_concat is None or value_concat is None:
         return None
     heads, head_size = query.shape[1], query.shape[3]
@@ -151,10 +148,10 @@ def _complete(
     assert isinstance(heads, int) and isinstance(head_size, int) and isinstance(kv_heads, int)
     if heads % kv_heads or head_size % 16:  # onnxruntime's CPU kernel needs head_size % 16 == 0
         return None
-    chain = output_chain(output, heads * head_size)
+    chain = _output_chain(anchor.outputs[0], heads * head_size)
     return Match(
         anchor=anchor, query=query, mask=mask, scale=scale, softcap=softcap,
-        sdpa=sdpa, output=output, key_concat=key_concat,
+        sdpa=sdpa, key_concat=key_concat,
         value_concat=value_concat, heads=heads, kv_heads=kv_heads, head_size=head_size,
         output_chain_end=chain,
     )  # fmt: skip
@@ -186,27 +183,6 @@ def _match_onnx(node: ir.Node) -> Match | None:
         node, node.inputs[0], node.inputs[1], node.inputs[2], mask=mask,
         scale=None if scale is None else scale.as_float(), softcap=0.0, sdpa=True,
     )  # fmt: skip
-
-
-def _constant(value: ir.Value | None) -> float | None:
-    """The float of a one-element constant, else ``None``."""
-    if value is None or value.const_value is None or value.const_value.size != 1:
-        return None
-    return float(value.const_value.numpy().reshape(()))
-
-
-def _by_constant(value: ir.Value | None, op: str) -> tuple[ir.Value, float] | None:
-    """``(x, c)`` when ``value = op(x, c)`` (``Mul``: either order) with a scalar constant ``c``."""
-    node = producer(value, op)
-    if node is None or len(node.inputs) != 2:
-        return None
-    a, b = node.inputs
-    orders = [(a, b), (b, a)] if op == "Mul" else [(a, b)]
-    for x, c in orders:
-        constant = _constant(c)
-        if x is not None and constant is not None:
-            return x, constant
-    return None
 
 
 def _match_eager(node: ir.Node) -> Match | None:
@@ -241,7 +217,7 @@ def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | 
     if capped is None:
         return None
     raw, softcap = capped
-    scaled = _by_constant(raw, "Mul")
+    scaled = by_constant(raw, "Mul")
     logits, scale = scaled if scaled is not None else (raw, 1.0)
     matmul = producer(logits, "MatMul")
     if matmul is None:
@@ -257,15 +233,15 @@ def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | 
 def _softcapped(value: ir.Value | None) -> tuple[ir.Value, float] | None:
     """``(scores, cap)`` when ``value = Tanh(scores / cap) * cap`` (or ``Tanh(scores · 1/cap) ·
     cap``), ``(value, 0.0)`` when it is plain ``scores``; ``None`` for other Tanh uses."""
-    outer = _by_constant(value, "Mul")
+    outer = by_constant(value, "Mul")
     tanh = None if outer is None else producer(outer[0], "Tanh")
     if outer is None or tanh is None:
         return None if value is None else (value, 0.0)
     cap = outer[1]
-    inner = _by_constant(tanh.inputs[0], "Div")
+    inner = by_constant(tanh.inputs[0], "Div")
     if inner is not None and math.isclose(inner[1], cap, rel_tol=1e-6):
         return inner[0], cap
-    inner = _by_constant(tanh.inputs[0], "Mul")
+    inner = by_constant(tanh.inputs[0], "Mul")
     if inner is not None and cap and math.isclose(inner[1], 1 / cap, rel_tol=1e-6):
         return inner[0], cap
     return None
