@@ -108,3 +108,23 @@ def test_infer_task(arch: str, extra: dict, task: str) -> None:
     for key, value in extra.items():
         setattr(Config, key, value)
     assert infer_task(Config()).name == task
+
+
+def test_model_that_fails_in_eager_gets_hf_error_with_its_source_line(tmp_path: pathlib.Path) -> None:
+    """A model that cannot run eagerly (here its attention raises) stops with an HFError naming
+    the exception and the user's line, not the dependency's exception; nothing is written."""
+    from onnxport.testing.tiny_models import build
+
+    model = build("llama")
+
+    def broken_attention(*args: object, **kwargs: object) -> None:
+        raise ValueError("heads do not divide the hidden size")
+
+    model.model.layers[0].self_attn.forward = broken_attention
+    out = tmp_path / "out"
+    with pytest.raises(HFError, match="raised ValueError in eager PyTorch on a probe input") as info:
+        onnxport.hf.export(model, output_dir=out)
+    assert "heads do not divide the hidden size" in str(info.value)
+    assert "test_errors.py" in str(info.value) and "in broken_attention" in str(info.value)
+    assert isinstance(info.value.__cause__, ValueError)
+    assert not out.exists()

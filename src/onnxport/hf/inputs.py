@@ -20,6 +20,7 @@ from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
 from onnxport.hf.dims import BATCH, ENCODER_SEQUENCE, HEIGHT, SEQUENCE, TOTAL_SEQUENCE, WIDTH
 from onnxport.hf.dims import PAST_SEQUENCE as PAST
+from onnxport.hf.eager import run as run_eager
 from onnxport.hf.loading import LoadedModel
 
 TOTAL = TOTAL_SEQUENCE
@@ -165,9 +166,12 @@ def vision_component(loaded: LoadedModel) -> Component:
 
 # -- decoder-only language models --------------------------------------------------------------
 def cache_shapes(run: Callable[[], Any]) -> list[tuple[int, int]]:
-    """Run ``run()`` (returns a DynamicCache) eagerly; each layer's (heads, head_dim)."""
-    with torch.no_grad():
-        cache = run()
+    """Run ``run()`` (returns a DynamicCache) eagerly; each layer's (heads, head_dim).
+
+    Raises:
+        HFError: The model raised (:func:`onnxport.hf.eager.run`).
+    """
+    cache = run_eager("on a probe input (finding the KV cache's shapes)", run)
     return [(layer.keys.shape[1], layer.keys.shape[3]) for layer in cache.layers]
 
 
@@ -258,8 +262,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         axes = {0: BATCH, 1: ENCODER_SEQUENCE}
         encoder_dynamic = {"input_ids": axes, "attention_mask": dict(axes)}
 
-    with torch.no_grad():
-        hidden = encoder(**make_encoder(Sizes(batch=1)))
+    hidden = run_eager("on a probe input (the encoder's output shape)", lambda: encoder(**make_encoder(Sizes(batch=1))))
     encoder_length = hidden.shape[1]
     width = hidden.shape[-1]
 

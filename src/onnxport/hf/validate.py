@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from onnxport.errors import VerificationError
+from onnxport.hf.eager import run as run_eager
 from onnxport.verify.compare import OutputComparison, compare_tensors
 
 # The hf exporter's default: the shared table (float32: rtol 1e-3, atol 1e-4).
@@ -76,9 +77,12 @@ def compare_outputs(
 
 
 def eager(module: torch.nn.Module, inputs: dict[str, Any]) -> list[torch.Tensor]:
-    """The module's outputs as a flat tensor list."""
-    with torch.no_grad():
-        out = module(**inputs)
+    """The module's outputs as a flat tensor list.
+
+    Raises:
+        HFError: The module raised (:func:`onnxport.hf.eager.run`).
+    """
+    out = run_eager(f"on the validation inputs ({describe(inputs)})", lambda: module(**inputs))
     return [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
 
 

@@ -185,3 +185,91 @@ def test_bad_options(kwargs: dict) -> None:
 
     with pytest.raises(OnnxportError, match=next(iter(kwargs))):
         QuantizeOptions(**kwargs)
+
+
+def _float(name: str, shape: list) -> ir.Value:
+    return ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(ir.DataType.FLOAT))
+
+
+def _initializer(name: str, array: np.ndarray) -> ir.Value:
+    value = _float(name, list(array.shape))
+    value.const_value = ir.tensor(array, name=name)
+    return value
+
+
+def _model(inputs: list[ir.Value], nodes: list[ir.Node], outputs: list[ir.Value], initializers: list[ir.Value]) -> ir.Model:
+    graph = ir.Graph(inputs, outputs, nodes=nodes, initializers=initializers, name="g", opset_imports={"": 21})
+    return ir.Model(graph, ir_version=10)
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_gemm_with_bias_becomes_matmul_nbits_with_its_bias(trans_b: int, symmetric: bool) -> None:
+    """``aten.addmm`` (GPT-2's Conv1D, OPT's MLP rows) is ``Gemm(x, W, bias)``: quantized like a
+    MatMul, the bias in MatMulNBits' input 5, equal to ``x @ dequantized + bias``."""
+    k, n = 96, 24
+    weight = _weight(k, n, seed=3)  # [K, N]
+    bias = np.random.default_rng(4).standard_normal(n).astype(np.float32)
+    x = _float("x", ["rows", k])
+    w = _initializer("w", weight.T.copy() if trans_b else weight)
+    b = _initializer("b", bias)
+    gemm = ir.node("Gemm", [x, w, b], {"transB": trans_b})
+    gemm.outputs[0].name, gemm.outputs[0].dtype, gemm.outputs[0].shape = "h", ir.DataType.FLOAT, ir.Shape(["rows", n])
+    relu = ir.node("Relu", gemm.outputs)
+    relu.outputs[0].name, relu.outputs[0].dtype = "y", ir.DataType.FLOAT
+    model = _model([x], [gemm, relu], [relu.outputs[0]], [w, b])
+    report: dict = {}
+    assert MatMulNBitsPass(QuantizeOptions(block_size=32, symmetric=symmetric, accuracy_level=0), report)(model).modified
+    [node] = [n_ for n_ in model.graph if n_.op_type == "MatMulNBits"]
+    assert len(node.inputs) == 6 and node.inputs[5] is b
+    assert [n_.op_type for n_ in model.graph] == ["MatMulNBits", "Relu"]
+    assert "w" not in model.graph.initializers
+    packed, scales, zeros = reference(weight, 4, 32, symmetric)
+    np.testing.assert_array_equal(node.inputs[1].const_value.numpy(), packed)
+    np.testing.assert_array_equal(node.inputs[2].const_value.numpy(), scales)
+    assert set(report) == {"w.T" if trans_b else "w"}  # recorded when the weight is quantized
+    dequantized = blockwise.dequantize(blockwise.Quantized(packed, scales, zeros), k, 4, 32)
+    rows = np.random.default_rng(5).standard_normal((5, k)).astype(np.float32)
+    [y] = _run(model, {"x": rows})
+    assert y.shape == (5, n) and y.dtype == np.float32
+    np.testing.assert_allclose(y, np.maximum(rows @ dequantized + bias, 0), rtol=1e-4, atol=1e-5)
+
+
+def test_gemm_that_is_not_a_plain_projection_stays() -> None:
+    k, n = 64, 8
+    x = _float("x", ["rows", k])
+    w = _initializer("w", _weight(k, n))
+    scaled = ir.node("Gemm", [x, w], {"alpha": 0.5})
+    scaled.outputs[0].name, scaled.outputs[0].dtype = "y", ir.DataType.FLOAT
+    model = _model([x], [scaled], [scaled.outputs[0]], [w])
+    assert not MatMulNBitsPass(QuantizeOptions())(model).modified
+    assert [n_.op_type for n_ in model.graph] == ["Gemm"]
+
+
+def test_tied_lm_head_through_transpose_is_quantized_and_the_table_kept() -> None:
+    """A tied LM head reads the embedding table ``[V, K]`` through ``Transpose``: the head is
+    quantized from the table's transpose, the Transpose removed, the table kept for the Gather."""
+    vocab, k = 40, 64
+    table = _weight(k, vocab, seed=8).T.copy()  # [V, K]
+    ids = ir.Value(name="ids", shape=ir.Shape(["batch", 3]), type=ir.TensorType(ir.DataType.INT64))
+    t = _initializer("embed.weight", table)
+    gather = ir.node("Gather", [t, ids])
+    gather.outputs[0].name, gather.outputs[0].dtype = "embedded", ir.DataType.FLOAT
+    gather.outputs[0].shape = ir.Shape(["batch", 3, k])
+    transpose = ir.node("Transpose", [t], {"perm": [1, 0]})
+    head = ir.node("MatMul", [gather.outputs[0], transpose.outputs[0]])
+    head.outputs[0].name, head.outputs[0].dtype = "logits", ir.DataType.FLOAT
+    model = _model([ids], [gather, transpose, head], [head.outputs[0]], [t])
+    report: dict = {}
+    assert MatMulNBitsPass(QuantizeOptions(accuracy_level=0), report)(model).modified
+    assert [n_.op_type for n_ in model.graph] == ["Gather", "MatMulNBits"]
+    assert "embed.weight" in model.graph.initializers
+    packed, scales, _ = reference(table.T, 4, 32, True)
+    node = model.graph.node(1)
+    np.testing.assert_array_equal(node.inputs[1].const_value.numpy(), packed)
+    assert set(report) == {"embed.weight.T"}
+    dequantized = blockwise.dequantize(blockwise.Quantized(packed, scales, None), k, 4, 32)
+    tokens = np.array([[0, 5, 39], [7, 7, 1]], dtype=np.int64)
+    [logits] = _run(model, {"ids": tokens})
+    assert logits.shape == (2, 3, vocab) and logits.dtype == np.float32
+    np.testing.assert_allclose(logits, table[tokens] @ dequantized, rtol=1e-4, atol=1e-5)

@@ -49,3 +49,37 @@ def test_linear_weights_are_read_as_stored_and_values_equal_eager() -> None:
         want = model(x).detach().numpy()
         assert got.shape == want.shape and got.dtype == np.float32
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+class TiedHead(torch.nn.Module):
+    """An embedding table that is also the output projection (GPT-2, Gemma, Llama 3.2)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(40, 16)
+        self.head = torch.nn.Linear(16, 40, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(self.embed(ids)))
+
+
+def test_tied_head_reads_the_table_as_stored_without_a_transpose() -> None:
+    torch.manual_seed(0)
+    model = TiedHead().eval()
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
+    ids = torch.randint(0, 40, (2, 3))
+    program = onnxport.export(model, (ids,), dynamic_shapes=({0: batch, 1: seq},), verify=False)
+    assert any(n.op_type == "Transpose" for n in program.model.graph)  # the standard graph transposes
+    finish_for_onnxruntime(program.model)
+    graph = program.model.graph
+    assert not any(n.op_type == "Transpose" for n in graph)
+    [fused] = [n for n in graph if n.op_type == "FusedMatMul"]
+    assert fused.attributes["transB"].as_int() == 1 and fused.inputs[1].name == "embed.weight"
+    assert list(graph.initializers) == ["embed.weight"]  # one table, read by the Gather and the head
+    for size in [(2, 3), (4, 9)]:
+        tokens = torch.randint(0, 40, size)
+        got = np.asarray(program(tokens)[0])
+        want = model(tokens).detach().numpy()
+        assert got.shape == (*size, 40) and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -10,6 +10,13 @@ finished graph with ``MatMulNBitsQuantizer``; here the packed tensors are
 is written, so a weight streamed from a safetensors checkpoint is read, quantized and written one
 tensor at a time and the float model is never held in memory).
 
+Matched projections (:func:`quantizable`): ``MatMul(x, W)``; ``MatMul(x, Transpose(W))``, the tied
+LM head of GPT-2, OPT, Gemma or Llama 3.2, whose weight is also the embedding table (quantized from
+a lazy transpose, the table kept for the ``Gather``); and ``Gemm(x, W, bias)`` with ``alpha = beta =
+1``, ``transA = 0`` and a 1-D bias, which ``aten.addmm`` becomes (GPT-2's ``Conv1D``, OPT's MLP on
+2-D rows), the bias going to MatMulNBits' ``bias`` input (index 5). onnxruntime-genai's builder
+quantizes the same set (its ``MatMulNBitsQuantizer`` walks ``MatMul`` and ``Gemm`` nodes).
+
 The LM head (a MatMul producing a graph output) is quantized unless ``lm_head=False``. Each
 quantized weight's error (relative L2 and max abs of the dequantized weight) is recorded in
 ``report`` when it is materialized, i.e. at save time.
@@ -26,7 +33,7 @@ import onnx_ir as ir
 from onnxport.errors import InputError
 from onnxport.passes.ort import blockwise
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
-from onnxport.weights import WeightTensor
+from onnxport.weights import WeightTensor, transposed
 
 FLOATS = (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 
@@ -158,39 +165,39 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
         graph = model.graph
         modified = False
         for node in list(graph):
-            weight = _quantizable(node)
-            if weight is None:
+            target = quantizable(node)
+            if target is None:
                 continue
             if not self.options.lm_head and node.outputs[0].is_graph_output():
                 continue
-            self._rewrite(graph, node, weight)
+            self._rewrite(graph, node, target)
             modified = True
         if modified:
             model.opset_imports.setdefault(MICROSOFT, 1)
         return ir.passes.PassResult(model, modified)
 
-    def _rewrite(self, graph: ir.Graph, node: ir.Node, weight: ir.Value) -> None:
+    def _rewrite(self, graph: ir.Graph, node: ir.Node, target: Projection) -> None:
         o = self.options
-        tensor = weight.const_value
-        assert tensor is not None and weight.name is not None
-        k, n = (int(d) for d in tensor.shape)  # type: ignore[arg-type]
+        k, n = (int(d) for d in target.weight.shape.numpy())
         blocks = -(-k // o.block_size)
-        shared = SharedQuantization(tensor, weight.name, o, self.report)
+        shared = SharedQuantization(target.weight, target.name, o, self.report)
         shapes = {
             "packed": ((n, blocks, o.block_size * o.bits // 8), ir.DataType.UINT8),
             "scales": ((n, blocks), ir.DataType.FLOAT),
         }
         if not o.symmetric:
             shapes["zero_points"] = ((n, -(-blocks * o.bits // 8)), ir.DataType.UINT8)
-        inputs: list[ir.Value | None] = [node.inputs[0]]
+        inputs: list[ir.Value | None] = [target.x]
         for part, (shape, dtype) in shapes.items():
-            name = f"{weight.name}.{part}"
+            name = f"{target.name}.{part}"
             lazy = QuantizedPart(shared, part, dtype, shape, name)
             value = ir.Value(
                 name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy
             )
             graph.register_initializer(value)
             inputs.append(value)
+        if target.bias is not None:
+            inputs += [None] * (5 - len(inputs)) + [target.bias]  # zero_points, g_idx, bias
         attributes = {
             "K": k,
             "N": n,
@@ -205,20 +212,83 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
         out.replace_all_uses_with(result, replace_graph_outputs=True)
         graph.remove(node, safe=True)
         result.name = out.name
-        if len(weight.uses()) == 0 and not weight.is_graph_output():
-            del graph.initializers[weight.name]
+        if target.transpose is not None and not target.transpose.outputs[0].uses():
+            graph.remove(target.transpose, safe=True)
+        stored = target.stored
+        if not stored.uses() and not stored.is_graph_output() and stored.name in graph.initializers:
+            del graph.initializers[stored.name]
 
 
-def _quantizable(node: ir.Node) -> ir.Value | None:
-    """The weight of a MatMul whose second input is a 2-D float initializer (else ``None``)."""
-    if node.op_type != "MatMul" or node.domain != "" or len(node.inputs) != 2:
+@dataclasses.dataclass(frozen=True)
+class Projection:
+    """A node computing ``x @ weight (+ bias)`` with a constant weight.
+
+    Attributes:
+        x: The float32 activations ``[..., K]``.
+        weight: The ``[K, N]`` float32 weight: the stored tensor, or a lazy transpose of it
+            (:func:`onnxport.weights.transposed`) when it is stored ``[N, K]``.
+        name: ``stored``'s name, plus ``.T`` when ``weight`` is its transpose.
+        stored: The initializer holding the weight as stored.
+        transpose: The ``Transpose`` node through which the graph reads ``stored`` (a tied LM
+            head), removed when nothing else reads it; ``None`` when ``stored`` is read directly.
+        bias: A 1-D float32 ``[N]`` constant added to the product (``Gemm``'s ``C``), or ``None``.
+    """
+
+    x: ir.Value
+    weight: ir.TensorProtocol
+    name: str
+    stored: ir.Value
+    transpose: ir.Node | None = None
+    bias: ir.Value | None = None
+
+
+def _constant_float(value: ir.Value | None, rank: int) -> ir.TensorProtocol | None:
+    if value is None or not value.is_initializer() or value.is_graph_input() or value.const_value is None:
         return None
-    weight = node.inputs[1]
-    if weight is None or weight.const_value is None or weight.is_graph_input():
+    tensor = value.const_value
+    return tensor if tensor.dtype == ir.DataType.FLOAT and len(tensor.shape) == rank else None
+
+
+def _gemm_operands(node: ir.Node) -> tuple[ir.Value | None, ir.Value | None, bool, ir.Value | None] | None:
+    """``(A, B, transB, C)`` of a Gemm that is ``A @ op(B) + C`` with a 1-D ``C`` (else ``None``)."""
+    attrs = node.attributes
+    alpha, beta = attrs.get_float("alpha", 1.0), attrs.get_float("beta", 1.0)
+    if alpha != 1.0 or attrs.get_int("transA", 0) != 0:
         return None
-    tensor = weight.const_value
-    if tensor.dtype != ir.DataType.FLOAT or len(tensor.shape) != 2:
+    bias = node.inputs[2] if len(node.inputs) > 2 else None
+    if bias is not None and (beta != 1.0 or _constant_float(bias, 1) is None):
         return None
-    if node.inputs[0] is None or node.inputs[0].dtype != ir.DataType.FLOAT:
+    return node.inputs[0], node.inputs[1], attrs.get_int("transB", 0) == 1, bias
+
+
+def quantizable(node: ir.Node) -> Projection | None:
+    """The projection ``node`` computes, when MatMulNBits can take it (see the module docstring),
+    else ``None``. Reads no weight."""
+    if node.domain != "":
         return None
-    return weight
+    if node.op_type == "MatMul" and len(node.inputs) == 2:
+        x, b, trans, bias = node.inputs[0], node.inputs[1], False, None
+    elif node.op_type == "Gemm" and (operands := _gemm_operands(node)) is not None:
+        x, b, trans, bias = operands
+    else:
+        return None
+    if x is None or x.dtype != ir.DataType.FLOAT or b is None:
+        return None
+    transpose = b.producer()
+    if transpose is not None and transpose.op_type == "Transpose" and transpose.domain == "":
+        if tuple(transpose.attributes.get_ints("perm", ())) != (1, 0) or b.is_graph_output():
+            return None
+        b, trans = transpose.inputs[0], not trans
+    else:
+        transpose = None
+    stored = _constant_float(b, 2)
+    if stored is None or b is None or b.name is None:
+        return None
+    if trans:
+        weight, name = transposed(stored, (1, 0), f"{b.name}.T"), f"{b.name}.T"
+    else:
+        weight, name = stored, b.name
+    bias_tensor = _constant_float(bias, 1)
+    if bias_tensor is not None and bias_tensor.shape.numpy()[0] != weight.shape.numpy()[1]:
+        return None
+    return Projection(x, weight, name, b, transpose, bias)

@@ -9,6 +9,11 @@ creation with the transpose applied (``GemmPackBFp32(..., trans_b, ...)`` in onn
 ``core/providers/cpu/math/matmul.cc``), so running costs the same and the export copies nothing.
 onnxruntime-genai's builder transposes instead (``make_matmul_fp32``, ``builders/base.py``).
 
+A tied LM head (GPT-2, OPT, Gemma, Llama 3.2: the embedding table is also the output projection)
+reads the table through a ``Transpose`` node, since the table is stored once for the ``Gather``;
+that MatMul becomes ``FusedMatMul(x, table, transB=1)`` too, and the Transpose goes, so
+onnxruntime neither transposes nor (constant folding at load) keeps a transposed copy of the table.
+
 Run last (:func:`onnxport.passes.ort.finish_for_onnxruntime`), after quantization, whose
 ``MatMulNBits`` matcher reads ``MatMul``: only float32 MatMuls whose ``B`` is a
 :func:`onnxport.weights.transposed` ``(1, 0)`` of another tensor (a weight or the joined rows of a
@@ -37,6 +42,20 @@ def _source(graph: ir.Graph, b: ir.Value, tensor: WeightTensor) -> ir.Value | No
     return value
 
 
+def _transposed_table(b: ir.Value) -> ir.Node | None:
+    """The ``Transpose(perm=(1, 0))`` node producing ``b`` from a 2-D float32 initializer, else ``None``."""
+    node = b.producer()
+    if node is None or node.op_type != "Transpose" or node.domain != "" or b.is_graph_output():
+        return None
+    table = node.inputs[0]
+    if tuple(node.attributes.get_ints("perm", ())) != (1, 0) or table is None:
+        return None
+    tensor = table.const_value if table.is_initializer() and not table.is_graph_input() else None
+    if tensor is None or tensor.dtype != ir.DataType.FLOAT or len(tensor.shape) != 2:
+        return None
+    return node
+
+
 class TransposedMatMulPass(ir.passes.InPlacePass):
     """Rewrite each qualifying MatMul (see the module docstring) to FusedMatMul(transB=1)."""
 
@@ -49,12 +68,16 @@ class TransposedMatMulPass(ir.passes.InPlacePass):
             if node.op_type != "MatMul" or node.domain != "" or len(node.inputs) != 2:
                 continue
             a, b = node.inputs
-            tensor = None if b is None or not b.is_initializer() else b.const_value
-            if not isinstance(tensor, WeightTensor) or tensor.perm != (1, 0) or tensor.dtype != ir.DataType.FLOAT:
+            if a is None or a.shape is None or a.shape.rank() < 2 or b is None:
                 continue
-            if a is None or a.shape is None or a.shape.rank() < 2 or b.is_graph_input():  # type: ignore[union-attr]
-                continue
-            source = _source(graph, b, tensor)  # type: ignore[arg-type]
+            transpose = _transposed_table(b)
+            if transpose is not None:
+                source = transpose.inputs[0]
+            else:
+                tensor = b.const_value if b.is_initializer() and not b.is_graph_input() else None
+                if not isinstance(tensor, WeightTensor) or tensor.perm != (1, 0) or tensor.dtype != ir.DataType.FLOAT:
+                    continue
+                source = _source(graph, b, tensor)
             if source is None:
                 continue
             fused = ir.node("FusedMatMul", [a, source], {"transB": 1, "alpha": 1.0}, domain=MICROSOFT, name=node.name)
@@ -66,7 +89,9 @@ class TransposedMatMulPass(ir.passes.InPlacePass):
             node.outputs[0].replace_all_uses_with(out, replace_graph_outputs=True)
             graph.remove(node, safe=True)
             out.name = name
-            if b is not None and b.name is not None and not b.uses() and b.name in graph.initializers:
+            if transpose is not None and not b.uses():
+                graph.remove(transpose, safe=True)
+            elif b.name is not None and not b.uses() and b.name in graph.initializers:
                 del graph.initializers[b.name]
             modified = True
         if modified:
