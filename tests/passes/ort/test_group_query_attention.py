@@ -147,3 +147,72 @@ def test_eager_softcap_attention_fuses_only_in_the_shared_buffer_graph() -> None
     gqa = [n for n in shared.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
     assert len(gqa) == 2 and all(n.attributes["softcap"].as_float() == 50.0 for n in gqa)
     assert _ops(shared.programs["model"])["Tanh"] == 1  # only the final logit softcapping is left
+
+
+def test_kernel_head_sink_is_gpt_oss_sink_softmax() -> None:
+    """``head_sink`` joins each head's softmax denominator and is dropped from the weights: gpt-oss's
+    ``softmax(concat([scores + mask, sink]))[..., :-1] @ V``. A left-padded query row attending to
+    nothing gives 0 in both (the sink takes all the weight), which makes the fusion exact with
+    padding."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    batch, seq, heads, kv_heads, size = 2, 5, 4, 2, 16
+    names = ["q", "k", "v", "pk", "pv", "sk", "tot", "bias", "sink"]
+    node = helper.make_node(
+        "GroupQueryAttention", [*names[:7], "", "", "", "bias", "sink"], ["o", "pko", "pvo"],
+        domain="com.microsoft", num_heads=heads, kv_num_heads=kv_heads,
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, TensorProto.INT32 if n in ("sk", "tot") else TensorProto.FLOAT, None) for n in names],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("o", "pko", "pvo")],
+    )  # fmt: skip
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((batch, seq, heads * size)).astype(np.float32)
+    k = rng.standard_normal((batch, seq, kv_heads * size)).astype(np.float32)
+    v = rng.standard_normal((batch, seq, kv_heads * size)).astype(np.float32)
+    empty = np.zeros((batch, kv_heads, 0, size), np.float32)
+    sink = (2 * rng.standard_normal(heads)).astype(np.float32)
+    attended = np.tril(np.ones((seq, seq), bool))[None] & np.array([[0, 0, 1, 1, 1], [1] * 5], bool)[:, None]
+    bias = np.where(attended, 0, np.finfo(np.float32).min).astype(np.float32)[:, None]
+    feeds = dict(q=q, k=k, v=v, pk=empty, pv=empty, sk=np.full(batch, seq - 1, np.int32),
+                 tot=np.array(seq, np.int32), bias=bias, sink=sink)  # fmt: skip
+    got = session.run(None, feeds)[0]
+    split = lambda x, n: x.reshape(batch, seq, n, size).transpose(0, 2, 1, 3)  # noqa: E731
+    keys = np.repeat(split(k, kv_heads), heads // kv_heads, 1)
+    values = np.repeat(split(v, kv_heads), heads // kv_heads, 1)
+    scores = split(q, heads) @ keys.transpose(0, 1, 3, 2) / np.sqrt(size) + bias
+    logits = np.concatenate([scores, np.broadcast_to(sink[None, :, None, None], (batch, heads, seq, 1))], -1)
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    want = ((e / e.sum(-1, keepdims=True))[..., :-1] @ values).transpose(0, 2, 1, 3).reshape(got.shape)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert np.all(got[0, :2] == 0) and np.abs(got[1, :2]).min() > 0  # padded rows give exactly 0
+
+
+def test_gpt_oss_sink_attention_fuses_with_head_sink_and_equals_the_standard_graph() -> None:
+    """gpt-oss's eager attention with sinks (sliding and full layers) becomes GroupQueryAttention
+    with the sinks as ``head_sink`` in the concatenating graph too: equal to the standard graph
+    with left padding and a past."""
+    from onnxport.testing.tiny_models import _make
+
+    model = _make(
+        "GptOssConfig", "GptOssForCausalLM", **GQA_DECODER, num_local_experts=4, num_experts_per_tok=2,
+        head_dim=16, sliding_window=4,
+    )(initializer_range=0.2)  # fmt: skip
+    assert model.config._attn_implementation == "eager"
+    fused = onnxport.hf.export(model, target="onnxruntime")
+    assert fused.passed
+    program = fused.programs["model"]
+    gqa = [n for n in program.model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(gqa) == 2 and _ops(program)["Softmax"] == 2  # only the routers' softmax is left
+    for layer, node in enumerate(gqa):
+        sink = node.inputs[11]
+        assert sink is not None and sink.is_initializer() and list(sink.shape) == [4]
+        want = model.model.layers[layer].self_attn.sinks.detach().numpy()
+        np.testing.assert_array_equal(sink.const_value.numpy(), want)
+    standard = onnxport.hf.export(model, validate=False).programs["model"]
+    _compare(model, program, standard)

@@ -260,6 +260,11 @@ SLIDING = {
     ),  # fmt: skip
     # eager attention (logit softcapping 50), alternating sliding/full layers, tanh GELU
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"sliding_window": 4, "head_dim": 16}),
+    # eager attention with sinks (head_sink), alternating sliding/full layers, mixture of experts
+    "gpt-oss": (
+        "GptOssConfig", "GptOssForCausalLM",
+        {"sliding_window": 4, "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2, "initializer_range": 0.2},
+    ),  # fmt: skip
 }
 
 
@@ -284,9 +289,11 @@ def test_sliding_window_shared_buffer_generates_like_transformers(name, tmp_path
     gqa = [n for n in result.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
     assert len(gqa) == GQA_DECODER["num_hidden_layers"]
     windows = [n.attributes["local_window_size"].as_int() for n in gqa if "local_window_size" in n.attributes]
-    assert windows == ([4, 4] if name == "mistral-sliding" else [4])  # gemma2: layer 1 is full
+    assert windows == ([4, 4] if name == "mistral-sliding" else [4])  # gemma2, gpt-oss: layer 1 is full
     if name == "gemma2":
         assert all(n.attributes["softcap"].as_float() == 50.0 for n in gqa)
+    if name == "gpt-oss":
+        assert all(len(n.inputs) == 12 and n.inputs[11] is not None for n in gqa)  # head_sink
     _assert_genai_generates_like_transformers(og, model, tmp_path / "out")
 
 

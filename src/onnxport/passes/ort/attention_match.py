@@ -16,8 +16,21 @@ with the new keys/values along the sequence axis, through transformers' ``repeat
   GroupQueryAttention (``softcap`` attribute; checked against both orders in
   ``tests/passes/ort/test_group_query_attention.py``).
 
-Both give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. The eager
-form is rewritten only in the shared-buffer graph (see :attr:`Match.sdpa`).
+- the eager path with attention sinks (gpt-oss: ``module.sinks``, one learned logit per head,
+  ``eager_attention_forward`` in ``modeling_gpt_oss.py``)::
+
+      logits = Concat([q·Kᵀ·scale + mask, Expand(sinks)], axis=-1)
+      probs  = Softmax(logits - ReduceMax(logits), axis=-1)[..., :-1]   # the sink column dropped
+      out    = MatMul(probs, V)
+
+  which is onnxruntime's GroupQueryAttention with the ``head_sink`` input (the sink joins the
+  softmax's denominator only; checked against this formula in
+  ``tests/passes/ort/test_group_query_attention.py``).
+
+All give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. The eager
+form without sinks is rewritten only in the shared-buffer graph (see :attr:`Match.sdpa`); with
+sinks a row attending to nothing gives 0 in eager (the sink takes all the weight) and in the
+kernel, so it is exact with left padding and rewritten in both graphs.
 """
 
 from __future__ import annotations
@@ -27,7 +40,7 @@ import math
 
 import onnx_ir as ir
 
-from onnxport.passes.fusions import by_constant, producer
+from onnxport.passes.fusions import by_constant, producer, scalar
 
 
 @dataclasses.dataclass
@@ -45,10 +58,13 @@ class Match:
         sdpa: The ONNX ``Attention`` form, whose rows attending to nothing give 0 (the rewrite
             zeroes them too). The eager form's softmax gives such a row (a left-padding query)
             the mean of all of ``V``, the kernel the mean of its causal prefix: the eager form is
-            rewritten only for the shared-buffer graph, whose rows are unpadded by contract.
+            rewritten only for the shared-buffer graph, whose rows are unpadded by contract --
+            unless it has sinks (:attr:`exact_when_padded`).
         key_concat, value_concat: The cache ``Concat`` nodes behind ``K`` and ``V``.
         output_chain_end: The ``[B, S, heads * head_size]`` value the output is reshaped to, when
             the graph does that right after (:func:`_output_chain`).
+        sink: The attention sinks, float32 with ``heads`` elements (``[heads]`` or
+            ``[1, heads, 1, 1]``), or ``None``.
     """
 
     anchor: ir.Node
@@ -63,6 +79,13 @@ class Match:
     kv_heads: int
     head_size: int
     output_chain_end: ir.Value | None
+    sink: ir.Value | None = None
+
+    @property
+    def exact_when_padded(self) -> bool:
+        """A query row attending to nothing gives the same in the kernel as in the graph: 0 for
+        ONNX Attention (after the rewrite's zeroing) and for the sinks form."""
+        return self.sdpa or self.sink is not None
 
 
 def _cache_concat(value: ir.Value | None) -> ir.Node | None:
@@ -130,6 +153,7 @@ def _complete(
     scale: float | None,
     softcap: float,
     sdpa: bool,
+    sink: ir.Value | None = None,
 ) -> Match | None:
     """The checks both forms share: float32 4-D ``q``, cache Concats, static head sizes."""
     if query is None or query.shape is None or len(query.shape) != 4:
@@ -153,7 +177,7 @@ def _complete(
         anchor=anchor, query=query, mask=mask, scale=scale, softcap=softcap,
         sdpa=sdpa, key_concat=key_concat,
         value_concat=value_concat, heads=heads, kv_heads=kv_heads, head_size=head_size,
-        output_chain_end=chain,
+        output_chain_end=chain, sink=sink,
     )  # fmt: skip
 
 
@@ -186,15 +210,25 @@ def _match_onnx(node: ir.Node) -> Match | None:
 
 
 def _match_eager(node: ir.Node) -> Match | None:
-    """``MatMul(Softmax(Tanh(q·Kᵀ·scale / cap)·cap + mask), V)`` (see the module docstring)."""
+    """``MatMul(Softmax(Tanh(q·Kᵀ·scale / cap)·cap + mask), V)``, or the sinks form (see the
+    module docstring)."""
     probs, value = node.inputs
+    dropped = _without_last_column(probs)
+    if dropped is not None:
+        probs = dropped
     softmax = producer(probs, "Softmax")
     if softmax is None or len(probs.uses()) != 1:  # type: ignore[union-attr]
         return None
     axis = softmax.attributes.get("axis")
     if axis is not None and axis.as_int() not in (-1, 3):
         return None
-    add = producer(softmax.inputs[0], "Add")
+    logits, sink = softmax.inputs[0], None
+    if dropped is not None:
+        with_sink = _sink_logits(logits)
+        if with_sink is None:
+            return None
+        logits, sink = with_sink
+    add = producer(logits, "Add")
     if add is None:
         return None
     for scores, mask in (add.inputs, reversed(add.inputs)):
@@ -204,9 +238,59 @@ def _match_eager(node: ir.Node) -> Match | None:
         if found is not None:
             query, key, scale, softcap = found
             return _complete(
-                node, query, key, value, mask=mask, scale=scale, softcap=softcap, sdpa=False
-            )
+                node, query, key, value, mask=mask, scale=scale, softcap=softcap, sdpa=False,
+                sink=sink,
+            )  # fmt: skip
     return None
+
+
+def _last_axis(value: ir.Value | None) -> bool:
+    return value is not None and scalar(value) in (-1.0, 3.0)
+
+
+def _without_last_column(value: ir.Value | None) -> ir.Value | None:
+    """``x`` when ``value = x[..., :-1]`` (a 4-D ``Slice`` dropping the last column), else ``None``."""
+    node = producer(value, "Slice")
+    if node is None or len(node.inputs) < 4 or len(value.uses()) != 1:  # type: ignore[union-attr]
+        return None
+    data, starts, ends, axes, *steps = node.inputs
+    if data is None or _rank(data) != 4:
+        return None
+    if scalar(starts) != 0.0 or scalar(ends) != -1.0 or not _last_axis(axes):
+        return None
+    if steps and steps[0] is not None and scalar(steps[0]) != 1.0:
+        return None
+    return data
+
+
+def _sink_logits(value: ir.Value | None) -> tuple[ir.Value, ir.Value] | None:
+    """``(logits, sinks)`` when ``value = C - ReduceMax(C)`` (or ``C``) with ``C =
+    Concat([logits, Expand(sinks)], axis=-1)``, ``sinks`` float32 with one element per head."""
+    sub = producer(value, "Sub")
+    if sub is not None:
+        reduce = producer(sub.inputs[1], "ReduceMax")
+        if reduce is None or reduce.inputs[0] is not sub.inputs[0]:
+            return None
+        value = sub.inputs[0]
+    concat = producer(value, "Concat")
+    if concat is None or len(concat.inputs) != 2:
+        return None
+    axis = concat.attributes.get("axis")
+    if axis is None or axis.as_int() not in (-1, 3):
+        return None
+    logits, expanded = concat.inputs
+    expand = producer(expanded, "Expand")
+    sinks = None if expand is None else expand.inputs[0]
+    if logits is None or sinks is None or sinks.dtype != ir.DataType.FLOAT or sinks.shape is None:
+        return None
+    dims = list(sinks.shape)
+    if len(dims) != 4 or dims[0] != 1 or dims[2:] != [1, 1] or not isinstance(dims[1], int):
+        return None
+    reshape = producer(sinks, "Reshape")
+    flat = None if reshape is None else reshape.inputs[0]
+    if flat is not None and flat.shape is not None and list(flat.shape) == [dims[1]]:
+        sinks = flat  # the parameter itself, [heads]
+    return logits, sinks
 
 
 def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | None, float, float] | None:

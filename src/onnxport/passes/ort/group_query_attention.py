@@ -8,7 +8,8 @@ The standard graph of a decoder layer (transformers' sdpa path, opset ≥ 23) is
     hidden        = Reshape(Transpose(Reshape(out)))         # [B, S, heads * D]
 
 (:mod:`onnxport.passes.ort.attention_match` finds it, and also the eager softcapping form that
-the shared-buffer graph fuses.) onnxruntime's GroupQueryAttention (docs/ContribOperators.md) takes ``query``/``key``/``value`` as
+the shared-buffer graph fuses, and gpt-oss's eager form with attention sinks, whose sinks become
+the kernel's ``head_sink`` input.) onnxruntime's GroupQueryAttention (docs/ContribOperators.md) takes ``query``/``key``/``value`` as
 ``[B, S, heads * D]``, the past in BNSH without repeating the KV heads, ``seqlens_k`` (int32
 ``[B]``, total length - 1) and ``total_sequence_length`` (int32 scalar), and returns the output and
 the present (past + new, written in place when past and present share a buffer). The rewrite:
@@ -59,6 +60,7 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
+from onnxport import weights
 from onnxport.errors import InputError
 from onnxport.passes.fusions import producer
 from onnxport.passes.ort.attention_match import Match, match_attention
@@ -142,8 +144,8 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
         found = (match_attention(n) for n in list(graph))
-        # the eager form is not exact for left-padded rows: in the unpadded shared graph only
-        matches = [m for m in found if m is not None and (m.sdpa or self.shared_buffer)]
+        # the eager form without sinks is not exact for left-padded rows: shared graph only
+        matches = [m for m in found if m is not None and (m.exact_when_padded or self.shared_buffer)]
         if not has_kernel("GroupQueryAttention"):
             matches = []
         if self.shared_buffer:
@@ -256,6 +258,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 sin_cache,
                 None,
                 bias,
+                *([] if m.sink is None else [self._head_sink(graph, m.sink, m.heads, add, const)]),
             ],
             attrs,
             domain=MICROSOFT,
@@ -293,6 +296,23 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             old.replace_all_uses_with(new, replace_graph_outputs=True)
             old.name = None
             new.name = name
+
+    @staticmethod
+    def _head_sink(graph: ir.Graph, sink: ir.Value, heads: int, add, const) -> ir.Value:  # type: ignore[no-untyped-def]
+        """GroupQueryAttention's ``head_sink`` input: the sinks as ``[heads]`` (an initializer
+        folded to ``[1, heads, 1, 1]`` becomes a lazy ``[heads]`` one: no weight read now)."""
+        if sink.shape is not None and list(sink.shape) == [heads]:
+            return sink
+        tensor = sink.const_value if sink.is_initializer() and not sink.is_graph_input() else None
+        if tensor is None:
+            return add("Reshape", [sink, const("shape", np.array([heads], np.int64))])
+        name = f"{sink.name}.heads"
+        if name not in graph.initializers:
+            flat = weights.derive(tensor, lambda a: a.reshape(heads), dtype=tensor.dtype, shape=[heads], name=name)
+            graph.register_initializer(
+                ir.Value(name=name, shape=ir.Shape([heads]), type=ir.TensorType(tensor.dtype), const_value=flat)
+            )
+        return graph.initializers[name]
 
     @staticmethod
     def _caches(

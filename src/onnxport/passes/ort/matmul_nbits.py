@@ -215,7 +215,7 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
         if target.transpose is not None and not target.transpose.outputs[0].uses():
             graph.remove(target.transpose, safe=True)
         stored = target.stored
-        if not stored.uses() and not stored.is_graph_output() and stored.name in graph.initializers:
+        if stored.name is not None and not stored.uses() and not stored.is_graph_output() and stored.name in graph.initializers:
             del graph.initializers[stored.name]
 
 
