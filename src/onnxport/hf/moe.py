@@ -7,9 +7,11 @@ transformers 5 dispatches an experts module's forward (``MixtralExperts``, ``Qwe
 onnxruntime target, :func:`fused_experts` registers ``"onnxport_moe"`` there and selects it: a
 module that qualifies (SwiGLU experts with SiLU, ``gate_up_proj`` (E, 2I, H) gate rows first,
 ``down_proj`` (E, H, I), no bias, not transposed, no post-expert norm, the default gate, float32)
-calls :func:`onnxport.ops.nn.moe.moe_experts`, translated to ``com.microsoft.MoE``; any other
-falls back to transformers' ``grouped_mm`` implementation (the standard graph, a ``Loop`` over
-the experts). The router stays as the model computes it: the op takes its chosen experts and
+calls :func:`onnxport.ops.nn.moe.moe_experts`, translated to ``com.microsoft.MoE``; gpt-oss's
+``GptOssExperts`` (biases, input-major weights, interleaved gate/up, its clamped SwiGLU ``_apply_gate``)
+calls :func:`onnxport.ops.nn.moe.clamped_swiglu_experts`, the same op with the kernel's
+``swiglu_limit``; any other falls back to transformers' ``grouped_mm`` implementation (the standard
+graph, a ``Loop`` over the experts). The router stays as the model computes it: the op takes its chosen experts and
 weights (see :mod:`onnxport.ops.nn.moe`), so any routing (softmax then top-k, renormalized or
 not, grouped or sigmoid scores) is exact. Eager validation runs the model's own implementation:
 the previous settings are restored on exit.
@@ -26,7 +28,7 @@ from typing import Any
 
 import torch
 
-from onnxport.ops.nn.moe import moe_experts
+from onnxport.ops.nn.moe import clamped_swiglu_experts, moe_experts
 from onnxport.passes.ort.kernels import has_kernel
 
 EXPERTS_IMPLEMENTATION = "onnxport_moe"
@@ -53,19 +55,50 @@ def qualifies(module: torch.nn.Module) -> bool:
     return silu and getattr(type(module), "_apply_gate", None) is hf_moe._default_apply_gate
 
 
+def clamped_qualifies(module: torch.nn.Module) -> bool:
+    """Whether ``module`` is gpt-oss's experts module, which
+    :func:`~onnxport.ops.nn.moe.clamped_swiglu_experts` computes exactly."""
+    from transformers.models.gpt_oss import modeling_gpt_oss  # heavy optional dependency: see above
+
+    if getattr(type(module), "_apply_gate", None) is not modeling_gpt_oss.GptOssExperts._apply_gate:
+        return False
+    tensors = [getattr(module, n, None) for n in ("gate_up_proj", "gate_up_proj_bias", "down_proj", "down_proj_bias")]
+    if not all(isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in tensors):
+        return False
+    gate_up, gate_up_bias, down, down_bias = tensors
+    assert gate_up is not None and gate_up_bias is not None and down is not None and down_bias is not None
+    if gate_up.dim() != 3 or gate_up.shape[2] % 2:
+        return False
+    experts, hidden, rows = gate_up.shape
+    return (
+        tuple(gate_up_bias.shape) == (experts, rows)
+        and tuple(down.shape) == (experts, rows // 2, hidden)
+        and tuple(down_bias.shape) == (experts, hidden)
+        and getattr(module, "is_transposed", None) is True
+        and getattr(module, "has_bias", None) is True
+    )
+
+
 def _forward(self: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor) -> torch.Tensor:
     """The ``"onnxport_moe"`` experts implementation (module docstring)."""
     from transformers.integrations import moe as hf_moe  # heavy optional dependency
 
-    if not qualifies(self):
-        return hf_moe.grouped_mm_experts_forward(self, hidden_states, top_k_index, top_k_weights)
-    weights = top_k_weights.to(hidden_states.dtype)
-    return moe_experts(hidden_states, top_k_index.to(torch.int64), weights, self.gate_up_proj, self.down_proj)
+    weights, index = top_k_weights.to(hidden_states.dtype), top_k_index.to(torch.int64)
+    if qualifies(self):
+        return moe_experts(hidden_states, index, weights, self.gate_up_proj, self.down_proj)
+    if clamped_qualifies(self):
+        return clamped_swiglu_experts(
+            hidden_states, index, weights, self.gate_up_proj, self.gate_up_proj_bias, self.down_proj,
+            self.down_proj_bias, float(self.alpha), float(self.limit),
+        )  # fmt: skip
+    return hf_moe.grouped_mm_experts_forward(self, hidden_states, top_k_index, top_k_weights)
 
 
 def fused_count(model: torch.nn.Module) -> int:
     """How many experts modules of ``model`` :func:`fused_experts` would fuse."""
-    return sum(1 for m in model.modules() if hasattr(m, "gate_up_proj") and qualifies(m))
+    return sum(
+        1 for m in model.modules() if hasattr(m, "gate_up_proj") and (qualifies(m) or clamped_qualifies(m))
+    )
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ import onnxport.hf
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import moe
 from onnxport.hf.loading import from_model
-from onnxport.ops.nn.moe import moe_experts
+from onnxport.ops.nn.moe import clamped_swiglu_experts, moe_experts
 from onnxport.passes.ort import QuantizeOptions, blockwise
 from onnxport.passes.ort.moe import QMoEPass
 from onnxport.testing.tiny_models import DECODER, _make
@@ -92,9 +92,10 @@ def test_standard_target_keeps_the_standard_graph() -> None:
 
 
 def _moe_model(op: str, inits: dict[str, np.ndarray], inputs: list[str], **attrs) -> ir.Model:
+    attrs = {"activation_alpha": 1.0, "activation_beta": 0.0, **attrs}
     node = oh.make_node(
         op, ["x", "router", *inputs], ["y"], domain="com.microsoft", k=2, activation_type="swiglu",
-        swiglu_fusion=1, activation_alpha=1.0, activation_beta=0.0, normalize_routing_weights=1, **attrs,
+        swiglu_fusion=1, normalize_routing_weights=1, **attrs,
     )  # fmt: skip
     graph = oh.make_graph(
         [node], "moe",
@@ -136,6 +137,67 @@ def test_qmoe_equals_moe_over_dequantized_weights(symmetric: bool) -> None:
     assert got.shape == (9, 64) and got.dtype == np.float32 and np.abs(want).max() > 0.5
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
     assert set(report) == {"fc1", "fc2"} and all(0 < r["rel_l2"] < 0.2 for r in report.values())
+
+
+def test_kernel_clamped_swiglu_is_gpt_oss_experts() -> None:
+    """``MoE(activation_alpha=1.702, activation_beta=1, swiglu_limit=7)`` with both biases is gpt-oss's
+    experts (``GptOssExperts._apply_gate``), through :func:`clamped_swiglu_experts` and the kernel;
+    ``QMoE`` keeps the biases and the clamp: it equals the MoE over the dequantized weights."""
+    rng = np.random.default_rng(1)
+    tokens, experts, hidden, inter = 9, 4, 64, 32
+    gate_up = (0.3 * rng.standard_normal((experts, hidden, 2 * inter))).astype(np.float32)
+    gate_up_bias = rng.standard_normal((experts, 2 * inter)).astype(np.float32)
+    down = (0.3 * rng.standard_normal((experts, inter, hidden))).astype(np.float32)
+    down_bias = rng.standard_normal((experts, hidden)).astype(np.float32)
+    x = rng.standard_normal((tokens, hidden)).astype(np.float32)
+    index = np.stack([rng.permutation(experts)[:2] for _ in range(tokens)])
+    weights = rng.dirichlet([1, 1], tokens).astype(np.float32)
+    with torch.no_grad():
+        want = clamped_swiglu_experts(
+            *(torch.from_numpy(a) for a in (x, index, weights, gate_up, gate_up_bias, down, down_bias)), 1.702, 7.0
+        ).numpy()
+    gate_up_out = np.einsum("th,ehn->ten", x, gate_up) + gate_up_bias  # every expert, to see the clamp bite
+    assert gate_up_out[..., ::2].max() > 7 and np.abs(gate_up_out[..., 1::2]).max() > 7
+    router = np.full((tokens, experts), -np.inf, np.float32)
+    np.put_along_axis(router, index, np.log(weights), 1)
+    inits = {"fc1": gate_up.transpose(0, 2, 1).copy(), "b1": gate_up_bias, "fc2": down.transpose(0, 2, 1).copy(), "b2": down_bias}
+    attrs = {"activation_alpha": 1.702, "activation_beta": 1.0, "swiglu_limit": 7.0}
+    model = _moe_model("MoE", inits, ["fc1", "b1", "fc2", "b2"], **attrs)
+    got = _run(model, {"x": x, "router": router})
+    assert got.shape == (tokens, hidden) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    options = QuantizeOptions(bits=4, block_size=32, accuracy_level=0)
+    assert QMoEPass(options)(model).modified
+    [node] = list(model.graph)
+    assert node.op_type == "QMoE" and node.inputs[4].name == "b1" and node.inputs[7].name == "b2"
+    assert node.attributes["swiglu_limit"].as_float() == 7.0
+    dequantized = {}
+    for name in ("fc1", "fc2"):
+        blocks = [blockwise.quantize_numpy(np.ascontiguousarray(e.T), 4, 32, True) for e in inits[name]]
+        dequantized[name] = np.stack([blockwise.dequantize(q, e.shape[1], 4, 32).T for q, e in zip(blocks, inits[name])])
+    reference = _moe_model("MoE", {**inits, **dequantized}, ["fc1", "b1", "fc2", "b2"], **attrs)
+    np.testing.assert_allclose(
+        _run(model, {"x": x, "router": router}), _run(reference, {"x": x, "router": router}), rtol=1e-5, atol=1e-4
+    )
+
+
+def test_gpt_oss_experts_fuse_and_equal_eager() -> None:
+    model = _make(
+        "GptOssConfig", "GptOssForCausalLM", **BASE, num_local_experts=4, num_experts_per_tok=2, head_dim=16,
+        sliding_window=4, initializer_range=0.2,
+    )()  # fmt: skip
+    experts = model.model.layers[0].mlp.experts
+    assert moe.clamped_qualifies(experts) and not moe.qualifies(experts)
+    result = onnxport.hf.export(model, target="onnxruntime")  # validated against eager
+    assert result.passed
+    ops = _ops(result.programs["model"])
+    assert ops["MoE"] == 2 and ops["Loop"] == 0 and ops["GroupQueryAttention"] == 2
+    for node in result.programs["model"].model.graph:
+        if node.op_type == "MoE":
+            assert node.attributes["swiglu_limit"].as_float() == 7.0
+            assert node.attributes["activation_alpha"].as_float() == pytest.approx(1.702)
+    quantized = onnxport.hf.export(model, target="onnxruntime", quantize="int4", validate=False)
+    assert _ops(quantized.programs["model"])["QMoE"] == 2
 
 
 def test_int4_moe_export_runs_close_to_float(tmp_path: pathlib.Path) -> None:

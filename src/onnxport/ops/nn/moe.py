@@ -35,6 +35,14 @@ elsewhere, whose softmax is ``w / sum(w)`` on those k experts, and multiplies th
 The CPU kernel reads the SwiGLU weights interleaved (``swiglu_fusion=1``: row ``2j`` gate ``j``,
 ``2j + 1`` up ``j``), so ``gate_up_proj`` goes through ``Reshape → Transpose → Reshape``, which
 :mod:`onnxport.passes.ort.moe` folds into a weight transform applied when the weights are written.
+
+``onnxport::clamped_swiglu_experts`` is the same for gpt-oss's experts (``GptOssExperts``): biases
+on both projections, ``gate_up_proj`` (E, H, 2I) and ``down_proj`` (E, I, H) stored input-major,
+gate and up already interleaved, and the clamped SwiGLU ``(clamp(up, -l, l) + 1) * g *
+sigmoid(alpha * g)`` with ``g = min(gate, l)``. The kernel computes exactly that with
+``activation_alpha = alpha``, ``activation_beta = 1`` and ``swiglu_limit = l`` (checked against
+the formula in ``tests/passes/ort/test_moe.py``); the weights are fed transposed to its
+``[E, out, in]`` layout, which the transposed-weights pass folds into the written tensors.
 """
 
 from __future__ import annotations
@@ -83,6 +91,62 @@ def moe_experts(
         y = torch.nn.functional.linear(torch.nn.functional.silu(gate) * up, down_proj[expert])
         out.index_add_(0, token, (y * top_k_weights[token, slot, None]).to(out.dtype))
     return out
+
+
+@torch.library.custom_op("onnxport::clamped_swiglu_experts", mutates_args=())
+def clamped_swiglu_experts(
+    hidden: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up_proj: torch.Tensor,
+    gate_up_bias: torch.Tensor,
+    down_proj: torch.Tensor,
+    down_bias: torch.Tensor,
+    alpha: float,
+    limit: float,
+) -> torch.Tensor:
+    """gpt-oss's experts (module docstring), in eager PyTorch.
+
+    Args:
+        hidden: (T, H) token rows.
+        top_k_index: (T, k) int64 chosen experts per token.
+        top_k_weights: (T, k) their weights.
+        gate_up_proj: (E, H, 2I), columns ``2j`` gate ``j`` and ``2j + 1`` up ``j``.
+        gate_up_bias: (E, 2I), interleaved likewise.
+        down_proj: (E, I, H).
+        down_bias: (E, H).
+        alpha: The sigmoid's slope (gpt-oss: 1.702).
+        limit: The clamp (gpt-oss: 7.0).
+
+    Returns:
+        (T, H): ``sum_j w[t, j] * ((clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g)) @
+        down_e + down_bias_e``, ``g = min(gate, limit)`` (transformers ``GptOssExperts.forward``).
+    """
+    out = torch.zeros_like(hidden)
+    for expert in range(gate_up_proj.shape[0]):
+        token, slot = torch.where(top_k_index == expert)
+        if token.numel() == 0:
+            continue
+        gate_up = hidden[token] @ gate_up_proj[expert] + gate_up_bias[expert]
+        gate, up = gate_up[..., ::2].clamp(max=limit), gate_up[..., 1::2].clamp(-limit, limit)
+        y = ((up + 1) * gate * torch.sigmoid(gate * alpha)) @ down_proj[expert] + down_bias[expert]
+        out.index_add_(0, token, (y * top_k_weights[token, slot, None]).to(out.dtype))
+    return out
+
+
+@clamped_swiglu_experts.register_fake
+def _clamped_swiglu_experts_fake(
+    hidden: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up_proj: torch.Tensor,
+    gate_up_bias: torch.Tensor,
+    down_proj: torch.Tensor,
+    down_bias: torch.Tensor,
+    alpha: float,
+    limit: float,
+) -> torch.Tensor:
+    return torch.empty_like(hidden)
 
 
 @moe_experts.register_fake
@@ -187,25 +251,66 @@ def onnxport_moe_experts(
     sizes and k.
     """
     experts, rows, size = (static_dim(gate_up_proj, a) for a in range(3))
-    k = static_dim(top_k_index, 1)
-    if None in (experts, rows, size, k) or hidden.dtype != ir.DataType.FLOAT:
-        ctx.unsupported("onnxport::moe_experts needs float32 rows and static expert count, sizes and k")
+    k = _static_k(ctx, hidden, top_k_index, experts, rows, size)
     assert experts is not None and rows is not None and size is not None
+    i64 = ir.DataType.INT64
+    pairs = ctx.op.Reshape(gate_up_proj, ctx.const([experts, 2, rows // 2, size], i64))
+    interleaved = ctx.op.Reshape(
+        ctx.op.Transpose(pairs, perm=[0, 2, 1, 3]), ctx.const([experts, rows, size], i64)
+    )
+    y = ctx.op.MoE(
+        hidden, _router(ctx, hidden, top_k_index, top_k_weights, experts), interleaved, None, down_proj,
+        _domain="com.microsoft", k=k, activation_type="swiglu", swiglu_fusion=1, activation_alpha=1.0,
+        activation_beta=0.0, normalize_routing_weights=1,
+    )  # fmt: skip
+    return _weighted(ctx, y, hidden, top_k_weights)
+
+
+@translates(torch.ops.onnxport.clamped_swiglu_experts.default)
+def onnxport_clamped_swiglu_experts(
+    ctx: Ctx, hidden: ir.Value, top_k_index: ir.Value, top_k_weights: ir.Value, gate_up_proj: ir.Value,
+    gate_up_bias: ir.Value, down_proj: ir.Value, down_bias: ir.Value, alpha: float, limit: float,
+) -> ir.Value:
+    """onnxport::clamped_swiglu_experts(Tensor hidden, Tensor top_k_index, Tensor top_k_weights, Tensor gate_up_proj, Tensor gate_up_bias, Tensor down_proj, Tensor down_bias, float alpha, float limit) -> Tensor
+
+    ``com.microsoft.MoE`` with the clamped SwiGLU and both biases (module docstring), the weights
+    transposed to the kernel's ``[E, out, in]``.
+    """
+    experts, size, rows = (static_dim(gate_up_proj, a) for a in range(3))
+    k = _static_k(ctx, hidden, top_k_index, experts, rows, size)
+    assert experts is not None
+    y = ctx.op.MoE(
+        hidden, _router(ctx, hidden, top_k_index, top_k_weights, experts),
+        ctx.op.Transpose(gate_up_proj, perm=[0, 2, 1]), gate_up_bias,
+        ctx.op.Transpose(down_proj, perm=[0, 2, 1]), down_bias,
+        _domain="com.microsoft", k=k, activation_type="swiglu", swiglu_fusion=1,
+        activation_alpha=float(alpha), activation_beta=1.0, swiglu_limit=float(limit),
+        normalize_routing_weights=1,
+    )  # fmt: skip
+    return _weighted(ctx, y, hidden, top_k_weights)
+
+
+def _static_k(ctx: Ctx, hidden: ir.Value, top_k_index: ir.Value, *dims: int | None) -> int:
+    """The experts per token; refuses dynamic sizes and non-float32 rows (the kernel's float path)."""
+    k = static_dim(top_k_index, 1)
+    if None in (*dims, k) or hidden.dtype != ir.DataType.FLOAT:
+        ctx.unsupported("the fused experts need float32 rows and static expert count, sizes and k")
+    assert k is not None
+    return k
+
+
+def _router(ctx: Ctx, hidden: ir.Value, top_k_index: ir.Value, top_k_weights: ir.Value, experts: int) -> ir.Value:
+    """The kernel's router logits: ``log(w)`` at the chosen experts, ``-inf`` elsewhere."""
     f32, i64 = ir.DataType.FLOAT, ir.DataType.INT64
     tokens = ctx.op.Shape(hidden, start=0, end=1)
     blank = ctx.op.ConstantOfShape(
         ctx.op.Concat(tokens, ctx.const([experts], i64), axis=0), value=ir.tensor([-np.inf], dtype=f32)
     )
     blank.dtype = f32
-    router = ctx.op.ScatterElements(blank, top_k_index, ctx.op.Log(top_k_weights), axis=1)
-    pairs = ctx.op.Reshape(gate_up_proj, ctx.const([experts, 2, rows // 2, size], i64))
-    interleaved = ctx.op.Reshape(
-        ctx.op.Transpose(pairs, perm=[0, 2, 1, 3]), ctx.const([experts, rows, size], i64)
-    )
-    y = ctx.op.MoE(
-        hidden, router, interleaved, None, down_proj, _domain="com.microsoft", k=k,
-        activation_type="swiglu", swiglu_fusion=1, activation_alpha=1.0, activation_beta=0.0,
-        normalize_routing_weights=1,
-    )  # fmt: skip
-    y.dtype, y.shape = hidden.dtype, hidden.shape
-    return ctx.op.Mul(y, ctx.op.ReduceSum(top_k_weights, ctx.const([1], i64), keepdims=1))
+    return ctx.op.ScatterElements(blank, top_k_index, ctx.op.Log(top_k_weights), axis=1)
+
+
+def _weighted(ctx: Ctx, y: ir.Value, hidden: ir.Value, top_k_weights: ir.Value) -> ir.Value:
+    """The kernel's output times ``sum(w)`` (it renormalized the weights to sum to 1)."""
+    y.dtype, y.shape = ir.DataType.FLOAT, hidden.shape  # float32: checked by _static_k
+    return ctx.op.Mul(y, ctx.op.ReduceSum(top_k_weights, ctx.const([1], ir.DataType.INT64), keepdims=1))

@@ -7,7 +7,8 @@ an initializer by an initializer derived from it (:func:`onnxport.weights.derive
 ``<W>.interleaved``), computed when the weights are written, so no run copies the weight.
 
 :class:`QMoEPass` rewrites a ``MoE`` whose fc1/fc2 weights are float32 initializers to
-``com.microsoft.QMoE`` (ContribOperators.md): per expert, each ``[N, K]`` weight (N outputs, K
+``com.microsoft.QMoE`` (ContribOperators.md; the biases and the activation attributes, gpt-oss's
+``swiglu_limit`` among them, carried over as they are): per expert, each ``[N, K]`` weight (N outputs, K
 inputs) is quantized block-wise along K exactly as a MatMulNBits weight
 (:mod:`onnxport.passes.ort.blockwise`; ``fc*_experts_weights`` ``[E, N, K * bits / 8]``,
 ``fc*_scales`` ``[E, N, K / block_size]``, zero points ``[E, N, ceil(K / block_size * bits / 8)]``
@@ -36,6 +37,8 @@ from onnxport.passes.ort.matmul_nbits import (
     error_estimate,
 )
 
+# MoE inputs: x, router, fc1 weights, fc1 bias, fc2 weights, fc2 bias, fc3 weights, fc3 bias
+_MOE_FC1_BIAS, _MOE_FC2_BIAS = 3, 5
 # QMoE inputs after the router: fc1 weights, scales, bias; fc2 ...; fc3 ...; then zero points
 _FC1, _FC2 = 2, 5
 _FC1_ZERO, _FC2_ZERO = 11, 12
@@ -149,9 +152,9 @@ class QMoEPass(ir.passes.InPlacePass):
             if node.op_type != "MoE" or node.domain != MICROSOFT or len(node.inputs) < 5:
                 continue
             fc1, fc2 = (_float_experts(node.inputs[i], self.options.block_size) for i in (2, 4))
-            extra = [v for v in node.inputs[5:] if v is not None]
-            if fc1 is None or fc2 is None or node.inputs[3] is not None or extra:
-                continue  # biases and fc3 are not emitted by onnxport.ops.nn.moe
+            fc3 = [v for v in node.inputs[6:] if v is not None]
+            if fc1 is None or fc2 is None or fc3:
+                continue  # fc3 (unfused SwiGLU) is not emitted by onnxport.ops.nn.moe
             self._rewrite(graph, node, fc1, fc2)
             modified = True
         return ir.passes.PassResult(model, modified)
@@ -184,6 +187,8 @@ class QMoEPass(ir.passes.InPlacePass):
         inputs[0], inputs[1] = node.inputs[0], node.inputs[1]
         inputs[_FC1], inputs[_FC1 + 1] = one["packed"], one["scales"]
         inputs[_FC2], inputs[_FC2 + 1] = two["packed"], two["scales"]
+        biases = [node.inputs[i] if len(node.inputs) > i else None for i in (_MOE_FC1_BIAS, _MOE_FC2_BIAS)]
+        inputs[_FC1 + 2], inputs[_FC2 + 2] = biases  # float32, as in MoE
         if not o.symmetric:
             inputs[_FC1_ZERO], inputs[_FC2_ZERO] = one["zero_points"], two["zero_points"]
         while inputs[-1] is None:
