@@ -74,11 +74,13 @@ SMALL = {
 
 
 # -- checkpoint ---------------------------------------------------------------------------------
-def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 << 30) -> int:
+def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 << 30, tied: bool = False) -> int:
     """A random-weight LlamaForCausalLM folder (config, safetensors shards + index, tokenizer).
 
     Weights are drawn tensor by tensor (normal, std 0.02; norms 1 + 0.1 normal) and never held as
-    a whole model. Returns the number of parameters.
+    a whole model. ``tied``: the LM head is the embedding table (``tie_word_embeddings``, as Llama
+    3.2 1B/3B, Qwen2.5 0.5B-3B, Gemma; no ``lm_head.weight`` in the checkpoint). Returns the number
+    of parameters.
     """
     import torch
     from safetensors.torch import save_file
@@ -89,7 +91,7 @@ def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 <<
         **sizes,
         max_position_embeddings=4096,
         rms_norm_eps=1e-5,
-        tie_word_embeddings=False,
+        tie_word_embeddings=tied,
         architectures=["LlamaForCausalLM"],
         bos_token_id=1,
         eos_token_id=2,
@@ -100,6 +102,8 @@ def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 <<
     config.save_pretrained(folder)
     with torch.device("meta"):
         shapes = {k: v.shape for k, v in LlamaForCausalLM(config).state_dict().items()}
+    if tied:
+        shapes.pop("lm_head.weight", None)
     generator = torch.Generator().manual_seed(0)
     shards: list[dict[str, Any]] = [{}]
     size = 0
@@ -390,6 +394,9 @@ def main() -> None:
     parser.add_argument("--batches", default="1,4", help="comma list of batch sizes")
     parser.add_argument("--skip", default="", help="comma list of variants not to export/run")
     parser.add_argument(
+        "--tie-word-embeddings", action="store_true", help="the LM head shares the embedding table"
+    )
+    parser.add_argument(
         "--control",
         action="store_true",
         help="also time a second session of the builder's graph (builder-control): the ratio "
@@ -402,12 +409,14 @@ def main() -> None:
     if work.exists() and not args.measure_only:
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"sizes": sizes, "threads": args.threads, "load_before": uptime()}
+    report: dict[str, Any] = {
+        "sizes": sizes, "tied": args.tie_word_embeddings, "threads": args.threads, "load_before": uptime(),
+    }  # fmt: skip
     print(report["load_before"], flush=True)
     try:
         start = time.perf_counter()
         if not args.measure_only:
-            report["parameters"] = make_checkpoint(work / "ckpt", sizes)
+            report["parameters"] = make_checkpoint(work / "ckpt", sizes, tied=args.tie_word_embeddings)
         report["checkpoint_seconds"] = round(time.perf_counter() - start, 1)
         print(
             f"checkpoint: {report.get('parameters', 0) / 1e9:.3f} B parameters, {report['checkpoint_seconds']} s",
