@@ -249,3 +249,20 @@ def test_quantize_needs_a_float32_graph(
     with pytest.raises(HFError, match="float16, bfloat16 or float32"):
         onnxport.hf.export(checkpoint[1], output_dir=tmp_path / "o", stream=True, dtype="int8")
     assert not (tmp_path / "o").exists()
+
+
+def test_quantize_of_a_half_checkpoint_builds_a_float32_graph(tmp_path: pathlib.Path) -> None:
+    """Most checkpoints are bfloat16: ``quantize`` alone exports the float32 graph MatMulNBits takes
+    (weights cast as they stream); a loaded half-precision model gets a clear error instead of an
+    unquantized graph."""
+    from onnxport.testing.tiny_models import DECODER, _make
+
+    model = _make("LlamaConfig", "LlamaForCausalLM", **{**DECODER, "hidden_size": 64, "num_attention_heads": 4})()
+    model.to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+    result = onnxport.hf.export(tmp_path / "bf16", output_dir=tmp_path / "out", stream=True, quantize="int4")
+    assert result.passed and result.streamed is not None and result.streamed.dtype == torch.float32
+    ops = [n.op_type for n in result.programs["model"].model.graph]
+    assert ops.count("MatMulNBits") == 2 * 4 + 1 and "MatMul" not in ops  # 2 layers: qkv, o, gate|up, down; head
+    with pytest.raises(HFError, match=r"torch.bfloat16: convert it with model.float\(\)"):
+        onnxport.hf.export(model, output_dir=tmp_path / "in-memory", quantize="int4")
+    assert not (tmp_path / "in-memory").exists()

@@ -205,6 +205,13 @@ def export(
         raise HFError(
             f"model_or_folder must be a folder path or a transformers model, not {type(model_or_folder).__name__}."
         )
+    floating = {p.dtype for p in loaded.model.parameters() if p.is_floating_point()}
+    if quantization is not None and floating - {torch.float32}:
+        raise HFError(
+            f"quantize= rewrites float32 MatMuls; the model's weights are {', '.join(sorted(map(str, floating)))}: "
+            "convert it with model.float() first, or export its safetensors folder (stream=True / "
+            "onnxport export --hf), which casts the weights to float32 as they stream."
+        )
     if shared and loaded.task.kind != "causal-lm":
         raise HFError(
             f"kv_cache='shared' is for text-generation decoders, not task {loaded.task.name!r}."
