@@ -132,21 +132,27 @@ def test_kernel_softcaps_before_adding_the_bias() -> None:
     assert np.abs(got - attend(cap * np.tanh((scores + bias) / cap))).max() > 0.1  # the other order
 
 
-def test_eager_softcap_attention_fuses_only_in_the_shared_buffer_graph() -> None:
-    """Gemma 2's eager attention (logit softcapping) becomes GroupQueryAttention with ``softcap``
-    in the shared-buffer graph; the concatenating graph keeps it (a left-padded query row's eager
-    softmax averages all of V, the kernel only its causal prefix). Both validated vs eager."""
+def test_eager_softcap_attention_fuses_in_both_graphs() -> None:
+    """Gemma 2's eager attention (logit softcapping) becomes GroupQueryAttention with ``softcap``.
+    In the concatenating graph a left-padded query row (its mask hides every key) gets the mean of
+    all of V, as eager's softmax gives it (the kernel would average only its causal prefix):
+    equal to the standard graph with left padding and a past; validated vs eager in both."""
     from onnxport.testing.tiny_models import _make
 
     model = _make("Gemma2Config", "Gemma2ForCausalLM", **GQA_DECODER, sliding_window=4, head_dim=16)()
     assert model.config._attn_implementation == "eager"
-    concat = onnxport.hf.export(model, target="onnxruntime")
-    assert concat.passed and _ops(concat.programs["model"])["GroupQueryAttention"] == 0
-    shared = onnxport.hf.export(model, target="onnxruntime", kv_cache="shared")
-    assert shared.passed
-    gqa = [n for n in shared.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
-    assert len(gqa) == 2 and all(n.attributes["softcap"].as_float() == 50.0 for n in gqa)
-    assert _ops(shared.programs["model"])["Tanh"] == 1  # only the final logit softcapping is left
+    for kv_cache in ("concat", "shared"):
+        result = onnxport.hf.export(model, target="onnxruntime", kv_cache=kv_cache)
+        assert result.passed
+        program = result.programs["model"]
+        gqa = [n for n in program.model.graph if n.op_type == "GroupQueryAttention"]
+        assert len(gqa) == 2 and all(n.attributes["softcap"].as_float() == 50.0 for n in gqa)
+        assert _ops(program)["Tanh"] == 1  # only the final logit softcapping is left
+        # concat: each output goes through Where(row attends to something, out, mean of V)
+        readers = [{u.node.op_type for u in n.outputs[0].uses()} for n in gqa]
+        assert readers == [{"Where"}] * 2 if kv_cache == "concat" else all("Where" not in r for r in readers)
+    standard = onnxport.hf.export(model, validate=False).programs["model"]
+    _compare(model, onnxport.hf.export(model, target="onnxruntime").programs["model"], standard)
 
 
 def test_kernel_head_sink_is_gpt_oss_sink_softmax() -> None:

@@ -27,11 +27,14 @@ with the new keys/values along the sequence axis, through transformers' ``repeat
   softmax's denominator only; checked against this formula in
   ``tests/passes/ort/test_group_query_attention.py``).
 
-All give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. The eager
-form without sinks is rewritten only in the shared-buffer graph (see :attr:`Match.sdpa`); with
-sinks a row attending to nothing gives 0 in eager (the sink takes all the weight) and in the
-kernel, so it is exact with left padding and rewritten in both graphs.
+All give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. They differ
+in what a query row whose mask hides every key (a left-padding position) gets
+(:attr:`Match.empty_row`), which the rewrite reproduces: the kernel averages the row's causal
+prefix of ``V`` (every score equally masked); ONNX Attention gives 0, eager's softmax the mean of
+all of ``V`` (every score equally the mask's minimum), the sinks form 0 as the kernel with
+``head_sink`` does (the sink takes all the weight).
 """
+
 
 from __future__ import annotations
 
@@ -41,6 +44,10 @@ import math
 import onnx_ir as ir
 
 from onnxport.passes.fusions import by_constant, producer, scalar
+
+EMPTY_ROW_ZERO = "zero"  # ONNX Attention: the rewrite zeroes the row
+EMPTY_ROW_MEAN = "mean"  # eager softmax: the rewrite puts the mean of all of V there
+EMPTY_ROW_KERNEL = "kernel"  # the sinks form: the kernel already gives what the graph gives
 
 
 @dataclasses.dataclass
@@ -55,11 +62,9 @@ class Match:
         mask: The additive float or boolean mask ``[B or 1, 1, S, T]``, or ``None`` (causal).
         scale: The factor of ``q·Kᵀ`` (``None``: ``1/√head_size``).
         softcap: Attention logit softcapping (0: none).
-        sdpa: The ONNX ``Attention`` form, whose rows attending to nothing give 0 (the rewrite
-            zeroes them too). The eager form's softmax gives such a row (a left-padding query)
-            the mean of all of ``V``, the kernel the mean of its causal prefix: the eager form is
-            rewritten only for the shared-buffer graph, whose rows are unpadded by contract --
-            unless it has sinks (:attr:`exact_when_padded`).
+        empty_row: What the graph gives a query row whose mask hides every key:
+            :data:`EMPTY_ROW_ZERO`, :data:`EMPTY_ROW_MEAN` or :data:`EMPTY_ROW_KERNEL` (module
+            docstring).
         key_concat, value_concat: The cache ``Concat`` nodes behind ``K`` and ``V``.
         output_chain_end: The ``[B, S, heads * head_size]`` value the output is reshaped to, when
             the graph does that right after (:func:`_output_chain`).
@@ -72,7 +77,7 @@ class Match:
     mask: ir.Value | None
     scale: float | None
     softcap: float
-    sdpa: bool
+    empty_row: str
     key_concat: ir.Node
     value_concat: ir.Node
     heads: int
@@ -80,12 +85,6 @@ class Match:
     head_size: int
     output_chain_end: ir.Value | None
     sink: ir.Value | None = None
-
-    @property
-    def exact_when_padded(self) -> bool:
-        """A query row attending to nothing gives the same in the kernel as in the graph: 0 for
-        ONNX Attention (after the rewrite's zeroing) and for the sinks form."""
-        return self.sdpa or self.sink is not None
 
 
 def _cache_concat(value: ir.Value | None) -> ir.Node | None:
@@ -152,7 +151,7 @@ def _complete(
     mask: ir.Value | None,
     scale: float | None,
     softcap: float,
-    sdpa: bool,
+    empty_row: str,
     sink: ir.Value | None = None,
 ) -> Match | None:
     """The checks both forms share: float32 4-D ``q``, cache Concats, static head sizes."""
@@ -175,7 +174,7 @@ def _complete(
     chain = _output_chain(anchor.outputs[0], heads * head_size)
     return Match(
         anchor=anchor, query=query, mask=mask, scale=scale, softcap=softcap,
-        sdpa=sdpa, key_concat=key_concat,
+        empty_row=empty_row, key_concat=key_concat,
         value_concat=value_concat, heads=heads, kv_heads=kv_heads, head_size=head_size,
         output_chain_end=chain, sink=sink,
     )  # fmt: skip
@@ -205,7 +204,7 @@ def _match_onnx(node: ir.Node) -> Match | None:
     scale = node.attributes.get("scale")
     return _complete(
         node, node.inputs[0], node.inputs[1], node.inputs[2], mask=mask,
-        scale=None if scale is None else scale.as_float(), softcap=0.0, sdpa=True,
+        scale=None if scale is None else scale.as_float(), softcap=0.0, empty_row=EMPTY_ROW_ZERO,
     )  # fmt: skip
 
 
@@ -238,8 +237,8 @@ def _match_eager(node: ir.Node) -> Match | None:
         if found is not None:
             query, key, scale, softcap = found
             return _complete(
-                node, query, key, value, mask=mask, scale=scale, softcap=softcap, sdpa=False,
-                sink=sink,
+                node, query, key, value, mask=mask, scale=scale, softcap=softcap,
+                empty_row=EMPTY_ROW_MEAN if sink is None else EMPTY_ROW_KERNEL, sink=sink,
             )  # fmt: skip
     return None
 

@@ -18,7 +18,9 @@ the present (past + new, written in place when past and present share a buffer).
 - the mask becomes ``attention_bias`` (``0`` where attended, the float32 minimum elsewhere), so
   padding and sliding windows keep their exact semantics; ``seqlens_k`` is ``T - 1`` for every
   row and ``causal=1`` (the fusion applies to decoders, whose mask already is causal);
-- rows whose mask attends to nothing (left padding) give 0, as eager's sdpa and ONNX Attention do;
+- rows whose mask attends to nothing (left padding) give what the graph gave
+  (:attr:`~onnxport.passes.ort.attention_match.Match.empty_row`): 0 for ONNX Attention, the mean
+  of all of ``V`` for eager's softmax; the kernel alone would average their causal prefix;
 - the output replaces the ``Reshape(Transpose(Reshape(out)))`` chain, or feeds an equivalent one.
 
 Two options change this (:class:`GroupQueryAttentionPass`):
@@ -63,7 +65,12 @@ import onnx_ir as ir
 from onnxport import weights
 from onnxport.errors import InputError
 from onnxport.passes.fusions import producer
-from onnxport.passes.ort.attention_match import Match, match_attention
+from onnxport.passes.ort.attention_match import (
+    EMPTY_ROW_MEAN,
+    EMPTY_ROW_ZERO,
+    Match,
+    match_attention,
+)
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
 from onnxport.passes.ort.rotary import Rotary, caches, match_rotary
 
@@ -144,8 +151,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
         found = (match_attention(n) for n in list(graph))
-        # the eager form without sinks is not exact for left-padded rows: shared graph only
-        matches = [m for m in found if m is not None and (m.exact_when_padded or self.shared_buffer)]
+        matches = [m for m in found if m is not None]
         if not has_kernel("GroupQueryAttention"):
             matches = []
         if self.shared_buffer:
@@ -268,9 +274,11 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         nodes.append(gqa)
         out, present_key, present_value = gqa.outputs
         result = out
-        if mask is not None and m.sdpa:
-            rows = self._rows(graph, mask, shared, add, const)
+        if mask is not None and m.empty_row == EMPTY_ROW_ZERO:
+            rows = self._rows(mask, shared, add, const)
             result = add("Mul", [out, rows])
+        elif mask is not None and m.empty_row == EMPTY_ROW_MEAN:
+            result = self._mean_where_empty(m, mask, out, present_value, shared, add, const)
         if m.output_chain_end is None:
             split = add(
                 "Reshape",
@@ -372,8 +380,23 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 bias = mask
         return seqlens, total, bias
 
+    def _mean_where_empty(self, m: Match, mask: ir.Value, out: ir.Value, present_value: ir.Value, shared, add, const):  # type: ignore[no-untyped-def]
+        """``out`` ([B, S, heads * head_size]) with the rows whose mask hides every key replaced
+        by the mean of all of ``V`` per head, as eager's softmax gives them (module docstring of
+        :mod:`~onnxport.passes.ort.attention_match`)."""
+        key = ("attended", id(mask))
+        if key not in shared:
+            rows = self._rows(mask, shared, add, const)
+            shared[key] = add("Cast", [rows], to=ir.DataType.BOOL)
+        axes = const("axes", np.array([2], np.int64))
+        mean = add("ReduceMean", [present_value, axes], keepdims=1)  # [B, kv_heads, 1, D]
+        group = const("shape", np.array([1, 1, m.heads // m.kv_heads, 1], np.int64))
+        heads = add("Expand", [mean, group])  # [B, kv_heads, group, D]: head h reads kv head h // group
+        flat = add("Reshape", [heads, const("shape", np.array([0, 1, m.heads * m.head_size], np.int64))])
+        return add("Where", [shared[key], out, flat])
+
     @staticmethod
-    def _rows(graph: ir.Graph, mask: ir.Value, shared: dict, add, const) -> ir.Value:  # type: ignore[no-untyped-def]
+    def _rows(mask: ir.Value, shared: dict, add, const) -> ir.Value:  # type: ignore[no-untyped-def]
         """``[B, S, 1]`` float: 1 where the mask row attends to something, else 0."""
         key = -id(mask)
         if key not in shared:
