@@ -89,18 +89,16 @@ def test_greedy_generation_equals_transformers(exported) -> None:
     assert_greedy_equals_transformers(model, program)
 
 
-def test_kernel_softcaps_before_adding_the_bias() -> None:
-    """onnxruntime's GroupQueryAttention applies ``softcap`` to the scaled scores before adding
-    ``attention_bias`` — transformers' order (Gemma 2's ``eager_attention_forward``), which the
-    eager-form fusion (:mod:`onnxport.passes.ort.attention_match`) relies on."""
+def _gqa_session(heads: int, kv_heads: int, sink: bool, **attributes: float):
+    """One GroupQueryAttention node in a session: inputs q, k, v, pk, pv, sk (seqlens_k), tot
+    (total length), bias (attention_bias) [and sink (head_sink)]; outputs o, pko, pvo."""
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
-    heads, kv_heads, size, past, cap = 4, 2, 16, 6, 5.0
-    names = ["q", "k", "v", "pk", "pv", "sk", "tot", "bias"]
+    names = ["q", "k", "v", "pk", "pv", "sk", "tot", "bias", *(["sink"] if sink else [])]
     node = helper.make_node(
-        "GroupQueryAttention", [*names[:7], "", "", "", "bias"], ["o", "pko", "pvo"],
-        domain="com.microsoft", num_heads=heads, kv_num_heads=kv_heads, softcap=cap, scale=1.0,
+        "GroupQueryAttention", [*names[:7], "", "", "", *names[7:]], ["o", "pko", "pvo"],
+        domain="com.microsoft", num_heads=heads, kv_num_heads=kv_heads, **attributes,
     )  # fmt: skip
     graph = helper.make_graph(
         [node], "g",
@@ -109,7 +107,15 @@ def test_kernel_softcaps_before_adding_the_bias() -> None:
     )  # fmt: skip
     opsets = [helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
     model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def test_kernel_softcaps_before_adding_the_bias() -> None:
+    """onnxruntime's GroupQueryAttention applies ``softcap`` to the scaled scores before adding
+    ``attention_bias`` — transformers' order (Gemma 2's ``eager_attention_forward``), which the
+    eager-form fusion (:mod:`onnxport.passes.ort.attention_match`) relies on."""
+    heads, kv_heads, size, past, cap = 4, 2, 16, 6, 5.0
+    session = _gqa_session(heads, kv_heads, sink=False, softcap=cap, scale=1.0)
     rng = np.random.default_rng(0)
     q = rng.standard_normal((1, 1, heads * size)).astype(np.float32) * 8
     k = rng.standard_normal((1, 1, kv_heads * size)).astype(np.float32) * 8
@@ -160,23 +166,8 @@ def test_kernel_head_sink_is_gpt_oss_sink_softmax() -> None:
     ``softmax(concat([scores + mask, sink]))[..., :-1] @ V``. A left-padded query row attending to
     nothing gives 0 in both (the sink takes all the weight), which makes the fusion exact with
     padding."""
-    import onnxruntime as ort
-    from onnx import TensorProto, helper
-
     batch, seq, heads, kv_heads, size = 2, 5, 4, 2, 16
-    names = ["q", "k", "v", "pk", "pv", "sk", "tot", "bias", "sink"]
-    node = helper.make_node(
-        "GroupQueryAttention", [*names[:7], "", "", "", "bias", "sink"], ["o", "pko", "pvo"],
-        domain="com.microsoft", num_heads=heads, kv_num_heads=kv_heads,
-    )  # fmt: skip
-    graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(n, TensorProto.INT32 if n in ("sk", "tot") else TensorProto.FLOAT, None) for n in names],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("o", "pko", "pvo")],
-    )  # fmt: skip
-    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = _gqa_session(heads, kv_heads, sink=True)
     rng = np.random.default_rng(0)
     q = rng.standard_normal((batch, seq, heads * size)).astype(np.float32)
     k = rng.standard_normal((batch, seq, kv_heads * size)).astype(np.float32)

@@ -134,30 +134,13 @@ def clamped_swiglu_experts(
     return out
 
 
-@clamped_swiglu_experts.register_fake
-def _clamped_swiglu_experts_fake(
-    hidden: torch.Tensor,
-    top_k_index: torch.Tensor,
-    top_k_weights: torch.Tensor,
-    gate_up_proj: torch.Tensor,
-    gate_up_bias: torch.Tensor,
-    down_proj: torch.Tensor,
-    down_bias: torch.Tensor,
-    alpha: float,
-    limit: float,
-) -> torch.Tensor:
+def _like_hidden(hidden: torch.Tensor, *_: object) -> torch.Tensor:
+    """The fake (shape) implementation of both experts ops: the token rows' shape and dtype."""
     return torch.empty_like(hidden)
 
 
-@moe_experts.register_fake
-def _moe_experts_fake(
-    hidden: torch.Tensor,
-    top_k_index: torch.Tensor,
-    top_k_weights: torch.Tensor,
-    gate_up_proj: torch.Tensor,
-    down_proj: torch.Tensor,
-) -> torch.Tensor:
-    return torch.empty_like(hidden)
+moe_experts.register_fake(_like_hidden)
+clamped_swiglu_experts.register_fake(_like_hidden)
 
 
 def grouped_mm_rows(ctx: Ctx, x: ir.Value, weight: ir.Value, offs: ir.Value, bias: ir.Value | None = None) -> ir.Value:

@@ -96,14 +96,20 @@ def _cache_concat(value: ir.Value | None) -> ir.Node | None:
         if unsqueeze is None:
             return None
         value = unsqueeze.inputs[0]
-    concat = producer(value, "Concat")
-    if concat is None or len(concat.inputs) != 2:
-        return None
-    axis = concat.attributes.get("axis")
-    if axis is None or axis.as_int() not in (2, -2):
+    concat = _concat_of_two(value, (2, -2))
+    if concat is None:
         return None
     past = concat.inputs[0]
     if past is None or not past.is_graph_input() or past.shape is None or len(past.shape) != 4:
+        return None
+    return concat
+
+
+def _concat_of_two(value: ir.Value | None, axes: tuple[int, int]) -> ir.Node | None:
+    """The ``Concat`` of two inputs along one of ``axes`` producing ``value``, else ``None``."""
+    concat = producer(value, "Concat")
+    axis = None if concat is None else concat.attributes.get("axis")
+    if concat is None or len(concat.inputs) != 2 or axis is None or axis.as_int() not in axes:
         return None
     return concat
 
@@ -271,11 +277,8 @@ def _sink_logits(value: ir.Value | None) -> tuple[ir.Value, ir.Value] | None:
         if reduce is None or reduce.inputs[0] is not sub.inputs[0]:
             return None
         value = sub.inputs[0]
-    concat = producer(value, "Concat")
-    if concat is None or len(concat.inputs) != 2:
-        return None
-    axis = concat.attributes.get("axis")
-    if axis is None or axis.as_int() not in (-1, 3):
+    concat = _concat_of_two(value, (-1, 3))
+    if concat is None:
         return None
     logits, expanded = concat.inputs
     expand = producer(expanded, "Expand")
