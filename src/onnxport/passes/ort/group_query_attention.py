@@ -278,7 +278,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             rows = self._rows(mask, shared, add, const)
             result = add("Mul", [out, rows])
         elif mask is not None and m.empty_row == EMPTY_ROW_MEAN:
-            result = self._mean_where_empty(m, mask, out, present_value, shared, add, const)
+            result = self._mean_where_empty(m, mask, out, present_value, shared=shared, add=add, const=const)
         if m.output_chain_end is None:
             split = add(
                 "Reshape",
@@ -380,7 +380,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 bias = mask
         return seqlens, total, bias
 
-    def _mean_where_empty(self, m: Match, mask: ir.Value, out: ir.Value, present_value: ir.Value, shared, add, const):  # type: ignore[no-untyped-def]
+    def _mean_where_empty(self, m: Match, mask: ir.Value, out: ir.Value, present_value: ir.Value, *, shared, add, const):  # type: ignore[no-untyped-def]
         """``out`` ([B, S, heads * head_size]) with the rows whose mask hides every key replaced
         by the mean of all of ``V`` per head, as eager's softmax gives them (module docstring of
         :mod:`~onnxport.passes.ort.attention_match`)."""
