@@ -1,7 +1,9 @@
 """LLM decode/prefill speed on CPU: onnxport vs onnxruntime-genai's model builder, one run.
 
 Generates a random-weight Llama checkpoint (float32 safetensors shards, ~0.9B parameters by
-default: hidden 2048, intermediate 5632, 16 layers, 32 heads / 8 KV heads, vocab 32000), exports
+default: hidden 2048, intermediate 5632, 16 layers, 32 heads / 8 KV heads, vocab 32000;
+``--tie-word-embeddings`` shares the LM head with the embedding table; ``--family qwen3`` is
+Qwen3-0.6B's shapes instead: q/k RMS norms, head size 128, 28 layers, tied head), exports
 it with onnxport (standard ONNX, ``target="onnxruntime"``, ``quantize="int4"``) and with
 onnxruntime-genai 0.18's model builder (fp32 and int4, installed by this script into a separate
 virtual environment), then measures, alternating between exporters inside every cell:
@@ -62,6 +64,16 @@ LLAMA_1B = {
     "num_key_value_heads": 8,
     "vocab_size": 32000,
 }
+QWEN3_06B = {  # Qwen3-0.6B's shapes: q/k RMS norms, head_dim 128 > hidden / heads, tied head
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+}
+FAMILIES = {"llama": ("LlamaConfig", "LlamaForCausalLM"), "qwen3": ("Qwen3Config", "Qwen3ForCausalLM")}
 SMALL = {
     **LLAMA_1B,
     "num_hidden_layers": 2,
@@ -74,8 +86,11 @@ SMALL = {
 
 
 # -- checkpoint ---------------------------------------------------------------------------------
-def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 << 30, tied: bool = False) -> int:
-    """A random-weight LlamaForCausalLM folder (config, safetensors shards + index, tokenizer).
+def make_checkpoint(
+    folder: Path, sizes: dict[str, int], shard_bytes: int = 1 << 30, tied: bool = False, family: str = "llama"
+) -> int:
+    """A random-weight causal LM folder of ``family`` (:data:`FAMILIES`: config, safetensors shards
+    + index, tokenizer).
 
     Weights are drawn tensor by tensor (normal, std 0.02; norms 1 + 0.1 normal) and never held as
     a whole model. ``tied``: the LM head is the embedding table (``tie_word_embeddings``, as Llama
@@ -83,16 +98,18 @@ def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 <<
     of parameters.
     """
     import torch
+    import transformers
     from safetensors.torch import save_file
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    config = LlamaConfig(
+    config_class, model_class = (getattr(transformers, name) for name in FAMILIES[family])
+    config = config_class(
         **sizes,
         max_position_embeddings=4096,
         rms_norm_eps=1e-5,
         tie_word_embeddings=tied,
-        architectures=["LlamaForCausalLM"],
+        architectures=[FAMILIES[family][1]],
         bos_token_id=1,
         eos_token_id=2,
         pad_token_id=0,
@@ -101,7 +118,7 @@ def make_checkpoint(folder: Path, sizes: dict[str, int], shard_bytes: int = 1 <<
     folder.mkdir(parents=True)
     config.save_pretrained(folder)
     with torch.device("meta"):
-        shapes = {k: v.shape for k, v in LlamaForCausalLM(config).state_dict().items()}
+        shapes = {k: v.shape for k, v in model_class(config).state_dict().items()}
     if tied:
         shapes.pop("lm_head.weight", None)
     generator = torch.Generator().manual_seed(0)
@@ -397,6 +414,10 @@ def main() -> None:
         "--tie-word-embeddings", action="store_true", help="the LM head shares the embedding table"
     )
     parser.add_argument(
+        "--family", choices=list(FAMILIES), default="llama",
+        help="llama: the ~1B Llama; qwen3: Qwen3-0.6B's shapes (q/k norms, tied head)",
+    )  # fmt: skip
+    parser.add_argument(
         "--control",
         action="store_true",
         help="also time a second session of the builder's graph (builder-control): the ratio "
@@ -404,19 +425,20 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    sizes = SMALL if args.small else LLAMA_1B
+    sizes = SMALL if args.small else QWEN3_06B if args.family == "qwen3" else LLAMA_1B
+    tied = args.tie_word_embeddings or args.family == "qwen3"
     work = args.workdir
     if work.exists() and not args.measure_only:
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
-        "sizes": sizes, "tied": args.tie_word_embeddings, "threads": args.threads, "load_before": uptime(),
+        "family": args.family, "sizes": sizes, "tied": tied, "threads": args.threads, "load_before": uptime(),
     }  # fmt: skip
     print(report["load_before"], flush=True)
     try:
         start = time.perf_counter()
         if not args.measure_only:
-            report["parameters"] = make_checkpoint(work / "ckpt", sizes, tied=args.tie_word_embeddings)
+            report["parameters"] = make_checkpoint(work / "ckpt", sizes, tied=tied, family=args.family)
         report["checkpoint_seconds"] = round(time.perf_counter() - start, 1)
         print(
             f"checkpoint: {report.get('parameters', 0) / 1e9:.3f} B parameters, {report['checkpoint_seconds']} s",
@@ -480,7 +502,7 @@ def main() -> None:
                     result["seconds"] = min(result["runs"])
                 report["exports"][name] = result
                 shutil.rmtree(work / "cache", ignore_errors=True)
-        head_dim = sizes["hidden_size"] // sizes["num_attention_heads"]
+        head_dim = sizes.get("head_dim", sizes["hidden_size"] // sizes["num_attention_heads"])
         ok = [n for n, r in report["exports"].items() if r["returncode"] == 0]
         batches = [int(b) for b in args.batches.split(",")]
         wanted = set(args.cases.split(","))
