@@ -122,6 +122,16 @@ def _bsh_source(bnsh: ir.Value | None, hidden: int) -> ir.Value | None:
     return source
 
 
+def _bshd_source(bnsh: ir.Value | None) -> ir.Value | None:
+    """``x`` when ``bnsh = Transpose(x, [0, 2, 1, 3])`` with ``x`` 4-D: ``[B, S, heads, D]``."""
+    transpose = producer(bnsh, "Transpose")
+    perm = None if transpose is None else transpose.attributes.get("perm")
+    if transpose is None or perm is None or list(perm.as_ints()) != [0, 2, 1, 3]:
+        return None
+    x = transpose.inputs[0]
+    return x if x is not None and x.shape is not None and x.shape.rank() == 4 else None
+
+
 class GroupQueryAttentionPass(ir.passes.InPlacePass):
     """Fuse every matching Attention (see the module docstring).
 
@@ -206,7 +216,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             flat = _bsh_source(bnsh, heads * m.head_size)
             if flat is not None:  # the graph made bnsh from this [B, S, heads * head_size] tensor
                 return flat
-            x = add("Transpose", [bnsh], perm=[0, 2, 1, 3])
+            x = _bshd_source(bnsh)  # [B, S, heads, D] (q/k normed per head, Qwen3): no transpose back
+            if x is None:
+                x = add("Transpose", [bnsh], perm=[0, 2, 1, 3])
             return add(
                 "Reshape", [x, const("shape", np.array([0, 0, heads * m.head_size], np.int64))]
             )
@@ -364,8 +376,10 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         T = past length (the past graph input's dim 2) + the query's sequence length."""
         past = add("Shape", [m.key_concat.inputs[0]], start=2, end=3)
         v_new = m.value_concat.inputs[1]  # not the query: its rotary may be fused away
-        new = add("Shape", [v_new], start=2, end=3)
-        batch = add("Shape", [v_new], start=0, end=1)
+        # [B, S, ...] before the graph's transpose to BNSH, so that transpose is left unused
+        bsh = _bsh_source(v_new, m.kv_heads * m.head_size) or _bshd_source(v_new)
+        new = add("Shape", [v_new], start=2, end=3) if bsh is None else add("Shape", [bsh], start=1, end=2)
+        batch = add("Shape", [v_new if bsh is None else bsh], start=0, end=1)
         total_1d = add("Cast", [add("Add", [past, new])], to=ir.DataType.INT32)
         total = add("Squeeze", [total_1d, const("axes", np.array([0], np.int64))])
         last = add("Sub", [total_1d, const("one", np.array([1], np.int32))])
