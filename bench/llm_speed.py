@@ -269,7 +269,7 @@ class SharedBuffer:
 
     def __init__(self, sess: Any) -> None:
         self.sess = sess
-        self.bound: dict[int, Any] = {}
+        self.bound: tuple[Any, ...] | None = None  # the current inputs, binding and buffers
 
     def get_inputs(self) -> Any:
         return self.sess.get_inputs()
@@ -294,9 +294,12 @@ class SharedBuffer:
         return io, keep
 
     def run(self, outputs: list[str], inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        if id(inputs) not in self.bound:
-            self.bound[id(inputs)] = (inputs, *self._binding(inputs))
-        io = self.bound[id(inputs)][1]
+        """Bind ``inputs`` on their first run (a new cell), releasing the previous cell's buffers
+        first (kept, every cell's 2048-row buffers added up to ~7 GB per session at batch 4)."""
+        if self.bound is None or self.bound[0] is not inputs:
+            self.bound = None
+            self.bound = (inputs, *self._binding(inputs))
+        io = self.bound[1]
         self.sess.run_with_iobinding(io)
         return [io.get_outputs()[0].numpy()]
 

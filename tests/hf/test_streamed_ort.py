@@ -266,3 +266,31 @@ def test_quantize_of_a_half_checkpoint_builds_a_float32_graph(tmp_path: pathlib.
     with pytest.raises(HFError, match=r"torch.bfloat16: convert it with model.float\(\)"):
         onnxport.hf.export(model, output_dir=tmp_path / "in-memory", quantize="int4")
     assert not (tmp_path / "in-memory").exists()
+
+
+def test_cli_int4_tied_embeddings_share_the_heads_quantized_bytes(tmp_path: pathlib.Path) -> None:
+    """A tied checkpoint (Qwen2 with ``tie_word_embeddings``): the embedding lookup reads the int4
+    LM head's bytes (GatherBlockQuantized), the float table is not written, the folder is smaller
+    than with ``--quantize-embeddings none`` and runs (the streamed path runs the int4 files)."""
+    from onnxport.testing.tiny_models import DECODER, _make
+
+    base = {**DECODER, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 512}
+    _make("Qwen2Config", "Qwen2ForCausalLM", **base, tie_word_embeddings=True)().save_pretrained(tmp_path / "src")
+    sizes = {}
+    for mode in ("tied", "none"):
+        out = tmp_path / mode
+        args = ["export", "--hf", str(tmp_path / "src"), "-o", str(out), "--target", "onnxruntime",
+                "--quantize", "int4", "--quantize-embeddings", mode]  # fmt: skip
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert "the int4 model ran" in result.output
+        proto = onnx.load(str(find_model(out)), load_external_data=False)
+        ops = [n.op_type for n in proto.graph.node]
+        names = {t.name for t in proto.graph.initializer}
+        assert ("GatherBlockQuantized" in ops) == (mode == "tied")
+        assert ("model.embed_tokens.weight" in names) == (mode == "none")
+        sizes[mode] = sum(f.stat().st_size for f in (out / "onnx").iterdir())
+    assert sizes["tied"] < sizes["none"] - 512 * 64 * 4 * 0.9  # the float table's bytes are gone
+    bad = CliRunner().invoke(app, ["export", "--hf", str(tmp_path / "src"), "-o", str(tmp_path / "x"),
+                                   "--target", "onnxruntime", "--quantize", "int4", "--quantize-embeddings", "some"])  # fmt: skip
+    assert bad.exit_code == 2 and "embeddings must be one of" in bad.output

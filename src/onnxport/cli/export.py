@@ -204,6 +204,15 @@ def export_command(
             "--quantize-lm-head/--no-quantize-lm-head", help="--quantize the LM head too."
         ),
     ] = True,
+    quantize_embeddings: Annotated[
+        str,
+        typer.Option(
+            "--quantize-embeddings",
+            metavar="tied|all|none",
+            help="--quantize the embedding lookups (GatherBlockQuantized): `tied` (default) when "
+            "the table is the LM head's and shares its quantized bytes, `all` every table, `none`.",
+        ),
+    ] = "tied",
     kv_cache: Annotated[
         str,
         typer.Option(
@@ -274,6 +283,7 @@ def export_command(
                 "symmetric": not asymmetric,
                 "accuracy_level": accuracy_level,
                 "lm_head": quantize_lm_head,
+                "embeddings": quantize_embeddings,
             }
         return run_hf_export(
             folder, task, output, opset, optimize, layout=layout, target=target,

@@ -19,6 +19,7 @@ from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
 from onnxport.passes.ort.moe import MoEWeightsPass, QMoEPass
 from onnxport.passes.ort.packed_matmul import PackedMatMulPass
 from onnxport.passes.ort.packed_qkv import PackedQKVPass
+from onnxport.passes.ort.quantized_embedding import QuantizedEmbeddingPass
 from onnxport.passes.ort.skip_norm import SkipNormalizationPass
 from onnxport.passes.ort.transposed_matmul import TransposedMatMulPass
 
@@ -79,7 +80,11 @@ def optimize_for_onnxruntime(
         # attention fusion bypassed are removed first, so the Split's outputs have one use each
         passes += [common.RemoveUnusedNodesPass(), PackedQKVPass()]
     if quantize is not None:
-        passes += [MatMulNBitsPass(quantize, report), QMoEPass(quantize, report)]
+        passes += [
+            MatMulNBitsPass(quantize, report),
+            QuantizedEmbeddingPass(quantize, report),
+            QMoEPass(quantize, report),
+        ]
     passes += [
         common.RemoveUnusedNodesPass(),
         common.CommonSubexpressionEliminationPass(),

@@ -36,6 +36,7 @@ from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
 from onnxport.weights import WeightTensor, transposed
 
 FLOATS = (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+EMBEDDINGS = ("tied", "all", "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +50,9 @@ class QuantizeOptions:
         accuracy_level: MatMulNBits' minimum compute accuracy (0 unset, 1 fp32, 2 fp16, 3 bf16,
             4 int8 activations; onnxruntime-genai's builder uses 4 on CPU).
         lm_head: Quantize the MatMul producing the logits too.
+        embeddings: Embedding lookups as ``GatherBlockQuantized``
+            (:mod:`onnxport.passes.ort.quantized_embedding`): ``"tied"`` those sharing the
+            quantized LM head's tensors, ``"all"`` every float32 table too, ``"none"``.
 
     Raises:
         InputError: A value outside the ranges above.
@@ -59,8 +63,11 @@ class QuantizeOptions:
     symmetric: bool = True
     accuracy_level: int = 4
     lm_head: bool = True
+    embeddings: str = "tied"
 
     def __post_init__(self) -> None:
+        if self.embeddings not in EMBEDDINGS:
+            raise InputError(f"embeddings must be one of {EMBEDDINGS}, got {self.embeddings!r}")
         if self.bits not in blockwise.BITS:
             raise InputError(f"bits must be 4 or 8, got {self.bits}")
         if self.block_size not in blockwise.BLOCK_SIZES:
