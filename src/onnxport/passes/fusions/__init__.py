@@ -53,3 +53,32 @@ def by_constant(value: ir.Value | None, op_type: str) -> tuple[ir.Value, float] 
         if x is not None and constant is not None:
             return x, constant
     return None
+
+
+def float_initializer(value: ir.Value | None, rank: int) -> ir.TensorProtocol | None:
+    """The float32 tensor of rank ``rank`` held by initializer ``value`` (not a graph input),
+    else ``None``. Reads no data."""
+    if value is None or not value.is_initializer() or value.is_graph_input() or value.const_value is None:
+        return None
+    tensor = value.const_value
+    return tensor if tensor.dtype == ir.DataType.FLOAT and len(tensor.shape) == rank else None
+
+
+def transposed_initializer(value: ir.Value | None) -> ir.Node | None:
+    """The ``Transpose(perm=(1, 0))`` node producing ``value`` from a float32 2-D initializer (a
+    tied LM head reading the embedding table), else ``None``."""
+    node = producer(value, "Transpose")
+    if node is None or value is None or value.is_graph_output():
+        return None
+    if tuple(node.attributes.get_ints("perm", ())) != (1, 0) or float_initializer(node.inputs[0], 2) is None:
+        return None
+    return node
+
+
+def drop_unused_initializer(graph: ir.Graph, value: ir.Value | None) -> None:
+    """Remove initializer ``value`` from ``graph`` once nothing reads it (a rewrite replaced its
+    last use), so a pass leaves no orphan weight behind."""
+    if value is None or value.name is None or not value.is_initializer():
+        return
+    if not value.uses() and not value.is_graph_output():
+        graph.initializers.pop(value.name, None)

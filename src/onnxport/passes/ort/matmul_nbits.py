@@ -31,6 +31,12 @@ import numpy as np
 import onnx_ir as ir
 
 from onnxport.errors import InputError
+from onnxport.passes.fusions import (
+    drop_unused_initializer,
+    float_initializer,
+    substitute,
+    transposed_initializer,
+)
 from onnxport.passes.ort import blockwise
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
 from onnxport.weights import WeightTensor, transposed
@@ -186,23 +192,9 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
     def _rewrite(self, graph: ir.Graph, node: ir.Node, target: Projection) -> None:
         o = self.options
         k, n = (int(d) for d in target.weight.shape.numpy())
-        blocks = -(-k // o.block_size)
         shared = SharedQuantization(target.weight, target.name, o, self.report)
-        shapes = {
-            "packed": ((n, blocks, o.block_size * o.bits // 8), ir.DataType.UINT8),
-            "scales": ((n, blocks), ir.DataType.FLOAT),
-        }
-        if not o.symmetric:
-            shapes["zero_points"] = ((n, -(-blocks * o.bits // 8)), ir.DataType.UINT8)
-        inputs: list[ir.Value | None] = [target.x]
-        for part, (shape, dtype) in shapes.items():
-            name = f"{target.name}.{part}"
-            lazy = QuantizedPart(shared, part, dtype, shape, name)
-            value = ir.Value(
-                name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy
-            )
-            graph.register_initializer(value)
-            inputs.append(value)
+        parts = register_parts(graph, shared, part_shapes((n,), -(-k // o.block_size), o))
+        inputs: list[ir.Value | None] = [target.x, *parts.values()]
         if target.bias is not None:
             inputs += [None] * (5 - len(inputs)) + [target.bias]  # zero_points, g_idx, bias
         attributes = {
@@ -213,17 +205,40 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
             "accuracy_level": o.accuracy_level,
         }
         new = ir.node("MatMulNBits", inputs, attributes, domain=MICROSOFT, name=node.name)
-        graph.insert_before(node, new)
-        out, result = node.outputs[0], new.outputs[0]
-        result.shape, result.type = out.shape, out.type
-        out.replace_all_uses_with(result, replace_graph_outputs=True)
+        substitute(graph, new, node, node.outputs[0])
         graph.remove(node, safe=True)
-        result.name = out.name
         if target.transpose is not None and not target.transpose.outputs[0].uses():
             graph.remove(target.transpose, safe=True)
-        stored = target.stored
-        if stored.name is not None and not stored.uses() and not stored.is_graph_output() and stored.name in graph.initializers:
-            del graph.initializers[stored.name]
+        drop_unused_initializer(graph, target.stored)
+
+
+def part_shapes(
+    rows: tuple[int, ...], blocks: int, o: QuantizeOptions, *, flat: bool = False
+) -> dict[str, tuple[tuple[int, ...], ir.DataType]]:
+    """Shapes and dtypes of the quantized tensors of a weight with ``rows`` output rows (MatMulNBits'
+    ``(N,)``, QMoE's ``(E, N)``) and ``blocks`` blocks along K: ``packed`` (``[*rows, blocks,
+    block_size * bits / 8]``, or ``[*rows, blocks * ...]`` when ``flat``), ``scales`` and, when
+    asymmetric, ``zero_points`` (two 4-bit points a byte)."""
+    blob = o.block_size * o.bits // 8
+    packed = (*rows, blocks * blob) if flat else (*rows, blocks, blob)
+    shapes = {"packed": (packed, ir.DataType.UINT8), "scales": ((*rows, blocks), ir.DataType.FLOAT)}
+    if not o.symmetric:
+        shapes["zero_points"] = ((*rows, -(-blocks * o.bits // 8)), ir.DataType.UINT8)
+    return shapes
+
+
+def register_parts(
+    graph: ir.Graph, shared: SharedQuantization, shapes: dict[str, tuple[tuple[int, ...], ir.DataType]]
+) -> dict[str, ir.Value]:
+    """One lazy initializer ``<shared.name>.<part>`` per entry of ``shapes`` (:func:`part_shapes`),
+    computed from ``shared`` when written; in the order of ``shapes``."""
+    values = {}
+    for part, (shape, dtype) in shapes.items():
+        name = f"{shared.name}.{part}"
+        lazy = QuantizedPart(shared, part, dtype, shape, name)
+        values[part] = ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy)
+        graph.register_initializer(values[part])
+    return values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,13 +264,6 @@ class Projection:
     bias: ir.Value | None = None
 
 
-def _constant_float(value: ir.Value | None, rank: int) -> ir.TensorProtocol | None:
-    if value is None or not value.is_initializer() or value.is_graph_input() or value.const_value is None:
-        return None
-    tensor = value.const_value
-    return tensor if tensor.dtype == ir.DataType.FLOAT and len(tensor.shape) == rank else None
-
-
 def _gemm_operands(node: ir.Node) -> tuple[ir.Value | None, ir.Value | None, bool, ir.Value | None] | None:
     """``(A, B, transB, C)`` of a Gemm that is ``A @ op(B) + C`` with a 1-D ``C`` (else ``None``)."""
     attrs = node.attributes
@@ -263,7 +271,7 @@ def _gemm_operands(node: ir.Node) -> tuple[ir.Value | None, ir.Value | None, boo
     if alpha != 1.0 or attrs.get_int("transA", 0) != 0:
         return None
     bias = node.inputs[2] if len(node.inputs) > 2 else None
-    if bias is not None and (beta != 1.0 or _constant_float(bias, 1) is None):
+    if bias is not None and (beta != 1.0 or float_initializer(bias, 1) is None):
         return None
     return node.inputs[0], node.inputs[1], attrs.get_int("transB", 0) == 1, bias
 
@@ -281,21 +289,17 @@ def quantizable(node: ir.Node) -> Projection | None:
         return None
     if x is None or x.dtype != ir.DataType.FLOAT or b is None:
         return None
-    transpose = b.producer()
-    if transpose is not None and transpose.op_type == "Transpose" and transpose.domain == "":
-        if tuple(transpose.attributes.get_ints("perm", ())) != (1, 0) or b.is_graph_output():
-            return None
+    transpose = transposed_initializer(b)
+    if transpose is not None:
         b, trans = transpose.inputs[0], not trans
-    else:
-        transpose = None
-    stored = _constant_float(b, 2)
+    stored = float_initializer(b, 2)
     if stored is None or b is None or b.name is None:
         return None
     if trans:
         weight, name = transposed(stored, (1, 0), f"{b.name}.T"), f"{b.name}.T"
     else:
         weight, name = stored, b.name
-    bias_tensor = _constant_float(bias, 1)
+    bias_tensor = float_initializer(bias, 1)
     if bias_tensor is not None and bias_tensor.shape.numpy()[0] != weight.shape.numpy()[1]:
         return None
     return Projection(x, weight, name, b, transpose, bias)

@@ -27,14 +27,15 @@ import numpy as np
 import onnx_ir as ir
 
 from onnxport import weights
-from onnxport.passes.fusions import producer
+from onnxport.passes.fusions import drop_unused_initializer, producer, substitute
 from onnxport.passes.ort import blockwise
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
 from onnxport.passes.ort.matmul_nbits import (
-    QuantizedPart,
     QuantizeOptions,
     SharedQuantization,
     error_estimate,
+    part_shapes,
+    register_parts,
 )
 
 # MoE inputs: x, router, fc1 weights, fc1 bias, fc2 weights, fc2 bias, fc3 weights, fc3 bias
@@ -163,22 +164,9 @@ class QMoEPass(ir.passes.InPlacePass):
         o = self.options
         tensor = weight.const_value
         assert tensor is not None and weight.name is not None
-        experts, n, k = tensor.shape.numpy()
-        blocks = k // o.block_size
+        experts, n, k = (int(d) for d in tensor.shape.numpy())
         shared = _SharedExperts(tensor, weight.name, o, self.report)
-        shapes = {
-            "packed": ((experts, n, k * o.bits // 8), ir.DataType.UINT8),
-            "scales": ((experts, n, blocks), ir.DataType.FLOAT),
-        }
-        if not o.symmetric:
-            shapes["zero_points"] = ((experts, n, -(-blocks * o.bits // 8)), ir.DataType.UINT8)
-        values = {}
-        for part, (shape, dtype) in shapes.items():
-            name = f"{weight.name}.{part}"
-            lazy = QuantizedPart(shared, part, dtype, shape, name)
-            values[part] = ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy)
-            graph.register_initializer(values[part])
-        return values
+        return register_parts(graph, shared, part_shapes((experts, n), k // o.block_size, o, flat=True))
 
     def _rewrite(self, graph: ir.Graph, node: ir.Node, fc1: ir.Value, fc2: ir.Value) -> None:
         o = self.options
@@ -196,13 +184,7 @@ class QMoEPass(ir.passes.InPlacePass):
         attributes = {name: attr.value for name, attr in node.attributes.items()}
         attributes.update(expert_weight_bits=o.bits, block_size=o.block_size, accuracy_level=o.accuracy_level)
         new = ir.node("QMoE", inputs, attributes, domain=MICROSOFT, name=node.name)
-        graph.insert_before(node, new)
-        out, result = node.outputs[0], new.outputs[0]
-        result.shape, result.type = out.shape, out.type
-        out.replace_all_uses_with(result, replace_graph_outputs=True)
+        substitute(graph, new, node, node.outputs[0])
         graph.remove(node, safe=True)
-        result.name = out.name
         for weight in (fc1, fc2):
-            name = weight.name
-            if name is not None and not weight.uses() and not weight.is_graph_output() and name in graph.initializers:
-                del graph.initializers[name]
+            drop_unused_initializer(graph, weight)

@@ -22,8 +22,15 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from onnxport.passes.fusions import drop_unused_initializer, float_initializer, substitute
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
-from onnxport.passes.ort.matmul_nbits import QuantizedPart, QuantizeOptions, SharedQuantization
+from onnxport.passes.ort.matmul_nbits import (
+    QuantizedPart,
+    QuantizeOptions,
+    SharedQuantization,
+    part_shapes,
+    register_parts,
+)
 from onnxport.weights import transposed
 
 
@@ -69,19 +76,7 @@ class QuantizedEmbeddingPass(ir.passes.InPlacePass):
         vocab, width = (int(d) for d in tensor.shape.numpy())
         name = f"{table.name}.T"
         shared = SharedQuantization(transposed(tensor, (1, 0), name), name, o, self.report)
-        blocks = width // o.block_size
-        shapes = {
-            "packed": ((vocab, blocks, o.block_size * o.bits // 8), ir.DataType.UINT8),
-            "scales": ((vocab, blocks), ir.DataType.FLOAT),
-        }
-        if not o.symmetric:
-            shapes["zero_points"] = ((vocab, -(-blocks * o.bits // 8)), ir.DataType.UINT8)
-        parts = {}
-        for part, (shape, dtype) in shapes.items():
-            lazy = QuantizedPart(shared, part, dtype, shape, f"{name}.{part}")
-            parts[part] = ir.Value(name=f"{name}.{part}", shape=ir.Shape(shape), type=ir.TensorType(dtype), const_value=lazy)
-            graph.register_initializer(parts[part])
-        return parts
+        return register_parts(graph, shared, part_shapes((vocab,), width // o.block_size, o))
 
     def _rewrite(self, graph: ir.Graph, node: ir.Node, table: ir.Value, parts: dict[str, ir.Value]) -> None:
         o = self.options
@@ -100,14 +95,10 @@ class QuantizedEmbeddingPass(ir.passes.InPlacePass):
             inputs.append(parts["zero_points"])
         attributes = {"bits": o.bits, "block_size": o.block_size, "gather_axis": 0, "quantize_axis": 1}
         gather = ir.node("GatherBlockQuantized", inputs, attributes, domain=MICROSOFT, name=node.name)
-        graph.insert_before(node, [rows, gather])
-        out, result = node.outputs[0], gather.outputs[0]
-        result.shape, result.type = out.shape, out.type
-        out.replace_all_uses_with(result, replace_graph_outputs=True)
+        graph.insert_before(node, rows)
+        substitute(graph, gather, node, node.outputs[0])
         graph.remove(node, safe=True)
-        result.name = out.name
-        if table.name is not None and not table.uses() and not table.is_graph_output():
-            graph.initializers.pop(table.name, None)
+        drop_unused_initializer(graph, table)
 
 
 def _lookup_table(node: ir.Node, block_size: int) -> ir.Value | None:
@@ -118,10 +109,8 @@ def _lookup_table(node: ir.Node, block_size: int) -> ir.Value | None:
     if node.attributes.get_int("axis", 0) != 0:
         return None
     table, ids = node.inputs
-    if table is None or ids is None or ids.dtype not in (ir.DataType.INT64, ir.DataType.INT32):
-        return None
-    tensor = table.const_value if table.is_initializer() and not table.is_graph_input() else None
-    if tensor is None or tensor.dtype != ir.DataType.FLOAT or len(tensor.shape) != 2:
+    tensor = float_initializer(table, 2)
+    if tensor is None or ids is None or ids.dtype not in (ir.DataType.INT64, ir.DataType.INT32):
         return None
     return table if int(tensor.shape.numpy()[1]) % block_size == 0 else None
 

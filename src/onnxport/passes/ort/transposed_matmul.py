@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from onnxport.passes.fusions import drop_unused_initializer, substitute, transposed_initializer
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
 from onnxport.weights.tensor import WeightTensor
 
@@ -42,20 +43,6 @@ def _source(graph: ir.Graph, b: ir.Value, tensor: WeightTensor) -> ir.Value | No
     return value
 
 
-def _transposed_table(b: ir.Value) -> ir.Node | None:
-    """The ``Transpose(perm=(1, 0))`` node producing ``b`` from a 2-D float32 initializer, else ``None``."""
-    node = b.producer()
-    if node is None or node.op_type != "Transpose" or node.domain != "" or b.is_graph_output():
-        return None
-    table = node.inputs[0]
-    if tuple(node.attributes.get_ints("perm", ())) != (1, 0) or table is None:
-        return None
-    tensor = table.const_value if table.is_initializer() and not table.is_graph_input() else None
-    if tensor is None or tensor.dtype != ir.DataType.FLOAT or len(tensor.shape) != 2:
-        return None
-    return node
-
-
 class TransposedMatMulPass(ir.passes.InPlacePass):
     """Rewrite each qualifying MatMul (see the module docstring) to FusedMatMul(transB=1)."""
 
@@ -70,7 +57,7 @@ class TransposedMatMulPass(ir.passes.InPlacePass):
             a, b = node.inputs
             if a is None or a.shape is None or a.shape.rank() < 2 or b is None:
                 continue
-            transpose = _transposed_table(b)
+            transpose = transposed_initializer(b)
             if transpose is not None:
                 source = transpose.inputs[0]
             else:
@@ -81,18 +68,12 @@ class TransposedMatMulPass(ir.passes.InPlacePass):
             if source is None:
                 continue
             fused = ir.node("FusedMatMul", [a, source], {"transB": 1, "alpha": 1.0}, domain=MICROSOFT, name=node.name)
-            fused.metadata_props.update(node.metadata_props)
-            out = fused.outputs[0]
-            out.type, out.shape = node.outputs[0].type, node.outputs[0].shape
-            graph.insert_before(node, fused)
-            name = node.outputs[0].name
-            node.outputs[0].replace_all_uses_with(out, replace_graph_outputs=True)
+            substitute(graph, fused, node, node.outputs[0])
             graph.remove(node, safe=True)
-            out.name = name
             if transpose is not None and not b.uses():
                 graph.remove(transpose, safe=True)
-            elif b.name is not None and not b.uses() and b.name in graph.initializers:
-                del graph.initializers[b.name]
+            else:
+                drop_unused_initializer(graph, b)
             modified = True
         if modified:
             model.opset_imports.setdefault(MICROSOFT, 1)
