@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import onnx_ir as ir
-import onnxruntime as ort
 import pytest
 
 from onnxport.passes.ort import QuantizeOptions, blockwise
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass
 from onnxport.passes.ort.quantized_embedding import QuantizedEmbeddingPass
 
-from .test_matmul_nbits import _initializer, _model, _weight, reference
+from .test_matmul_nbits import _initializer, _model, _run, _weight, reference
 
 VOCAB, WIDTH = 40, 64
 
@@ -40,11 +39,6 @@ def _lookup_model(tied: bool) -> ir.Model:
     return _model([ids], nodes, [gather.outputs[0], head.outputs[0]], initializers)
 
 
-def _run(model: ir.Model, tokens: np.ndarray) -> list[np.ndarray]:
-    data = ir.to_proto(model).SerializeToString()
-    return ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"ids": tokens})
-
-
 def _quantize(model: ir.Model, options: QuantizeOptions) -> dict:
     report: dict = {}
     MatMulNBitsPass(options, report)(model)
@@ -65,7 +59,7 @@ def test_tied_table_gathers_the_heads_dequantized_rows(bits: int, symmetric: boo
     assert gbq.inputs[0].producer().inputs[0] is head.inputs[1]  # one packed tensor for both
     assert gbq.inputs[2] is head.inputs[2]
     tokens = np.array([[0, 5, 39], [7, 7, 1]], dtype=np.int64)
-    embedded, _ = _run(model, tokens)
+    embedded, _ = _run(model, {"ids": tokens})
     packed, scales, zeros = reference(table.T, bits, 32, symmetric)
     dequantized = blockwise.dequantize(blockwise.Quantized(packed, scales, zeros), WIDTH, bits, 32).T
     assert embedded.shape == (2, 3, WIDTH) and embedded.dtype == np.float32
@@ -82,7 +76,7 @@ def test_untied_table_only_with_embeddings_all() -> None:
     table = model.graph.initializers["embed.weight"].const_value.numpy().copy()
     report = _quantize(model, QuantizeOptions(embeddings="all", accuracy_level=0))
     assert [n.op_type for n in model.graph] == ["Reshape", "GatherBlockQuantized", "MatMulNBits"]
-    embedded, _ = _run(model, tokens)
+    embedded, _ = _run(model, {"ids": tokens})
     packed, scales, _ = reference(table.T, 4, 32, True)
     dequantized = blockwise.dequantize(blockwise.Quantized(packed, scales, None), WIDTH, 4, 32).T
     np.testing.assert_allclose(embedded, dequantized[tokens], rtol=1e-6, atol=1e-7)

@@ -48,6 +48,7 @@ the formula in ``tests/passes/ort/test_moe.py``); the weights are fed transposed
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 
 import numpy as np
 import onnx_ir as ir
@@ -82,14 +83,25 @@ def moe_experts(
         (T, H): ``sum_j top_k_weights[t, j] * down_e(silu(gate_e(x)) * up_e(x))``, ``e = top_k_index[t, j]``
         (transformers ``MixtralExperts.forward``).
     """
+    def expert(e: int, rows: torch.Tensor) -> torch.Tensor:
+        gate, up = torch.nn.functional.linear(rows, gate_up_proj[e]).chunk(2, dim=-1)
+        return torch.nn.functional.linear(torch.nn.functional.silu(gate) * up, down_proj[e])
+
+    return _weighted_sum(hidden, top_k_index, top_k_weights, gate_up_proj.shape[0], expert)
+
+
+def _weighted_sum(
+    hidden: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor, experts: int,
+    expert: Callable[[int, torch.Tensor], torch.Tensor],
+) -> torch.Tensor:
+    """``out[t] = sum_j top_k_weights[t, j] * expert(top_k_index[t, j], hidden[t])``, each expert
+    run once on the rows routed to it (the eager side of both experts ops)."""
     out = torch.zeros_like(hidden)
-    for expert in range(gate_up_proj.shape[0]):
-        token, slot = torch.where(top_k_index == expert)
-        if token.numel() == 0:
-            continue
-        gate, up = torch.nn.functional.linear(hidden[token], gate_up_proj[expert]).chunk(2, dim=-1)
-        y = torch.nn.functional.linear(torch.nn.functional.silu(gate) * up, down_proj[expert])
-        out.index_add_(0, token, (y * top_k_weights[token, slot, None]).to(out.dtype))
+    for e in range(experts):
+        token, slot = torch.where(top_k_index == e)
+        if token.numel():
+            y = expert(e, hidden[token])
+            out.index_add_(0, token, (y * top_k_weights[token, slot, None]).to(out.dtype))
     return out
 
 
@@ -122,16 +134,12 @@ def clamped_swiglu_experts(
         (T, H): ``sum_j w[t, j] * ((clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g)) @
         down_e + down_bias_e``, ``g = min(gate, limit)`` (transformers ``GptOssExperts.forward``).
     """
-    out = torch.zeros_like(hidden)
-    for expert in range(gate_up_proj.shape[0]):
-        token, slot = torch.where(top_k_index == expert)
-        if token.numel() == 0:
-            continue
-        gate_up = hidden[token] @ gate_up_proj[expert] + gate_up_bias[expert]
+    def expert(e: int, rows: torch.Tensor) -> torch.Tensor:
+        gate_up = rows @ gate_up_proj[e] + gate_up_bias[e]
         gate, up = gate_up[..., ::2].clamp(max=limit), gate_up[..., 1::2].clamp(-limit, limit)
-        y = ((up + 1) * gate * torch.sigmoid(gate * alpha)) @ down_proj[expert] + down_bias[expert]
-        out.index_add_(0, token, (y * top_k_weights[token, slot, None]).to(out.dtype))
-    return out
+        return ((up + 1) * gate * torch.sigmoid(gate * alpha)) @ down_proj[e] + down_bias[e]
+
+    return _weighted_sum(hidden, top_k_index, top_k_weights, gate_up_proj.shape[0], expert)
 
 
 def _like_hidden(hidden: torch.Tensor, *_: object) -> torch.Tensor:

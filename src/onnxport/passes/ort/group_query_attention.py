@@ -103,11 +103,7 @@ def _separate_rotaries(m: Match, max_positions: int | None) -> tuple[Rotary, Rot
 def _bsh_source(bnsh: ir.Value | None, hidden: int) -> ir.Value | None:
     """``y`` when ``bnsh = Transpose(Reshape(y, [.., .., heads, head_size]), [0, 2, 1, 3])`` with
     ``y`` of shape ``[B, S, hidden]``: the packed layout GroupQueryAttention reads, as it is."""
-    transpose = producer(bnsh, "Transpose")
-    perm = None if transpose is None else transpose.attributes.get("perm")
-    if transpose is None or perm is None or list(perm.as_ints()) != [0, 2, 1, 3]:
-        return None
-    reshape = producer(transpose.inputs[0], "Reshape")
+    reshape = producer(_bshd_source(bnsh), "Reshape")
     if reshape is None:
         return None
     source = reshape.inputs[0]
@@ -231,11 +227,10 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             seqlens_k, total = shared["lengths"]
             bias = None
         else:
-            key = id(mask)
+            key = ("lengths", id(mask))  # every layer with this mask: the same lengths and bias
             if key not in shared:
                 shared[key] = self._lengths(m, mask, add, const)
-            seqlens_k, total, bias_and_rows = shared[key][0], shared[key][1], shared[key][2]
-            bias = bias_and_rows if mask is not None else None
+            seqlens_k, total, bias = shared[key]  # bias: None without a mask
         rotary = _rotaries(m, self.rotary_positions)
         attrs: dict[str, Any] = {
             "num_heads": m.heads,
@@ -378,8 +373,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         v_new = m.value_concat.inputs[1]  # not the query: its rotary may be fused away
         # [B, S, ...] before the graph's transpose to BNSH, so that transpose is left unused
         bsh = _bsh_source(v_new, m.kv_heads * m.head_size) or _bshd_source(v_new)
-        new = add("Shape", [v_new], start=2, end=3) if bsh is None else add("Shape", [bsh], start=1, end=2)
-        batch = add("Shape", [v_new if bsh is None else bsh], start=0, end=1)
+        source, sequence_axis = (v_new, 2) if bsh is None else (bsh, 1)
+        new = add("Shape", [source], start=sequence_axis, end=sequence_axis + 1)
+        batch = add("Shape", [source], start=0, end=1)
         total_1d = add("Cast", [add("Add", [past, new])], to=ir.DataType.INT32)
         total = add("Squeeze", [total_1d, const("axes", np.array([0], np.int64))])
         last = add("Sub", [total_1d, const("one", np.array([1], np.int32))])
@@ -398,7 +394,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         """``out`` ([B, S, heads * head_size]) with the rows whose mask hides every key replaced
         by the mean of all of ``V`` per head, as eager's softmax gives them (module docstring of
         :mod:`~onnxport.passes.ort.attention_match`)."""
-        key = ("attended", id(mask))
+        key = ("attended", id(mask))  # bool [B, S, 1]
         if key not in shared:
             rows = self._rows(mask, shared, add, const)
             shared[key] = add("Cast", [rows], to=ir.DataType.BOOL)
@@ -412,7 +408,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
     @staticmethod
     def _rows(mask: ir.Value, shared: dict, add, const) -> ir.Value:  # type: ignore[no-untyped-def]
         """``[B, S, 1]`` float: 1 where the mask row attends to something, else 0."""
-        key = -id(mask)
+        key = ("rows", id(mask))
         if key not in shared:
             if mask.dtype == ir.DataType.BOOL:
                 attended = add("Cast", [mask], to=ir.DataType.FLOAT)
@@ -434,5 +430,5 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 "ReduceMax", [attended, const("axes", np.array([1, 3], np.int64))], keepdims=0
             )
             rows = add("Unsqueeze", [any_key, const("axes", np.array([-1], np.int64))])
-            shared[key] = (rows, rows, rows)
-        return shared[key][0]
+            shared[key] = rows
+        return shared[key]
