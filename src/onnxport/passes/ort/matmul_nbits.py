@@ -249,7 +249,6 @@ class Projection:
         x: The float32 activations ``[..., K]``.
         weight: The ``[K, N]`` float32 weight: the stored tensor, or a lazy transpose of it
             (:func:`onnxport.weights.transposed`) when it is stored ``[N, K]``.
-        name: ``stored``'s name, plus ``.T`` when ``weight`` is its transpose.
         stored: The initializer holding the weight as stored.
         transpose: The ``Transpose`` node through which the graph reads ``stored`` (a tied LM
             head), removed when nothing else reads it; ``None`` when ``stored`` is read directly.
@@ -258,10 +257,16 @@ class Projection:
 
     x: ir.Value
     weight: ir.TensorProtocol
-    name: str
     stored: ir.Value
     transpose: ir.Node | None = None
     bias: ir.Value | None = None
+
+    @property
+    def name(self) -> str:
+        """``stored``'s name, plus ``.T`` when ``weight`` is its transpose: the quantized tensors'
+        prefix and the quantization report's key."""
+        transposed = self.weight is not self.stored.const_value
+        return f"{self.stored.name}.T" if transposed else str(self.stored.name)
 
 
 def _gemm_operands(node: ir.Node) -> tuple[ir.Value | None, ir.Value | None, bool, ir.Value | None] | None:
@@ -295,11 +300,8 @@ def quantizable(node: ir.Node) -> Projection | None:
     stored = float_initializer(b, 2)
     if stored is None or b is None or b.name is None:
         return None
-    if trans:
-        weight, name = transposed(stored, (1, 0), f"{b.name}.T"), f"{b.name}.T"
-    else:
-        weight, name = stored, b.name
+    weight = transposed(stored, (1, 0), f"{b.name}.T") if trans else stored
     bias_tensor = float_initializer(bias, 1)
     if bias_tensor is not None and bias_tensor.shape.numpy()[0] != weight.shape.numpy()[1]:
         return None
-    return Projection(x, weight, name, b, transpose, bias)
+    return Projection(x, weight, b, transpose, bias)
