@@ -7,7 +7,9 @@ tokens, batch 2, row 0 left-padded) through the fused graph equals transformers.
 - smollm3 (every other layer without RoPE),
 - mixtral (sparse mixture-of-experts MLP: the experts a Loop, the router's TopK in the graph),
 - gpt2 (learned positions, no rotary, packed c_attn with biases, ``gelu_new``'s written-out tanh
-  GELU → FastGelu, LayerNorm → SkipLayerNormalization).
+  GELU → FastGelu, LayerNorm → SkipLayerNormalization),
+- GPT-J and CodeGen (legacy eager attention dividing the scores, interleaved partial rotary left
+  in the graph), MPT (ALiBi: attention stays standard).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import pytest
 
 import onnxport.hf
+from onnxport.errors import HFError
 from _generation import assert_greedy_equals_transformers
 from onnxport.testing.tiny_models import DECODER, _make
 
@@ -97,4 +100,43 @@ def test_gpt2_greedy_20_tokens_equal_transformers() -> None:
     assert ops["GroupQueryAttention"] == 2 and ops["FastGelu"] == 2, ops
     assert ops["Tanh"] == ops["Pow"] == ops["Gelu"] == 0, ops  # gelu_new's arithmetic is gone
     assert ops["SkipLayerNormalization"] >= 2, ops
+    assert_greedy_equals_transformers(model, program)
+
+
+def _mpt() -> Any:
+    return _make(
+        "MptConfig", "MptForCausalLM", vocab_size=DECODER["vocab_size"], d_model=64, n_heads=4, n_layers=2,
+        max_seq_len=64, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+    )(initializer_range=0.2)  # fmt: skip
+
+
+def test_mpt_exports_with_its_kv_cache() -> None:
+    """MPT's ALiBi slice (``max(0, 1 - query_length)`` rows) captures because the export declares
+    ``sequence_length >= 1`` (``onnxport.capture.bounds``); validated against eager with a past. Its
+    ALiBi attention has no GroupQueryAttention form: the onnxruntime target keeps it standard and
+    refuses the shared buffer."""
+    model = _mpt()
+    result = onnxport.hf.export(model, target="onnxruntime")
+    assert result.passed
+    program = result.programs["model"]
+    assert [i.name for i in program.model.graph.inputs][-1] == "past_key_values.1.value"
+    assert collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"] == 0
+    with pytest.raises(HFError, match="kv_cache='concat'"):
+        onnxport.hf.export(model, target="onnxruntime", kv_cache="shared")
+
+
+@pytest.mark.parametrize("name", ["mpt", "gptj", "codegen"])  # ~3 s each
+def test_legacy_families_greedy_20_tokens_equal_transformers(name: str) -> None:
+    common = dict(vocab_size=DECODER["vocab_size"], n_embd=64, n_head=4, n_layer=2, rotary_dim=8, n_positions=64,
+                  bos_token_id=1, eos_token_id=2, pad_token_id=0)  # fmt: skip
+    model = {
+        "mpt": _mpt,
+        "gptj": lambda: _make("GPTJConfig", "GPTJForCausalLM", **common)(initializer_range=0.2),
+        "codegen": lambda: _make("CodeGenConfig", "CodeGenForCausalLM", **common, n_ctx=64)(initializer_range=0.2),
+    }[name]()
+    result = onnxport.hf.export(model, target="onnxruntime")
+    assert result.passed
+    program = result.programs["model"]
+    fused = collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"]
+    assert fused == (0 if name == "mpt" else 2)
     assert_greedy_equals_transformers(model, program)

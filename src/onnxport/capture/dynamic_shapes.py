@@ -2,7 +2,8 @@
 
 torch.export accepts ``Dim`` objects and ``Dim.AUTO`` / ``Dim.DYNAMIC``; onnxport also accepts plain
 strings (``{0: "batch_size"}``), as torch.onnx.export(dynamo=True) does. A string becomes
-``Dim.DYNAMIC`` and its text names the ONNX symbolic dimension.
+``Dim.DYNAMIC`` and its text names the ONNX symbolic dimension; a :class:`DimName` (a string with a
+lower bound) becomes ``Dim.DYNAMIC(min=...)``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,29 @@ from onnxport.options import ExportOptions
 AxisNames = dict[int, str]
 
 
+class DimName(str):
+    """A dim name that also bounds the size from below: ``DimName("sequence_length", min=1)``.
+
+    A plain string dim is ``Dim.DYNAMIC``, whose range starts at 0; code that is only shape-correct
+    for sizes of at least 1 then fails to capture. transformers' MPT attention, for one, slices its
+    ALiBi bias (1 row) from ``max(0, 1 - query_length)`` and adds it to scores of ``sequence_length``
+    rows: only ``sequence_length >= 1`` makes that row count 1, i.e. broadcastable
+    (``fake_impls.infer_size``). A ``DimName`` becomes ``Dim.DYNAMIC(min=min)`` (torch.export
+    ``_DimHint`` bounds) and names the ONNX symbolic dimension like any string.
+    """
+
+    min: int
+
+    def __new__(cls, name: str, min: int = 0) -> DimName:  # noqa: A002 - torch.export's spelling
+        obj = super().__new__(cls, name)
+        obj.min = min
+        return obj
+
+
 def _convert(spec: Any) -> Any:
-    """Replace string dims by ``Dim.DYNAMIC`` recursively."""
+    """Replace string dims by ``Dim.DYNAMIC`` (a :class:`DimName`: with its lower bound) recursively."""
+    if isinstance(spec, DimName) and spec.min:
+        return Dim.DYNAMIC(min=spec.min)
     if isinstance(spec, str):
         return Dim.DYNAMIC
     if isinstance(spec, Mapping):
@@ -233,7 +255,7 @@ def _check_ranks(spec: Any, combined: Mapping[str, Any], forward: Any) -> None:
 
 def _dim_name(dim: Any) -> str | None:
     if isinstance(dim, str):
-        return dim
+        return str(dim)
     name = getattr(dim, "__name__", None)
     if name and not name.startswith("_") and name not in ("AUTO", "DYNAMIC", "STATIC"):
         return name

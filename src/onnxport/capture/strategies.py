@@ -31,6 +31,7 @@ from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
 )
 
+from onnxport.capture.bounds import lower_bounds
 from onnxport.capture.packed import keep_packed_sequences
 from onnxport.capture.patches import library_patches
 from onnxport.capture.rnn import keep_recurrent_ops
@@ -71,7 +72,7 @@ def _size_oblivious() -> Iterator[None]:
 
 
 def _nonstrict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
-    with _size_oblivious():
+    with _size_oblivious(), lower_bounds(model, dynamic_shapes):
         return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
 
 
@@ -81,7 +82,7 @@ def _strict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: A
 
 
 def _draft(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
-    with _size_oblivious():
+    with _size_oblivious(), lower_bounds(model, dynamic_shapes):
         return draft_export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
 
 

@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-BATCH = "batch_size"
-SEQUENCE = "sequence_length"
+from onnxport.capture.dynamic_shapes import DimName
+
+# Batches and token sequences hold at least one item (captured as Dim.DYNAMIC(min=1)); the past of
+# a KV cache is empty on the first step (min 0).
+BATCH = DimName("batch_size", min=1)
+SEQUENCE = DimName("sequence_length", min=1)
 PAST_SEQUENCE = "past_sequence_length"
-TOTAL_SEQUENCE = "total_sequence_length"  # past_sequence_length + sequence_length
-ENCODER_SEQUENCE = "encoder_sequence_length"
+TOTAL_SEQUENCE = DimName("total_sequence_length", min=1)  # past_sequence_length + sequence_length
+ENCODER_SEQUENCE = DimName("encoder_sequence_length", min=1)
 NUM_CHANNELS = (
     "num_channels"  # Optimum's name; onnxport keeps the channel count fixed (conv weights)
 )
-HEIGHT = "height"
-WIDTH = "width"
+HEIGHT = DimName("height", min=1)
+WIDTH = DimName("width", min=1)
 
 # How torch.export spells the grown cache length of ``present.*`` (a sympy sum of the two dims).
 _TOTAL_SPELLINGS = frozenset({f"{PAST_SEQUENCE} + {SEQUENCE}", f"{SEQUENCE} + {PAST_SEQUENCE}"})

@@ -213,3 +213,30 @@ def test_gpt_oss_sink_attention_fuses_with_head_sink_and_equals_the_standard_gra
         np.testing.assert_array_equal(sink.const_value.numpy(), want)
     standard = onnxport.hf.export(model, validate=False).programs["model"]
     _compare(model, program, standard)
+
+
+@pytest.mark.parametrize(
+    ("config", "cls"),
+    [("GPTJConfig", "GPTJForCausalLM"), ("CodeGenConfig", "CodeGenForCausalLM")],
+)
+def test_legacy_eager_attention_with_divided_scores_fuses(config: str, cls: str) -> None:
+    """GPT-J's ``q·Kᵀ / √d + mask`` and CodeGen's ``(q·Kᵀ + mask) / √d`` (``_attn`` in
+    ``modeling_gptj.py`` / ``modeling_codegen.py``) become GroupQueryAttention with ``scale =
+    1/√d`` (CodeGen's mask scaled too): equal to the standard graph with left padding and a past,
+    in the concatenating and the shared-buffer graphs (both validated against eager)."""
+    from onnxport.testing.tiny_models import _make
+
+    extra = {"n_ctx": 64} if config == "CodeGenConfig" else {}
+    model = _make(
+        config, cls, vocab_size=GQA_DECODER["vocab_size"], n_embd=64, n_head=4, n_layer=2,
+        rotary_dim=8, n_positions=64, **extra,
+    )(initializer_range=0.2)  # fmt: skip
+    for kv_cache in ("concat", "shared"):
+        result = onnxport.hf.export(model, target="onnxruntime", kv_cache=kv_cache)
+        assert result.passed
+        gqa = [n for n in result.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
+        assert len(gqa) == 2
+        assert all(n.attributes["scale"].as_float() == pytest.approx(0.25) for n in gqa)
+        assert _ops(result.programs["model"])["Softmax"] == 0
+    standard = onnxport.hf.export(model, validate=False).programs["model"]
+    _compare(model, onnxport.hf.export(model, target="onnxruntime").programs["model"], standard)

@@ -70,6 +70,8 @@ class Match:
             the graph does that right after (:func:`_output_chain`).
         sink: The attention sinks, float32 with ``heads`` elements (``[heads]`` or
             ``[1, heads, 1, 1]``), or ``None``.
+        mask_scale: The factor on the mask too, when the graph scales the masked scores
+            (CodeGen: ``(q·Kᵀ + mask) / √head_size``); the kernel's bias is then ``mask · scale``.
     """
 
     anchor: ir.Node
@@ -85,6 +87,7 @@ class Match:
     head_size: int
     output_chain_end: ir.Value | None
     sink: ir.Value | None = None
+    mask_scale: float = 1.0
 
 
 def _cache_concat(value: ir.Value | None) -> ir.Node | None:
@@ -159,6 +162,7 @@ def _complete(
     softcap: float,
     empty_row: str,
     sink: ir.Value | None = None,
+    mask_scale: float = 1.0,
 ) -> Match | None:
     """The checks both forms share: float32 4-D ``q``, cache Concats, static head sizes."""
     if query is None or query.shape is None or len(query.shape) != 4:
@@ -182,7 +186,7 @@ def _complete(
         anchor=anchor, query=query, mask=mask, scale=scale, softcap=softcap,
         empty_row=empty_row, key_concat=key_concat,
         value_concat=value_concat, heads=heads, kv_heads=kv_heads, head_size=head_size,
-        output_chain_end=chain, sink=sink,
+        output_chain_end=chain, sink=sink, mask_scale=mask_scale,
     )  # fmt: skip
 
 
@@ -215,8 +219,8 @@ def _match_onnx(node: ir.Node) -> Match | None:
 
 
 def _match_eager(node: ir.Node) -> Match | None:
-    """``MatMul(Softmax(Tanh(q·Kᵀ·scale / cap)·cap + mask), V)``, or the sinks form (see the
-    module docstring)."""
+    """``MatMul(Softmax(Tanh(q·Kᵀ·scale / cap)·cap + mask), V)``, ``MatMul(Softmax((q·Kᵀ + mask) /
+    c), V)``, or the sinks form (see the module docstring)."""
     probs, value = node.inputs
     dropped = _without_last_column(probs)
     if dropped is not None:
@@ -233,6 +237,10 @@ def _match_eager(node: ir.Node) -> Match | None:
         if with_sink is None:
             return None
         logits, sink = with_sink
+    divided = by_constant(logits, "Div") if sink is None else None
+    outer = 1.0
+    if divided is not None and divided[1]:  # CodeGen: (q·Kᵀ + mask) / √head_size
+        logits, outer = divided[0], 1.0 / divided[1]
     add = producer(logits, "Add")
     if add is None:
         return None
@@ -240,12 +248,13 @@ def _match_eager(node: ir.Node) -> Match | None:
         if mask is None or _rank(mask) != 4:
             continue
         found = _eager_scores(scores)
-        if found is not None:
-            query, key, scale, softcap = found
-            return _complete(
-                node, query, key, value, mask=mask, scale=scale, softcap=softcap,
-                empty_row=EMPTY_ROW_MEAN if sink is None else EMPTY_ROW_KERNEL, sink=sink,
-            )  # fmt: skip
+        if found is None or (outer != 1.0 and (found[2] != 1.0 or found[3])):
+            continue
+        query, key, scale, softcap = found
+        return _complete(
+            node, query, key, value, mask=mask, scale=scale * outer, softcap=softcap,
+            empty_row=EMPTY_ROW_MEAN if sink is None else EMPTY_ROW_KERNEL, sink=sink, mask_scale=outer,
+        )  # fmt: skip
     return None
 
 
@@ -297,14 +306,19 @@ def _sink_logits(value: ir.Value | None) -> tuple[ir.Value, ir.Value] | None:
 
 def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | None, float, float] | None:
     """``(q, K, scale, softcap)`` when ``scores = Tanh(q·Kᵀ·scale / softcap)·softcap`` (or
-    without the softcapping, softcap 0; without the scale, scale 1), ``Kᵀ`` a
-    ``Transpose(K, [0, 1, 3, 2])``."""
+    without the softcapping, softcap 0; without the scale, scale 1; ``q·Kᵀ / c``: scale ``1/c``),
+    ``Kᵀ`` a ``Transpose(K, [0, 1, 3, 2])``."""
     capped = _softcapped(scores)
     if capped is None:
         return None
     raw, softcap = capped
-    scaled = by_constant(raw, "Mul")
-    logits, scale = scaled if scaled is not None else (raw, 1.0)
+    scaled, divided = by_constant(raw, "Mul"), by_constant(raw, "Div")
+    if scaled is not None:
+        logits, scale = scaled
+    elif divided is not None and divided[1]:  # GPT-J, CodeGen: q·Kᵀ / √head_size
+        logits, scale = divided[0], 1.0 / divided[1]
+    else:
+        logits, scale = raw, 1.0
     matmul = producer(logits, "MatMul")
     if matmul is None:
         return None

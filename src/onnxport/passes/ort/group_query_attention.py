@@ -227,7 +227,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             seqlens_k, total = shared["lengths"]
             bias = None
         else:
-            key = ("lengths", id(mask))  # every layer with this mask: the same lengths and bias
+            key = ("lengths", id(mask), m.mask_scale)  # every layer with this mask: the same lengths and bias
             if key not in shared:
                 shared[key] = self._lengths(m, mask, add, const)
             seqlens_k, total, bias = shared[key]  # bias: None without a mask
@@ -388,6 +388,8 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 bias = add("Where", [mask, zero, low])
             else:
                 bias = mask
+            if m.mask_scale != 1.0:  # the graph scales the masked scores (Match.mask_scale)
+                bias = add("Mul", [bias, const("mask_scale", np.array(m.mask_scale, np.float32))])
         return seqlens, total, bias
 
     def _mean_where_empty(self, m: Match, mask: ir.Value, out: ir.Value, present_value: ir.Value, *, shared, add, const):  # type: ignore[no-untyped-def]

@@ -1,0 +1,88 @@
+"""Lower bounds of dynamic dims (``Dim.DYNAMIC(min=1)``) made known while torch.export traces.
+
+onnxport captures with ``backed_size_oblivious`` (:mod:`onnxport.capture.strategies`). torch 2.13
+then gives every backed symbol the range ``[0, int_oo]`` during tracing and applies a
+``Dim.DYNAMIC(min=...)`` bound only to the finished program's ``range_constraints``; and with that
+flag ``guard_or_false`` decides a size test from the ranges alone
+(``symbolic_shapes._guard_or`` → ``_static_eval_sym_bool``). Code whose sizes are right only for a
+length of at least 1 then fails to capture: transformers' MPT attention slices its one-row ALiBi
+bias from ``max(0, 1 - query_length)`` and adds it to scores of ``sequence_length`` rows; the row
+count ``1 - Max(0, 1 - past - 2 * sequence_length)`` is 1 (broadcastable) only when
+``sequence_length >= 1``.
+
+:func:`lower_bounds` narrows the range of each bounded dim's symbol before the model's ``forward``
+runs (a forward pre-hook of the root module, which non-strict torch.export calls with the fake
+inputs), through ``ShapeEnv.constrain_symbol_range``, the call torch.export itself uses for a
+``Dim``'s range.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from torch.export import Dim
+from torch.export.dynamic_shapes import _combine_args, _DimHint
+
+
+def _bound(hint: Any) -> int:
+    """The lower bound a dynamic_shapes entry declares (0: none)."""
+    if isinstance(hint, _DimHint) or isinstance(hint, type) and issubclass(hint, Dim):
+        low = getattr(hint, "min", None)
+        return low if isinstance(low, int) and low > 0 else 0
+    return 0
+
+
+def _constrain(value: Any, spec: Any) -> None:
+    """Raise the lower bound of every symbolic dim of ``value`` that ``spec`` bounds."""
+    if isinstance(value, torch.Tensor):
+        axes = spec.items() if isinstance(spec, Mapping) else enumerate(spec) if isinstance(spec, (list, tuple)) else ()
+        for axis, hint in axes:
+            low, size = _bound(hint), value.shape[axis]
+            if low and isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+                env, symbol = size.node.shape_env, size.node.expr
+                env.constrain_symbol_range(symbol, compiler_min=low, compiler_max=env.var_to_range[symbol].upper)
+    elif isinstance(value, Mapping) and isinstance(spec, Mapping):
+        for key, item in value.items():
+            _constrain(item, spec.get(key))
+    elif isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):
+        for item, sub in zip(value, spec):
+            _constrain(item, sub)
+
+
+def has_bounds(dynamic_shapes: Any) -> bool:
+    """Whether any entry of ``dynamic_shapes`` (torch.export form) declares a lower bound."""
+    if isinstance(dynamic_shapes, Mapping):
+        return any(has_bounds(v) for v in dynamic_shapes.values()) or any(_bound(v) for v in dynamic_shapes.values())
+    if isinstance(dynamic_shapes, (list, tuple)):
+        return any(has_bounds(v) or _bound(v) for v in dynamic_shapes)
+    return False
+
+
+@contextlib.contextmanager
+def lower_bounds(model: torch.nn.Module, dynamic_shapes: Any) -> Iterator[None]:
+    """While active, a non-strict torch.export of ``model`` traces with the lower bounds of
+    ``dynamic_shapes`` (torch.export form) applied to the symbols of the example inputs.
+
+    Strict export (Dynamo) does not get them: its tracer cannot step into the ShapeEnv.
+    """
+    if not has_bounds(dynamic_shapes):
+        yield
+        return
+
+    def apply(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+        if torch.compiler.is_dynamo_compiling():  # strict export: Dynamo cannot trace the ShapeEnv
+            return
+        combined = _combine_args(module, args, kwargs)
+        if isinstance(dynamic_shapes, Mapping):
+            _constrain(combined, dynamic_shapes)
+        else:
+            _constrain(list(combined.values()), dynamic_shapes)
+
+    handle = model.register_forward_pre_hook(apply, with_kwargs=True)
+    try:
+        yield
+    finally:
+        handle.remove()

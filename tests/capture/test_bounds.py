@@ -1,0 +1,64 @@
+"""Lower bounds of dynamic dims reach the trace: a model whose shapes are right only for a
+sequence of at least one token (transformers' MPT ALiBi slice) captures with
+``DimName(..., min=1)`` / ``Dim.DYNAMIC(min=1)``, and its ONNX graph equals eager at other sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+from torch.export import Dim
+
+import onnxport
+from onnxport.capture.dynamic_shapes import DimName
+from onnxport.errors import CaptureError
+
+
+class AlibiSlice(torch.nn.Module):
+    """MPT's attention bias (``modeling_mpt.py``): one bias row sliced from
+    ``max(0, 1 - query_length)`` with ``query_length = 2 * S + past``, added to ``S`` score rows.
+    It broadcasts only when ``S >= 1`` (at ``S = past = 0`` the slice keeps 0 rows)."""
+
+    def forward(self, x: torch.Tensor, past: torch.Tensor) -> torch.Tensor:
+        s = x.shape[1]
+        query_length = s + (past.shape[1] + s)
+        bias = torch.arange(-7.0, 1.0).view(1, 1, 8).expand(x.shape[2], 1, 8)
+        bias = bias[:, max(0, bias.size(1) - query_length) :, :]
+        scores = x.transpose(1, 2).unsqueeze(-1) * torch.ones(8)
+        return scores + bias
+
+
+EXAMPLE = (torch.randn(2, 3, 4), torch.randn(2, 5))
+
+
+def test_unbounded_sequence_fails_with_the_shape_mismatch() -> None:
+    with pytest.raises(CaptureError, match="shape mismatch"):
+        onnxport.export(
+            AlibiSlice(), EXAMPLE,
+            dynamic_shapes={"x": {1: "sequence_length"}, "past": {1: "past_sequence_length"}},
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("sequence", [DimName("sequence_length", min=1), Dim.DYNAMIC(min=1)])
+def test_bounded_sequence_captures_and_equals_eager(sequence) -> None:
+    program = onnxport.export(
+        AlibiSlice(), EXAMPLE, dynamic_shapes={"x": {1: sequence}, "past": {1: "past_sequence_length"}}
+    )
+    graph_input = program.model.graph.inputs[0]
+    if isinstance(sequence, str):  # a DimName names the ONNX dim
+        assert [str(d) for d in graph_input.shape] == ["2", "sequence_length", "4"]
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    for s, p in ((1, 0), (1, 9), (6, 2)):
+        x, past = torch.randn(2, s, 4), torch.randn(2, p)
+        (got,) = session.run(None, dict(zip(names, (x.numpy(), past.numpy()))))
+        want = AlibiSlice()(x, past).numpy()
+        assert got.shape == want.shape == (2, 4, s, 8)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_dim_name_is_its_text() -> None:
+    name = DimName("batch_size", min=1)
+    assert name == "batch_size" and name.min == 1 and str(name) == "batch_size"
+    assert DimName("past_sequence_length").min == 0
