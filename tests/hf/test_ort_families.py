@@ -140,3 +140,17 @@ def test_legacy_families_greedy_20_tokens_equal_transformers(name: str) -> None:
     fused = collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"]
     assert fused == (0 if name == "mpt" else 2)
     assert_greedy_equals_transformers(model, program)
+
+
+def test_doge_mask_computed_from_the_cache_keeps_attention_standard() -> None:
+    """Doge's dynamic mask is computed from the value cache (``dt_proj`` of the concatenated
+    values) and added to the attention scores with ``torch.finfo.min`` for hidden keys. The
+    rewrite to GroupQueryAttention would feed the kernel's own ``present`` into its mask (a cycle
+    onnxruntime refuses): the attention stays ONNX ``Attention``, and left-padded rows (every key
+    at the lowest float) equal eager's."""
+    model = _make("DogeConfig", "DogeForCausalLM", **BASE)(initializer_range=0.2)
+    for target in (None, "onnxruntime"):
+        result = onnxport.hf.export(model, target=target)
+        assert result.passed
+        ops = collections.Counter(n.op_type for n in result.programs["model"].model.graph)
+        assert ops["GroupQueryAttention"] == 0 and ops["Attention"] == BASE["num_hidden_layers"], ops

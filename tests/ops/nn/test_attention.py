@@ -1,6 +1,7 @@
 """scaled_dot_product_attention: ONNX Attention at opset 23, the explicit encoding below it.
 
-Fully masked rows give 0 as in torch's math backend (not NaN), in both encodings.
+Fully masked rows give 0 as in torch's math backend (not NaN), in both encodings; a row an additive
+mask hides with the lowest float (not -inf) gets the mean of V, as in torch.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ CASES = {
     "no_mask": ({}, False, None),
     "bool_mask_fully_masked_row": ({}, False, "bool"),
     "float_mask": ({}, False, "float"),
+    "float_mask_lowest_row": ({}, False, "lowest"),
+    "float_mask_minus_inf_row": ({}, False, "-inf"),
     "causal": ({"is_causal": True}, False, None),
     "gqa_scale": ({"enable_gqa": True, "scale": 0.3}, True, "bool"),
 }
@@ -51,6 +54,9 @@ def test_sdpa_matches_eager(case: str, opset: int) -> None:
         mask = _bool_mask()
     elif mask_kind == "float":
         mask = torch.randn(2, 1, 5, 6)
+    elif mask_kind in ("lowest", "-inf"):  # transformers' finfo.min masks: every key of row 1 hidden
+        hidden = torch.finfo(torch.float32).min if mask_kind == "lowest" else float("-inf")
+        mask = torch.where(_bool_mask(), 0.0, hidden)
     model = Sdpa(**kwargs)
     args = (q, k, v) if mask is None else (q, k, v, mask)
     program = onnxport.export(model, args, opset_version=opset)
@@ -60,8 +66,10 @@ def test_sdpa_matches_eager(case: str, opset: int) -> None:
     expected = model(*args)
     assert not torch.isnan(out).any()
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
-    if mask_kind == "bool":
+    if mask_kind in ("bool", "-inf"):
         assert float(out[0, :, 1].abs().max()) == 0.0
+    if mask_kind == "lowest":  # the lowest float is added like any number: the mean of V
+        torch.testing.assert_close(out[0, :, 1], v[0].mean(dim=-2), rtol=1e-4, atol=1e-5)
 
 
 F = torch.nn.functional

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import onnx_ir as ir
 import torch
 
@@ -120,8 +121,27 @@ def aten_scaled_dot_product_attention_23(
         )
     if attn_mask is not None:
         attn_mask = _mask_to_l_s(ctx, attn_mask, query, key)
+        if attn_mask.dtype != ir.DataType.BOOL:
+            attn_mask = _lowest_not_minus_inf(ctx, attn_mask)
     return ctx.op.Attention(
         query, key, value, attn_mask, is_causal=int(is_causal), scale=None if scale is None else float(scale)
+    )
+
+
+def _lowest_not_minus_inf(ctx: Ctx, mask: ir.Value) -> ir.Value:
+    """An additive mask with its entries equal to the dtype's lowest value made half that.
+
+    onnxruntime 1.31's Attention kernel reads a mask entry equal to the lowest float as -inf and
+    gives 0 for a row where every entry is, whereas torch adds the lowest value like any other
+    (the scores are absorbed: every score of the row equals it, the softmax is uniform and the
+    row gets the mean of V). transformers' float masks use ``torch.finfo(dtype).min`` for hidden
+    keys (Doge's dynamic mask, masks built by hand), so left-padded query rows would differ. Half
+    the lowest value is absorbed the same way (|score| ≪ its ulp of ~1e31), so every row equals
+    torch's; a true -inf keeps its 0 row in both (torch's ``_safe_softmax``).
+    """
+    lowest = float(np.finfo(mask.dtype.numpy()).min)  # float32 or float64 here (half masks are cast)
+    return ctx.op.Where(
+        ctx.op.Equal(mask, ctx.const(lowest, mask.dtype)), ctx.const(lowest / 2, mask.dtype), mask
     )
 
 

@@ -108,6 +108,21 @@ def _cache_concat(value: ir.Value | None) -> ir.Node | None:
     return concat
 
 
+def _computed_from(value: ir.Value, nodes: set[ir.Node]) -> bool:
+    """Whether ``value`` is computed (directly or not) from an output of one of ``nodes``."""
+    seen: set[int] = set()
+    stack = [value.producer()]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        if node in nodes:
+            return True
+        seen.add(id(node))
+        stack.extend(v.producer() for v in node.inputs if v is not None)
+    return False
+
+
 def _concat_of_two(value: ir.Value | None, axes: tuple[int, int]) -> ir.Node | None:
     """The ``Concat`` of two inputs along one of ``axes`` producing ``value``, else ``None``."""
     concat = producer(value, "Concat")
@@ -172,6 +187,8 @@ def _complete(
     key_concat, value_concat = _cache_concat(key), _cache_concat(value)
     if key_concat is None or value_concat is None:
         return None
+    if mask is not None and _computed_from(mask, {key_concat, value_concat}):
+        return None  # Doge: the mask is computed from the cache; the kernel's present would feed its own input
     heads, head_size = query.shape[1], query.shape[3]
     past = key_concat.inputs[0]
     assert past is not None and past.shape is not None
