@@ -14,6 +14,11 @@ the user already imported (no library is imported here).
 - transformers' Mamba selective scan (``mamba_selective_scan`` of Mamba, FalconMamba, Jamba,
   Zamba): its Python loop over the sequence fixes the sequence length; replaced by the same
   recurrence as a ``scan`` op (:mod:`onnxport.capture.selective_scan`).
+- transformers' Mamba2 chunked scan (``mamba2_chunk_scan`` of Mamba2, Bamba, GraniteMoeHybrid,
+  NemotronH, Zamba2, Falcon-H1): it pads the sequence to a multiple of the chunk size under
+  ``if pad_size > 0:``, a branch on the sequence length; replaced by the same recurrence one
+  position at a time, continuing a given state, as a ``scan`` op
+  (:mod:`onnxport.capture.chunk_scan`).
 - transformers' position-embedding interpolation (``interpolate_pos_encoding`` of ViT, DINOv2,
   DeiT, CLIP, SigLIP, ... -- about 50 models; ``get_absolute_positions``, ``_tile_position_embeddings``)
   returns the table unchanged when the input is at the config's resolution
@@ -36,6 +41,7 @@ from typing import Any
 
 import torch
 
+from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.selective_scan import selective_scan
 
 
@@ -63,6 +69,8 @@ def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dila
 PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
     *((f"transformers.models.{name}.modeling_{name}", "mamba_selective_scan", selective_scan)
       for name in ("mamba", "falcon_mamba", "jamba", "zamba")),
+    *((f"transformers.models.{name}.modeling_{name}", "mamba2_chunk_scan", chunk_scan)
+      for name in ("mamba2", "bamba", "granitemoehybrid", "nemotron_h", "zamba2", "falcon_h1")),
     ("transformers.models.mobilenet_v2.modeling_mobilenet_v2", "apply_tf_padding",
      functools.partial(tf_same_padding, dilate=True)),
     ("transformers.models.mobilenet_v1.modeling_mobilenet_v1", "apply_tf_padding",

@@ -16,26 +16,68 @@ import torch
 
 
 def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) -> Any:
-    """Put each layer's ``(key, value)`` into ``cache`` (a ``DynamicCache``) without a concat.
+    """Put each layer's past into ``cache`` (a ``DynamicCache``) without a concat.
+
+    A layer's entry is ``(key, value)`` for attention, ``(conv[, recurrent])`` for a linear-attention
+    / state-space layer (transformers' ``LinearAttentionLayer``: Mamba2, short convolutions, gated
+    delta rules) and ``(key, value, conv[, recurrent])`` for a layer with both
+    (``LinearAttentionAndFullAttentionLayer``, Falcon-H1), in the order of :func:`flatten_cache`.
 
     ``DynamicLayer.update`` concatenates onto a 1-D empty tensor, which torch allows but ONNX's
     Concat does not (all inputs must have the same rank); so the layer is initialized and then
-    given the tensors directly.
+    given the tensors directly. The conv and recurrent states are copied (transformers updates
+    them in place with ``copy_``) and marked as a previous state: every step, the first included,
+    continues from the given states (zeros on the first step, which equal transformers' prefill:
+    its causal convolution pads with zeros, its scan starts from zeros).
     """
-    from transformers.cache_utils import DynamicLayer  # optional heavy dependency (the hf extra)
+    from transformers.cache_utils import (  # optional heavy dependency (the hf extra)
+        DynamicLayer,
+        LinearAttentionCacheLayerMixin,
+    )
 
-    for layer, (key, value) in zip(cache.layers, past_key_values, strict=True):
-        if type(layer).lazy_initialization is DynamicLayer.lazy_initialization:
-            # What DynamicLayer.lazy_initialization sets, without its empty torch.tensor([]) on
-            # the key's device: on the meta device torch.export records it as a lifted constant
-            # plus an in-place detach_, which forces a full decomposition of the program.
-            layer.dtype, layer.device, layer.is_initialized = key.dtype, key.device, True
-        else:
-            layer.lazy_initialization(key, value)
-        layer.keys, layer.values = key, value
-        if hasattr(layer, "cumulative_length"):
-            layer.cumulative_length = key.shape[-2]
+    for layer, past in zip(cache.layers, past_key_values, strict=True):
+        tensors = list(past)
+        if not isinstance(layer, LinearAttentionCacheLayerMixin) or isinstance(layer, DynamicLayer):
+            key, value = tensors[:2]
+            tensors = tensors[2:]
+            if type(layer).lazy_initialization is DynamicLayer.lazy_initialization or isinstance(
+                layer, LinearAttentionCacheLayerMixin
+            ):
+                # What DynamicLayer.lazy_initialization sets, without its empty torch.tensor([]) on
+                # the key's device: on the meta device torch.export records it as a lifted constant
+                # plus an in-place detach_, which forces a full decomposition of the program.
+                layer.dtype, layer.device, layer.is_initialized = key.dtype, key.device, True
+            else:
+                layer.lazy_initialization(key, value)
+            layer.keys, layer.values = key, value
+            if hasattr(layer, "cumulative_length"):
+                layer.cumulative_length = key.shape[-2]
+        if isinstance(layer, LinearAttentionCacheLayerMixin):
+            conv, recurrent = (tensors + [None, None])[:2]
+            layer.dtype, layer.device = conv.dtype, conv.device
+            layer.conv_states[0] = conv.clone()
+            layer.conv_kernel_size[0] = conv.shape[-1]
+            layer.is_conv_states_initialized[0] = layer.has_previous_state[0] = True
+            if recurrent is not None:
+                layer.recurrent_states[0] = recurrent.clone()
+                layer.is_recurrent_states_initialized[0] = True
     return cache
+
+
+def linear_states(layer: Any) -> list[torch.Tensor]:
+    """A cache layer's linear-attention states: ``[conv]`` or ``[conv, recurrent]``; ``[]`` for
+    attention layers.
+
+    Raises:
+        ValueError: The layer keeps several states (``number_of_states > 1``).
+    """
+    conv_states = getattr(layer, "conv_states", None)
+    if not isinstance(conv_states, dict):
+        return []
+    if getattr(layer, "number_of_states", 1) != 1:
+        raise ValueError(f"{type(layer).__name__} keeps {layer.number_of_states} states per layer")
+    states = [conv_states.get(0), layer.recurrent_states.get(0)]
+    return [t for t in states if t is not None]
 
 
 def empty_cross_cache(config: Any) -> Any:
@@ -61,10 +103,14 @@ def empty_cross_cache(config: Any) -> Any:
 
 
 def flatten_cache(cache: Any) -> list[torch.Tensor]:
-    """``[key0, value0, key1, value1, ...]`` of a ``DynamicCache``."""
+    """``[key0, value0, key1, value1, ...]`` of a ``DynamicCache``; a linear-attention layer
+    contributes its conv (and recurrent) state after its key and value, if it has them
+    (:func:`fill_cache`'s order)."""
     flat: list[torch.Tensor] = []
     for layer in cache.layers:
-        flat += [layer.keys, layer.values]
+        if getattr(layer, "keys", None) is not None:
+            flat += [layer.keys, layer.values]
+        flat += linear_states(layer)
     return flat
 
 

@@ -24,25 +24,35 @@ def _ids(value: Any) -> set[int]:
     return {int(value)}
 
 
+_STATE_PREFIXES = ("past_conv.", "past_ssm.", "past_recurrent.")
+
+
 def _empty_past(session: Any, batch: int, prefix: str) -> dict[str, np.ndarray]:
-    """Zero-length past for every ``past_key_values.*`` input of the session."""
+    """The first step's past for every cache input of the session: zero-length keys/values for
+    ``{prefix}.*`` and zero states for ``past_conv.*`` / ``past_ssm.*`` / ``past_recurrent.*``
+    (fixed shapes but the batch), as transformers.js builds them."""
     feeds = {}
     for value in session.get_inputs():
+        dtype = np.float16 if "float16" in value.type else np.float32
         if value.name.startswith(prefix):
             _, heads, _, dim = value.shape
-            dtype = np.float16 if "float16" in value.type else np.float32
             feeds[value.name] = np.zeros((batch, heads, 0, dim), dtype=dtype)
+        elif value.name.startswith(_STATE_PREFIXES):
+            feeds[value.name] = np.zeros((batch, *value.shape[1:]), dtype=dtype)
     return feeds
 
 
 def _next_past(session: Any, outputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-    """``present.X`` outputs renamed to the ``past_key_values.X`` inputs."""
+    """``present.X`` outputs renamed to the ``past_key_values.X`` inputs, ``present_conv.X`` (and
+    the other states) to ``past_conv.X``."""
     names = [o.name for o in session.get_outputs()]
-    return {
-        "past_key_values" + name[len("present") :]: value
-        for name, value in zip(names, outputs, strict=True)
-        if name.startswith("present")
-    }
+    feeds = {}
+    for name, value in zip(names, outputs, strict=True):
+        if name.startswith("present."):
+            feeds["past_key_values" + name[len("present") :]] = value
+        elif name.startswith("present_"):
+            feeds["past_" + name[len("present_") :]] = value
+    return feeds
 
 
 def _choose(

@@ -39,8 +39,10 @@ class Sizes:
 
 
 EXPORT_SIZES = Sizes()
-# Fresh shapes for validation: an empty past (first step) and a longer one, other batch/sequence.
-CHECK_SIZES = (Sizes(3, 5, 0, 7, seed=1), Sizes(1, 4, 6, 9, seed=2))
+# Fresh shapes for validation: an empty past (first step), a longer one with other batch/sequence,
+# and a one-token decode step (the size generation runs most; models may branch on it, as
+# transformers' state-space mixers do on ``seq_len == 1``).
+CHECK_SIZES = (Sizes(3, 5, 0, 7, seed=1), Sizes(1, 4, 6, 9, seed=2), Sizes(2, 1, 5, 4, seed=3))
 
 
 @dataclasses.dataclass
@@ -165,20 +167,78 @@ def vision_component(loaded: LoadedModel) -> Component:
 
 
 # -- decoder-only language models --------------------------------------------------------------
-def cache_shapes(run: Callable[[], Any]) -> list[tuple[int, int]]:
-    """Run ``run()`` (returns a DynamicCache) eagerly; each layer's (heads, head_dim).
+# transformers.js' names for the recurrent state of a linear-attention layer (``getCacheNames`` in
+# ``src/configs.js``): ``past_recurrent.{i}`` for gated delta rules, ``past_ssm.{i}`` for Mamba2
+# state-space layers (the default); the convolution state is ``past_conv.{i}`` in both.
+_RECURRENT_NAME = {"qwen3_next": "recurrent", "qwen3_5_text": "recurrent", "qwen3_5_moe_text": "recurrent",
+                   "olmo_hybrid": "recurrent", "kimi_linear": "recurrent"}  # fmt: skip
+
+
+# Modules whose Mamba (v1) mixers scan several tokens from a zero state, ignoring the cached one
+# (``mamba_selective_scan`` has no initial state; modeling_jamba.py, modeling_zamba.py).
+_ZERO_STATE_SCANS = ("transformers.models.jamba.modeling_jamba", "transformers.models.zamba.modeling_zamba")
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerCache:
+    """What one decoder layer caches: attention keys/values and/or linear-attention states.
+
+    Attributes:
+        kv: ``(kv_heads, head_dim)`` of the attention cache (``[B, kv_heads, past, head_dim]``),
+            or ``None`` for a layer without attention.
+        states: The shapes without the batch dim of the layer's conv state (``[B, channels,
+            kernel]``) and, if any, recurrent state, in :func:`onnxport.hf.cache.flatten_cache`'s
+            order; empty for an attention layer.
+    """
+
+    kv: tuple[int, int] | None
+    states: tuple[tuple[int, ...], ...] = ()
+
+
+def cache_shapes(run: Callable[[], Any]) -> list[LayerCache]:
+    """Run ``run()`` (returns a DynamicCache) eagerly; what each layer caches.
 
     Raises:
-        HFError: The model raised (:func:`onnxport.hf.eager.run`).
+        HFError: The model raised (:func:`onnxport.hf.eager.run`), or a layer keeps several
+            linear-attention states.
     """
     cache = run_eager("on a probe input (finding the KV cache's shapes)", run)
-    return [(layer.keys.shape[1], layer.keys.shape[3]) for layer in cache.layers]
+    layers = []
+    for layer in cache.layers:
+        keys = getattr(layer, "keys", None)
+        try:
+            states = wrappers.linear_states(layer)
+        except ValueError as e:
+            raise HFError(f"Exporting the cache is not supported: {e}.") from e
+        kv = None if keys is None else (int(keys.shape[1]), int(keys.shape[3]))
+        if kv is None and not states:
+            raise HFError(
+                f"Cache layer {len(layers)} ({type(layer).__name__}) holds neither keys/values nor "
+                "conv/recurrent states after a forward: its cache cannot be exported."
+            )
+        layers.append(LayerCache(kv, tuple(tuple(int(d) for d in t.shape[1:]) for t in states)))
+    return layers
 
 
 def past_names(layers: int, prefix: str, part: str = "") -> list[str]:
     """``prefix.{i}[.part].key`` / ``.value`` for every layer."""
     middle = f".{part}" if part else ""
     return [f"{prefix}.{i}{middle}.{kind}" for i in range(layers) for kind in ("key", "value")]
+
+
+def cache_names(layers: list[LayerCache], past: bool, model_type: str | None) -> list[str]:
+    """The graph names of a decoder's cache, layer by layer: ``past_key_values.{i}.key/value``
+    (``present.{i}.key/value``) for attention, ``past_conv.{i}`` and ``past_ssm.{i}`` /
+    ``past_recurrent.{i}`` (``present_conv.{i}``...) for linear attention, as transformers.js
+    names them."""
+    kv_prefix, state_prefix = ("past_key_values", "past") if past else ("present", "present")
+    recurrent = _RECURRENT_NAME.get(model_type or "", "ssm")
+    names: list[str] = []
+    for i, layer in enumerate(layers):
+        if layer.kv is not None:
+            names += [f"{kv_prefix}.{i}.key", f"{kv_prefix}.{i}.value"]
+        names += [f"{state_prefix}_{kind}.{i}" for kind in ("conv", recurrent)[: len(layer.states)]]
+    return names
 
 
 def causal_lm_component(loaded: LoadedModel) -> Component:
@@ -191,20 +251,31 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
             input_ids=ids, past_key_values=wrappers.new_cache(config), use_cache=True
         ).past_key_values
 
-    shapes = cache_shapes(probe)
-    layers = len(shapes)
+    layers = cache_shapes(probe)
+    restarting = sorted({
+        type(m).__name__ for m in model.modules()
+        if type(m).__module__ in _ZERO_STATE_SCANS and type(m).__name__.endswith("Mixer")
+    })  # fmt: skip
+    if restarting and any(layer.states for layer in layers):
+        raise HFError(
+            f"The cache of {type(model).__name__} cannot be exported yet: its Mamba (v1) layers "
+            f"({', '.join(restarting)}) restart the selective scan from a zero state for every input "
+            "of several tokens (transformers' torch path continues the cached state only one token at a "
+            "time), so one graph cannot serve the prompt and the decode steps."
+        )
     dtype = next(model.parameters()).dtype
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
         mask = left_padded_mask(sizes.batch, sizes.past + sizes.sequence)
-        past = [
-            tuple(
-                torch.randn(sizes.batch, heads, sizes.past, dim, generator=gen, dtype=dtype)
+        past = []
+        for layer in layers:
+            entry = [] if layer.kv is None else [
+                torch.randn(sizes.batch, layer.kv[0], sizes.past, layer.kv[1], generator=gen, dtype=dtype)
                 for _ in range(2)
-            )
-            for heads, dim in shapes
-        ]
+            ]  # fmt: skip
+            entry += [torch.randn(sizes.batch, *shape, generator=gen, dtype=dtype) for shape in layer.states]
+            past.append(tuple(entry))
         return {
             "input_ids": token_ids(config, sizes.batch, sizes.sequence, gen),
             "attention_mask": mask,
@@ -217,10 +288,13 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
         "input_ids": {0: BATCH, 1: SEQUENCE},
         "attention_mask": {0: BATCH, 1: TOTAL},
         "position_ids": {0: BATCH, 1: SEQUENCE},
-        "past_key_values": [(dict(kv_axes), dict(kv_axes)) for _ in range(layers)],
+        "past_key_values": [
+            tuple([dict(kv_axes)] * (2 if layer.kv else 0) + [{0: BATCH} for _ in layer.states]) for layer in layers
+        ],
     }
-    names = ["input_ids", "attention_mask", "position_ids", *past_names(layers, "past_key_values")]
-    outputs = ["logits", *past_names(layers, "present")]
+    model_type = getattr(config, "model_type", None)
+    names = ["input_ids", "attention_mask", "position_ids", *cache_names(layers, True, model_type)]
+    outputs = ["logits", *cache_names(layers, False, model_type)]
     return Component("model", wrappers.CausalLMWithCache(model), make, dynamic, names, outputs)
 
 
@@ -281,7 +355,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         )
         return out.past_key_values.self_attention_cache
 
-    shapes = cache_shapes(probe)
+    shapes = [layer.kv for layer in cache_shapes(probe) if layer.kv is not None]
     layers = len(shapes)
 
     def make_decoder(sizes: Sizes) -> dict[str, Any]:
