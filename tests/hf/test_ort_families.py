@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 import onnxport.hf
-from onnxport.errors import HFError
 from _generation import assert_greedy_equals_transformers
+from onnxport.errors import HFError
 from onnxport.testing.tiny_models import DECODER, _make
 
 pytest.importorskip("transformers")

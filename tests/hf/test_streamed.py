@@ -24,6 +24,7 @@ from _checkpoints import LAYERS, llama_checkpoint
 from onnxport.cli import app
 from onnxport.errors import HFError, InputError, OnnxportError
 from onnxport.hf import streamed
+from onnxport.hf.inputs import CHECK_SIZES
 from onnxport.hf.layout import find_model
 
 transformers = pytest.importorskip("transformers")
@@ -120,7 +121,7 @@ def test_slice_validation_when_the_model_does_not_fit(tmp_path: pathlib.Path) ->
     result = onnxport.hf.export(tmp_path / "ckpt", output_dir=out, stream=True, memory_fraction=0.0)
     assert result.streamed is not None
     assert result.streamed.validation == f"slice (2 of {LAYERS} layers)"
-    assert result.passed and len(result.checks) == 2 * 5  # 2 input sets x (logits + 2 layers x 2)
+    assert result.passed and len(result.checks) == len(CHECK_SIZES) * 5  # input sets x (logits + 2 layers x 2)
     assert all(c.component == "model (slice)" for c in result.checks)
     names = set(_initializers(find_model(out)))
     assert any(n.startswith(f"model.layers.{LAYERS - 1}.") for n in names)  # the full model written

@@ -28,6 +28,7 @@ from _checkpoints import LAYERS, llama_checkpoint
 from onnxport.cli import app
 from onnxport.errors import HFError
 from onnxport.hf import streamed
+from onnxport.hf.inputs import CHECK_SIZES
 from onnxport.hf.layout import find_model
 from onnxport.verify.compare import TOLERANCES
 
@@ -147,7 +148,7 @@ def test_streamed_ort_target_equals_in_memory(
         checkpoint[1], output_dir=tmp_path / "streamed", stream=True, target="onnxruntime"
     )
     assert result.streamed is not None and result.streamed.validation == "full" and result.passed
-    assert len(result.checks) == 2 * (1 + 2 * LAYERS)  # 2 input sets x (logits + presents)
+    assert len(result.checks) == len(CHECK_SIZES) * (1 + 2 * LAYERS)  # input sets x (logits + presents)
     memory = onnxport.hf.export(
         checkpoint[1], output_dir=tmp_path / "memory", target="onnxruntime", validate=False
     )
@@ -170,7 +171,7 @@ def test_streamed_shared_kv_cache_equals_in_memory(
         checkpoint[1], output_dir=tmp_path / "streamed", stream=True, target="onnxruntime", kv_cache="shared"
     )
     assert result.streamed is not None and result.streamed.validation == "full" and result.passed
-    assert len(result.checks) == 2 * (1 + 2 * LAYERS) and all("buffer" in c.inputs for c in result.checks)
+    assert len(result.checks) == len(CHECK_SIZES) * (1 + 2 * LAYERS) and all("buffer" in c.inputs for c in result.checks)
     memory = onnxport.hf.export(
         checkpoint[1], output_dir=tmp_path / "memory", target="onnxruntime", kv_cache="shared", validate=False
     )

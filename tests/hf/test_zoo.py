@@ -12,6 +12,7 @@ import onnx
 import pytest
 
 import onnxport.hf
+from onnxport.hf.inputs import CHECK_SIZES
 
 from .zoo import ZOO, save
 
@@ -35,7 +36,7 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
     components = {c.component for c in result.checks}
     for component in components:  # model, or encoder_model + decoder_model
         per_set = {c.inputs for c in result.checks if c.component == component}
-        assert len(per_set) == 2  # two fresh input sets per component, none of the export's shapes
+        assert len(per_set) == len(CHECK_SIZES)  # fresh input sets per component, none of the export's shapes
     onnx_files = sorted(p.name for p in (out / "onnx").glob("*.onnx"))  # hub layout
     seq2seq = entry.task in ("text2text-generation", "automatic-speech-recognition")
     assert onnx_files == (

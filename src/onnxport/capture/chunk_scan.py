@@ -32,6 +32,7 @@ def chunk_scan(
     A: torch.Tensor,  # noqa: N803 -- the paper's and transformers' names
     B: torch.Tensor,  # noqa: N803
     C: torch.Tensor,  # noqa: N803
+    *,  # transformers passes the rest by keyword
     chunk_size: int,
     D: torch.Tensor | None = None,  # noqa: N803
     dt_bias: torch.Tensor | None = None,

@@ -18,7 +18,8 @@ import torch
 def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) -> Any:
     """Put each layer's past into ``cache`` (a ``DynamicCache``) without a concat.
 
-    A layer's entry is ``(key, value)`` for attention, ``(conv[, recurrent])`` for a linear-attention
+    A layer's entry is ``(key, value)`` for attention (``(key, value, indexer_key)`` for the
+    ``DynamicIndexedLayer`` of sparse attention: GLM-MoE-DSA, DeepSeek-V3.2, HY-V4), ``(conv[, recurrent])`` for a linear-attention
     / state-space layer (transformers' ``LinearAttentionLayer``: Mamba2, short convolutions, gated
     delta rules) and ``(key, value, conv[, recurrent])`` for a layer with both
     (``LinearAttentionAndFullAttentionLayer``, Falcon-H1), in the order of :func:`flatten_cache`.
@@ -52,14 +53,18 @@ def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) ->
             layer.keys, layer.values = key, value
             if hasattr(layer, "cumulative_length"):
                 layer.cumulative_length = key.shape[-2]
+            if hasattr(layer, "indexer_keys"):  # DynamicIndexedLayer (sparse attention's indexer)
+                (layer.indexer_keys,), tensors = tensors[:1], tensors[1:]
+                layer.indexer_dtype, layer.indexer_device = key.dtype, key.device
+                layer.is_indexer_initialized = True
         if isinstance(layer, LinearAttentionCacheLayerMixin):
-            conv, recurrent = (tensors + [None, None])[:2]
-            layer.dtype, layer.device = conv.dtype, conv.device
+            conv, *recurrent = tensors
+            layer.dtype, layer.device = conv.dtype, conv.device  # type: ignore[assignment]  # None until set
             layer.conv_states[0] = conv.clone()
             layer.conv_kernel_size[0] = conv.shape[-1]
             layer.is_conv_states_initialized[0] = layer.has_previous_state[0] = True
-            if recurrent is not None:
-                layer.recurrent_states[0] = recurrent.clone()
+            if recurrent:
+                layer.recurrent_states[0] = recurrent[0].clone()
                 layer.is_recurrent_states_initialized[0] = True
     return cache
 
@@ -103,13 +108,15 @@ def empty_cross_cache(config: Any) -> Any:
 
 
 def flatten_cache(cache: Any) -> list[torch.Tensor]:
-    """``[key0, value0, key1, value1, ...]`` of a ``DynamicCache``; a linear-attention layer
-    contributes its conv (and recurrent) state after its key and value, if it has them
-    (:func:`fill_cache`'s order)."""
+    """``[key0, value0, key1, value1, ...]`` of a ``DynamicCache``; an indexed layer adds its
+    indexer keys after its value, a linear-attention layer its conv (and recurrent) state after
+    its key and value, if it has them (:func:`fill_cache`'s order)."""
     flat: list[torch.Tensor] = []
     for layer in cache.layers:
         if getattr(layer, "keys", None) is not None:
             flat += [layer.keys, layer.values]
+            if getattr(layer, "indexer_keys", None) is not None:
+                flat.append(layer.indexer_keys)
         flat += linear_states(layer)
     return flat
 

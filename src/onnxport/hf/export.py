@@ -20,7 +20,7 @@ from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf import moe
 from onnxport.hf.dims import name_total_sequence
-from onnxport.hf.genai_config import genai_config, write_genai_config
+from onnxport.hf.genai_config import genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
 from onnxport.hf.shared_cache import KV_CACHE_MODES, check_full_attention, validate_shared
 from onnxport.hf.streamed import (
@@ -371,7 +371,7 @@ def _write(
             if generation is not None:
                 generation.save_pretrained(staging)
                 files.append(Path("generation_config.json"))
-        if loaded.task.kind == "causal-lm":
+        if loaded.task.kind == "causal-lm" and genai_runs(programs["model"].model):
             files.append(
                 _write_genai_config(staging, programs["model"], loaded, layout, shared_buffer)
             )

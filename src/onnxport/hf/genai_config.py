@@ -17,6 +17,7 @@ that the graph updates a fixed-size buffer of ``search.max_length`` rows in plac
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,28 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
     "top_k": 50,
     "top_p": 1.0,
 }
+
+
+_GENAI_INPUTS = re.compile(r"input_ids|attention_mask|position_ids|past_key_values\.\d+\.(key|value)")
+
+
+def genai_runs(decoder: ir.Model) -> bool:
+    """Whether onnxruntime-genai's decoder-only pipeline can feed ``decoder``: its inputs are
+    ``input_ids``, ``attention_mask``, ``position_ids`` and ``past_key_values.{i}.key/value`` of one
+    shape (the pipeline allocates one ``(batch, kv_heads, length, head_size)`` cache per layer from
+    ``head_size`` and ``num_key_value_heads``, ``src/models/kv_cache.cpp``): not the conv /
+    recurrent states of state-space layers, a sparse-attention indexer's keys, nor values narrower
+    than keys."""
+    shapes = set()
+    for value in decoder.graph.inputs:
+        name = str(value.name)
+        if not _GENAI_INPUTS.fullmatch(name):
+            return False
+        if name.startswith("past_key_values."):
+            if value.shape is None or len(value.shape) != 4:
+                return False
+            shapes.add((value.shape[1], value.shape[3]))
+    return len(shapes) == 1
 
 
 def genai_config(

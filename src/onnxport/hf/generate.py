@@ -34,7 +34,9 @@ def _empty_past(session: Any, batch: int, prefix: str) -> dict[str, np.ndarray]:
     feeds = {}
     for value in session.get_inputs():
         dtype = np.float16 if "float16" in value.type else np.float32
-        if value.name.startswith(prefix):
+        if value.name.startswith(prefix) and len(value.shape) == 3:  # an indexer's keys: [B, past, D]
+            feeds[value.name] = np.zeros((batch, 0, value.shape[2]), dtype=dtype)
+        elif value.name.startswith(prefix):
             _, heads, _, dim = value.shape
             feeds[value.name] = np.zeros((batch, heads, 0, dim), dtype=dtype)
         elif value.name.startswith(_STATE_PREFIXES):

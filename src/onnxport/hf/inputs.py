@@ -189,10 +189,21 @@ class LayerCache:
         states: The shapes without the batch dim of the layer's conv state (``[B, channels,
             kernel]``) and, if any, recurrent state, in :func:`onnxport.hf.cache.flatten_cache`'s
             order; empty for an attention layer.
+        indexer: The head size of a sparse-attention indexer's key cache (``[B, past,
+            indexer_head_dim]``), or ``None``.
     """
 
     kv: tuple[int, int] | None
     states: tuple[tuple[int, ...], ...] = ()
+    indexer: int | None = None
+    value_dim: int | None = None
+
+    @property
+    def value_shape(self) -> tuple[int, int]:
+        """``(kv_heads, value head_dim)``: multi-head latent attention caches values narrower
+        than keys (HY-V4: keys 512, values 64)."""
+        assert self.kv is not None
+        return (self.kv[0], self.kv[1] if self.value_dim is None else self.value_dim)
 
 
 def cache_shapes(run: Callable[[], Any]) -> list[LayerCache]:
@@ -203,7 +214,7 @@ def cache_shapes(run: Callable[[], Any]) -> list[LayerCache]:
             linear-attention states.
     """
     cache = run_eager("on a probe input (finding the KV cache's shapes)", run)
-    layers = []
+    layers: list[LayerCache] = []
     for layer in cache.layers:
         keys = getattr(layer, "keys", None)
         try:
@@ -211,12 +222,18 @@ def cache_shapes(run: Callable[[], Any]) -> list[LayerCache]:
         except ValueError as e:
             raise HFError(f"Exporting the cache is not supported: {e}.") from e
         kv = None if keys is None else (int(keys.shape[1]), int(keys.shape[3]))
+        value_dim = None if keys is None else int(layer.values.shape[3])
         if kv is None and not states:
             raise HFError(
                 f"Cache layer {len(layers)} ({type(layer).__name__}) holds neither keys/values nor "
                 "conv/recurrent states after a forward: its cache cannot be exported."
             )
-        layers.append(LayerCache(kv, tuple(tuple(int(d) for d in t.shape[1:]) for t in states)))
+        indexer = getattr(layer, "indexer_keys", None)
+        layers.append(LayerCache(
+            kv, tuple(tuple(int(d) for d in t.shape[1:]) for t in states),
+            None if indexer is None or indexer.dim() != 3 else int(indexer.shape[-1]),
+            None if value_dim is None or kv is None or value_dim == kv[1] else value_dim,
+        ))  # fmt: skip
     return layers
 
 
@@ -228,7 +245,8 @@ def past_names(layers: int, prefix: str, part: str = "") -> list[str]:
 
 def cache_names(layers: list[LayerCache], past: bool, model_type: str | None) -> list[str]:
     """The graph names of a decoder's cache, layer by layer: ``past_key_values.{i}.key/value``
-    (``present.{i}.key/value``) for attention, ``past_conv.{i}`` and ``past_ssm.{i}`` /
+    (``present.{i}.key/value``) for attention, ``past_key_values.{i}.indexer_key`` for a sparse
+    attention's indexer, ``past_conv.{i}`` and ``past_ssm.{i}`` /
     ``past_recurrent.{i}`` (``present_conv.{i}``...) for linear attention, as transformers.js
     names them."""
     kv_prefix, state_prefix = ("past_key_values", "past") if past else ("present", "present")
@@ -237,6 +255,8 @@ def cache_names(layers: list[LayerCache], past: bool, model_type: str | None) ->
     for i, layer in enumerate(layers):
         if layer.kv is not None:
             names += [f"{kv_prefix}.{i}.key", f"{kv_prefix}.{i}.value"]
+        if layer.indexer is not None:
+            names.append(f"{kv_prefix}.{i}.indexer_key")
         names += [f"{state_prefix}_{kind}.{i}" for kind in ("conv", recurrent)[: len(layer.states)]]
     return names
 
@@ -271,9 +291,11 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
         past = []
         for layer in layers:
             entry = [] if layer.kv is None else [
-                torch.randn(sizes.batch, layer.kv[0], sizes.past, layer.kv[1], generator=gen, dtype=dtype)
-                for _ in range(2)
+                torch.randn(sizes.batch, heads, sizes.past, dim, generator=gen, dtype=dtype)
+                for heads, dim in (layer.kv, layer.value_shape)
             ]  # fmt: skip
+            if layer.indexer is not None:
+                entry.append(torch.randn(sizes.batch, sizes.past, layer.indexer, generator=gen, dtype=dtype))
             entry += [torch.randn(sizes.batch, *shape, generator=gen, dtype=dtype) for shape in layer.states]
             past.append(tuple(entry))
         return {
@@ -289,7 +311,10 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
         "attention_mask": {0: BATCH, 1: TOTAL},
         "position_ids": {0: BATCH, 1: SEQUENCE},
         "past_key_values": [
-            tuple([dict(kv_axes)] * (2 if layer.kv else 0) + [{0: BATCH} for _ in layer.states]) for layer in layers
+            tuple(
+                [dict(kv_axes)] * (2 if layer.kv else 0) + [{0: BATCH, 1: PAST}] * (layer.indexer is not None)
+                + [{0: BATCH} for _ in layer.states]
+            ) for layer in layers
         ],
     }
     model_type = getattr(config, "model_type", None)

@@ -52,7 +52,7 @@ from onnxport.hf import layout as hf_layout
 from onnxport.hf import meta, moe, repeat, shared_cache
 from onnxport.hf.checkpoint import Checkpoint, read_checkpoint
 from onnxport.hf.dims import name_total_sequence
-from onnxport.hf.genai_config import genai_config, write_genai_config
+from onnxport.hf.genai_config import genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager
@@ -511,7 +511,7 @@ def export_streamed(
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(folder / rel, staging / rel)
             result.files.append(rel)
-        if resolved.kind == "causal-lm":
+        if resolved.kind == "causal-lm" and genai_runs(programs["model"].model):
             generation_file = folder / "generation_config.json"
             generation = json.loads(generation_file.read_text()) if generation_file.is_file() else None
             content = genai_config(

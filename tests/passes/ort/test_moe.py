@@ -20,6 +20,7 @@ from onnx import helper as oh
 import onnxport.hf
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import moe
+from onnxport.hf.inputs import CHECK_SIZES
 from onnxport.hf.loading import from_model
 from onnxport.ops.nn.moe import clamped_swiglu_experts, moe_experts
 from onnxport.passes.ort import QuantizeOptions, blockwise
@@ -72,7 +73,7 @@ def test_fused_moe_equals_eager(name: str) -> None:
     model = FAMILIES[name]()
     layers = model.config.num_hidden_layers
     result = onnxport.hf.export(model, target="onnxruntime")  # validated against eager (left padding, past)
-    assert result.passed and len(result.checks) == 2 * (1 + 2 * layers)
+    assert result.passed and len(result.checks) == len(CHECK_SIZES) * (1 + 2 * layers)
     ops = _ops(result.programs["model"])
     assert ops["MoE"] == layers and ops["Loop"] == 0 and ops["GroupQueryAttention"] == layers
     graph = result.programs["model"].model.graph

@@ -23,6 +23,7 @@ import torch
 import onnxport.hf
 from onnxport.errors import HFError
 from onnxport.hf import inputs as hf_inputs
+from onnxport.hf.inputs import CHECK_SIZES
 from onnxport.hf.loading import from_model
 from onnxport.hf.shared_cache import buffered, unpadded
 from onnxport.passes.ort import optimize_for_onnxruntime
@@ -141,7 +142,7 @@ def shared(tmp_path_factory):
     result = onnxport.hf.export(
         work / "src", output_dir=work / "out", target="onnxruntime", kv_cache="shared"
     )
-    assert result.passed and len(result.checks) == 2 * 5
+    assert result.passed and len(result.checks) == len(CHECK_SIZES) * 5
     return model, result, work / "out"
 
 

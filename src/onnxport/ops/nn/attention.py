@@ -139,7 +139,8 @@ def _lowest_not_minus_inf(ctx: Ctx, mask: ir.Value) -> ir.Value:
     the lowest value is absorbed the same way (|score| ≪ its ulp of ~1e31), so every row equals
     torch's; a true -inf keeps its 0 row in both (torch's ``_safe_softmax``).
     """
-    lowest = float(np.finfo(mask.dtype.numpy()).min)  # float32 or float64 here (half masks are cast)
+    assert mask.dtype is not None  # an additive mask: float32 or float64 here (half masks are cast)
+    lowest = float(np.finfo(mask.dtype.numpy()).min)
     return ctx.op.Where(
         ctx.op.Equal(mask, ctx.const(lowest, mask.dtype)), ctx.const(lowest / 2, mask.dtype), mask
     )

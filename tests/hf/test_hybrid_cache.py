@@ -1,0 +1,115 @@
+"""Decoders whose cache is more than keys and values: Mamba2 hybrids (conv + SSM state), short
+convolutions (LFM2), gated delta rules (Qwen3-Next), sparse attention's indexer keys (DeepSeek-V3.2).
+Each export is validated against eager (including a one-token decode step from random states) and
+20 greedy tokens through the graph, starting from zero states, equal transformers' ``generate``."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import onnxport.hf
+from _generation import assert_greedy_equals_transformers
+from onnxport.capture.chunk_scan import chunk_scan
+from onnxport.errors import HFError
+from onnxport.testing.tiny_models import _make
+
+transformers = pytest.importorskip("transformers")
+
+TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            intermediate_size=32, bos_token_id=1, eos_token_id=2, pad_token_id=0, max_position_embeddings=64)  # fmt: skip
+MAMBA2 = dict(mamba_n_heads=8, mamba_d_head=8, mamba_n_groups=1, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2,
+              mamba_chunk_size=4)  # fmt: skip
+FAMILIES: dict[str, tuple[str, str, dict[str, Any], list[str]]] = {
+    "bamba": ("BambaConfig", "BambaForCausalLM", dict(MAMBA2, attn_layer_indices=[1]),
+              ["past_conv.0", "past_ssm.0", "past_key_values.1.key", "past_key_values.1.value"]),
+    "falcon-h1": ("FalconH1Config", "FalconH1ForCausalLM", dict(MAMBA2, head_dim=8, mamba_d_ssm=64),
+                  ["past_key_values.0.key", "past_key_values.0.value", "past_conv.0", "past_ssm.0",
+                   "past_key_values.1.key", "past_key_values.1.value", "past_conv.1", "past_ssm.1"]),
+    "lfm2": ("Lfm2Config", "Lfm2ForCausalLM", dict(layer_types=["conv", "full_attention"], conv_L_cache=3),
+             ["past_conv.0", "past_key_values.1.key", "past_key_values.1.value"]),
+    "qwen3-next": ("Qwen3NextConfig", "Qwen3NextForCausalLM",
+                   dict(layer_types=["linear_attention", "full_attention"], head_dim=16, linear_num_value_heads=4,
+                        linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=8,
+                        linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                        shared_expert_intermediate_size=16),
+                   ["past_conv.0", "past_recurrent.0", "past_key_values.1.key", "past_key_values.1.value"]),
+    "deepseek-v3.2": ("DeepseekV32Config", "DeepseekV32ForCausalLM",
+                      dict(n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, kv_lora_rank=16,
+                           q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16, n_group=1,
+                           topk_group=1, first_k_dense_replace=1, num_key_value_heads=4, index_head_dim=16,
+                           index_n_heads=2),
+                      [f"past_key_values.{i}.{k}" for i in range(2) for k in ("key", "value", "indexer_key")]),
+}  # fmt: skip
+
+
+def _model(name: str) -> Any:
+    config, cls, extra, _ = FAMILIES[name]
+    return _make(config, cls, **{**TINY, **extra})(initializer_range=0.2)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_cache_states_are_inputs_and_generation_equals_transformers(name: str, tmp_path: Path) -> None:
+    model = _model(name)
+    result = onnxport.hf.export(model, output_dir=tmp_path / "out")
+    assert result.passed
+    program = result.programs["model"]
+    inputs = [str(v.name) for v in program.model.graph.inputs]
+    assert inputs[:3] == ["input_ids", "attention_mask", "position_ids"]
+    assert inputs[3:] == FAMILIES[name][3]
+    outputs = [str(v.name) for v in program.model.graph.outputs]
+    assert outputs[1:] == [n.replace("past_key_values.", "present.").replace("past_", "present_") for n in inputs[3:]]
+    for value in program.model.graph.inputs[3:]:  # states: fixed but the batch; caches: batch and past
+        dims = [d if isinstance(d, int) else str(d) for d in value.shape]
+        assert dims[0] == "batch_size"
+        assert ("past_sequence_length" in dims) == str(value.name).startswith("past_key_values.")
+    # onnxruntime-genai allocates one (batch, kv_heads, length, head_size) cache per layer: no config
+    assert not (tmp_path / "out" / "genai_config.json").exists()
+    if name in ("bamba", "falcon-h1"):  # the Mamba2 scan is one Scan node per state-space layer
+        layers = inputs.count("past_ssm.0") + inputs.count("past_ssm.1")
+        assert collections.Counter(n.op_type for n in program.model.graph)["Scan"] == layers
+    assert_greedy_equals_transformers(model, program)
+
+
+def test_mamba_v1_cache_is_refused_with_the_reason() -> None:
+    model = _make(
+        "JambaConfig", "JambaForCausalLM", **TINY, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+        expert_layer_offset=1, num_experts=4, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=4,
+        use_mamba_kernels=False,
+    )(initializer_range=0.2)  # fmt: skip
+    with pytest.raises(HFError, match=r"Mamba \(v1\) layers \(JambaMambaMixer\) restart the selective scan"):
+        onnxport.hf.export(model)
+
+
+@pytest.mark.parametrize("length", [1, 4, 7])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_chunk_scan_equals_transformers_chunked_form(length: int, with_state: bool) -> None:
+    """The sequential recurrence gives transformers' chunked SSD (chunk 4, padding when the
+    length is not a multiple) values and final state, from zeros or from a given state."""
+    from transformers.models.bamba.modeling_bamba import mamba2_chunk_scan
+
+    gen = torch.Generator().manual_seed(length)
+    batch, heads, head_dim, groups, state = 2, 4, 3, 2, 5
+    args = (
+        torch.randn(batch, length, heads, head_dim, generator=gen),
+        torch.randn(batch, length, heads, generator=gen),
+        -torch.rand(heads, generator=gen) - 0.1,
+        torch.randn(batch, length, groups, state, generator=gen),
+        torch.randn(batch, length, groups, state, generator=gen),
+    )
+    kwargs = dict(
+        chunk_size=4, D=torch.randn(heads, generator=gen), dt_bias=torch.randn(heads, generator=gen),
+        initial_states=torch.randn(batch, heads, head_dim, state, generator=gen) if with_state else None,
+        dt_softplus=True, dt_limit=(0.0, 5.0), return_final_states=True,
+    )  # fmt: skip
+    want_y, want_state = mamba2_chunk_scan(*args, **kwargs)
+    got_y, got_state = chunk_scan(*args, **kwargs)
+    assert got_y.shape == want_y.shape == (batch, length, heads, head_dim) and got_y.dtype == torch.float32
+    assert got_state.shape == want_state.shape == (batch, heads, head_dim, state)
+    np.testing.assert_allclose(got_y.numpy(), want_y.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_state.numpy(), want_state.numpy(), rtol=1e-4, atol=1e-5)
