@@ -1,4 +1,4 @@
-"""Decoders whose cache is more than keys and values: Mamba2 hybrids (conv + SSM state), short
+"""Decoders whose cache is more than keys and values: Mamba2 and its hybrids (conv + SSM state), short
 convolutions (LFM2), gated delta rules (Qwen3-Next), sparse attention's indexer keys (DeepSeek-V3.2).
 Each export is validated against eager (including a one-token decode step from random states) and
 20 greedy tokens through the graph, starting from zero states, equal transformers' ``generate``."""
@@ -31,6 +31,9 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], list[str]]] = {
     "falcon-h1": ("FalconH1Config", "FalconH1ForCausalLM", dict(MAMBA2, head_dim=8, mamba_d_ssm=64),
                   ["past_key_values.0.key", "past_key_values.0.value", "past_conv.0", "past_ssm.0",
                    "past_key_values.1.key", "past_key_values.1.value", "past_conv.1", "past_ssm.1"]),
+    "mamba2": ("Mamba2Config", "Mamba2ForCausalLM",
+               dict(num_heads=8, head_dim=8, n_groups=1, state_size=8, conv_kernel=4, expand=2, chunk_size=4),
+               ["past_conv.0", "past_ssm.0", "past_conv.1", "past_ssm.1"]),
     "lfm2": ("Lfm2Config", "Lfm2ForCausalLM", dict(layer_types=["conv", "full_attention"], conv_L_cache=3),
              ["past_conv.0", "past_key_values.1.key", "past_key_values.1.value"]),
     "qwen3-next": ("Qwen3NextConfig", "Qwen3NextForCausalLM",
@@ -70,7 +73,7 @@ def test_cache_states_are_inputs_and_generation_equals_transformers(name: str, t
         assert ("past_sequence_length" in dims) == str(value.name).startswith("past_key_values.")
     # onnxruntime-genai allocates one (batch, kv_heads, length, head_size) cache per layer: no config
     assert not (tmp_path / "out" / "genai_config.json").exists()
-    if name in ("bamba", "falcon-h1"):  # the Mamba2 scan is one Scan node per state-space layer
+    if name in ("bamba", "falcon-h1", "mamba2"):  # the Mamba2 scan is one Scan node per state-space layer
         layers = inputs.count("past_ssm.0") + inputs.count("past_ssm.1")
         assert collections.Counter(n.op_type for n in program.model.graph)["Scan"] == layers
     assert_greedy_equals_transformers(model, program)

@@ -9,6 +9,7 @@ outputs are plain tensors named as onnxruntime-genai and Optimum name them (``do
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -227,12 +228,27 @@ class VisionModel(torch.nn.Module):
         return tuple(out[name] for name in self.outputs)
 
 
+def run_with_cache(model: torch.nn.Module, cache: Any, **inputs: Any) -> tuple[torch.Tensor, Any]:
+    """``model(**inputs)`` with ``cache``: ``(logits, the updated cache)``.
+
+    transformers' pure state-space models (Mamba, Mamba2, FalconMamba) name the cache argument and
+    output ``cache_params`` and take no ``position_ids``; the others ``past_key_values``.
+    """
+    parameters = inspect.signature(model.forward).parameters
+    if "past_key_values" not in parameters and "cache_params" in parameters:
+        inputs.pop("position_ids", None)
+        out = model(**inputs, cache_params=cache, use_cache=True)
+        return out.logits, out.cache_params
+    out = model(**inputs, past_key_values=cache, use_cache=True)
+    return out.logits, out.past_key_values
+
+
 class CausalLMWithCache(torch.nn.Module):
     """Decoder-only LM step: ``(input_ids, attention_mask, position_ids, past)`` →
     ``(logits, present.0.key, present.0.value, ...)``.
 
     ``attention_mask`` covers past and new tokens (``past_sequence + sequence``); the past may be
-    empty (the first step).
+    empty (the first step). A model without positions (Mamba2) ignores ``position_ids``.
     """
 
     def __init__(self, model: torch.nn.Module) -> None:
@@ -244,17 +260,13 @@ class CausalLMWithCache(torch.nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor,
         position_ids: torch.Tensor,
-        past_key_values: list[tuple[torch.Tensor, torch.Tensor]],
+        past_key_values: list[tuple[torch.Tensor, ...]],
     ) -> tuple[torch.Tensor, ...]:
         cache = fill_cache(new_cache(self.model.config), past_key_values)
-        out = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            past_key_values=cache,
-            use_cache=True,
+        logits, cache = run_with_cache(
+            self.model, cache, input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids
         )
-        return (out.logits, *flatten_cache(out.past_key_values))
+        return (logits, *flatten_cache(cache))
 
 
 class Seq2SeqEncoder(torch.nn.Module):

@@ -175,8 +175,11 @@ _RECURRENT_NAME = {"qwen3_next": "recurrent", "qwen3_5_text": "recurrent", "qwen
 
 
 # Modules whose Mamba (v1) mixers scan several tokens from a zero state, ignoring the cached one
-# (``mamba_selective_scan`` has no initial state; modeling_jamba.py, modeling_zamba.py).
-_ZERO_STATE_SCANS = ("transformers.models.jamba.modeling_jamba", "transformers.models.zamba.modeling_zamba")
+# (``mamba_selective_scan`` has no initial state; modeling_jamba.py, modeling_zamba.py,
+# modeling_mamba.py, modeling_falcon_mamba.py).
+_ZERO_STATE_SCANS = tuple(
+    f"transformers.models.{name}.modeling_{name}" for name in ("jamba", "zamba", "mamba", "falcon_mamba")
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,9 +270,7 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
 
     def probe() -> Any:
         ids = torch.zeros(1, 2, dtype=torch.int64)
-        return model(
-            input_ids=ids, past_key_values=wrappers.new_cache(config), use_cache=True
-        ).past_key_values
+        return wrappers.run_with_cache(model, wrappers.new_cache(config), input_ids=ids)[1]
 
     layers = cache_shapes(probe)
     restarting = sorted({
