@@ -116,3 +116,13 @@ def test_chunk_scan_equals_transformers_chunked_form(length: int, with_state: bo
     assert got_state.shape == want_state.shape == (batch, heads, head_dim, state)
     np.testing.assert_allclose(got_y.numpy(), want_y.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got_state.numpy(), want_state.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_cache_of_its_own_is_refused_with_the_reason() -> None:
+    """RWKV's forward takes its recurrent state as ``state``, not a transformers Cache."""
+    model = _make(
+        "RwkvConfig", "RwkvForCausalLM", vocab_size=99, hidden_size=32, num_hidden_layers=2, attention_hidden_size=32,
+        intermediate_size=64, context_length=64,
+    )()  # fmt: skip
+    with pytest.raises(HFError, match="takes neither past_key_values nor cache_params"):
+        onnxport.hf.export(model)

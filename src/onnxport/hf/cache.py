@@ -15,6 +15,8 @@ from typing import Any, cast
 
 import torch
 
+from onnxport.errors import HFError
+
 
 def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) -> Any:
     """Put each layer's past into ``cache`` (a ``DynamicCache``) without a concat.
@@ -235,12 +237,23 @@ def run_with_cache(model: torch.nn.Module, cache: Any, **inputs: Any) -> tuple[t
     output ``cache_params`` and take no ``position_ids``; the others ``past_key_values``.
     """
     parameters = inspect.signature(model.forward).parameters
-    if "past_key_values" not in parameters and "cache_params" in parameters:
+    name = "past_key_values" if "past_key_values" in parameters else "cache_params"
+    if name not in parameters:
+        raise HFError(
+            f"{type(model).__name__}.forward takes neither past_key_values nor cache_params: the model keeps "
+            "its recurrent state in a format of its own (RWKV, xLSTM...), whose export as a cache is not supported."
+        )
+    if name == "cache_params":
         inputs.pop("position_ids", None)
-        out = model(**inputs, cache_params=cache, use_cache=True)
-        return out.logits, out.cache_params
-    out = model(**inputs, past_key_values=cache, use_cache=True)
-    return out.logits, out.past_key_values
+    out = model(**inputs, **{name: cache}, use_cache=True)
+    updated = getattr(out, name, None)
+    if updated is None or not hasattr(updated, "layers"):
+        raise HFError(
+            f"{type(model).__name__} returned {type(updated).__name__} as its {name}, not the transformers Cache it "
+            "was given: the model keeps its cache in a format of its own (MiniMax, RecurrentGemma...), whose "
+            "export is not supported."
+        )
+    return out.logits, updated
 
 
 class CausalLMWithCache(torch.nn.Module):
