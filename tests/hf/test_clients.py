@@ -32,7 +32,9 @@ def _bench(name: str) -> ModuleType:
 
 
 @pytest.mark.slow
-def test_transformers_js_loads_minilm_and_llama(tmp_path: pathlib.Path) -> None:
+def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -> None:
+    """all-MiniLM-L6-v2 embeddings, and generation with a Llama, an LFM2 (conv cache) and a
+    Granite-4.0-H (Mamba2 conv/SSM states beside attention)."""
     scratch = pathlib.Path(os.environ.get("ONNXPORT_JS_DIR", "/nonexistent"))
     if (
         shutil.which("node") is None
@@ -43,7 +45,9 @@ def test_transformers_js_loads_minilm_and_llama(tmp_path: pathlib.Path) -> None:
     figures = _bench("transformers_js").run(scratch, tmp_path)
     assert figures["embedding_shape"] == (3, 384)
     assert figures["min_cosine"] >= 0.99999
-    assert figures["new_tokens"] == 20 and figures["tokens_equal"], figures
+    assert set(figures["generation"]) == {"llama", "lfm2", "granite-hybrid"}
+    for gen in figures["generation"].values():
+        assert gen["new_tokens"] == 20 and gen["tokens_equal"], gen
 
 
 @pytest.mark.slow
