@@ -31,6 +31,11 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], list[str]]] = {
     "falcon-h1": ("FalconH1Config", "FalconH1ForCausalLM", dict(MAMBA2, head_dim=8, mamba_d_ssm=64),
                   ["past_key_values.0.key", "past_key_values.0.value", "past_conv.0", "past_ssm.0",
                    "past_key_values.1.key", "past_key_values.1.value", "past_conv.1", "past_ssm.1"]),
+    "nemotron-h": ("NemotronHConfig", "NemotronHForCausalLM",  # an MLP layer (no cache), dt clamped in prefill only
+                   dict(num_hidden_layers=3, mamba_num_heads=8, mamba_head_dim=8, n_groups=1, ssm_state_size=8,
+                        conv_kernel=4, expand=2, chunk_size=4, layers_block_type=["mamba", "mlp", "attention"],
+                        time_step_min=0.5),
+                   ["past_conv.0", "past_ssm.0", "past_key_values.2.key", "past_key_values.2.value"]),
     "mamba2": ("Mamba2Config", "Mamba2ForCausalLM",
                dict(num_heads=8, head_dim=8, n_groups=1, state_size=8, conv_kernel=4, expand=2, chunk_size=4),
                ["past_conv.0", "past_ssm.0", "past_conv.1", "past_ssm.1"]),
@@ -73,7 +78,7 @@ def test_cache_states_are_inputs_and_generation_equals_transformers(name: str, t
         assert ("past_sequence_length" in dims) == str(value.name).startswith("past_key_values.")
     # onnxruntime-genai allocates one (batch, kv_heads, length, head_size) cache per layer: no config
     assert not (tmp_path / "out" / "genai_config.json").exists()
-    if name in ("bamba", "falcon-h1", "mamba2"):  # the Mamba2 scan is one Scan node per state-space layer
+    if name in ("bamba", "falcon-h1", "mamba2", "nemotron-h"):  # one Scan node per Mamba2 layer
         layers = inputs.count("past_ssm.0") + inputs.count("past_ssm.1")
         assert collections.Counter(n.op_type for n in program.model.graph)["Scan"] == layers
     assert_greedy_equals_transformers(model, program)
@@ -89,13 +94,7 @@ def test_mamba_v1_cache_is_refused_with_the_reason() -> None:
         onnxport.hf.export(model)
 
 
-@pytest.mark.parametrize("length", [1, 4, 7])
-@pytest.mark.parametrize("with_state", [False, True])
-def test_chunk_scan_equals_transformers_chunked_form(length: int, with_state: bool) -> None:
-    """The sequential recurrence gives transformers' chunked SSD (chunk 4, padding when the
-    length is not a multiple) values and final state, from zeros or from a given state."""
-    from transformers.models.bamba.modeling_bamba import mamba2_chunk_scan
-
+def _scan_inputs(length: int, with_state: bool) -> tuple[tuple[torch.Tensor, ...], dict[str, Any]]:
     gen = torch.Generator().manual_seed(length)
     batch, heads, head_dim, groups, state = 2, 4, 3, 2, 5
     args = (
@@ -108,14 +107,46 @@ def test_chunk_scan_equals_transformers_chunked_form(length: int, with_state: bo
     kwargs = dict(
         chunk_size=4, D=torch.randn(heads, generator=gen), dt_bias=torch.randn(heads, generator=gen),
         initial_states=torch.randn(batch, heads, head_dim, state, generator=gen) if with_state else None,
-        dt_softplus=True, dt_limit=(0.0, 5.0), return_final_states=True,
+        dt_softplus=True, dt_limit=(0.5, 1.5), return_final_states=True,
     )  # fmt: skip
+    return args, kwargs
+
+
+@pytest.mark.parametrize("length", [2, 4, 7])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_chunk_scan_equals_transformers_chunked_form(length: int, with_state: bool) -> None:
+    """The sequential recurrence gives transformers' chunked SSD (chunk 4, padding when the
+    length is not a multiple; dt clamped to dt_limit) values and final state, from zeros or from
+    a given state."""
+    from transformers.models.bamba.modeling_bamba import mamba2_chunk_scan
+
+    args, kwargs = _scan_inputs(length, with_state)
     want_y, want_state = mamba2_chunk_scan(*args, **kwargs)
     got_y, got_state = chunk_scan(*args, **kwargs)
-    assert got_y.shape == want_y.shape == (batch, length, heads, head_dim) and got_y.dtype == torch.float32
-    assert got_state.shape == want_state.shape == (batch, heads, head_dim, state)
+    assert got_y.shape == want_y.shape == (2, length, 4, 3) and got_y.dtype == torch.float32
+    assert got_state.shape == want_state.shape == (2, 4, 3, 5)
     np.testing.assert_allclose(got_y.numpy(), want_y.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got_state.numpy(), want_state.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_chunk_scan_one_position_equals_transformers_step() -> None:
+    """One position from a state is transformers' one-token step (``mamba2_selective_state_update``,
+    which does not clamp dt to dt_limit)."""
+    from transformers.models.bamba.modeling_bamba import mamba2_selective_state_update
+
+    args, kwargs = _scan_inputs(1, True)
+    x, dt, a, b, c = args
+    heads, head_dim = x.shape[2], x.shape[3]
+    state = kwargs["initial_states"].clone()
+    want_y = mamba2_selective_state_update(
+        state, x[:, 0], dt[:, 0, :, None].expand(-1, -1, head_dim), a[:, None, None].expand(-1, head_dim, 5),
+        b[:, 0], c[:, 0], kwargs["D"][:, None].expand(-1, head_dim), z=None,
+        dt_bias=kwargs["dt_bias"][:, None].expand(-1, head_dim), dt_softplus=True,
+    )  # fmt: skip
+    got_y, got_state = chunk_scan(*args, **kwargs)
+    assert got_y.shape == (2, 1, heads, head_dim)
+    np.testing.assert_allclose(got_y[:, 0].numpy(), want_y.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_state.numpy(), state.numpy(), rtol=1e-4, atol=1e-5)  # updated in place
 
 
 def test_cache_of_its_own_is_refused_with_the_reason() -> None:

@@ -56,7 +56,8 @@ def chunk_scan(
         initial_states: (batch, heads, head_dim, state) state before the first position, optional
             (zeros).
         dt_softplus: Apply softplus to ``dt``.
-        dt_limit: ``dt`` is clamped to this range.
+        dt_limit: ``dt`` is clamped to this range for inputs of several positions; a one-position
+            input is not clamped, as transformers' (and mamba_ssm's) one-token step does not.
         return_final_states: Also return the state after the last position.
         _: transformers' other keywords (``z=None``, kernel options), ignored.
 
@@ -70,7 +71,13 @@ def chunk_scan(
         dt = dt + dt_bias.to(dt.dtype)
     if dt_softplus:
         dt = F.softplus(dt)
-    dt = torch.clamp(dt, min=dt_limit[0], max=dt_limit[1]).float()
+    if tuple(dt_limit) != (0.0, float("inf")):
+        # transformers clamps dt to dt_limit in the chunked form only; its one-token step
+        # (mamba2_selective_state_update, as mamba_ssm's) does not (NemotronH: time_step_min).
+        # The sequence length as a tensor, so the choice is an op, not a guard on the length.
+        one_token = torch.ones_like(dt[:1, :, :1]).sum() == 1
+        dt = torch.where(one_token, dt, torch.clamp(dt, min=dt_limit[0], max=dt_limit[1]))
+    dt = dt.float()
     x = hidden_states.float()
     B = B.float().repeat_interleave(heads // groups, dim=2, output_size=heads)  # noqa: N806
     C = C.float().repeat_interleave(heads // groups, dim=2, output_size=heads)  # noqa: N806

@@ -41,6 +41,8 @@ def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) ->
 
     for layer, past in zip(cache.layers, past_key_values, strict=True):
         tensors = list(past)
+        if not tensors:  # a layer without a cache (NemotronH's MLP blocks: transformers' DummyLayer)
+            continue
         if not isinstance(layer, LinearAttentionCacheLayerMixin) or isinstance(layer, DynamicLayer):
             key, value = tensors[:2]
             tensors = tensors[2:]
