@@ -154,3 +154,14 @@ def test_doge_mask_computed_from_the_cache_keeps_attention_standard() -> None:
         assert result.passed
         ops = collections.Counter(n.op_type for n in result.programs["model"].model.graph)
         assert ops["GroupQueryAttention"] == 0 and ops["Attention"] == BASE["num_hidden_layers"], ops
+
+
+def test_config_window_without_a_window_mask_is_not_a_local_window() -> None:
+    """Moshi's config has ``sliding_window`` (so transformers types its layers
+    "sliding_attention") but its model builds a plain causal mask: GroupQueryAttention gets no
+    ``local_window_size`` and the fused graph equals eager with a past longer than the window."""
+    model = _make("MoshiConfig", "MoshiForCausalLM", **BASE, sliding_window=4)(initializer_range=0.2)
+    result = onnxport.hf.export(model, target="onnxruntime")
+    assert result.passed
+    gqa = [n for n in result.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(gqa) == BASE["num_hidden_layers"] and not any("local_window_size" in n.attributes for n in gqa)

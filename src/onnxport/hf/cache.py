@@ -10,6 +10,7 @@ outputs are plain tensors named as onnxruntime-genai and Optimum name them (``do
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -348,10 +349,28 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
         return (out.logits, *flatten_cache(out.past_key_values.self_attention_cache))
 
 
+# transformers' sliding-window masks (masking_utils); a modeling module that uses none of them
+# attends causally whatever its config's ``sliding_window`` says (Moshi).
+_WINDOW_MASKS = ("create_sliding_window_causal_mask", "sliding_window_causal_mask_function", "sliding_window_overlay")
+
+
 def past_key_windows(module: torch.nn.Module, config: Any) -> dict[str, int]:
     """Past-key graph input name (``past_key_values.{i}.key``) → sliding window, for the
-    sliding-window layers of a :class:`CausalLMWithCache` (empty for any other module)."""
+    sliding-window layers of a :class:`CausalLMWithCache` (empty for any other module).
+
+    transformers types a layer "sliding_attention" from the config alone
+    (``get_layer_types_and_kwargs``), but only the model's mask applies the window: a model whose
+    modeling module builds no sliding-window mask (Moshi, with ``sliding_window`` in its config)
+    gets none here, or onnxruntime's ``local_window_size`` would narrow an attention eager keeps
+    full.
+    """
     if not isinstance(module, CausalLMWithCache):
+        return {}
+    try:
+        source = inspect.getsource(sys.modules[type(module.model).__module__])
+    except (KeyError, OSError, TypeError):  # no source to read: trust the config
+        source = _WINDOW_MASKS[0]
+    if not any(name in source for name in _WINDOW_MASKS):
         return {}
     return {f"past_key_values.{i}.key": w for i, w in sliding_windows(config).items()}
 
