@@ -33,6 +33,7 @@ except ImportError:  # pragma: no cover - installed with the hf extra
     tokenizers = None  # type: ignore[assignment]
 
 from onnxport.errors import InputError, OnnxportError
+from onnxport.hf.generate import empty_cache, next_cache
 from onnxport.hf.layout import find_model
 
 
@@ -262,11 +263,7 @@ class Model:
                 tokens = np.where(unfinished, tokens, fill)
                 unfinished &= ~np.isin(tokens, sorted(eos))
             sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
-            past = {
-                "past_key_values" + name[len("present") :]: value
-                for name, value in zip(self.output_names, outputs, strict=True)
-                if name.startswith("present")
-            }
+            past = next_cache(self.session, outputs)
             mask = np.concatenate([mask, np.ones((mask.shape[0], 1), np.int64)], axis=1)
             step_ids = tokens[:, None]
             if not unfinished.any():
@@ -304,12 +301,7 @@ class Model:
         return eos[0] if eos else None
 
     def _empty_past(self, batch: int) -> dict[str, np.ndarray]:
-        past = {}
-        for value in self.session.get_inputs():
-            if value.name.startswith("past_key_values."):
-                _, heads, _, dim = value.shape
-                dtype = np.float16 if "float16" in value.type else np.float32
-                past[value.name] = np.zeros((batch, heads, 0, dim), dtype=dtype)
+        past = empty_cache(self.session, batch)
         if not past:
             raise InputError(
                 f"{self.folder}: the graph has no past_key_values.* inputs; generate() needs a "

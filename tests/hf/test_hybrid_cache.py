@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import onnxport.hf
+import onnxport.inference
 from _generation import assert_greedy_equals_transformers
 from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.errors import HFError
@@ -82,6 +83,13 @@ def test_cache_states_are_inputs_and_generation_equals_transformers(name: str, t
         layers = inputs.count("past_ssm.0") + inputs.count("past_ssm.1")
         assert collections.Counter(n.op_type for n in program.model.graph)["Scan"] == layers
     assert_greedy_equals_transformers(model, program)
+    if name == "lfm2":  # the user runtime feeds the states too (zeros, then each present_*)
+        ids = torch.randint(3, 99, (2, 6), generator=torch.Generator().manual_seed(3))
+        mask = torch.ones_like(ids)
+        got = onnxport.inference.load(tmp_path / "out").generate_ids(ids.numpy(), mask.numpy(), 8)
+        with torch.no_grad():
+            want = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
+        assert got.tolist() == want.tolist()
 
 
 def test_mamba_v1_cache_is_refused_with_the_reason() -> None:

@@ -27,7 +27,7 @@ def _ids(value: Any) -> set[int]:
 _STATE_PREFIXES = ("past_conv.", "past_ssm.", "past_recurrent.")
 
 
-def _empty_past(session: Any, batch: int, prefix: str) -> dict[str, np.ndarray]:
+def empty_cache(session: Any, batch: int, prefix: str = "past_key_values") -> dict[str, np.ndarray]:
     """The first step's past for every cache input of the session: zero-length keys/values for
     ``{prefix}.*`` and zero states for ``past_conv.*`` / ``past_ssm.*`` / ``past_recurrent.*``
     (fixed shapes but the batch), as transformers.js builds them."""
@@ -44,7 +44,7 @@ def _empty_past(session: Any, batch: int, prefix: str) -> dict[str, np.ndarray]:
     return feeds
 
 
-def _next_past(session: Any, outputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+def next_cache(session: Any, outputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """``present.X`` outputs renamed to the ``past_key_values.X`` inputs, ``present_conv.X`` (and
     the other states) to ``past_conv.X``."""
     names = [o.name for o in session.get_outputs()]
@@ -97,7 +97,7 @@ def greedy_causal_lm(
     eos = _ids(eos_token_id)
     feeds: dict[str, np.ndarray] = {
         "input_ids": ids,
-        **_empty_past(session, batch, "past_key_values"),
+        **empty_cache(session, batch, "past_key_values"),
     }
     sequences = ids
     unfinished = np.ones(batch, dtype=bool)
@@ -111,7 +111,7 @@ def greedy_causal_lm(
         if not unfinished.any():
             break
         mask = np.concatenate([mask, np.ones((batch, 1), dtype=np.int64)], axis=1)
-        feeds = {"input_ids": tokens[:, None], **_next_past(session, outputs)}
+        feeds = {"input_ids": tokens[:, None], **next_cache(session, outputs)}
     return torch.from_numpy(sequences)
 
 
@@ -148,7 +148,7 @@ def greedy_seq2seq(
     fixed = {"encoder_hidden_states": hidden}
     if "encoder_attention_mask" in decoder_names:
         fixed["encoder_attention_mask"] = feeds_in["attention_mask"].astype(np.int64)
-    feeds = {"input_ids": start, **_empty_past(decoder, batch, "past_key_values")}
+    feeds = {"input_ids": start, **empty_cache(decoder, batch, "past_key_values")}
     sequences = start
     unfinished = np.ones(batch, dtype=bool)
     for _ in range(max_new_tokens):
@@ -157,5 +157,5 @@ def greedy_seq2seq(
         sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
         if not unfinished.any():
             break
-        feeds = {"input_ids": tokens[:, None], **_next_past(decoder, outputs)}
+        feeds = {"input_ids": tokens[:, None], **next_cache(decoder, outputs)}
     return torch.from_numpy(sequences)
