@@ -44,35 +44,46 @@ def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) ->
         tensors = list(past)
         if not tensors:  # a layer without a cache (NemotronH's MLP blocks: transformers' DummyLayer)
             continue
-        if not isinstance(layer, LinearAttentionCacheLayerMixin) or isinstance(layer, DynamicLayer):
-            key, value = tensors[:2]
-            tensors = tensors[2:]
-            if type(layer).lazy_initialization is DynamicLayer.lazy_initialization or isinstance(
-                layer, LinearAttentionCacheLayerMixin
-            ):
-                # What DynamicLayer.lazy_initialization sets, without its empty torch.tensor([]) on
-                # the key's device: on the meta device torch.export records it as a lifted constant
-                # plus an in-place detach_, which forces a full decomposition of the program.
-                layer.dtype, layer.device, layer.is_initialized = key.dtype, key.device, True
-            else:
-                layer.lazy_initialization(key, value)
-            layer.keys, layer.values = key, value
-            if hasattr(layer, "cumulative_length"):
-                layer.cumulative_length = key.shape[-2]
-            if hasattr(layer, "indexer_keys"):  # DynamicIndexedLayer (sparse attention's indexer)
-                (layer.indexer_keys,), tensors = tensors[:1], tensors[1:]
-                layer.indexer_dtype, layer.indexer_device = key.dtype, key.device
-                layer.is_indexer_initialized = True
-        if isinstance(layer, LinearAttentionCacheLayerMixin):
-            conv, *recurrent = tensors
-            layer.dtype, layer.device = conv.dtype, conv.device  # type: ignore[assignment]  # None until set
-            layer.conv_states[0] = conv.clone()
-            layer.conv_kernel_size[0] = conv.shape[-1]
-            layer.is_conv_states_initialized[0] = layer.has_previous_state[0] = True
-            if recurrent:
-                layer.recurrent_states[0] = recurrent[0].clone()
-                layer.is_recurrent_states_initialized[0] = True
+        linear = isinstance(layer, LinearAttentionCacheLayerMixin)
+        if not linear or isinstance(layer, DynamicLayer):
+            plain = linear or type(layer).lazy_initialization is DynamicLayer.lazy_initialization
+            tensors = _fill_attention(layer, tensors, plain=plain)
+        if linear:
+            _fill_states(layer, tensors)
     return cache
+
+
+def _fill_attention(layer: Any, tensors: list[torch.Tensor], *, plain: bool) -> list[torch.Tensor]:
+    """Give an attention layer its keys and values (and an indexed layer its indexer keys);
+    the tensors left for the layer's states."""
+    key, value, *rest = tensors
+    if plain:
+        # What DynamicLayer.lazy_initialization sets, without its empty torch.tensor([]) on the
+        # key's device: on the meta device torch.export records it as a lifted constant plus an
+        # in-place detach_, which forces a full decomposition of the program.
+        layer.dtype, layer.device, layer.is_initialized = key.dtype, key.device, True
+    else:
+        layer.lazy_initialization(key, value)
+    layer.keys, layer.values = key, value
+    if hasattr(layer, "cumulative_length"):
+        layer.cumulative_length = key.shape[-2]
+    if hasattr(layer, "indexer_keys"):  # DynamicIndexedLayer (sparse attention's indexer)
+        layer.indexer_keys, *rest = rest
+        layer.indexer_dtype, layer.indexer_device = key.dtype, key.device
+        layer.is_indexer_initialized = True
+    return rest
+
+
+def _fill_states(layer: Any, tensors: list[torch.Tensor]) -> None:
+    """Give a linear-attention layer its conv (and recurrent) state, as a previous state."""
+    conv, *recurrent = tensors
+    layer.dtype, layer.device = conv.dtype, conv.device
+    layer.conv_states[0] = conv.clone()
+    layer.conv_kernel_size[0] = conv.shape[-1]
+    layer.is_conv_states_initialized[0] = layer.has_previous_state[0] = True
+    if recurrent:
+        layer.recurrent_states[0] = recurrent[0].clone()
+        layer.is_recurrent_states_initialized[0] = True
 
 
 def linear_states(layer: Any) -> list[torch.Tensor]:
