@@ -11,7 +11,8 @@ feature-extraction and the tiny Llama of ``onnxport.testing.tiny_models`` for te
 layers: ``past_conv.{i}``) and a tiny Granite-4.0-H (GraniteMoeHybrid: Mamba2 layers,
 ``past_conv.{i}`` / ``past_ssm.{i}``, beside attention layers; its config.json spells the layer types
 ``mamba``/``attention`` as the hub's checkpoints do, which transformers.js 4.3.1 reads, where
-transformers 5 saves ``linear_attention``/``full_attention``):
+transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-query GPT-BigCode
+(StarCoder: one ``past_key_values.{i}.key_value`` per layer):
 
 - ``pipeline('feature-extraction', minilm)`` with mean pooling + normalization vs
   sentence-transformers-style embeddings in eager PyTorch (transformers + mean pooling + L2 norm):
@@ -111,7 +112,13 @@ def decoders() -> dict[str, torch.nn.Module]:
             mamba_chunk_size=4,
         )
     )  # fmt: skip
-    return {"llama": tiny_models.build("llama"), "lfm2": lfm2.eval(), "granite-hybrid": granite.eval()}
+    bigcode = transformers.GPTBigCodeForCausalLM(
+        transformers.GPTBigCodeConfig(**HYBRID_TINY, n_embd=32, n_layer=2, n_head=4, multi_query=True)
+    )
+    return {
+        "llama": tiny_models.build("llama"), "lfm2": lfm2.eval(), "granite-hybrid": granite.eval(),
+        "starcoder": bigcode.eval(),
+    }  # fmt: skip
 
 
 def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:

@@ -165,3 +165,23 @@ def test_config_window_without_a_window_mask_is_not_a_local_window() -> None:
     assert result.passed
     gqa = [n for n in result.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
     assert len(gqa) == BASE["num_hidden_layers"] and not any("local_window_size" in n.attributes for n in gqa)
+
+
+@pytest.mark.parametrize("target", [None, "onnxruntime"])
+def test_multi_query_gpt_bigcode_cache_is_one_key_value_per_layer(target: str | None) -> None:
+    """A multi-query GPT-BigCode (StarCoder) caches ``past_key_values.{i}.key_value``
+    (``(batch_size, past_sequence_length, 2 * head_dim)``), the layout Optimum exports and
+    transformers.js feeds; validated against eager, greedy generation equals transformers."""
+    model = _make(
+        "GPTBigCodeConfig", "GPTBigCodeForCausalLM", vocab_size=DECODER["vocab_size"], n_embd=64, n_layer=2, n_head=4,
+        n_positions=64, multi_query=True, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+    )(initializer_range=0.2)  # fmt: skip
+    result = onnxport.hf.export(model, target=target)
+    assert result.passed
+    program = result.programs["model"]
+    inputs = {str(v.name): [str(d) for d in v.shape] for v in program.model.graph.inputs}
+    assert list(inputs)[3:] == ["past_key_values.0.key_value", "past_key_values.1.key_value"]
+    assert inputs["past_key_values.0.key_value"] == ["batch_size", "past_sequence_length", "32"]
+    outputs = [str(v.name) for v in program.model.graph.outputs]
+    assert outputs == ["logits", "present.0.key_value", "present.1.key_value"]
+    assert_greedy_equals_transformers(model, program)

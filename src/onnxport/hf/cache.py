@@ -270,17 +270,28 @@ def run_with_cache(model: torch.nn.Module, cache: Any, **inputs: Any) -> tuple[t
     return out.logits, updated
 
 
+def fused_key_value(config: Any) -> bool:
+    """Whether a decoder's cache is one ``key_value`` tensor per layer: a multi-query GPT-BigCode
+    (StarCoder, SantaCoder), as Optimum exports it and transformers.js feeds it
+    (``past_key_values.{i}.key_value``, ``(batch_size, past_sequence_length, 2 * head_dim)``:
+    ``getKeyValueNames`` with ``normalized_config.multi_query``)."""
+    return getattr(config, "model_type", None) == "gpt_bigcode" and bool(getattr(config, "multi_query", False))
+
+
 class CausalLMWithCache(torch.nn.Module):
     """Decoder-only LM step: ``(input_ids, attention_mask, position_ids, past)`` →
     ``(logits, present.0.key, present.0.value, ...)``.
 
     ``attention_mask`` covers past and new tokens (``past_sequence + sequence``); the past may be
-    empty (the first step). A model without positions (Mamba2) ignores ``position_ids``.
+    empty (the first step). A model without positions (Mamba2) ignores ``position_ids``. With
+    :func:`fused_key_value`, each layer's past is ``(key_value,)``: the key and the value of the
+    one key/value head joined on the last axis, ``[B, past, 2 * head_dim]``, and so is its present.
     """
 
     def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
         self.model = model
+        self.fused = fused_key_value(model.config)
 
     def forward(
         self,
@@ -289,11 +300,16 @@ class CausalLMWithCache(torch.nn.Module):
         position_ids: torch.Tensor,
         past_key_values: list[tuple[torch.Tensor, ...]],
     ) -> tuple[torch.Tensor, ...]:
+        if self.fused:
+            past_key_values = [tuple(kv.unsqueeze(1).chunk(2, dim=-1)) for (kv,) in past_key_values]
         cache = fill_cache(new_cache(self.model.config), past_key_values)
         logits, cache = run_with_cache(
             self.model, cache, input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids
         )
-        return (logits, *flatten_cache(cache))
+        present = flatten_cache(cache)
+        if self.fused:
+            present = [torch.cat([k, v], dim=-1).squeeze(1) for k, v in zip(present[::2], present[1::2], strict=True)]
+        return (logits, *present)
 
 
 class Seq2SeqEncoder(torch.nn.Module):

@@ -246,17 +246,20 @@ def past_names(layers: int, prefix: str, part: str = "") -> list[str]:
     return [f"{prefix}.{i}{middle}.{kind}" for i in range(layers) for kind in ("key", "value")]
 
 
-def cache_names(layers: list[LayerCache], past: bool, model_type: str | None) -> list[str]:
+def cache_names(layers: list[LayerCache], past: bool, model_type: str | None, fused: bool = False) -> list[str]:
     """The graph names of a decoder's cache, layer by layer: ``past_key_values.{i}.key/value``
     (``present.{i}.key/value``) for attention, ``past_key_values.{i}.indexer_key`` for a sparse
     attention's indexer, ``past_conv.{i}`` and ``past_ssm.{i}`` /
     ``past_recurrent.{i}`` (``present_conv.{i}``...) for linear attention, as transformers.js
-    names them."""
+    names them; ``fused``: one ``past_key_values.{i}.key_value`` per attention layer
+    (:func:`onnxport.hf.cache.fused_key_value`)."""
     kv_prefix, state_prefix = ("past_key_values", "past") if past else ("present", "present")
     recurrent = _RECURRENT_NAME.get(model_type or "", "ssm")
     names: list[str] = []
     for i, layer in enumerate(layers):
-        if layer.kv is not None:
+        if layer.kv is not None and fused:
+            names.append(f"{kv_prefix}.{i}.key_value")
+        elif layer.kv is not None:
             names += [f"{kv_prefix}.{i}.key", f"{kv_prefix}.{i}.value"]
         if layer.indexer is not None:
             names.append(f"{kv_prefix}.{i}.indexer_key")
@@ -285,12 +288,18 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
             "time), so one graph cannot serve the prompt and the decode steps."
         )
     dtype = next(model.parameters()).dtype
+    fused = wrappers.fused_key_value(config)
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
         mask = left_padded_mask(sizes.batch, sizes.past + sizes.sequence)
         past = []
         for layer in layers:
+            if fused:  # [B, past, 2 * head_dim]: key and value of the one key/value head
+                assert layer.kv is not None and layer.kv[0] == 1
+                shape = (sizes.batch, sizes.past, layer.kv[1] + layer.value_shape[1])
+                past.append((torch.randn(*shape, generator=gen, dtype=dtype),))
+                continue
             entry = [] if layer.kv is None else [
                 torch.randn(sizes.batch, heads, sizes.past, dim, generator=gen, dtype=dtype)
                 for heads, dim in (layer.kv, layer.value_shape)
@@ -312,15 +321,15 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
         "attention_mask": {0: BATCH, 1: TOTAL},
         "position_ids": {0: BATCH, 1: SEQUENCE},
         "past_key_values": [
-            tuple(
+            ({0: BATCH, 1: PAST},) if fused else tuple(
                 [dict(kv_axes)] * (2 if layer.kv else 0) + [{0: BATCH, 1: PAST}] * (layer.indexer is not None)
                 + [{0: BATCH} for _ in layer.states]
             ) for layer in layers
         ],
-    }
+    }  # fmt: skip
     model_type = getattr(config, "model_type", None)
-    names = ["input_ids", "attention_mask", "position_ids", *cache_names(layers, True, model_type)]
-    outputs = ["logits", *cache_names(layers, False, model_type)]
+    names = ["input_ids", "attention_mask", "position_ids", *cache_names(layers, True, model_type, fused)]
+    outputs = ["logits", *cache_names(layers, False, model_type, fused)]
     return Component("model", wrappers.CausalLMWithCache(model), make, dynamic, names, outputs)
 
 
