@@ -293,7 +293,7 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
         mask = left_padded_mask(sizes.batch, sizes.past + sizes.sequence)
-        past = []
+        past: list[tuple[torch.Tensor, ...]] = []
         for layer in layers:
             if fused:  # [B, past, 2 * head_dim]: key and value of the one key/value head
                 assert layer.kv is not None and layer.kv[0] == 1
