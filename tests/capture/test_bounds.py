@@ -40,7 +40,9 @@ def test_unbounded_sequence_fails_with_the_shape_mismatch() -> None:
         )  # fmt: skip
 
 
-@pytest.mark.parametrize("sequence", [DimName("sequence_length", min=1), Dim.DYNAMIC(min=1)])
+@pytest.mark.parametrize(
+    "sequence", [DimName("sequence_length", min=1), Dim.DYNAMIC(min=1), Dim("sequence_length", min=1, max=4096)]
+)
 def test_bounded_sequence_captures_and_equals_eager(sequence) -> None:
     program = onnxport.export(
         AlibiSlice(), EXAMPLE, dynamic_shapes={"x": {1: sequence}, "past": {1: "past_sequence_length"}}

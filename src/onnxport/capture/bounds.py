@@ -29,7 +29,7 @@ from torch.export.dynamic_shapes import _combine_args, _DimHint
 
 def _bound(hint: Any) -> int:
     """The lower bound a dynamic_shapes entry declares (0: none)."""
-    if isinstance(hint, _DimHint) or isinstance(hint, type) and issubclass(hint, Dim):
+    if isinstance(hint, (_DimHint, Dim)) or isinstance(hint, type) and issubclass(hint, Dim):
         low = getattr(hint, "min", None)
         return low if isinstance(low, int) and low > 0 else 0
     return 0
