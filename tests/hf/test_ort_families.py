@@ -171,7 +171,8 @@ def test_config_window_without_a_window_mask_is_not_a_local_window() -> None:
 def test_multi_query_gpt_bigcode_cache_is_one_key_value_per_layer(target: str | None) -> None:
     """A multi-query GPT-BigCode (StarCoder) caches ``past_key_values.{i}.key_value``
     (``(batch_size, past_sequence_length, 2 * head_dim)``), the layout Optimum exports and
-    transformers.js feeds; validated against eager, greedy generation equals transformers."""
+    transformers.js feeds; validated against eager, greedy generation equals transformers, and
+    the onnxruntime target still fuses the attention."""
     model = _make(
         "GPTBigCodeConfig", "GPTBigCodeForCausalLM", vocab_size=DECODER["vocab_size"], n_embd=64, n_layer=2, n_head=4,
         n_positions=64, multi_query=True, bos_token_id=1, eos_token_id=2, pad_token_id=0,
@@ -184,4 +185,7 @@ def test_multi_query_gpt_bigcode_cache_is_one_key_value_per_layer(target: str | 
     assert inputs["past_key_values.0.key_value"] == ["batch_size", "past_sequence_length", "32"]
     outputs = [str(v.name) for v in program.model.graph.outputs]
     assert outputs == ["logits", "present.0.key_value", "present.1.key_value"]
+    # the onnxruntime target reads the key and the value split from key_value into GroupQueryAttention
+    gqa = collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"]
+    assert gqa == (2 if target == "onnxruntime" else 0)
     assert_greedy_equals_transformers(model, program)

@@ -103,9 +103,27 @@ def _cache_concat(value: ir.Value | None) -> ir.Node | None:
     if concat is None:
         return None
     past = concat.inputs[0]
-    if past is None or not past.is_graph_input() or past.shape is None or len(past.shape) != 4:
+    if past is None or not _laid_out_input(past) or past.shape is None or len(past.shape) != 4:
         return None
     return concat
+
+
+# Ops that only lay a graph input's values out again (no arithmetic).
+_LAYOUT_OPS = frozenset({"Unsqueeze", "Squeeze", "Split", "Slice", "Reshape"})
+
+
+def _laid_out_input(value: ir.Value) -> bool:
+    """Whether ``value`` is a graph input, or one laid out by :data:`_LAYOUT_OPS` only (a
+    multi-query GPT-BigCode's past: its ``key_value`` input unsqueezed and split into the key and
+    the value; ``onnxport.hf.cache.fused_key_value``)."""
+    for _ in range(8):
+        if value.is_graph_input():
+            return True
+        node = value.producer()
+        if node is None or node.domain != "" or node.op_type not in _LAYOUT_OPS or node.inputs[0] is None:
+            return False
+        value = node.inputs[0]
+    return False
 
 
 def _computed_from(value: ir.Value, nodes: set[ir.Node]) -> bool:
