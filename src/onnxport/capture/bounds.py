@@ -55,10 +55,10 @@ def _constrain(value: Any, spec: Any) -> None:
 def has_bounds(dynamic_shapes: Any) -> bool:
     """Whether any entry of ``dynamic_shapes`` (torch.export form) declares a lower bound."""
     if isinstance(dynamic_shapes, Mapping):
-        return any(has_bounds(v) for v in dynamic_shapes.values()) or any(_bound(v) for v in dynamic_shapes.values())
+        return any(has_bounds(v) for v in dynamic_shapes.values())
     if isinstance(dynamic_shapes, (list, tuple)):
-        return any(has_bounds(v) or _bound(v) for v in dynamic_shapes)
-    return False
+        return any(has_bounds(v) for v in dynamic_shapes)
+    return bool(_bound(dynamic_shapes))
 
 
 @contextlib.contextmanager

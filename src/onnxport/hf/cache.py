@@ -91,13 +91,16 @@ def linear_states(layer: Any) -> list[torch.Tensor]:
     attention layers.
 
     Raises:
-        ValueError: The layer keeps several states (``number_of_states > 1``).
+        HFError: The layer keeps several states (``number_of_states > 1``).
     """
     conv_states = getattr(layer, "conv_states", None)
     if not isinstance(conv_states, dict):
         return []
     if getattr(layer, "number_of_states", 1) != 1:
-        raise ValueError(f"{type(layer).__name__} keeps {layer.number_of_states} states per layer")
+        raise HFError(
+            f"Exporting the cache is not supported: {type(layer).__name__} keeps {layer.number_of_states} "
+            "states per layer."
+        )
     states = [conv_states.get(0), layer.recurrent_states.get(0)]
     return [t for t in states if t is not None]
 

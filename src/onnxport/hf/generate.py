@@ -24,22 +24,19 @@ def _ids(value: Any) -> set[int]:
     return {int(value)}
 
 
-_STATE_PREFIXES = ("past_conv.", "past_ssm.", "past_recurrent.")
-
-
-def empty_cache(session: Any, batch: int, prefix: str = "past_key_values") -> dict[str, np.ndarray]:
-    """The first step's past for every cache input of the session: zero-length keys/values for
-    ``{prefix}.*`` and zero states for ``past_conv.*`` / ``past_ssm.*`` / ``past_recurrent.*``
-    (fixed shapes but the batch), as transformers.js builds them."""
+def empty_cache(session: Any, batch: int) -> dict[str, np.ndarray]:
+    """The first step's past for every cache input of the session, as transformers.js builds it:
+    zero-length ``past_key_values.*`` (the past length 0) and zero ``past_conv.*`` /
+    ``past_ssm.*`` / ``past_recurrent.*`` states (fixed shapes but the batch)."""
     feeds = {}
     for value in session.get_inputs():
         dtype = np.float16 if "float16" in value.type else np.float32
-        if value.name.startswith(prefix) and len(value.shape) == 3:  # an indexer's keys: [B, past, D]
-            feeds[value.name] = np.zeros((batch, 0, value.shape[2]), dtype=dtype)
-        elif value.name.startswith(prefix):
-            _, heads, _, dim = value.shape
-            feeds[value.name] = np.zeros((batch, heads, 0, dim), dtype=dtype)
-        elif value.name.startswith(_STATE_PREFIXES):
+        if value.name.startswith("past_key_values."):  # [B, heads, past, D] or [B, past, D]
+            past_axis = 2 if len(value.shape) == 4 else 1
+            feeds[value.name] = np.zeros(
+                [batch, *(0 if i == past_axis else d for i, d in enumerate(value.shape) if i)], dtype=dtype
+            )
+        elif value.name.startswith("past_"):
             feeds[value.name] = np.zeros((batch, *value.shape[1:]), dtype=dtype)
     return feeds
 
@@ -97,7 +94,7 @@ def greedy_causal_lm(
     eos = _ids(eos_token_id)
     feeds: dict[str, np.ndarray] = {
         "input_ids": ids,
-        **empty_cache(session, batch, "past_key_values"),
+        **empty_cache(session, batch),
     }
     sequences = ids
     unfinished = np.ones(batch, dtype=bool)
@@ -148,7 +145,7 @@ def greedy_seq2seq(
     fixed = {"encoder_hidden_states": hidden}
     if "encoder_attention_mask" in decoder_names:
         fixed["encoder_attention_mask"] = feeds_in["attention_mask"].astype(np.int64)
-    feeds = {"input_ids": start, **empty_cache(decoder, batch, "past_key_values")}
+    feeds = {"input_ids": start, **empty_cache(decoder, batch)}
     sequences = start
     unfinished = np.ones(batch, dtype=bool)
     for _ in range(max_new_tokens):

@@ -187,26 +187,40 @@ class LayerCache:
     """What one decoder layer caches: attention keys/values and/or linear-attention states.
 
     Attributes:
-        kv: ``(kv_heads, head_dim)`` of the attention cache (``[B, kv_heads, past, head_dim]``),
+        key: ``(kv_heads, head_dim)`` of the attention keys (``[B, kv_heads, past, head_dim]``),
             or ``None`` for a layer without attention.
+        value: The same for the values (multi-head latent attention caches values narrower than
+            keys: HY-V4's are 64 wide, its keys 512).
+        indexer: The head size of a sparse-attention indexer's key cache (``[B, past,
+            indexer_head_dim]``), or ``None``.
         states: The shapes without the batch dim of the layer's conv state (``[B, channels,
             kernel]``) and, if any, recurrent state, in :func:`onnxport.hf.cache.flatten_cache`'s
             order; empty for an attention layer.
-        indexer: The head size of a sparse-attention indexer's key cache (``[B, past,
-            indexer_head_dim]``), or ``None``.
     """
 
-    kv: tuple[int, int] | None
-    states: tuple[tuple[int, ...], ...] = ()
+    key: tuple[int, int] | None
+    value: tuple[int, int] | None
     indexer: int | None = None
-    value_dim: int | None = None
+    states: tuple[tuple[int, ...], ...] = ()
 
-    @property
-    def value_shape(self) -> tuple[int, int]:
-        """``(kv_heads, value head_dim)``: multi-head latent attention caches values narrower
-        than keys (HY-V4: keys 512, values 64)."""
-        assert self.kv is not None
-        return (self.kv[0], self.kv[1] if self.value_dim is None else self.value_dim)
+
+@dataclasses.dataclass(frozen=True)
+class CacheEntry:
+    """One cache tensor of a decoder step: its input and output names and its shape after the
+    batch dim, ``None`` standing for the past length (``past_sequence_length``)."""
+
+    past: str
+    present: str
+    dims: tuple[int | None, ...]
+
+    def axes(self) -> dict[int, Any]:
+        """Its dynamic axes: the batch, and the past length if it has one."""
+        return {0: BATCH, **{1 + i: PAST for i, d in enumerate(self.dims) if d is None}}
+
+
+def _heads_dim(tensor: torch.Tensor | None) -> tuple[int, int] | None:
+    """``(heads, head_dim)`` of a ``[B, heads, length, head_dim]`` cache tensor."""
+    return None if tensor is None else (int(tensor.shape[1]), int(tensor.shape[3]))
 
 
 def cache_shapes(run: Callable[[], Any]) -> list[LayerCache]:
@@ -219,23 +233,17 @@ def cache_shapes(run: Callable[[], Any]) -> list[LayerCache]:
     cache = run_eager("on a probe input (finding the KV cache's shapes)", run)
     layers: list[LayerCache] = []
     for layer in cache.layers:
-        keys = getattr(layer, "keys", None)
-        try:
-            states = wrappers.linear_states(layer)
-        except ValueError as e:
-            raise HFError(f"Exporting the cache is not supported: {e}.") from e
-        kv = None if keys is None else (int(keys.shape[1]), int(keys.shape[3]))
-        value_dim = None if keys is None else int(layer.values.shape[3])
-        if kv is None and not states and type(layer).__name__ != "DummyLayer":
+        states = wrappers.linear_states(layer)
+        keys, indexer = getattr(layer, "keys", None), getattr(layer, "indexer_keys", None)
+        if keys is None and not states and type(layer).__name__ != "DummyLayer":
             raise HFError(
                 f"Cache layer {len(layers)} ({type(layer).__name__}) holds neither keys/values nor "
                 "conv/recurrent states after a forward: its cache cannot be exported."
             )
-        indexer = getattr(layer, "indexer_keys", None)
         layers.append(LayerCache(
-            kv, tuple(tuple(int(d) for d in t.shape[1:]) for t in states),
+            _heads_dim(keys), _heads_dim(getattr(layer, "values", None)),
             None if indexer is None or indexer.dim() != 3 else int(indexer.shape[-1]),
-            None if value_dim is None or kv is None or value_dim == kv[1] else value_dim,
+            tuple(tuple(int(d) for d in t.shape[1:]) for t in states),
         ))  # fmt: skip
     return layers
 
@@ -246,25 +254,40 @@ def past_names(layers: int, prefix: str, part: str = "") -> list[str]:
     return [f"{prefix}.{i}{middle}.{kind}" for i in range(layers) for kind in ("key", "value")]
 
 
-def cache_names(layers: list[LayerCache], past: bool, model_type: str | None, fused: bool = False) -> list[str]:
-    """The graph names of a decoder's cache, layer by layer: ``past_key_values.{i}.key/value``
-    (``present.{i}.key/value``) for attention, ``past_key_values.{i}.indexer_key`` for a sparse
-    attention's indexer, ``past_conv.{i}`` and ``past_ssm.{i}`` /
-    ``past_recurrent.{i}`` (``present_conv.{i}``...) for linear attention, as transformers.js
-    names them; ``fused``: one ``past_key_values.{i}.key_value`` per attention layer
-    (:func:`onnxport.hf.cache.fused_key_value`)."""
-    kv_prefix, state_prefix = ("past_key_values", "past") if past else ("present", "present")
+def cache_entries(layers: list[LayerCache], model_type: str | None, fused: bool) -> list[list[CacheEntry]]:
+    """Each layer's cache tensors, in :func:`onnxport.hf.cache.flatten_cache`'s order, named as
+    transformers.js names them (``getCacheNames`` in ``src/configs.js``):
+
+    - attention: ``past_key_values.{i}.key`` / ``.value`` (``present.{i}.key``...),
+      ``(kv_heads, past, head_dim)``; ``fused`` (:func:`onnxport.hf.cache.fused_key_value`):
+      one ``past_key_values.{i}.key_value``, ``(past, 2 * head_dim)``;
+    - a sparse attention's indexer: ``past_key_values.{i}.indexer_key``, ``(past, head_dim)``;
+    - linear attention: ``past_conv.{i}`` and ``past_ssm.{i}`` / ``past_recurrent.{i}``
+      (``present_conv.{i}``...), fixed shapes.
+    """
     recurrent = _RECURRENT_NAME.get(model_type or "", "ssm")
-    names: list[str] = []
+    result = []
     for i, layer in enumerate(layers):
-        if layer.kv is not None and fused:
-            names.append(f"{kv_prefix}.{i}.key_value")
-        elif layer.kv is not None:
-            names += [f"{kv_prefix}.{i}.key", f"{kv_prefix}.{i}.value"]
+        entries = []
+        if layer.key is not None and layer.value is not None:
+            if fused:  # the key and the value of the one key/value head, joined
+                entries.append(CacheEntry(f"past_key_values.{i}.key_value", f"present.{i}.key_value",
+                                          (None, layer.key[1] + layer.value[1])))  # fmt: skip
+            else:
+                entries += [
+                    CacheEntry(f"past_key_values.{i}.{kind}", f"present.{i}.{kind}", (heads, None, dim))
+                    for kind, (heads, dim) in (("key", layer.key), ("value", layer.value))
+                ]
         if layer.indexer is not None:
-            names.append(f"{kv_prefix}.{i}.indexer_key")
-        names += [f"{state_prefix}_{kind}.{i}" for kind in ("conv", recurrent)[: len(layer.states)]]
-    return names
+            entries.append(
+                CacheEntry(f"past_key_values.{i}.indexer_key", f"present.{i}.indexer_key", (None, layer.indexer))
+            )
+        entries += [
+            CacheEntry(f"past_{kind}.{i}", f"present_{kind}.{i}", shape)
+            for kind, shape in zip(("conv", recurrent), layer.states)
+        ]
+        result.append(entries)
+    return result
 
 
 def causal_lm_component(loaded: LoadedModel) -> Component:
@@ -288,26 +311,18 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
             "time), so one graph cannot serve the prompt and the decode steps."
         )
     dtype = next(model.parameters()).dtype
-    fused = wrappers.fused_key_value(config)
+    entries = cache_entries(layers, getattr(config, "model_type", None), wrappers.fused_key_value(config))
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
         mask = left_padded_mask(sizes.batch, sizes.past + sizes.sequence)
-        past: list[tuple[torch.Tensor, ...]] = []
-        for layer in layers:
-            if fused:  # [B, past, 2 * head_dim]: key and value of the one key/value head
-                assert layer.kv is not None and layer.kv[0] == 1
-                shape = (sizes.batch, sizes.past, layer.kv[1] + layer.value_shape[1])
-                past.append((torch.randn(*shape, generator=gen, dtype=dtype),))
-                continue
-            entry = [] if layer.kv is None else [
-                torch.randn(sizes.batch, heads, sizes.past, dim, generator=gen, dtype=dtype)
-                for heads, dim in (layer.kv, layer.value_shape)
-            ]  # fmt: skip
-            if layer.indexer is not None:
-                entry.append(torch.randn(sizes.batch, sizes.past, layer.indexer, generator=gen, dtype=dtype))
-            entry += [torch.randn(sizes.batch, *shape, generator=gen, dtype=dtype) for shape in layer.states]
-            past.append(tuple(entry))
+        past = [
+            tuple(
+                torch.randn(sizes.batch, *(sizes.past if d is None else d for d in e.dims), generator=gen, dtype=dtype)
+                for e in layer
+            )
+            for layer in entries
+        ]
         return {
             "input_ids": token_ids(config, sizes.batch, sizes.sequence, gen),
             "attention_mask": mask,
@@ -315,21 +330,15 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
             "past_key_values": past,
         }
 
-    kv_axes = {0: BATCH, 2: PAST}
     dynamic = {
         "input_ids": {0: BATCH, 1: SEQUENCE},
         "attention_mask": {0: BATCH, 1: TOTAL},
         "position_ids": {0: BATCH, 1: SEQUENCE},
-        "past_key_values": [
-            ({0: BATCH, 1: PAST},) if fused else tuple(
-                [dict(kv_axes)] * (2 if layer.kv else 0) + [{0: BATCH, 1: PAST}] * (layer.indexer is not None)
-                + [{0: BATCH} for _ in layer.states]
-            ) for layer in layers
-        ],
-    }  # fmt: skip
-    model_type = getattr(config, "model_type", None)
-    names = ["input_ids", "attention_mask", "position_ids", *cache_names(layers, True, model_type, fused)]
-    outputs = ["logits", *cache_names(layers, False, model_type, fused)]
+        "past_key_values": [tuple(e.axes() for e in layer) for layer in entries],
+    }
+    flat = [e for layer in entries for e in layer]
+    names = ["input_ids", "attention_mask", "position_ids", *(e.past for e in flat)]
+    outputs = ["logits", *(e.present for e in flat)]
     return Component("model", wrappers.CausalLMWithCache(model), make, dynamic, names, outputs)
 
 
@@ -390,7 +399,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         )
         return out.past_key_values.self_attention_cache
 
-    shapes = [layer.kv for layer in cache_shapes(probe) if layer.kv is not None]
+    shapes = [layer.key for layer in cache_shapes(probe) if layer.key is not None]
     layers = len(shapes)
 
     def make_decoder(sizes: Sizes) -> dict[str, Any]:
