@@ -2,7 +2,8 @@
 
 Generates a random-weight Llama checkpoint (float32 safetensors shards, ~0.9B parameters by
 default: hidden 2048, intermediate 5632, 16 layers, 32 heads / 8 KV heads, vocab 32000;
-``--tie-word-embeddings`` shares the LM head with the embedding table; ``--family qwen3`` is
+``--tie-word-embeddings`` shares the LM head with the embedding table; ``--family smollm2`` is
+SmolLM2-135M's shapes (30 small layers: the fixed per-step cost of a graph shows); ``--family qwen3`` is
 Qwen3-0.6B's shapes instead: q/k RMS norms, head size 128, 28 layers, tied head), exports
 it with onnxport (standard ONNX, ``target="onnxruntime"``, ``quantize="int4"``) and with
 onnxruntime-genai 0.18's model builder (fp32 and int4, installed by this script into a separate
@@ -73,7 +74,21 @@ QWEN3_06B = {  # Qwen3-0.6B's shapes: q/k RMS norms, head_dim 128 > hidden / hea
     "head_dim": 128,
     "vocab_size": 151936,
 }
-FAMILIES = {"llama": ("LlamaConfig", "LlamaForCausalLM"), "qwen3": ("Qwen3Config", "Qwen3ForCausalLM")}
+SMOLLM2_135M = {  # SmolLM2-135M's shapes: a small, deep Llama (30 layers, head_dim 64), tied head
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "vocab_size": 49152,
+}
+FAMILIES = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM"),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
+    "smollm2": ("LlamaConfig", "LlamaForCausalLM"),
+}
+FAMILY_SIZES = {"llama": LLAMA_1B, "qwen3": QWEN3_06B, "smollm2": SMOLLM2_135M}
+TIED_FAMILIES = ("qwen3", "smollm2")
 SMALL = {
     **LLAMA_1B,
     "num_hidden_layers": 2,
@@ -418,7 +433,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--family", choices=list(FAMILIES), default="llama",
-        help="llama: the ~1B Llama; qwen3: Qwen3-0.6B's shapes (q/k norms, tied head)",
+        help="llama: the ~1B Llama; qwen3: Qwen3-0.6B's shapes (q/k norms, tied head); "
+        "smollm2: SmolLM2-135M's shapes (30 small layers, tied head: per-step overhead shows)",
     )  # fmt: skip
     parser.add_argument(
         "--control",
@@ -428,8 +444,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    sizes = SMALL if args.small else QWEN3_06B if args.family == "qwen3" else LLAMA_1B
-    tied = args.tie_word_embeddings or args.family == "qwen3"
+    sizes = SMALL if args.small else FAMILY_SIZES[args.family]
+    tied = args.tie_word_embeddings or args.family in TIED_FAMILIES
     work = args.workdir
     if work.exists() and not args.measure_only:
         shutil.rmtree(work)

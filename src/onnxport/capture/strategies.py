@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+import torch._dynamo.config
 import torch.fx.experimental._config
 from torch._dynamo.exc import Unsupported, UserError
 from torch._subclasses.fake_tensor import DataDependentOutputException
@@ -68,6 +69,22 @@ def _size_oblivious() -> Iterator[None]:
         keep_packed_sequences(),
         library_patches(),
     ):
+        yield
+
+
+@contextlib.contextmanager
+def uncached_fake_tensors() -> Iterator[None]:
+    """Within the block, FakeTensor dispatch results are not memoized
+    (``torch._dynamo.config.fake_tensor_cache_enabled``).
+
+    The cache pays off when many ops repeat on the same static shapes (a CNN's identical blocks);
+    a transformer traced with symbolic batch and sequence dims mostly builds entries it never
+    hits, each checked against the shape environment. onnxport.hf captures with it off: the
+    streamed export of SmolLM2-135M's shapes (two layers captured, ``hf/repeat.py``) took 3.4 s
+    instead of 4.7 s (median of 4 alternating runs, ``bench/llm_speed.py --family smollm2``'s
+    checkpoint). The captured program is the same either way.
+    """
+    with torch._dynamo.config.patch(fake_tensor_cache_enabled=False):
         yield
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from onnxport._export import export as export_program
+from onnxport.capture.strategies import uncached_fake_tensors
 from onnxport.errors import HFError, InputError, VerificationError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
@@ -279,7 +280,7 @@ def _export_component(part: hf_inputs.Component, opset_version: int | None, opti
     """Capture and translate one component; for the onnxruntime target its mixture-of-experts
     layers become ``com.microsoft.MoE`` (:mod:`onnxport.hf.moe`)."""
     fused = moe.fused_experts(part.module) if target == "onnxruntime" else contextlib.nullcontext()
-    with fused:
+    with fused, uncached_fake_tensors():
         return export_program(
             part.module,
             (),

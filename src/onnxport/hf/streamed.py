@@ -45,6 +45,7 @@ from typing import Any, Protocol
 import torch
 
 from onnxport._export import export as export_program
+from onnxport.capture.strategies import uncached_fake_tensors
 from onnxport.errors import HFError, InputError, OnnxportError, VerificationError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
@@ -148,7 +149,7 @@ def _capture(part: hf_inputs.Component, model: torch.nn.Module, build: _Build) -
     """Export one component of a meta model and name its weights by the model's own keys (for
     the onnxruntime target, mixture-of-experts layers as ``com.microsoft.MoE``: :mod:`onnxport.hf.moe`)."""
     fused = moe.fused_experts(part.module) if build.target == "onnxruntime" else contextlib.nullcontext()
-    with fused:
+    with fused, uncached_fake_tensors():
         program = export_program(
             part.module,
             (),
