@@ -13,7 +13,8 @@ virtual environment), then measures, alternating between exporters inside every 
 - batch 1 and 4, fp32 and int4, onnxruntime CPU with ``--threads`` (2) intra-op threads;
 - the first logits (prefill, batch 1): fp32 relative difference between onnxport and the builder
   (max |a - b| / max |b|), int4 error of each against the fp32 logits (relative L2) and its ratio;
-- export time and peak RSS of every export (each in its own child process, ``/usr/bin/time``).
+- export time and peak RSS of every export, each through its command line in its own child process
+  (``/usr/bin/time``; onnxport with ``--no-validate``, as the builder validates nothing).
 
 Both graphs are run with plain ``onnxruntime.InferenceSession`` and numpy feeds (the builder's
 GroupQueryAttention runs without a shared buffer there: past and present are distinct tensors).
@@ -224,12 +225,14 @@ def timed(command: list[str], log: Path) -> dict[str, Any]:
 def onnxport_command(
     checkpoint: Path, out: Path, target: str | None, quantize: str | None, kv_cache: str = "concat"
 ) -> list[str]:
-    code = (
-        "import sys, onnxport.hf; "
-        "onnxport.hf.export(sys.argv[1], output_dir=sys.argv[2], validate=False, "
-        f"stream=True, target={target!r}, quantize={quantize!r}, kv_cache={kv_cache!r})"
-    )
-    return [sys.executable, "-c", code, str(checkpoint), str(out)]
+    """onnxport's command line, as the builder's is run: the streamed export of a safetensors
+    folder, without the validation against eager (the builder has none)."""
+    command = [sys.executable, "-m", "onnxport", "export", "--hf", str(checkpoint), "-o", str(out)]
+    if target is not None:
+        command += ["--target", target, "--kv-cache", kv_cache]
+    if quantize is not None:
+        command += ["--quantize", quantize]
+    return [*command, "--no-validate"]
 
 
 def ensure_genai(venv: Path) -> Path:

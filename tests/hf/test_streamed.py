@@ -213,3 +213,16 @@ def test_failure_while_streaming_leaves_nothing(
         onnxport.hf.export(folder, output_dir=tmp_path / "onnx", stream=True, progress=Bar())
     assert len(calls) >= 5  # WRITE_WORKERS threads: tensors already queued may still be written
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_cli_no_validate_writes_the_same_graph(exported: tuple[Any, pathlib.Path, Any], tmp_path: pathlib.Path) -> None:
+    """``--no-validate`` skips the comparison with eager (as the genai builder, for export-time
+    benchmarks) and writes the same files and logits."""
+    model, out, _ = exported
+    fast = tmp_path / "fast"
+    result = CliRunner().invoke(app, ["export", "--hf", str(out.parent / "ckpt"), "-o", str(fast), "--no-validate"])
+    assert result.exit_code == 0, result.output
+    assert "validation: off" in result.output and "validation: full" not in result.output
+    assert sorted(p.name for p in fast.rglob("*")) == sorted(p.name for p in out.rglob("*"))
+    feeds = _feeds()
+    np.testing.assert_array_equal(_run(find_model(fast), feeds), _run(find_model(out), feeds))

@@ -11,6 +11,7 @@ never re-runs a stage itself. Entry point: ``onnxport.cli:main`` (``[project.scr
 
 from __future__ import annotations
 
+import gc
 from typing import Annotated
 
 import typer
@@ -94,8 +95,17 @@ app.command("report")(guarded(report_command))
 
 
 def main() -> None:
-    """Entry point of the ``onnxport`` script and ``python -m onnxport``."""
-    app()
+    """Entry point of the ``onnxport`` script and ``python -m onnxport``.
+
+    The process ends when the command returns, so the objects left are frozen
+    (:func:`gc.freeze`) first: the interpreter's final garbage collection then skips them. It
+    walked every object torch, torch.export and transformers created, about 1 s of a 7 s export
+    of SmolLM2-135M's shapes (measured: 0.94 s after ``import onnxport.hf`` alone, 0.14 s frozen).
+    """
+    try:
+        app()
+    finally:
+        gc.freeze()
 
 
 __all__ = [

@@ -223,6 +223,15 @@ def export_command(
             "from attention_mask; no left padding); `concat` (default) grows the cache.",
         ),
     ] = "concat",
+    validate: Annotated[
+        bool,
+        typer.Option(
+            "--validate/--no-validate",
+            help="With --hf: compare every output with eager PyTorch on fresh inputs before the "
+            "folder is written (default). --no-validate skips it (as onnxruntime-genai's model "
+            "builder does): faster, and nothing checks the graph.",
+        ),
+    ] = True,
     dtype: Annotated[
         str | None,
         typer.Option(
@@ -287,7 +296,7 @@ def export_command(
             }
         return run_hf_export(
             folder, task, output, opset, optimize, layout=layout, target=target,
-            quantization=quantization, kv_cache=kv_cache, dtype=dtype,
+            quantization=quantization, kv_cache=kv_cache, dtype=dtype, validate=validate,
         )  # fmt: skip
     if spec is None:
         raise typer.BadParameter("give a SPEC or --hf FOLDER.", param_hint="'SPEC'")
@@ -444,9 +453,10 @@ def run_hf_export(
     quantization: dict[str, Any] | None = None,
     kv_cache: str = "concat",
     dtype: str | None = None,
+    validate: bool = True,
 ) -> None:
     """Export ``folder`` for ``task`` into ``output_dir`` with :func:`onnxport.hf.export` (which
-    validates every output on fresh inputs) and print the summary.
+    validates every output on fresh inputs unless ``validate`` is false) and print the summary.
 
     ``quantization`` holds :class:`onnxport.passes.ort.QuantizeOptions` fields (``bits`` may be an
     unknown string, reported as a usage error). A folder with safetensors weights takes the
@@ -471,13 +481,14 @@ def run_hf_export(
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
                     stream=True, progress=bar, layout=layout, target=target, quantize=quantize,
-                    dtype=dtype, kv_cache=kv_cache,
+                    dtype=dtype, kv_cache=kv_cache, validate=validate,
                 )
         else:
             with progress.phase(label):
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
                     layout=layout, target=target, quantize=quantize, kv_cache=kv_cache, dtype=dtype,
+                    validate=validate,
                 )
     except (HFError, InputError) as e:
         fail(err, str(e), EXIT_USAGE)

@@ -15,6 +15,7 @@ from onnxport.passes.constant_folding import FoldConstantsPass
 from onnxport.passes.distinct_outputs import DistinctOutputsPass
 from onnxport.passes.fusions.conv_batchnorm import ConvBatchNormPass
 from onnxport.passes.fusions.rms_norm import RMSNormFusionPass
+from onnxport.passes.fusions.unsqueeze_chain import UnsqueezeChainPass
 from onnxport.passes.module_functions import ModuleFunctionsPass
 from onnxport.passes.transposed_weights import TransposedWeightsPass
 
@@ -34,6 +35,7 @@ def optimize(model: ir.Model, modules_as_functions: Iterable[str | type] | None 
             common.RemoveUnusedNodesPass(),  # fusions match single-use values
             ConvBatchNormPass(),
             RMSNormFusionPass(),
+            UnsqueezeChainPass(),
             *outline,
             common.IdentityEliminationPass(),
             common.CommonSubexpressionEliminationPass(),
