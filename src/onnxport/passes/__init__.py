@@ -35,9 +35,9 @@ def optimize(model: ir.Model, modules_as_functions: Iterable[str | type] | None 
             common.RemoveUnusedNodesPass(),  # fusions match single-use values
             ConvBatchNormPass(),
             RMSNormFusionPass(),
-            UnsqueezeChainPass(),
             *outline,
             common.IdentityEliminationPass(),
+            UnsqueezeChainPass(),  # after Identity elimination: a full slice between two no longer splits a chain
             common.CommonSubexpressionEliminationPass(),
             common.RemoveUnusedNodesPass(),
             common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
