@@ -221,6 +221,15 @@ def test_spec_python_file_without_factory(
     assert "no factory" in result.output
 
 
+def test_no_validate_with_a_spec_is_a_usage_error(factory_file: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "m.onnx"
+    result = invoke("export", f"{factory_file}:make", "-o", out, "--no-validate")
+    assert result.exit_code == 2
+    text = " ".join(result.output.replace("│", " ").split())  # rich wraps the error box
+    assert "is for a Hugging Face folder" in text and "with --verify" in text, text
+    assert not out.exists()
+
+
 def test_spec_missing_factory(factory_file: pathlib.Path, tmp_path: pathlib.Path) -> None:
     out = tmp_path / "m.onnx"
     result = invoke("export", f"{factory_file}:build", "-o", out)

@@ -224,14 +224,15 @@ def export_command(
         ),
     ] = "concat",
     validate: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--validate/--no-validate",
             help="With --hf: compare every output with eager PyTorch on fresh inputs before the "
             "folder is written (default). --no-validate skips it (as onnxruntime-genai's model "
-            "builder does): faster, and nothing checks the graph.",
+            "builder does): faster, and nothing checks the graph. A SPEC uses --verify.",
+            show_default=False,
         ),
-    ] = True,
+    ] = None,
     dtype: Annotated[
         str | None,
         typer.Option(
@@ -296,10 +297,15 @@ def export_command(
             }
         return run_hf_export(
             folder, task, output, opset, optimize, layout=layout, target=target,
-            quantization=quantization, kv_cache=kv_cache, dtype=dtype, validate=validate,
+            quantization=quantization, kv_cache=kv_cache, dtype=dtype, validate=validate is not False,
         )  # fmt: skip
     if spec is None:
         raise typer.BadParameter("give a SPEC or --hf FOLDER.", param_hint="'SPEC'")
+    if validate is not None:
+        raise typer.BadParameter(
+            "--validate/--no-validate is for a Hugging Face folder; a SPEC export is checked "
+            "with --verify.", param_hint="'--no-validate'",
+        )  # fmt: skip
     try:
         parsed_dynamic = parse_dynamic_options(dynamic or [])
     except SpecError as e:
