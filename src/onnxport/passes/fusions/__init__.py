@@ -82,3 +82,28 @@ def drop_unused_initializer(graph: ir.Graph, value: ir.Value | None) -> None:
         return
     if not value.uses() and not value.is_graph_output():
         graph.initializers.pop(value.name, None)
+
+
+class NodeRewritePass(ir.passes.InPlacePass):
+    """A pass that offers every main-graph node of :attr:`op_type` (default domain) to
+    :meth:`rewrite`, in a model importing the default domain at opset ≥ :attr:`min_opset`.
+
+    Nodes are visited in graph order over a snapshot; one a rewrite removed is skipped.
+    """
+
+    op_type: str
+    min_opset: int = 1
+
+    def rewrite(self, graph: ir.Graph, node: ir.Node) -> bool:
+        """Rewrite around ``node`` when it matches; whether the graph changed."""
+        raise NotImplementedError
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        if model.opset_imports.get("", 0) < self.min_opset:
+            return ir.passes.PassResult(model, False)
+        graph = model.graph
+        modified = False
+        for node in list(graph):
+            if node.graph is graph and node.op_type == self.op_type and node.domain == "":
+                modified |= self.rewrite(graph, node)
+        return ir.passes.PassResult(model, modified)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from onnxport.passes.fusions import producer, scalar, substitute
+from onnxport.passes.fusions import NodeRewritePass, producer, scalar, substitute
 
 MIN_OPSET = 23
 
@@ -59,32 +59,27 @@ def _match(mul_w: ir.Node) -> tuple[ir.Value, ir.Value, float, list[ir.Node]] | 
     return None
 
 
-class RMSNormFusionPass(ir.passes.InPlacePass):
+class RMSNormFusionPass(NodeRewritePass):
     """Replace the RMS-norm subgraph by one RMSNormalization node (opset ≥ 23)."""
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        if model.opset_imports.get("", 0) < MIN_OPSET:
-            return ir.passes.PassResult(model, False)
-        graph = model.graph
-        modified = False
-        for node in list(graph):
-            if node.graph is None or node.op_type != "Mul" or node.domain != "":
-                continue
-            match = _match(node)
-            if match is None:
-                continue
-            x, weight, eps, inner = match
-            if any(len(n.outputs[0].uses()) != 1 or n.outputs[0].is_graph_output() for n in inner[1:]):
-                continue  # an intermediate is used elsewhere
-            fused = ir.Node(
-                "", "RMSNormalization", [x, weight],
-                attributes=[ir.AttrInt64("axis", -1), ir.AttrFloat32("epsilon", eps)], num_outputs=1,
-            )
-            substitute(graph, fused, node, node.outputs[0])
-            square = inner[0]
-            removable = [node, *reversed(inner[1:])]
-            if len(square.outputs[0].uses()) == 1:
-                removable.append(square)
-            graph.remove(removable, safe=True)
-            modified = True
-        return ir.passes.PassResult(model, modified)
+    op_type = "Mul"
+    min_opset = MIN_OPSET
+
+    def rewrite(self, graph: ir.Graph, node: ir.Node) -> bool:
+        match = _match(node)
+        if match is None:
+            return False
+        x, weight, eps, inner = match
+        if any(len(n.outputs[0].uses()) != 1 or n.outputs[0].is_graph_output() for n in inner[1:]):
+            return False  # an intermediate is used elsewhere
+        fused = ir.Node(
+            "", "RMSNormalization", [x, weight],
+            attributes=[ir.AttrInt64("axis", -1), ir.AttrFloat32("epsilon", eps)], num_outputs=1,
+        )
+        substitute(graph, fused, node, node.outputs[0])
+        square = inner[0]
+        removable = [node, *reversed(inner[1:])]
+        if len(square.outputs[0].uses()) == 1:
+            removable.append(square)
+        graph.remove(removable, safe=True)
+        return True

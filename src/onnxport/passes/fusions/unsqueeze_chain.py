@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from onnxport.passes.fusions import producer, substitute
+from onnxport.passes.fusions import NodeRewritePass, producer, substitute
 
 MIN_OPSET = 13
 
@@ -81,15 +81,11 @@ def _collapse(graph: ir.Graph, outer: ir.Node) -> bool:
     return True
 
 
-class UnsqueezeChainPass(ir.passes.InPlacePass):
+class UnsqueezeChainPass(NodeRewritePass):
     """Collapse chains of constant-axes ``Unsqueeze`` nodes in the main graph (module docstring)."""
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        if model.opset_imports.get("", 0) < MIN_OPSET:
-            return ir.passes.PassResult(model, False)
-        graph = model.graph
-        modified = False
-        for node in list(graph):
-            if node.graph is graph and node.op_type == "Unsqueeze" and node.domain == "":
-                modified |= _collapse(graph, node)
-        return ir.passes.PassResult(model, modified)
+    op_type = "Unsqueeze"
+    min_opset = MIN_OPSET
+
+    def rewrite(self, graph: ir.Graph, node: ir.Node) -> bool:
+        return _collapse(graph, node)
