@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch._dynamo.config as dynamo_config
 
 import onnxport
 from onnxport.capture import strategies
@@ -177,3 +178,25 @@ def test_guard_expression_from_torch_messages() -> None:
     wrapped.__cause__ = ValueError("Could not extract specialized integer from data-dependent expression u2 (unhinted: u2).")
     assert strategies.guard_expression(wrapped) == "u2"
     assert strategies.guard_expression(RuntimeError("no guard here")) is None
+
+
+def test_uncached_fake_tensors_is_scoped_and_captures_the_same_program() -> None:
+    """onnxport.hf captures without the FakeTensor dispatch cache; the flag is restored after the
+    block (also on an error), and the program is the one the cached trace gives."""
+    class Block(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.softmax(x @ x.transpose(-1, -2) / 4.0, dim=-1) @ x
+
+    model, x = Block().eval(), torch.randn(2, 5, 4)
+    before = dynamo_config.fake_tensor_cache_enabled
+    cached = onnxport.export(model, (x,), dynamic_shapes=({0: "batch", 1: "length"},))
+    with strategies.uncached_fake_tensors():
+        assert dynamo_config.fake_tensor_cache_enabled is False
+        uncached = onnxport.export(model, (x,), dynamic_shapes=({0: "batch", 1: "length"},))
+    assert dynamo_config.fake_tensor_cache_enabled == before
+    with pytest.raises(RuntimeError), strategies.uncached_fake_tensors():
+        raise RuntimeError("inside")
+    assert dynamo_config.fake_tensor_cache_enabled == before
+    assert [n.op_type for n in uncached.model.graph] == [n.op_type for n in cached.model.graph]
+    probe = torch.randn(3, 7, 4)
+    torch.testing.assert_close(uncached(probe)[0], model(probe))
