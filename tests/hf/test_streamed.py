@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 import onnxport.hf
 from _checkpoints import LAYERS, llama_checkpoint
 from onnxport.cli import app
+from onnxport.cli.export import hf_summary_lines
 from onnxport.errors import HFError, InputError, OnnxportError
 from onnxport.hf import streamed
 from onnxport.hf.inputs import CHECK_SIZES
@@ -226,3 +227,14 @@ def test_cli_no_validate_writes_the_same_graph(exported: tuple[Any, pathlib.Path
     assert sorted(p.name for p in fast.rglob("*")) == sorted(p.name for p in out.rglob("*"))
     feeds = _feeds()
     np.testing.assert_array_equal(_run(find_model(fast), feeds), _run(find_model(out), feeds))
+
+
+def test_summary_says_validation_off_for_an_in_memory_export(exported: tuple[Any, pathlib.Path, Any]) -> None:
+    """The in-memory path (a loaded model) with ``validate=False`` has no checks to print: the
+    summary says that nothing compared the graph with eager."""
+    model, _, _ = exported
+    result = onnxport.hf.export(model, validate=False)
+    assert result.checks == [] and result.streamed is None
+    lines = hf_summary_lines(result)
+    assert "Validation: off (--no-validate): nothing compared the graph with eager" in lines
+    assert not any(line.startswith("Validation (onnxruntime vs eager") for line in lines)

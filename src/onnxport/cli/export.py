@@ -589,6 +589,8 @@ def hf_summary_lines(result: Any) -> list[str]:
             f"Validation (onnxruntime vs eager on fresh inputs, {rule}): "
             f"{verdict}, {len(judged)} outputs, max abs diff {worst:.3g}"
         )
+    if not result.checks and result.streamed is None:
+        lines.append("Validation: off (--no-validate): nothing compared the graph with eager")
     if runs:
         lines.append(
             f"Quantized model run in onnxruntime (eager's shapes and dtypes, finite values; values "
