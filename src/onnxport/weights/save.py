@@ -5,7 +5,7 @@ transforms straight into the data file (``onnx_ir.external_data.convert_tensors_
 which renames its temporary file into place), so the peak memory is about the largest tensor plus
 :data:`IN_FLIGHT_BYTES`, never the model. :data:`WRITE_WORKERS` threads write at once (onnx_ir's
 ``max_workers``: one descriptor per thread, each tensor at its precomputed offset, the bytes
-identical to a serial write), so one tensor's transform (a transpose, a quantization) runs while
+identical to a serial write; with more than one, one tensor's transform runs while
 another's bytes go to disk.
 
 Durability: the atomic renames below hold against a failure or a killed process without any
@@ -64,9 +64,12 @@ INLINE_BYTES = 256
 ALIGNMENT = 65536
 ALIGN_THRESHOLD = 1024**2
 TEMP_TAG = ".onnxport-"
-# Threads writing one data file (onnx_ir ``max_workers``): a transform overlaps another tensor's
+# Threads writing one data file (onnx_ir ``max_workers``). One since session 9: on this 2-core
+# machine a second thread slowed the streamed exports (0.85B Llama fp32 13.27/9.05 s with one vs
+# 16.67/12.29 s with two, int4 13.62/14.66 vs 15.20/15.03 s; onnxruntime's quantizer is
+# multi-threaded itself). With more workers a transform overlaps another tensor's
 # disk write. Materialized bytes in flight are capped by IN_FLIGHT_BYTES (plus one larger tensor).
-WRITE_WORKERS = 2
+WRITE_WORKERS = 1
 IN_FLIGHT_BYTES = 512 * 1024**2
 DATA_SUFFIX = ".data"
 # Flush data and graph files to the disk before their renames (module docstring, "Durability").
