@@ -83,13 +83,12 @@ SMOLLM2_135M = {  # SmolLM2-135M's shapes: a small, deep Llama (30 layers, head_
     "num_key_value_heads": 3,
     "vocab_size": 49152,
 }
+# --family: transformers config and model classes, shapes, and whether the LM head is tied
 FAMILIES = {
-    "llama": ("LlamaConfig", "LlamaForCausalLM"),
-    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
-    "smollm2": ("LlamaConfig", "LlamaForCausalLM"),
+    "llama": ("LlamaConfig", "LlamaForCausalLM", LLAMA_1B, False),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", QWEN3_06B, True),
+    "smollm2": ("LlamaConfig", "LlamaForCausalLM", SMOLLM2_135M, True),
 }
-FAMILY_SIZES = {"llama": LLAMA_1B, "qwen3": QWEN3_06B, "smollm2": SMOLLM2_135M}
-TIED_FAMILIES = ("qwen3", "smollm2")
 SMALL = {
     **LLAMA_1B,
     "num_hidden_layers": 2,
@@ -119,7 +118,7 @@ def make_checkpoint(
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    config_class, model_class = (getattr(transformers, name) for name in FAMILIES[family])
+    config_class, model_class = (getattr(transformers, name) for name in FAMILIES[family][:2])
     config = config_class(
         **sizes,
         max_position_embeddings=4096,
@@ -447,8 +446,9 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    sizes = SMALL if args.small else FAMILY_SIZES[args.family]
-    tied = args.tie_word_embeddings or args.family in TIED_FAMILIES
+    _, _, family_sizes, family_tied = FAMILIES[args.family]
+    sizes = SMALL if args.small else family_sizes
+    tied = args.tie_word_embeddings or family_tied
     work = args.workdir
     if work.exists() and not args.measure_only:
         shutil.rmtree(work)
