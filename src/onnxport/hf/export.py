@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import shutil
@@ -13,13 +12,11 @@ from typing import Any
 
 import torch
 
-from onnxport._export import export as export_program
-from onnxport.capture.strategies import uncached_fake_tensors
 from onnxport.errors import HFError, InputError, VerificationError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
-from onnxport.hf import moe
+from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
@@ -223,7 +220,7 @@ def export(
     parts = hf_inputs.components(loaded)
     for part in parts:
         start = time.perf_counter()
-        program = _export_component(part, opset_version, optimize, target)
+        program = export_component(part, opset_version, optimize, target)
         if target == "onnxruntime":
             try:
                 optimize_for_onnxruntime(
@@ -274,23 +271,6 @@ def export(
             )
             result.files.append(report.relative_to(destination))
     return result
-
-
-def _export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool, target: str | None) -> Any:
-    """Capture and translate one component; for the onnxruntime target its mixture-of-experts
-    layers become ``com.microsoft.MoE`` (:mod:`onnxport.hf.moe`)."""
-    fused = moe.fused_experts(part.module) if target == "onnxruntime" else contextlib.nullcontext()
-    with fused, uncached_fake_tensors():
-        return export_program(
-            part.module,
-            (),
-            part.make_inputs(hf_inputs.EXPORT_SIZES),
-            dynamic_shapes=part.dynamic_shapes,
-            input_names=part.input_names,
-            output_names=part.output_names,
-            opset_version=opset_version,
-            optimize=optimize,
-        )
 
 
 QUANTIZE_PRESETS = {"int4": QuantizeOptions(bits=4), "int8": QuantizeOptions(bits=8)}

@@ -31,7 +31,6 @@ Any failure removes the staging folder: nothing is left behind.
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import dataclasses
 import json
 import math
@@ -44,14 +43,13 @@ from typing import Any, Protocol
 
 import torch
 
-from onnxport._export import export as export_program
-from onnxport.capture.strategies import uncached_fake_tensors
 from onnxport.errors import HFError, InputError, OnnxportError, VerificationError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf import meta, moe, repeat, shared_cache
 from onnxport.hf.checkpoint import Checkpoint, read_checkpoint
+from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
@@ -148,18 +146,7 @@ class _Build:
 def _capture(part: hf_inputs.Component, model: torch.nn.Module, build: _Build) -> Any:
     """Export one component of a meta model and name its weights by the model's own keys (for
     the onnxruntime target, mixture-of-experts layers as ``com.microsoft.MoE``: :mod:`onnxport.hf.moe`)."""
-    fused = moe.fused_experts(part.module) if build.target == "onnxruntime" else contextlib.nullcontext()
-    with fused, uncached_fake_tensors():
-        program = export_program(
-            part.module,
-            (),
-            part.make_inputs(hf_inputs.EXPORT_SIZES),  # moved to meta by onnxport.export
-            dynamic_shapes=part.dynamic_shapes,
-            input_names=part.input_names,
-            output_names=part.output_names,
-            opset_version=build.opset,
-            optimize=build.optimize,
-        )
+    program = export_component(part, build.opset, build.optimize, build.target)
     meta.rename_weights(program, meta.own_names(part.module, model))
     return program
 

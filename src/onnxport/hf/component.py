@@ -1,0 +1,32 @@
+"""Capture and translate one component of a Hugging Face export (both paths: a loaded model in
+:mod:`onnxport.hf.export`, a meta-device model in :mod:`onnxport.hf.streamed`)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from onnxport._export import export as export_program
+from onnxport.capture.strategies import uncached_fake_tensors
+from onnxport.hf import inputs as hf_inputs
+from onnxport.hf import moe
+
+
+def export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool, target: str | None) -> Any:
+    """The :class:`onnxport.ONNXProgram` of ``part`` exported at :data:`hf_inputs.EXPORT_SIZES`
+    (a meta model's inputs are moved to meta by ``onnxport.export``), captured without the
+    FakeTensor cache (:func:`~onnxport.capture.strategies.uncached_fake_tensors`); for the
+    onnxruntime target its mixture-of-experts layers become ``com.microsoft.MoE``
+    (:mod:`onnxport.hf.moe`)."""
+    fused = moe.fused_experts(part.module) if target == "onnxruntime" else contextlib.nullcontext()
+    with fused, uncached_fake_tensors():
+        return export_program(
+            part.module,
+            (),
+            part.make_inputs(hf_inputs.EXPORT_SIZES),
+            dynamic_shapes=part.dynamic_shapes,
+            input_names=part.input_names,
+            output_names=part.output_names,
+            opset_version=opset_version,
+            optimize=optimize,
+        )
