@@ -19,7 +19,11 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
   the minimum cosine over the sentences;
 - ``AutoModelForCausalLM.generate`` of each decoder (greedy, 20 new tokens, batch 2, row 0
   left-padded by 3, ``min_new_tokens=20`` so no row stops at eos) vs transformers'
-  ``generate(do_sample=False)`` with the same settings: the token ids must be equal.
+  ``generate(do_sample=False)`` with the same settings: the token ids must be equal;
+- ``AutoModelForSeq2SeqLM.generate`` of a tiny BART (the same prompt) and
+  ``AutoModelForSpeechSeq2Seq.generate`` of a tiny Whisper (one clip of random features), 10 greedy
+  tokens each, through ``encoder_model.onnx`` + ``decoder_model_merged.onnx`` (whose cross-attention
+  cache transformers.js feeds back with ``use_cache_branch``), vs transformers' ``generate``.
 
 Prints the figures; exit status 1 when a check fails. Needs node >= 18 and npm.
 """
@@ -136,11 +140,18 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
             config_file.write_text(json.dumps(config, indent=2))
         onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
     ids, mask = prompt()
+    encoder_decoders = seq2seq_models()
+    inputs = seq2seq_inputs(ids, mask)
+    for name, model in encoder_decoders.items():
+        model.save_pretrained(work / f"{name}-src")
+        onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
     request = {
         "sentences": SENTENCES,
         "input_ids": ids.tolist(),
         "attention_mask": mask.tolist(),
         "max_new_tokens": NEW_TOKENS,
+        "seq2seq": {name: {k: v.tolist() for k, v in inputs[name].items()} for name in encoder_decoders},
+        "seq2seq_new_tokens": SEQ2SEQ_NEW_TOKENS,
     }
     (work / "request.json").write_text(json.dumps(request))
     script = scratch / "transformers_js_check.mjs"
@@ -171,7 +182,39 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
             "generated": generated.tolist(),
             "reference": reference.tolist(),
         }
+    for name, model in encoder_decoders.items():
+        with torch.no_grad():
+            reference = model.generate(
+                **inputs[name], max_new_tokens=SEQ2SEQ_NEW_TOKENS, min_new_tokens=SEQ2SEQ_NEW_TOKENS, do_sample=False
+            )
+        start = model.config.decoder_start_token_id
+        if reference[0, 0] != start:  # Whisper's generate returns the tokens after its prompt
+            reference = torch.cat([torch.full_like(reference[:, :1], start), reference], dim=1)
+        generated = torch.tensor(result["seq2seq"][name])
+        generation[name] = {
+            "tokens_equal": generated.shape == reference.shape and bool((generated == reference).all()),
+            "new_tokens": generated.shape[1] - 1,
+            "generated": generated.tolist(),
+            "reference": reference.tolist(),
+        }
     return {"embedding_shape": tuple(actual.shape), "min_cosine": cosine.min().item(), "generation": generation}
+
+
+SEQ2SEQ_NEW_TOKENS = 10
+
+
+def seq2seq_models() -> dict[str, torch.nn.Module]:
+    """The encoder-decoders checked (``onnxport.testing.tiny_models``, random weights): folder name → model."""
+    return {name: tiny_models.build(name) for name in ("bart", "whisper")}
+
+
+def seq2seq_inputs(ids: torch.Tensor, mask: torch.Tensor) -> dict[str, dict[str, torch.Tensor]]:
+    """BART reads the prompt (its left padding masked in the encoder); Whisper one clip of random
+    log-mel features (transformers.js 4.3.1 decodes batched Whisper features with a batch-1 start)."""
+    config = tiny_models.build("whisper").config
+    frames = 2 * config.max_source_positions
+    features = torch.randn(1, config.num_mel_bins, frames, generator=torch.Generator().manual_seed(3))
+    return {"bart": {"input_ids": ids, "attention_mask": mask}, "whisper": {"input_features": features}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,8 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ok = figures["min_cosine"] >= 0.99999
     for name, gen in figures["generation"].items():
+        kind = "encoder-decoder" if name in ("bart", "whisper") else "text-generation"
         print(
-            f"text-generation (tiny {name}): {gen['new_tokens']} greedy tokens, batch 2, left padding: "
+            f"{kind} (tiny {name}): {gen['new_tokens']} greedy tokens: "
             f"{'equal to' if gen['tokens_equal'] else 'DIFFERENT from'} transformers.generate"
         )
         if not gen["tokens_equal"]:

@@ -1,8 +1,12 @@
 // Run by bench/clients/transformers_js.py inside a scratch folder that has
 // @huggingface/transformers 4.3.1 installed: loads onnxport export folders with no edits.
 // argv: <models root> <minilm folder name> <request.json> <result.json> <decoder folder name>...
+// request.seq2seq: encoder-decoder folder name → its inputs (text: input_ids + attention_mask; speech:
+// input_features), generated greedily with AutoModelForSeq2SeqLM / AutoModelForSpeechSeq2Seq.
 import fs from 'node:fs';
-import { env, pipeline, AutoModelForCausalLM, Tensor } from '@huggingface/transformers';
+import {
+    env, pipeline, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq, Tensor,
+} from '@huggingface/transformers';
 
 const [root, minilm, requestPath, resultPath, ...decoders] = process.argv.slice(2);
 env.localModelPath = root.endsWith('/') ? root : root + '/';
@@ -27,5 +31,25 @@ for (const name of decoders) {
         do_sample: false,
     });
     result.generated[name] = output.tolist().map((row) => row.map((v) => Number(v)));
+}
+result.seq2seq = {};
+for (const [name, inputs] of Object.entries(request.seq2seq ?? {})) {
+    const steps = { max_new_tokens: request.seq2seq_new_tokens, min_new_tokens: request.seq2seq_new_tokens, do_sample: false };
+    let output;
+    if (inputs.input_features) {
+        const f = inputs.input_features;
+        const model = await AutoModelForSpeechSeq2Seq.from_pretrained(name, { dtype: 'fp32' });
+        const features = new Tensor('float32', Float32Array.from(f.flat(2)), [f.length, f[0].length, f[0][0].length]);
+        output = await model.generate({ inputs: features, ...steps });
+    } else {
+        const dims = [inputs.input_ids.length, inputs.input_ids[0].length];
+        const model = await AutoModelForSeq2SeqLM.from_pretrained(name, { dtype: 'fp32' });
+        output = await model.generate({
+            input_ids: new Tensor('int64', flat(inputs.input_ids), dims),
+            attention_mask: new Tensor('int64', flat(inputs.attention_mask), dims),
+            ...steps,
+        });
+    }
+    result.seq2seq[name] = output.tolist().map((row) => row.map((v) => Number(v)));
 }
 fs.writeFileSync(resultPath, JSON.stringify(result));

@@ -11,8 +11,10 @@ from pathlib import Path
 import onnxruntime as ort
 import pytest
 import torch
+from typer.testing import CliRunner
 
 import onnxport.hf
+from onnxport.cli import app
 
 from .zoo import BY_NAME, save
 
@@ -28,13 +30,20 @@ def _params(fast: list[str], slow: list[str]) -> list:
     return [*fast, *(pytest.param(n, marks=pytest.mark.slow) for n in slow)]
 
 
-def _export(name: str, tmp_path: Path) -> tuple[torch.nn.Module, Path]:
+def _export(name: str, tmp_path: Path, cli: bool = False) -> tuple[torch.nn.Module, Path]:
+    """In memory (``onnxport.hf.export``), or through ``onnxport export --hf`` (``cli``), which
+    streams the saved safetensors weights from a meta-device model."""
     entry = BY_NAME[name]
     folder = save(entry, tmp_path)
-    result = onnxport.hf.export(folder, output_dir=tmp_path / "onnx")
-    assert result.task == entry.task
-    assert result.passed
-    return result.model, tmp_path / "onnx"
+    if cli:
+        result = CliRunner().invoke(app, ["export", "--hf", str(folder), "-o", str(tmp_path / "onnx")])
+        assert result.exit_code == 0, result.output
+        assert "streamed from the checkpoint" in result.output
+        return type(entry.build()).from_pretrained(folder).eval(), tmp_path / "onnx"
+    exported = onnxport.hf.export(folder, output_dir=tmp_path / "onnx")
+    assert exported.task == entry.task
+    assert exported.passed
+    return exported.model, tmp_path / "onnx"
 
 
 def _session(path: Path) -> ort.InferenceSession:
@@ -73,13 +82,18 @@ def test_decoder_greedy_20_tokens_batch2_left_padding(name: str, tmp_path: Path)
     assert len(set(actual[:, 1:].flatten().tolist())) > 2, "degenerate decoding proves little"
 
 
+@pytest.mark.parametrize("cli", [False, pytest.param(True, id="cli-streamed")])
 @pytest.mark.parametrize("name", _params(FAST_SEQ2SEQ, SLOW_SEQ2SEQ))
-def test_seq2seq_greedy_10_tokens(name: str, tmp_path: Path) -> None:
-    model, out = _export(name, tmp_path)
+def test_seq2seq_greedy_10_tokens(name: str, cli: bool, tmp_path: Path) -> None:
+    model, out = _export(name, tmp_path, cli)
     encoder = _session(out / "onnx" / "encoder_model.onnx")
     decoder = _session(out / "onnx" / "decoder_model_merged.onnx")
-    assert "past_key_values.0.decoder.key" in [i.name for i in decoder.get_inputs()]
+    inputs = [i.name for i in decoder.get_inputs()]
+    assert "past_key_values.0.decoder.key" in inputs
+    # Optimum's merged decoder: the cross-attention cache computed on the first step, fed back after
+    assert inputs[-3:] == ["past_key_values.1.encoder.key", "past_key_values.1.encoder.value", "use_cache_branch"]
     assert "present.1.decoder.value" in [o.name for o in decoder.get_outputs()]
+    assert "present.1.encoder.value" in [o.name for o in decoder.get_outputs()]
 
     generator = torch.Generator().manual_seed(7)
     config = model.generation_config

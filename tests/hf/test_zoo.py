@@ -51,7 +51,13 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
             value.name: [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
             for value in [*proto.graph.input, *proto.graph.output]
         }
+        flag = dims.pop("use_cache_branch", None)  # Optimum's merged decoder: bool[1]
         assert all(shape[0] == "batch_size" for shape in dims.values()), dims
+        if name == "decoder_model_merged.onnx":  # the cross-attention cache, as Optimum names it
+            assert flag == [1]
+            assert dims["past_key_values.0.encoder.key"][2] == "encoder_sequence_length_out"
+            assert dims["present.0.encoder.value"][2] == "encoder_sequence_length_out"
+            assert dims["past_key_values.0.decoder.key"][2] == "past_sequence_length"
         if "past_key_values.0.key" in dims:  # Optimum / transformers.js / genai names
             assert dims["past_key_values.0.key"][2] == "past_sequence_length"
             assert dims["present.0.key"][2] == "total_sequence_length"

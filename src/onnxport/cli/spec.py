@@ -212,7 +212,7 @@ def load_hf_spec(folder: Path) -> LoadedSpec:
         )
     part = parts[0]
     return LoadedSpec(
-        part.module, (), part.make_inputs(hf_inputs.EXPORT_SIZES), part.dynamic_shapes,
+        part.module, (), part.capture_inputs(hf_inputs.EXPORT_SIZES), part.dynamic_shapes,
         f"{type(loaded.model).__name__} from {folder}", part.input_names, part.output_names,
     )
 

@@ -322,7 +322,7 @@ class Seq2SeqEncoder(torch.nn.Module):
         super().__init__()
         self.encoder = cast("Callable[[], torch.nn.Module]", model.get_encoder)()
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         return self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
 
@@ -338,12 +338,17 @@ class SpeechEncoder(torch.nn.Module):
 
 
 class Seq2SeqDecoderWithCache(torch.nn.Module):
-    """Decoder step of an encoder-decoder with a self-attention cache.
+    """Decoder step of an encoder-decoder with its self-attention and cross-attention caches.
 
-    ``(input_ids, encoder_hidden_states, [encoder_attention_mask,] past)`` →
-    ``(logits, present.0.decoder.key, present.0.decoder.value, ...)``. Cross-attention keys and
-    values are computed from ``encoder_hidden_states`` in every step (the cross-attention cache
-    starts empty), so one model serves the first and the later steps.
+    ``(input_ids, encoder_hidden_states, [encoder_attention_mask,] past_key_values,
+    [cross_key_values, use_cache_branch])`` → ``(logits, present.{i}.decoder.key/.value...,
+    present.{i}.encoder.key/.value...)``.
+
+    Without ``use_cache_branch`` or with it false (the first step), the cross-attention keys and
+    values are computed from ``encoder_hidden_states`` and returned; with it true they are taken
+    from ``cross_key_values`` (the first step's outputs) and returned as they are. The export
+    captures the first step and branches on ``use_cache_branch`` in the graph
+    (:mod:`onnxport.passes.cache_branch`), as Optimum's merged decoder does.
     """
 
     def __init__(self, model: torch.nn.Module, *, with_encoder_mask: bool) -> None:
@@ -357,6 +362,8 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
         encoder_hidden_states: torch.Tensor,
         encoder_attention_mask: torch.Tensor | None = None,
         past_key_values: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+        cross_key_values: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+        use_cache_branch: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, ...]:
         from transformers import (  # heavy optional dependency (onnxport[hf])
             DynamicCache,
@@ -364,10 +371,14 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
         )
 
         config: Any = self.model.config
-        cache = EncoderDecoderCache(
-            fill_cache(DynamicCache(config=config), past_key_values or []),
-            empty_cross_cache(config),
-        )
+        cached = use_cache_branch is not None and bool(use_cache_branch.all())
+        if cached:
+            cross = fill_cache(DynamicCache(config=config), cross_key_values or [])
+        else:
+            cross = empty_cross_cache(config)
+        cache = EncoderDecoderCache(fill_cache(DynamicCache(config=config), past_key_values or []), cross)
+        for i in range(len(cross_key_values or [])):
+            cache.is_updated[i] = cached
         extra = {} if encoder_attention_mask is None else {"attention_mask": encoder_attention_mask}
         out = self.model(
             encoder_outputs=(encoder_hidden_states,),
@@ -376,7 +387,8 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
             use_cache=True,
             **extra,
         )
-        return (out.logits, *flatten_cache(out.past_key_values.self_attention_cache))
+        caches = out.past_key_values
+        return (out.logits, *flatten_cache(caches.self_attention_cache), *flatten_cache(caches.cross_attention_cache))
 
 
 # transformers' sliding-window masks (masking_utils); a modeling module that uses none of them

@@ -10,6 +10,7 @@ from onnxport._export import export as export_program
 from onnxport.capture.strategies import uncached_fake_tensors
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import moe
+from onnxport.passes.cache_branch import branch_on_flag
 
 
 def export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool, target: str | None) -> Any:
@@ -20,13 +21,18 @@ def export_component(part: hf_inputs.Component, opset_version: int | None, optim
     (:mod:`onnxport.hf.moe`)."""
     fused = moe.fused_experts(part.module) if target == "onnxruntime" else contextlib.nullcontext()
     with fused, uncached_fake_tensors():
-        return export_program(
+        program = export_program(
             part.module,
             (),
-            part.make_inputs(hf_inputs.EXPORT_SIZES),
+            part.capture_inputs(hf_inputs.EXPORT_SIZES),
             dynamic_shapes=part.dynamic_shapes,
             input_names=part.input_names,
             output_names=part.output_names,
             opset_version=opset_version,
             optimize=optimize,
         )
+    if part.branch is not None:
+        branch = part.branch
+        branch_on_flag(program.model, branch.outputs, branch.inputs, branch.flag, dict(branch.dims))
+        program.release()  # the export's verification session ran the graph before the branch
+    return program

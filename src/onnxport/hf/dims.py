@@ -22,6 +22,8 @@ SEQUENCE = DimName("sequence_length", min=1)
 PAST_SEQUENCE = "past_sequence_length"
 TOTAL_SEQUENCE = DimName("total_sequence_length", min=1)  # past_sequence_length + sequence_length
 ENCODER_SEQUENCE = DimName("encoder_sequence_length", min=1)
+# The cross-attention cache's length (Optimum's name; empty when transformers.js feeds the first step).
+ENCODER_SEQUENCE_OUT = "encoder_sequence_length_out"
 NUM_CHANNELS = (
     "num_channels"  # Optimum's name; onnxport keeps the channel count fixed (conv weights)
 )

@@ -126,7 +126,8 @@ def greedy_seq2seq(
 
     Args:
         encoder: Session of the encoder (``input_ids`` + ``attention_mask``, or ``input_features``).
-        decoder: Session of the decoder with cache.
+        decoder: Session of the decoder with cache (``use_cache_branch`` false on the first
+            step, which computes the cross-attention cache, true on the later ones).
         encoder_inputs: The encoder's inputs by name.
         decoder_start_token_id: The first decoder token.
         max_new_tokens: How many tokens to generate.
@@ -145,10 +146,13 @@ def greedy_seq2seq(
     fixed = {"encoder_hidden_states": hidden}
     if "encoder_attention_mask" in decoder_names:
         fixed["encoder_attention_mask"] = feeds_in["attention_mask"].astype(np.int64)
+    branch = "use_cache_branch" in decoder_names  # the cross-attention cache: computed, then fed back
     feeds = {"input_ids": start, **empty_cache(decoder, batch)}
     sequences = start
     unfinished = np.ones(batch, dtype=bool)
-    for _ in range(max_new_tokens):
+    for step in range(max_new_tokens):
+        if branch:
+            feeds["use_cache_branch"] = np.array([step > 0])
         outputs = decoder.run(None, {**fixed, **feeds})
         tokens, unfinished = _choose(outputs[0], unfinished, eos, pad_token_id)
         sequences = np.concatenate([sequences, tokens[:, None]], axis=1)

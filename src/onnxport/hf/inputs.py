@@ -7,6 +7,7 @@ the validation fresh ones (another batch, sequence and past length, including an
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import json
@@ -15,10 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
-from onnxport.hf.dims import BATCH, ENCODER_SEQUENCE, HEIGHT, SEQUENCE, TOTAL_SEQUENCE, WIDTH
+from onnxport.hf.dims import (
+    BATCH,
+    ENCODER_SEQUENCE,
+    ENCODER_SEQUENCE_OUT,
+    HEIGHT,
+    SEQUENCE,
+    TOTAL_SEQUENCE,
+    WIDTH,
+)
 from onnxport.hf.dims import PAST_SEQUENCE as PAST
 from onnxport.hf.eager import run as run_eager
 from onnxport.hf.loading import LoadedModel
@@ -45,6 +55,28 @@ EXPORT_SIZES = Sizes()
 CHECK_SIZES = (Sizes(3, 5, 0, 7, seed=1), Sizes(1, 4, 6, 9, seed=2), Sizes(2, 1, 5, 4, seed=3))
 
 
+@dataclasses.dataclass(frozen=True)
+class CacheBranch:
+    """Outputs of the first step that the later ones feed back instead of recomputing
+    (:func:`onnxport.passes.cache_branch.branch_on_flag`: an encoder-decoder's cross-attention
+    cache, as in Optimum's merged decoder).
+
+    Attributes:
+        outputs: The graph outputs computed on the first step (``present.{i}.encoder.key``...).
+        inputs: The graph inputs that replace them later (``past_key_values.{i}.encoder.key``...).
+        keywords: The keyword inputs of ``make_inputs`` that exist only after the rewrite, left
+            out of the capture (``cross_key_values``, ``use_cache_branch``).
+        flag: The boolean input choosing the cached values.
+        dims: Axis → symbolic dim name of the cached tensors.
+    """
+
+    outputs: tuple[str, ...]
+    inputs: tuple[str, ...]
+    keywords: tuple[str, ...] = ("cross_key_values", "use_cache_branch")
+    flag: str = "use_cache_branch"
+    dims: tuple[tuple[int, str], ...] = ((2, ENCODER_SEQUENCE_OUT),)
+
+
 @dataclasses.dataclass
 class Component:
     """One ONNX model to write.
@@ -54,8 +86,9 @@ class Component:
         module: The ``nn.Module`` exported (a wrapper from :mod:`onnxport.hf.cache`).
         make_inputs: Sizes → keyword inputs of ``module.forward``.
         dynamic_shapes: torch.export dynamic shapes, dims named as in the ONNX graph.
-        input_names: Graph input names (``None``: onnxport's defaults).
+        input_names: Graph input names of the capture (``None``: onnxport's defaults).
         output_names: Graph output names.
+        branch: Outputs cached after the first step (the graph gains the branch's inputs).
     """
 
     name: str
@@ -64,6 +97,13 @@ class Component:
     dynamic_shapes: dict[str, Any]
     input_names: list[str] | None
     output_names: list[str]
+    branch: CacheBranch | None = None
+
+    def capture_inputs(self, sizes: Sizes) -> dict[str, Any]:
+        """``make_inputs(sizes)`` without the inputs the graph gains after the capture."""
+        inputs = self.make_inputs(sizes)
+        skipped = self.branch.keywords if self.branch is not None else ()
+        return {k: v for k, v in inputs.items() if k not in skipped}
 
 
 def _generator(sizes: Sizes) -> torch.Generator:
@@ -343,8 +383,18 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
 
 
 # -- encoder-decoder ---------------------------------------------------------------------------
+def _probe_mode(model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]:
+    """Where the shape probes of ``model`` run: on fake tensors for a meta-device model (the
+    streamed path), so that transformers skips its data-dependent shortcuts (``padding_mask.all()``
+    in ``masking_utils``) as it does under torch.export; in plain eager otherwise."""
+    if any(p.device.type == "meta" for p in model.parameters()):
+        return FakeTensorMode(allow_non_fake_inputs=True)
+    return contextlib.nullcontext()
+
+
 def seq2seq_components(loaded: LoadedModel) -> list[Component]:
-    """``encoder_model`` and ``decoder_model`` (with self-attention cache)."""
+    """``encoder_model`` and ``decoder_model`` (self-attention cache; the cross-attention cache
+    computed on the first step and fed back after it: :class:`CacheBranch`)."""
     from transformers import (  # heavy optional dependency (onnxport[hf])
         DynamicCache,
         EncoderDecoderCache,
@@ -380,26 +430,21 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         axes = {0: BATCH, 1: ENCODER_SEQUENCE}
         encoder_dynamic = {"input_ids": axes, "attention_mask": dict(axes)}
 
-    hidden = run_eager("on a probe input (the encoder's output shape)", lambda: encoder(**make_encoder(Sizes(batch=1))))
-    encoder_length = hidden.shape[1]
-    width = hidden.shape[-1]
+    device = next(model.parameters()).device
+    unmasked = {k: v.to(device) for k, v in make_encoder(Sizes(batch=1)).items() if k != "attention_mask"}
 
     def probe() -> Any:
         cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
         start = torch.zeros(1, 2, dtype=torch.int64)
-        extra = (
-            {} if speech else {"attention_mask": torch.ones(1, encoder_length, dtype=torch.int64)}
-        )
-        out = model(
-            encoder_outputs=(hidden,),
-            decoder_input_ids=start,
-            past_key_values=cache,
-            use_cache=True,
-            **extra,
-        )
-        return out.past_key_values.self_attention_cache
+        out = model(encoder_outputs=(hidden,), decoder_input_ids=start.to(device), past_key_values=cache, use_cache=True)
+        return out.past_key_values
 
-    shapes = [layer.key for layer in cache_shapes(probe) if layer.key is not None]
+    with _probe_mode(model):
+        hidden = run_eager("on a probe input (the encoder's output shape)", lambda: encoder(**unmasked))
+        caches = run_eager("on a probe input (finding the KV cache's shapes)", probe)
+        shapes = [layer.key for layer in cache_shapes(lambda: caches.self_attention_cache) if layer.key is not None]
+        cross_shapes = [layer.key for layer in cache_shapes(lambda: caches.cross_attention_cache) if layer.key is not None]
+    encoder_length, width = int(hidden.shape[1]), int(hidden.shape[-1])
     layers = len(shapes)
 
     def make_decoder(sizes: Sizes) -> dict[str, Any]:
@@ -421,6 +466,15 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         ]
         if speech:
             del inputs["encoder_attention_mask"]
+        # The first step (empty past) computes the cross-attention cache; the later ones read it.
+        inputs["cross_key_values"] = [
+            tuple(
+                torch.randn(sizes.batch, heads, length, dim, generator=gen, dtype=dtype)
+                for _ in range(2)
+            )
+            for heads, dim in cross_shapes
+        ]
+        inputs["use_cache_branch"] = torch.tensor([sizes.past > 0])
         return inputs
 
     kv_axes = {0: BATCH, 2: PAST}
@@ -435,6 +489,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     decoder_dynamic["past_key_values"] = [(dict(kv_axes), dict(kv_axes)) for _ in range(layers)]
     names += past_names(layers, "past_key_values", "decoder")
     decoder = wrappers.Seq2SeqDecoderWithCache(model, with_encoder_mask=not speech)
+    cross = past_names(len(cross_shapes), "present", "encoder")
     return [
         Component(
             "encoder_model", encoder, make_encoder, encoder_dynamic, None, ["last_hidden_state"]
@@ -445,7 +500,8 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
             make_decoder,
             decoder_dynamic,
             names,
-            ["logits", *past_names(layers, "present", "decoder")],
+            ["logits", *past_names(layers, "present", "decoder"), *cross],
+            CacheBranch(tuple(cross), tuple(past_names(layers, "past_key_values", "encoder"))),
         ),
     ]
 
