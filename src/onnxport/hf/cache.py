@@ -247,6 +247,36 @@ class VisionModel(torch.nn.Module):
         return tuple(out[name] for name in self.outputs)
 
 
+class AudioModel(torch.nn.Module):
+    """Audio model: ``input_values`` (raw waveform, or an AST's fixed-size spectrogram) → the
+    task's outputs."""
+
+    def __init__(self, model: torch.nn.Module, outputs: Sequence[str]) -> None:
+        super().__init__()
+        self.model = model
+        self.outputs = tuple(outputs)
+
+    def forward(self, input_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.model(input_values=input_values)
+        return tuple(out[name] for name in self.outputs)
+
+
+class TextVisionModel(torch.nn.Module):
+    """CLIP-style dual encoder: ``(input_ids, pixel_values, attention_mask)`` → the task's outputs
+    (Optimum's input order for zero-shot-image-classification)."""
+
+    def __init__(self, model: torch.nn.Module, outputs: Sequence[str]) -> None:
+        super().__init__()
+        self.model = model
+        self.outputs = tuple(outputs)
+
+    def forward(
+        self, input_ids: torch.Tensor, pixel_values: torch.Tensor, attention_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        out = self.model(input_ids=input_ids, pixel_values=pixel_values, attention_mask=attention_mask)
+        return tuple(out[name] for name in self.outputs)
+
+
 def run_with_cache(model: torch.nn.Module, cache: Any, **inputs: Any) -> tuple[torch.Tensor, Any]:
     """``model(**inputs)`` with ``cache``: ``(logits, the updated cache)``.
 

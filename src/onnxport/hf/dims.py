@@ -27,6 +27,9 @@ ENCODER_SEQUENCE_OUT = "encoder_sequence_length_out"
 NUM_CHANNELS = (
     "num_channels"  # Optimum's name; onnxport keeps the channel count fixed (conv weights)
 )
+NUM_CHOICES = DimName("num_choices", min=1)  # multiple-choice inputs, axis 1
+TEXT_BATCH = DimName("text_batch_size", min=1)  # CLIP-style: texts and images batched apart
+IMAGE_BATCH = DimName("image_batch_size", min=1)
 HEIGHT = DimName("height", min=1)
 WIDTH = DimName("width", min=1)
 

@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,16 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
+from onnxport.hf import meta
 from onnxport.hf.dims import (
     BATCH,
     ENCODER_SEQUENCE,
     ENCODER_SEQUENCE_OUT,
     HEIGHT,
+    IMAGE_BATCH,
+    NUM_CHOICES,
     SEQUENCE,
+    TEXT_BATCH,
     TOTAL_SEQUENCE,
     WIDTH,
 )
@@ -138,24 +142,35 @@ def position_ids_from_mask(mask: torch.Tensor, sequence: int) -> torch.Tensor:
 
 
 # -- encoder-style text and vision ------------------------------------------------------------
+def _choices(sizes: Sizes) -> int:
+    """The answers per question of a multiple-choice input set (2 to 4)."""
+    return 2 + sizes.seed % 3
+
+
 def text_component(loaded: LoadedModel) -> Component:
+    """``input_ids``/``attention_mask`` (``[token_type_ids]``) → the task's outputs; for
+    multiple-choice each of them is ``(batch_size, num_choices, sequence_length)``."""
     config = loaded.model.config
     outputs = list(loaded.task.outputs)
     module = wrappers.TextModel(loaded.model, outputs, loaded.pooling)
     forward = inspect.signature(loaded.model.forward).parameters
     with_types = "token_type_ids" in forward and bool(getattr(config, "type_vocab_size", 0))
+    choice = loaded.task.kind == "multiple-choice"
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
+        rows = sizes.batch * _choices(sizes) if choice else sizes.batch
         inputs = {
-            "input_ids": token_ids(config, sizes.batch, sizes.sequence, gen),
-            "attention_mask": left_padded_mask(sizes.batch, sizes.sequence),
+            "input_ids": token_ids(config, rows, sizes.sequence, gen),
+            "attention_mask": left_padded_mask(rows, sizes.sequence),
         }
         if with_types:
-            inputs["token_type_ids"] = torch.zeros(sizes.batch, sizes.sequence, dtype=torch.int64)
+            inputs["token_type_ids"] = torch.zeros(rows, sizes.sequence, dtype=torch.int64)
+        if choice:
+            inputs = {k: v.reshape(sizes.batch, _choices(sizes), sizes.sequence) for k, v in inputs.items()}
         return inputs
 
-    axes = {0: BATCH, 1: SEQUENCE}
+    axes: dict[int, Any] = {0: BATCH, 1: NUM_CHOICES, 2: SEQUENCE} if choice else {0: BATCH, 1: SEQUENCE}
     dynamic = {"input_ids": axes, "attention_mask": axes}
     if with_types:
         dynamic["token_type_ids"] = axes
@@ -164,9 +179,10 @@ def text_component(loaded: LoadedModel) -> Component:
     return Component("model", module, make, dynamic, None, outputs)
 
 
-def image_size(loaded: LoadedModel) -> tuple[int, int]:
-    """(height, width): the image processor's size, else the config's ``image_size``, else 64."""
-    config = loaded.model.config
+def image_size(loaded: LoadedModel, config: Any = None) -> tuple[int, int]:
+    """(height, width): the image processor's size, else the ``image_size`` of ``config`` (default:
+    the model's), else 64."""
+    config = config if config is not None else loaded.model.config
     if loaded.folder is not None and (loaded.folder / "preprocessor_config.json").is_file():
         processor = json.loads((loaded.folder / "preprocessor_config.json").read_text())
         size = processor.get("crop_size") or processor.get("size")
@@ -204,6 +220,59 @@ def vision_component(loaded: LoadedModel) -> Component:
     axes = {0: BATCH, 2: HEIGHT, 3: WIDTH} if resizable else {0: BATCH}
     module = wrappers.VisionModel(loaded.model, loaded.task.outputs)
     return Component("model", module, make, {"pixel_values": axes}, None, list(loaded.task.outputs))
+
+
+def _waveform_samples(config: Any, frames: int) -> int:
+    """Samples of a raw waveform whose convolutional feature encoder (``conv_kernel``,
+    ``conv_stride``: wav2vec2, HuBERT, WavLM) yields ``frames`` frames."""
+    kernels = list(getattr(config, "conv_kernel", None) or [400])
+    strides = list(getattr(config, "conv_stride", None) or [320])
+    samples = frames
+    for kernel, stride in zip(reversed(kernels), reversed(strides), strict=True):
+        samples = (samples - 1) * stride + kernel
+    return samples
+
+
+def audio_component(loaded: LoadedModel) -> Component:
+    """``input_values`` → the task's outputs: a raw waveform dynamic in batch and length
+    (``sequence_length``, Optimum's name), or the fixed ``(max_length, num_mel_bins)``
+    spectrogram of an Audio Spectrogram Transformer (dynamic in batch only)."""
+    config = loaded.model.config
+    spectrogram = getattr(config, "num_mel_bins", None), getattr(config, "max_length", None)
+    fixed = all(isinstance(v, int) for v in spectrogram)
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        gen = _generator(sizes)
+        shape = (sizes.batch, *spectrogram[::-1]) if fixed else (sizes.batch, _waveform_samples(config, 2 * sizes.sequence))
+        return {"input_values": torch.randn(*shape, generator=gen)}
+
+    axes = {0: BATCH} if fixed else {0: BATCH, 1: SEQUENCE}
+    module = wrappers.AudioModel(loaded.model, loaded.task.outputs)
+    return Component("model", module, make, {"input_values": axes}, None, list(loaded.task.outputs))
+
+
+def text_vision_component(loaded: LoadedModel) -> Component:
+    """CLIP-style zero-shot image classification: texts and images in batches of their own
+    (``text_batch_size``, ``image_batch_size``: Optimum's names)."""
+    model = loaded.model
+    text_config = getattr(model.config, "text_config", model.config)
+    vision_config = getattr(model.config, "vision_config", model.config)
+    height, width = image_size(loaded, vision_config)
+    channels = getattr(vision_config, "num_channels", 3)
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        gen = _generator(sizes)
+        images = sizes.batch + 1
+        return {
+            "input_ids": token_ids(text_config, sizes.batch, sizes.sequence, gen),
+            "pixel_values": torch.randn(images, channels, height, width, generator=gen),
+            "attention_mask": torch.ones(sizes.batch, sizes.sequence, dtype=torch.int64),
+        }
+
+    text_axes = {0: TEXT_BATCH, 1: SEQUENCE}
+    dynamic = {"input_ids": text_axes, "pixel_values": {0: IMAGE_BATCH}, "attention_mask": dict(text_axes)}
+    module = wrappers.TextVisionModel(model, loaded.task.outputs)
+    return Component("model", module, make, dynamic, None, list(loaded.task.outputs))
 
 
 # -- decoder-only language models --------------------------------------------------------------
@@ -383,13 +452,17 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
 
 
 # -- encoder-decoder ---------------------------------------------------------------------------
-def _probe_mode(model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]:
-    """Where the shape probes of ``model`` run: on fake tensors for a meta-device model (the
-    streamed path), so that transformers skips its data-dependent shortcuts (``padding_mask.all()``
-    in ``masking_utils``) as it does under torch.export; in plain eager otherwise."""
-    if any(p.device.type == "meta" for p in model.parameters()):
-        return FakeTensorMode(allow_non_fake_inputs=True)
-    return contextlib.nullcontext()
+@contextlib.contextmanager
+def _probe_mode(model: torch.nn.Module) -> Iterator[None]:
+    """Where the shape probes of ``model`` run: in plain eager, or for a meta-device model (the
+    streamed path) on fake tensors, all its tensors on ``meta`` (:func:`onnxport.hf.meta.all_on_meta`),
+    so that transformers skips its data-dependent shortcuts (``padding_mask.all()`` in
+    ``masking_utils``) as under torch.export."""
+    if not any(p.device.type == "meta" for p in model.parameters()):
+        yield
+        return
+    with meta.all_on_meta(model), FakeTensorMode(allow_non_fake_inputs=True):
+        yield
 
 
 def seq2seq_components(loaded: LoadedModel) -> list[Component]:
@@ -506,13 +579,28 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     ]
 
 
+def modality(loaded: LoadedModel) -> str:
+    """The task's kind, except for a task of text models (feature-extraction, text-classification)
+    on a model whose ``main_input_name`` is ``pixel_values`` (ViT, DINOv2: ``"vision"``) or
+    ``input_values`` (wav2vec2: ``"audio"``)."""
+    kind = loaded.task.kind
+    if kind != "text":
+        return kind
+    main = getattr(loaded.model, "main_input_name", "input_ids")
+    return {"pixel_values": "vision", "input_values": "audio"}.get(main, kind)
+
+
 def components(loaded: LoadedModel) -> list[Component]:
     """The components to export for ``loaded.task``."""
-    kind = loaded.task.kind
-    if kind == "text":
+    kind = modality(loaded)
+    if kind in ("text", "multiple-choice"):
         return [text_component(loaded)]
     if kind == "vision":
         return [vision_component(loaded)]
+    if kind == "audio":
+        return [audio_component(loaded)]
+    if kind == "text-vision":
+        return [text_vision_component(loaded)]
     if kind == "causal-lm":
         return [causal_lm_component(loaded)]
     return seq2seq_components(loaded)

@@ -142,7 +142,7 @@ def load(folder: Path, task: str | None = None) -> LoadedModel:
     folder = Path(folder)
     config = read_config(folder)
     check_weights(folder)
-    resolved = get_task(task) if task else infer_task(config)
+    resolved = get_task(task, config) if task else infer_task(config)
     transformers = import_transformers()
     auto = getattr(transformers, resolved.auto_class)
     try:
@@ -165,7 +165,7 @@ def load(folder: Path, task: str | None = None) -> LoadedModel:
 def from_model(model: Any, task: str | None = None) -> LoadedModel:
     """Wrap an already loaded transformers model (the task inferred from its class when ``None``)."""
     if task:
-        resolved = get_task(task)
+        resolved = get_task(task, getattr(model, "config", None))
     else:
         config = getattr(model, "config", None)
         if config is None:

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -77,7 +78,50 @@ def build(config: Any, auto_class: str, dtype: torch.dtype | None) -> torch.nn.M
         raise HFError(f"transformers could not build {auto_class}: {type(e).__name__}: {e}") from e
     except Exception as e:
         raise HFError(f"transformers could not build {auto_class}: {type(e).__name__}: {e}") from e
+    _initialize_unsaved(model)
     return model.eval()
+
+
+def _initialize_unsaved(model: torch.nn.Module) -> None:
+    """Give the parameters a checkpoint never holds (the class's ``_keys_to_ignore_on_save``:
+    Marian's sinusoidal position tables, which ``save_pretrained`` leaves out and loading
+    recomputes) their values in memory, from the model's own ``_init_weights`` of their module,
+    as transformers' loading does."""
+    patterns = getattr(model, "_keys_to_ignore_on_save", None) or []
+    for name, param in list(model.named_parameters()):
+        if param.device.type != "meta" or not any(re.fullmatch(p, name) or p == name for p in patterns):
+            continue
+        owner, _, attr = name.rpartition(".")
+        module = model.get_submodule(owner)
+        module._parameters[attr] = torch.nn.Parameter(torch.empty(param.shape, dtype=param.dtype), requires_grad=False)
+        with torch.no_grad():
+            model._init_weights(module)  # type: ignore[operator]
+
+
+@contextlib.contextmanager
+def all_on_meta(model: torch.nn.Module) -> Iterator[None]:
+    """Inside, every parameter and buffer of ``model`` is on ``meta``; the in-memory ones (buffers,
+    :func:`_initialize_unsaved`'s parameters) come back when it ends.
+
+    A meta model keeps its buffers in memory (sinusoidal position tables, batch-norm statistics,
+    ``final_logits_bias``); where the model combines one with an activation on ``meta``, torch
+    refuses the mix of devices. Captured all on ``meta``, their values reach the graph from the
+    checkpoint or from memory (:func:`checkpoint_weights`).
+    """
+    moved = []
+    for module in model.modules():
+        for store in (module._parameters, module._buffers):
+            for name, tensor in store.items():
+                if tensor is not None and tensor.device.type != "meta":
+                    moved.append((store, name, tensor))
+                    on_meta = tensor.to("meta")
+                    parameter = isinstance(tensor, torch.nn.Parameter)
+                    store[name] = torch.nn.Parameter(on_meta, requires_grad=False) if parameter else on_meta
+    try:
+        yield
+    finally:
+        for store, name, tensor in moved:
+            store[name] = tensor
 
 
 def _tensors(module: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
@@ -157,7 +201,7 @@ def check(model: torch.nn.Module, checkpoint: Checkpoint, *, cast: bool = False)
         found = next((keys[a] for a in group if a in keys), None)
         merge = next((merges[a] for a in group if a in merges), None)
         if found is None and merge is None:
-            if id(tensor) in params:
+            if id(tensor) in params and tensor.device.type == "meta":
                 missing.append(group[0])
             continue
         if found is not None:
@@ -191,12 +235,14 @@ def checkpoint_weights(
     program: Any, model: torch.nn.Module, checkpoint: Checkpoint
 ) -> dict[str, torch.Tensor | Source]:
     """The checkpoint's tensors for the program's weights, by the model's own names, for
-    ``ONNXProgram.apply_weights``: memory-mapped, nothing read yet. Checkpoint tensors the program
+    ``ONNXProgram.apply_weights``: memory-mapped, nothing read yet; a tensor the checkpoint lacks
+    (a non-persistent buffer) from the model's memory. Checkpoint tensors the program
     does not use (a slice's cut layers, a tied copy) are left out. A floating tensor whose dtype
     differs from its weight's in the graph (the model built with ``dtype=``) becomes a
     :class:`onnxport.weights.sources.CastSource`, converted when it is written."""
     keys = model_keys(model, checkpoint)
     merges = merged_keys(model, checkpoint)
+    memory = {name: t for name, t in _tensors(model) if t.device.type != "meta"}
     table = program.weights
     out: dict[str, torch.Tensor | Source] = {}
     for name in set(table.slots) | set(table.aliases):
@@ -206,6 +252,8 @@ def checkpoint_weights(
             out[name] = CastSource(merged, slot.dtype) if merged.dtype != slot.dtype else merged
             continue
         if name not in keys:
+            if name in memory:  # a buffer or parameter the checkpoint does not hold (all_on_meta)
+                out[name] = memory[name]
             continue
         tensor = checkpoint.tensor(keys[name])
         source = torch_source(tensor, name)

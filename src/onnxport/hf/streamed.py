@@ -146,7 +146,8 @@ class _Build:
 def _capture(part: hf_inputs.Component, model: torch.nn.Module, build: _Build) -> Any:
     """Export one component of a meta model and name its weights by the model's own keys (for
     the onnxruntime target, mixture-of-experts layers as ``com.microsoft.MoE``: :mod:`onnxport.hf.moe`)."""
-    program = export_component(part, build.opset, build.optimize, build.target)
+    with meta.all_on_meta(model):
+        program = export_component(part, build.opset, build.optimize, build.target)
     meta.rename_weights(program, meta.own_names(part.module, model))
     return program
 
@@ -455,7 +456,7 @@ def export_streamed(
     """
     config = read_config(folder)
     checkpoint = read_checkpoint(folder)
-    resolved = get_task(task) if task else infer_task(config)
+    resolved = get_task(task, config) if task else infer_task(config)
     source_dtype = checkpoint.float_dtype()
     if quantize is not None and dtype is None and source_dtype in (torch.bfloat16, torch.float16):
         dtype = torch.float32  # MatMulNBits' float32 graph, as the builder's int4 for CPU

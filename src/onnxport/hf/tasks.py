@@ -15,7 +15,10 @@ class Task:
     Attributes:
         name: The task name (Optimum's spelling).
         auto_class: The ``transformers`` auto class that loads the model for this task.
-        kind: How inputs and components are built: ``"text"``, ``"vision"``, ``"causal-lm"``,
+        kind: How inputs and components are built: ``"text"`` (``input_ids``; feature-extraction
+            of an image or audio model goes by its ``main_input_name``: :func:`modality`),
+            ``"multiple-choice"``, ``"vision"`` (``pixel_values``), ``"audio"`` (``input_values``),
+            ``"text-vision"`` (CLIP-style: ``input_ids`` + ``pixel_values``), ``"causal-lm"``,
             ``"seq2seq"`` or ``"speech-seq2seq"``.
         outputs: Graph output names of the (first) exported component.
     """
@@ -39,7 +42,18 @@ TASKS: dict[str, Task] = {
             "text",
             ("start_logits", "end_logits"),
         ),
+        Task("multiple-choice", "AutoModelForMultipleChoice", "multiple-choice", ("logits",)),
         Task("image-classification", "AutoModelForImageClassification", "vision", ("logits",)),
+        Task("object-detection", "AutoModelForObjectDetection", "vision", ("logits", "pred_boxes")),
+        Task("semantic-segmentation", "AutoModelForSemanticSegmentation", "vision", ("logits",)),
+        Task("depth-estimation", "AutoModelForDepthEstimation", "vision", ("predicted_depth",)),
+        Task(
+            "zero-shot-image-classification",
+            "AutoModelForZeroShotImageClassification",
+            "text-vision",
+            ("logits_per_image", "logits_per_text", "text_embeds", "image_embeds"),
+        ),
+        Task("audio-classification", "AutoModelForAudioClassification", "audio", ("logits",)),
         Task("text-generation", "AutoModelForCausalLM", "causal-lm", ("logits",)),
         Task("text2text-generation", "AutoModelForSeq2SeqLM", "seq2seq", ("last_hidden_state",)),
         Task(
@@ -50,6 +64,10 @@ TASKS: dict[str, Task] = {
         ),
     )
 }
+# Connectionist temporal classification (wav2vec2, HuBERT, WavLM): the same task name as Whisper's
+# (Optimum's), one graph from ``input_values`` to per-frame ``logits``.
+CTC = Task("automatic-speech-recognition", "AutoModelForCTC", "audio", ("logits",))
+
 ALIASES = {
     "text2text": "text2text-generation",
     "sequence-classification": "text-classification",
@@ -67,6 +85,12 @@ _SUFFIXES = (
     ("ForQuestionAnswering", "question-answering"),
     ("ForImageClassification", "image-classification"),
     ("ForImageClassificationWithTeacher", "image-classification"),
+    ("ForCTC", "automatic-speech-recognition"),
+    ("ForAudioClassification", "audio-classification"),
+    ("ForMultipleChoice", "multiple-choice"),
+    ("ForObjectDetection", "object-detection"),
+    ("ForSemanticSegmentation", "semantic-segmentation"),
+    ("ForDepthEstimation", "depth-estimation"),
     ("ForCausalLM", "text-generation"),
     ("LMHeadModel", "text-generation"),
     ("ForSpeechSeq2Seq", "automatic-speech-recognition"),
@@ -75,8 +99,56 @@ _SUFFIXES = (
 )
 
 
-def get_task(name: str) -> Task:
-    """The :class:`Task` called ``name`` (or an alias such as ``text2text``).
+# transformers' auto-class mappings (``transformers/models/auto/modeling_auto.py``) → task, most
+# specific first: an architecture listed in one of them has that task whatever its name's suffix
+# (``MarianMTModel`` is a seq2seq LM, ``CLIPModel`` a zero-shot image classifier).
+_MAPPINGS = (
+    ("MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "automatic-speech-recognition"),
+    ("MODEL_FOR_CTC_MAPPING_NAMES", "automatic-speech-recognition"),
+    ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "text2text-generation"),
+    ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "text-generation"),
+    ("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "fill-mask"),
+    ("MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "audio-classification"),
+    ("MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", "image-classification"),
+    ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES", "text-classification"),
+    ("MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES", "token-classification"),
+    ("MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES", "question-answering"),
+    ("MODEL_FOR_MULTIPLE_CHOICE_MAPPING_NAMES", "multiple-choice"),
+    ("MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES", "object-detection"),
+    ("MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES", "semantic-segmentation"),
+    ("MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES", "depth-estimation"),
+    ("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES", "zero-shot-image-classification"),
+    ("MODEL_MAPPING_NAMES", "feature-extraction"),
+)
+
+
+def _mapped_task(arch: str) -> str | None:
+    """The task of the first mapping of :data:`_MAPPINGS` that lists ``arch``, else ``None``."""
+    # transformers is a heavy optional dependency: imported only for Hugging Face configs
+    from transformers.models.auto import modeling_auto
+
+    for mapping, task in _MAPPINGS:
+        for names in getattr(modeling_auto, mapping, {}).values():
+            if arch == names or (isinstance(names, (tuple, list)) and arch in names):
+                return task
+    return None
+
+
+def _is_ctc(config: Any) -> bool:
+    """A config whose model type has a CTC head and no speech seq2seq model (wav2vec2, not Whisper)."""
+    # transformers is a heavy optional dependency: imported only for Hugging Face configs
+    from transformers.models.auto import modeling_auto
+
+    model_type = getattr(config, "model_type", None)
+    return (
+        model_type in modeling_auto.MODEL_FOR_CTC_MAPPING_NAMES
+        and model_type not in modeling_auto.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
+    )
+
+
+def get_task(name: str, config: Any = None) -> Task:
+    """The :class:`Task` called ``name`` (or an alias such as ``text2text``);
+    automatic-speech-recognition of a CTC model (``config``: wav2vec2, HuBERT) is :data:`CTC`.
 
     Raises:
         HFError: Unknown task; the message lists the known ones.
@@ -84,6 +156,8 @@ def get_task(name: str) -> Task:
     task = TASKS.get(ALIASES.get(name, name))
     if task is None:
         raise HFError(f"Unknown task {name!r}. Known tasks: {', '.join(TASKS)}.")
+    if task.name == CTC.name and config is not None and _is_ctc(config):
+        return CTC
     return task
 
 
@@ -111,7 +185,8 @@ def task_from_model_type(model_type: str | None) -> str:
 
 
 def infer_task(config: Any) -> Task:
-    """The task of a config's first ``architectures`` entry (``BertForMaskedLM`` → fill-mask).
+    """The task of a config's first ``architectures`` entry (``BertForMaskedLM`` → fill-mask): the
+    transformers auto-class mapping that lists it (:data:`_MAPPINGS`), else its name's suffix.
 
     Whisper-style ``*ForConditionalGeneration`` models (a config with ``num_mel_bins``) are
     automatic-speech-recognition; a config without ``architectures`` (one saved from
@@ -124,11 +199,14 @@ def infer_task(config: Any) -> Task:
     if not architectures:
         return TASKS[task_from_model_type(getattr(config, "model_type", None))]
     arch = architectures[0]
+    mapped = _mapped_task(arch)
+    if mapped is not None:
+        return get_task(mapped, config)
     for suffix, task in _SUFFIXES:
         if arch.endswith(suffix):
             if task == "text2text-generation" and getattr(config, "num_mel_bins", None):
                 task = "automatic-speech-recognition"
-            return TASKS[task]
+            return get_task(task, config)
     raise HFError(
         f"Cannot infer the task of architecture {arch!r}; pass task= (--task) with one of: "
         f"{', '.join(TASKS)}."

@@ -246,6 +246,46 @@ ZOO = [
         ),
     ),
 ]
+# Image, audio and multimodal tasks, and encoder-decoders whose architecture names no task by
+# its suffix (MarianMTModel): inferred from transformers' auto-class mappings.
+VISION = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
+          "image_size": 32, "patch_size": 8}  # fmt: skip
+WAVEFORM = {"vocab_size": VOCAB, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "intermediate_size": 37, "conv_dim": (16, 16), "conv_stride": (5, 2), "conv_kernel": (10, 3),
+            "num_conv_pos_embeddings": 16, "num_conv_pos_embedding_groups": 2}  # fmt: skip
+SEQ2SEQ = {"vocab_size": VOCAB, "d_model": 32, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
+           "decoder_attention_heads": 4, "encoder_ffn_dim": 37, "decoder_ffn_dim": 37, "max_position_embeddings": 64,
+           "bos_token_id": 0, "eos_token_id": 2, "init_std": 0.2}  # fmt: skip
+ZOO += [
+    Entry("vit-features", "feature-extraction", _make("ViTConfig", "ViTModel", **VISION)),
+    Entry("wav2vec2-ctc", "automatic-speech-recognition", _make("Wav2Vec2Config", "Wav2Vec2ForCTC", **WAVEFORM)),
+    Entry("wav2vec2-audio", "audio-classification",
+          _make("Wav2Vec2Config", "Wav2Vec2ForSequenceClassification", **WAVEFORM, num_labels=3)),
+    Entry("ast", "audio-classification", _make(
+        "ASTConfig", "ASTForAudioClassification", hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=37, patch_size=16, frequency_stride=10, time_stride=10, max_length=64, num_mel_bins=32,
+    )),
+    Entry("detr", "object-detection", _make(
+        "DetrConfig", "DetrForObjectDetection", use_timm_backbone=False, use_pretrained_backbone=False,
+        backbone_config={"model_type": "resnet", "embedding_size": 8, "hidden_sizes": [8, 16], "depths": [1, 1],
+                         "out_features": ["stage2"]},
+        d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=37, decoder_ffn_dim=37, num_queries=5,
+    )),
+    Entry("segformer", "semantic-segmentation", _make(
+        "SegformerConfig", "SegformerForSemanticSegmentation", num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
+        hidden_sizes=[8, 16], num_attention_heads=[1, 2], decoder_hidden_size=16, patch_sizes=[7, 3], strides=[4, 2],
+    )),
+    Entry("clip", "zero-shot-image-classification", _make(
+        "CLIPConfig", "CLIPModel", projection_dim=16, vision_config=VISION,
+        text_config={**BERTISH, "max_position_embeddings": 64, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0},
+    )),
+    Entry("bert-choice", "multiple-choice", _make("BertConfig", "BertForMultipleChoice", **BERTISH)),
+    Entry("marian", "text2text-generation",
+          _make("MarianConfig", "MarianMTModel", **SEQ2SEQ, pad_token_id=VOCAB - 1, decoder_start_token_id=VOCAB - 1)),
+    Entry("m2m100", "text2text-generation",
+          _make("M2M100Config", "M2M100ForConditionalGeneration", **SEQ2SEQ, pad_token_id=1, decoder_start_token_id=2)),
+]  # fmt: skip
 BY_NAME = {e.name: e for e in ZOO}
 
 
