@@ -23,7 +23,9 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
 - ``AutoModelForSeq2SeqLM.generate`` of a tiny BART (the same prompt) and
   ``AutoModelForSpeechSeq2Seq.generate`` of a tiny Whisper (one clip of random features), 10 greedy
   tokens each, through ``encoder_model.onnx`` + ``decoder_model_merged.onnx`` (whose cross-attention
-  cache transformers.js feeds back with ``use_cache_branch``), vs transformers' ``generate``.
+  cache transformers.js feeds back with ``use_cache_branch``), vs transformers' ``generate``;
+- one forward of a tiny wav2vec2 CTC model (``AutoModelForCTC``) and a tiny CLIP (``AutoModel``)
+  against eager PyTorch: the max abs difference of every output (``< 1e-4``).
 
 Prints the figures; exit status 1 when a check fails. Needs node >= 18 and npm.
 """
@@ -145,7 +147,15 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
     for name, model in encoder_decoders.items():
         model.save_pretrained(work / f"{name}-src")
         onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
+    forward_models = forward_checks()
+    for name, (model, _, _) in forward_models.items():
+        model.save_pretrained(work / f"{name}-src")
+        onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
     request = {
+        "forward": {
+            name: {"auto": auto, "inputs": {k: _tensor_json(v) for k, v in inputs.items()}}
+            for name, (_, auto, inputs) in forward_models.items()
+        },
         "sentences": SENTENCES,
         "input_ids": ids.tolist(),
         "attention_mask": mask.tolist(),
@@ -197,7 +207,51 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
             "generated": generated.tolist(),
             "reference": reference.tolist(),
         }
-    return {"embedding_shape": tuple(actual.shape), "min_cosine": cosine.min().item(), "generation": generation}
+    forward = {}
+    for name, (model, _, inputs) in forward_models.items():
+        with torch.no_grad():
+            expected = model(**inputs)
+        got = result["forward"][name]
+        forward[name] = {
+            key: max_abs_diff(got[key], expected[key]) if key in got else float("inf")
+            for key in ("logits", "logits_per_image", "text_embeds", "image_embeds")
+            if key in expected
+        }
+    return {
+        "embedding_shape": tuple(actual.shape), "min_cosine": cosine.min().item(), "generation": generation,
+        "forward": forward,
+    }  # fmt: skip
+
+
+def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Tensor]]]:
+    """Folders run once through a transformers.js auto class: name → (model, auto class, inputs).
+    A wav2vec2 CTC model (raw waveform in, per-frame logits out, batch 2) and CLIP (zero-shot:
+    2 texts, the second padded, against 3 images)."""
+    gen = torch.Generator().manual_seed(5)
+    ids = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+    clip_inputs = {
+        "input_ids": ids,
+        "attention_mask": (ids != 0).long(),
+        "pixel_values": torch.randn(3, 3, 32, 32, generator=gen),
+    }
+    return {
+        "wav2vec2-ctc": (tiny_models.build("wav2vec2-ctc"), "AutoModelForCTC",
+                         {"input_values": torch.randn(2, 4000, generator=gen)}),
+        "clip": (tiny_models.build("clip"), "AutoModel", clip_inputs),
+    }  # fmt: skip
+
+
+def _tensor_json(t: torch.Tensor) -> dict[str, Any]:
+    dtype = "int64" if t.dtype == torch.int64 else "float32"
+    return {"dtype": dtype, "dims": list(t.shape), "data": t.flatten().tolist()}
+
+
+def max_abs_diff(got: dict[str, Any], expected: torch.Tensor) -> float:
+    """Max abs difference of a transformers.js output (``dims`` + flat ``data``) from eager's;
+    ``inf`` when the shapes differ."""
+    if list(got["dims"]) != list(expected.shape):
+        return float("inf")
+    return (torch.tensor(got["data"]).reshape(expected.shape) - expected.float()).abs().max().item()
 
 
 SEQ2SEQ_NEW_TOKENS = 10
@@ -241,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
         if not gen["tokens_equal"]:
             print("  transformers.js:", gen["generated"], "\n  transformers:   ", gen["reference"])
         ok = ok and gen["tokens_equal"]
+    for name, diffs in figures["forward"].items():
+        print(f"forward (tiny {name}): max abs diff to PyTorch " + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items()))
+        ok = ok and all(v < 1e-4 for v in diffs.values())
     return 0 if ok else 1
 
 

@@ -3,9 +3,11 @@
 // argv: <models root> <minilm folder name> <request.json> <result.json> <decoder folder name>...
 // request.seq2seq: encoder-decoder folder name → its inputs (text: input_ids + attention_mask; speech:
 // input_features), generated greedily with AutoModelForSeq2SeqLM / AutoModelForSpeechSeq2Seq.
+// request.forward: folder name → {auto, inputs: {name: {dtype, dims, data}}}: one forward, every output returned.
 import fs from 'node:fs';
 import {
-    env, pipeline, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq, Tensor,
+    env, pipeline, AutoModel, AutoModelForCausalLM, AutoModelForCTC, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq,
+    Tensor,
 } from '@huggingface/transformers';
 
 const [root, minilm, requestPath, resultPath, ...decoders] = process.argv.slice(2);
@@ -51,5 +53,19 @@ for (const [name, inputs] of Object.entries(request.seq2seq ?? {})) {
         });
     }
     result.seq2seq[name] = output.tolist().map((row) => row.map((v) => Number(v)));
+}
+const autos = { AutoModel, AutoModelForCTC };
+result.forward = {};
+for (const [name, { auto, inputs }] of Object.entries(request.forward ?? {})) {
+    const model = await autos[auto].from_pretrained(name, { dtype: 'fp32' });
+    const feeds = {};
+    for (const [key, { dtype, dims, data }] of Object.entries(inputs)) {
+        const values = dtype === 'int64' ? BigInt64Array.from(data.map((v) => BigInt(v))) : Float32Array.from(data);
+        feeds[key] = new Tensor(dtype, values, dims);
+    }
+    const outputs = await model(feeds);
+    result.forward[name] = Object.fromEntries(
+        Object.entries(outputs).map(([key, t]) => [key, { dims: t.dims, data: Array.from(t.data, Number) }]),
+    );
 }
 fs.writeFileSync(resultPath, JSON.stringify(result));

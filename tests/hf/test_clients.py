@@ -35,7 +35,8 @@ def _bench(name: str) -> ModuleType:
 def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -> None:
     """all-MiniLM-L6-v2 embeddings, generation with a Llama, an LFM2 (conv cache), a
     Granite-4.0-H (Mamba2 conv/SSM states beside attention) and a multi-query StarCoder, and the
-    encoder-decoders BART and Whisper (cross-attention cache fed back with use_cache_branch)."""
+    encoder-decoders BART and Whisper (cross-attention cache fed back with use_cache_branch), and
+    one forward of a wav2vec2 CTC model and a CLIP against eager."""
     scratch = pathlib.Path(os.environ.get("ONNXPORT_JS_DIR", "/nonexistent"))
     if (
         shutil.which("node") is None
@@ -50,6 +51,11 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
     for name, gen in figures["generation"].items():
         assert gen["new_tokens"] == (10 if name in ("bart", "whisper") else 20) and gen["tokens_equal"], gen
         assert len({t for row in gen["generated"] for t in row}) > 3, gen  # not one repeated token
+    assert set(figures["forward"]) == {"wav2vec2-ctc", "clip"}
+    assert figures["forward"]["wav2vec2-ctc"].keys() == {"logits"}
+    assert figures["forward"]["clip"].keys() == {"logits_per_image", "text_embeds", "image_embeds"}
+    for diffs in figures["forward"].values():
+        assert all(d < 1e-4 for d in diffs.values()), diffs
 
 
 @pytest.mark.slow
