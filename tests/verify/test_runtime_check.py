@@ -143,3 +143,34 @@ def test_no_size_satisfying_the_guards_is_an_export_error() -> None:
         onnxport.export(ProductBranch(), (torch.randn(2, 4), torch.randn(2, 5)),
                         dynamic_shapes=({1: DYN}, {1: DYN}))
     assert "none of the" in str(info.value)
+
+
+class TimestepNet(torch.nn.Module):
+    """diffusers' UNet2DModel pattern: a per-sample timestep broadcast against the batch of an
+    image whose sides are declared as multiples (``4 * Dim("h")``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+
+    def forward(self, sample: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
+        steps = timestep * torch.ones(sample.shape[0], dtype=timestep.dtype)
+        return self.conv(sample) * steps[:, None, None, None].float()
+
+
+def test_derived_dims_resize_every_input_consistently() -> None:
+    """The generated input set resizes the derived dims (``4*h``) and the batch together: before,
+    a tensor with a derived dim kept its example size, and the batch disagreed between inputs."""
+    h, w = torch.export.Dim("h", min=1), torch.export.Dim("w", min=1)
+    args = (torch.randn(2, 3, 8, 12), torch.tensor([5, 7]))
+    model = TimestepNet().eval()
+    program = onnxport.export(model, args,
+                              dynamic_shapes=({0: "batch", 2: 4 * h, 3: 4 * w}, {0: "batch"}))
+    result = check_runtime(program, args, {})
+    assert len(result.ran) == 2 and set(result.sizes) == {"batch", "h", "w"}
+    dims = [[getattr(d, "value", d) for d in i.shape] for i in program.model.graph.inputs]
+    assert dims == [["batch", 3, "4*h", "4*w"], ["batch"]]
+    x, t = torch.randn(3, 3, 12, 20), torch.tensor([1, 2, 3])
+    with torch.no_grad():
+        expected = model(x, t)
+    torch.testing.assert_close(torch.as_tensor(program(x, t)[0]), expected, rtol=1e-5, atol=1e-5)

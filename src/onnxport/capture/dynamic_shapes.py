@@ -254,8 +254,11 @@ def _check_ranks(spec: Any, combined: Mapping[str, Any], forward: Any) -> None:
 
 
 def _dim_name(dim: Any) -> str | None:
+    """The user's name of an axis: a string, a ``Dim``'s name, or for a derived dim
+    (``4 * Dim("h")``) its root's (``h``: the axis is ``4*h``)."""
     if isinstance(dim, str):
         return str(dim)
+    dim = getattr(dim, "root", dim)
     name = getattr(dim, "__name__", None)
     if name and not name.startswith("_") and name not in ("AUTO", "DYNAMIC", "STATIC"):
         return name
@@ -420,9 +423,14 @@ def symbol_names(
             continue
         axes = {axis % max(val.dim(), 1): name for axis, name in axes.items()}
         for axis, dim in enumerate(val.shape):
-            if not (isinstance(dim, torch.SymInt) and dim.node.expr.is_Symbol):
+            if not isinstance(dim, torch.SymInt):
                 continue
-            symbol = str(dim.node.expr)
+            expr = dim.node.expr
+            if not expr.is_Symbol:  # a derived dim (4*s1): its one symbol takes the root's name
+                if axis in axes and len(expr.free_symbols) == 1:
+                    names.setdefault(str(next(iter(expr.free_symbols))), axes[axis])
+                continue
+            symbol = str(expr)
             if axis in axes:
                 names.setdefault(symbol, axes[axis])
             else:

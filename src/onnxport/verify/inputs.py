@@ -97,7 +97,9 @@ def _spread(value: int, lower: int, upper: Any) -> int | None:
 
 
 def input_symbols(ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[Any, int]:
-    """Every symbol that is a whole dim of a user input (``s0``, not ``2*s0``) → its example value.
+    """Every symbol of a user input's dims → its example value: a whole dim (``s0``), or the one
+    symbol of a derived dim (``4*s1`` of ``dynamic_shapes={2: 4 * Dim("h")}``; its value solved
+    from the size).
 
     Args:
         ep: The ExportedProgram the ONNX model was translated from.
@@ -107,6 +109,7 @@ def input_symbols(ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping[st
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
     user = set(_user_placeholders(ep))
     example: dict[Any, int] = {}
+    derived: list[tuple[Any, int]] = []
     for value, node in zip(flat, placeholders):
         val = node.meta.get("val")
         if node not in user or not isinstance(val, torch.Tensor) or not isinstance(value, torch.Tensor):
@@ -114,6 +117,14 @@ def input_symbols(ep: ExportedProgram, args: tuple[Any, ...], kwargs: Mapping[st
         for dim, size in zip(val.shape, value.shape):
             if isinstance(dim, torch.SymInt) and dim.node.expr.is_Symbol:
                 example[dim.node.expr] = int(size)
+            elif isinstance(dim, torch.SymInt):
+                derived.append((dim.node.expr, int(size)))
+    for expr, size in derived:
+        unknown = [s for s in expr.free_symbols if s not in example]
+        if len(unknown) == 1:
+            solved = sympy.solve(sympy.Eq(expr.xreplace(example), size), unknown[0])
+            if len(solved) == 1 and solved[0].is_integer:
+                example[unknown[0]] = int(solved[0])
     return example
 
 
@@ -146,15 +157,13 @@ def resized_inputs(
         if node is None or not isinstance(leaf, torch.Tensor):
             return leaf
         val = node.meta["val"]
+        sizes = [sympy.sympify(dim.node.expr.xreplace(new)) if isinstance(dim, torch.SymInt) else None for dim in val.shape]
+        if any(size is not None and not size.is_number for size in sizes):
+            return leaf  # a dim whose symbol has no size: the whole tensor stays as it is
         out = leaf
-        for axis, dim in enumerate(val.shape):
-            if not isinstance(dim, torch.SymInt):
-                continue
-            size = sympy.sympify(dim.node.expr.xreplace(new))
-            if not size.is_number:
-                return leaf
-            index = torch.arange(int(size)) % max(leaf.shape[axis], 1)
-            out = out.index_select(axis, index)
+        for axis, size in enumerate(sizes):
+            if size is not None:
+                out = out.index_select(axis, torch.arange(int(size)) % max(leaf.shape[axis], 1))
         return out
 
     new_args, new_kwargs = torch.utils._pytree.tree_map(resize, (tuple(args), dict(kwargs)))

@@ -148,10 +148,19 @@ def runtime_error(program: Any, error: BaseException, input_set: str) -> Runtime
         lines.append(f"ONNX node: {name} ({op_type})")
     if fx_node is None and onnx_node is not None and onnx_node.metadata_props.get(KEY_STACK_TRACE):
         lines.append(f"Traced at:\n  {onnx_node.metadata_props[KEY_STACK_TRACE].strip().splitlines()[-1]}")
-    lines.append(
-        "No file was written. This is an onnxport bug (the translation emitted a form onnxruntime's kernel "
-        "does not take): please report it with the model; export(..., check_runtime=False) skips this check."
-    )
+    if input_set == "example inputs":
+        lines.append(
+            "No file was written. This is an onnxport bug (the translation emitted a form onnxruntime's kernel "
+            "does not take): please report it with the model; export(..., check_runtime=False) skips this check."
+        )
+    else:  # it ran at the example's sizes: a size baked into the graph
+        lines.append(
+            "No file was written. The graph runs at the example's sizes and not at these: a size is baked into "
+            "it. When the example sits at a size the model treats specially (the configured image or "
+            "sample size, where position embeddings are not interpolated), export with other example "
+            "sizes so that the general path is captured, or make those dims static; otherwise this is an "
+            "onnxport bug: please report it with the model. export(..., check_runtime=False) skips this check."
+        )
     return RuntimeCheckError("\n".join(lines), fx_node, onnx_node=name, op_type=op_type, input_set=input_set)
 
 
@@ -203,10 +212,19 @@ def _dim_names(program: Any, ep: Any) -> dict[Any, str]:
     for val, graph_input in zip(_user_vals(ep), list(program.model.graph.inputs)):
         shape = graph_input.shape or ()
         for axis, dim in enumerate(val.shape):
-            if isinstance(dim, torch.SymInt) and dim.node.expr.is_Symbol and dim.node.expr not in names:
-                onnx_dim = shape[axis] if axis < len(shape) else None
-                label = getattr(onnx_dim, "value", None)
-                names[dim.node.expr] = label if isinstance(label, str) and label else str(dim.node.expr)
+            if not isinstance(dim, torch.SymInt):
+                continue
+            expr = dim.node.expr
+            onnx_dim = shape[axis] if axis < len(shape) else None
+            label = getattr(onnx_dim, "value", None)
+            if expr.is_Symbol and expr not in names:
+                names[expr] = label if isinstance(label, str) and label else str(expr)
+            elif len(expr.free_symbols) == 1 and isinstance(label, str):
+                # a derived dim (4*Dim("h")): its graph dim is "4*h"; the symbol is "h"
+                identifiers = set(re.findall(r"[A-Za-z_]\w*", label))
+                symbol = next(iter(expr.free_symbols))
+                if len(identifiers) == 1 and symbol not in names:
+                    names[symbol] = identifiers.pop()
     return names
 
 
