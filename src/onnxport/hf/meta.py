@@ -108,9 +108,10 @@ def all_on_meta(model: torch.nn.Module) -> Iterator[None]:
     refuses the mix of devices. Captured all on ``meta``, their values reach the graph from the
     checkpoint or from memory (:func:`checkpoint_weights`).
     """
-    moved = []
+    moved: list[tuple[dict[str, Any], str, torch.Tensor]] = []
     for module in model.modules():
-        for store in (module._parameters, module._buffers):
+        stores: tuple[dict[str, Any], ...] = (module._parameters, module._buffers)
+        for store in stores:
             for name, tensor in store.items():
                 if tensor is not None and tensor.device.type != "meta":
                     moved.append((store, name, tensor))
