@@ -14,7 +14,7 @@ from onnxport.cli import app
 from onnxport.errors import HFError
 from onnxport.hf.dims import TOTAL_SEQUENCE, name_total_sequence
 from onnxport.hf.genai_config import genai_config, genai_type
-from onnxport.hf.layout import find_model, model_path
+from onnxport.hf.layout import find_model, model_path, usage_lines
 
 from .zoo import BY_NAME, save
 
@@ -106,3 +106,22 @@ def test_genai_config_from_graph_and_errors() -> None:
     no_past.graph.inputs.pop()
     with pytest.raises(HFError, match="needs a decoder graph"):
         genai_config(no_past, config, None, "m.onnx")
+
+
+def test_usage_lines_follow_the_files_and_the_task(tmp_path: pathlib.Path) -> None:
+    """A CTC model's folder has one graph, a ViT's feature-extraction is an image pipeline, and
+    transformers.js has no multiple-choice pipeline."""
+    ctc = tmp_path / "ctc"
+    (ctc / "onnx").mkdir(parents=True)
+    (ctc / "onnx" / "model.onnx").write_bytes(b"")
+    lines = usage_lines(ctc, "automatic-speech-recognition", "hub", False)
+    assert f"InferenceSession({str(ctc / 'onnx' / 'model.onnx')!r})" in lines[1]
+    assert "pipeline('automatic-speech-recognition', 'ctc'" in lines[-1]
+    vit = tmp_path / "vit"
+    vit.mkdir()
+    (vit / "config.json").write_text('{"model_type": "vit", "image_size": 224}')
+    lines = usage_lines(vit, "feature-extraction", "hub", False)
+    assert not any("encode(" in line for line in lines)  # no tokenizer: not a sentence encoder
+    assert "pipeline('image-feature-extraction', 'vit'" in lines[-1]
+    assert "no pipeline for multiple-choice" in usage_lines(vit, "multiple-choice", "hub", False)[-1]
+    assert "pipeline('image-segmentation'" in usage_lines(vit, "semantic-segmentation", "hub", False)[-1]

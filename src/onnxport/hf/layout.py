@@ -12,6 +12,7 @@ with an empty past, and the later ones).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from onnxport.errors import HFError
@@ -60,17 +61,35 @@ def find_model(folder: Path, component: str = "model") -> Path:
     )
 
 
+# Task → transformers.js 4.3.1 pipeline name (``src/pipelines.js``, ``SUPPORTED_TASKS``) where it
+# differs; ``None``: no pipeline takes the task.
+_JS_PIPELINES: dict[str, str | None] = {"semantic-segmentation": "image-segmentation", "multiple-choice": None}
+
+
+def vision_features(folder: Path) -> bool:
+    """Whether the folder's model reads images (a ``preprocessor_config.json`` with an image
+    processor, or a config with ``image_size`` and no ``vocab_size``)."""
+    processor = folder / "preprocessor_config.json"
+    if processor.is_file() and "image" in processor.read_text(encoding="utf-8", errors="replace").lower():
+        return True
+    config = folder / "config.json"
+    if not config.is_file():
+        return False
+    try:
+        values = json.loads(config.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return isinstance(values, dict) and "image_size" in values and "vocab_size" not in values
+
+
 def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
     """How to load ``folder`` in Python (onnxport.inference, onnxruntime), node (transformers.js)
     and onnxruntime-genai; one string per line, for the CLI summary."""
-    main = (
-        "encoder_model"
-        if task in ("text2text-generation", "automatic-speech-recognition")
-        else "model"
-    )
-    graph = folder / model_path(main, layout)
+    seq2seq = (folder / model_path("encoder_model", layout)).is_file() or task == "text2text-generation"
+    graph = folder / model_path("encoder_model" if seq2seq else "model", layout)
     lines = ["Load it:", f"  Python (onnxruntime): onnxruntime.InferenceSession({str(graph)!r})"]
-    if task == "feature-extraction":
+    tokenizer = any((folder / name).is_file() for name in ("tokenizer.json", "vocab.txt"))
+    if task == "feature-extraction" and tokenizer:
         lines.append(
             f"  Python (onnxport): onnxport.inference.load({str(folder)!r}).encode(['a sentence'])"
         )
@@ -78,8 +97,12 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
         lines.append(
             f"  Python (onnxport): onnxport.inference.load({str(folder)!r}).generate('Hello', max_new_tokens=20)"
         )
-    pipeline = {"text2text-generation": "text2text-generation"}.get(task, task)
-    if layout == "hub":
+    pipeline = _JS_PIPELINES.get(task, task)
+    if vision_features(folder) and task == "feature-extraction":
+        pipeline = "image-feature-extraction"
+    if pipeline is None:
+        lines.append(f"  node (transformers.js): no pipeline for {task}; load the graph with onnxruntime-node")
+    elif layout == "hub":
         parent, name = folder.resolve().parent, folder.name
         lines.append(
             "  node (transformers.js): import { env, pipeline } from '@huggingface/transformers'; "
