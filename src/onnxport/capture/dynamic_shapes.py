@@ -254,11 +254,9 @@ def _check_ranks(spec: Any, combined: Mapping[str, Any], forward: Any) -> None:
 
 
 def _dim_name(dim: Any) -> str | None:
-    """The user's name of an axis: a string, a ``Dim``'s name, or for a derived dim
-    (``4 * Dim("h")``) its root's (``h``: the axis is ``4*h``)."""
+    """The user's name of an axis: a string, or a ``Dim``'s name (``4*h`` for ``4 * Dim("h")``)."""
     if isinstance(dim, str):
         return str(dim)
-    dim = getattr(dim, "root", dim)
     name = getattr(dim, "__name__", None)
     if name and not name.startswith("_") and name not in ("AUTO", "DYNAMIC", "STATIC"):
         return name
@@ -426,9 +424,10 @@ def symbol_names(
             if not isinstance(dim, torch.SymInt):
                 continue
             expr = dim.node.expr
-            if not expr.is_Symbol:  # a derived dim (4*s1): its one symbol takes the root's name
-                if axis in axes and len(expr.free_symbols) == 1:
-                    names.setdefault(str(next(iter(expr.free_symbols))), axes[axis])
+            if not expr.is_Symbol:  # a derived dim (4*s1 named "4*h"): its one symbol is "h"
+                roots = set(re.findall(r"[A-Za-z_]\w*", axes.get(axis, "")))
+                if len(expr.free_symbols) == 1 and len(roots) == 1:
+                    names.setdefault(str(next(iter(expr.free_symbols))), roots.pop())
                 continue
             symbol = str(expr)
             if axis in axes:

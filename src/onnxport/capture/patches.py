@@ -29,6 +29,9 @@ the user already imported (no library is imported here).
   them) with ``torch.jit.is_tracing()`` true, so the capture always takes the interpolating path.
   That path is exact at the config's size too: bicubic/bilinear resampling at scale 1 has the
   weights (0, 1, 0, 0).
+- diffusers' ``PatchEmbed.forward`` (DiT, PixArt): the same shortcut at the configured sample size,
+  without a guard; run with its configured grid hidden so the sin-cos table is always recomputed
+  (:func:`always_interpolating`).
 """
 
 from __future__ import annotations
@@ -113,16 +116,52 @@ def position_interpolation_patches() -> list[tuple[Any, str, Callable[..., Any]]
     return patches
 
 
+def always_interpolating(forward: Callable[..., Any]) -> Callable[..., Any]:
+    """diffusers' ``PatchEmbed.forward`` (DiT, PixArt) taking its general path at every size.
+
+    It recomputes its sin-cos position table when the latent's patch grid differs from the
+    configured one (``if self.height != height or self.width != width``) and otherwise adds the
+    table it registered. An example at the configured size leaves that branch out of the graph
+    without a guard torch.export reports, so the graph runs at that size only. With the configured
+    grid hidden for the call, the table is always recomputed. That is exact at the configured size
+    when the registered table is the same formula at the same grid: a square grid and a
+    non-persistent buffer (``pos_embed_max_size`` unset: SD3's cropped, persistent table is
+    left alone).
+    """
+
+    @functools.wraps(forward)
+    def wrapper(self: Any, latent: torch.Tensor) -> Any:
+        square = self.height == self.width
+        formula = "pos_embed" in getattr(self, "_non_persistent_buffers_set", ())
+        if self.pos_embed_max_size or getattr(self, "pos_embed", None) is None or not (square and formula):
+            return forward(self, latent)
+        configured = self.height, self.width
+        self.height = self.width = -1
+        try:
+            return forward(self, latent)
+        finally:
+            self.height, self.width = configured
+
+    return wrapper
+
+
+def diffusers_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
+    """``(class, method name, replacement)`` for diffusers' ``PatchEmbed`` when it is imported."""
+    module = sys.modules.get("diffusers.models.embeddings")
+    cls = getattr(module, "PatchEmbed", None) if module is not None else None
+    return [] if cls is None else [(cls, "forward", always_interpolating(cls.forward))]
+
+
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
-    """Apply :data:`PATCHES` and :func:`position_interpolation_patches` to the modules already
-    imported; restore them on exit."""
+    """Apply :data:`PATCHES`, :func:`position_interpolation_patches` and :func:`diffusers_patches`
+    to the modules already imported; restore them on exit."""
     saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
         (sys.modules.get(module_name), attribute, replacement) for module_name, attribute, replacement in PATCHES
     ]
     try:
-        for owner, attribute, replacement in [*targets, *position_interpolation_patches()]:
+        for owner, attribute, replacement in [*targets, *position_interpolation_patches(), *diffusers_patches()]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))
                 setattr(owner, attribute, replacement)
