@@ -21,7 +21,8 @@ pytest.importorskip("transformers")
 FAST = {"bert", "roberta", "vit", "resnet", "wav2vec2-ctc", "clip", "marian"}
 # Architectures added with their tasks in session 10, also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
-STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "ast", "detr", "segformer", "clip", "bert-choice", "marian", "m2m100"]
+STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "ast", "detr", "segformer", "clip", "bert-choice", "marian", "m2m100",
+            "bert2bert"]
 STREAMED_FAST = {"detr", "marian"}
 
 

@@ -6,7 +6,8 @@ import pytest
 
 transformers = pytest.importorskip("transformers")
 
-from onnxport.hf.tasks import infer_task  # noqa: E402
+from onnxport.errors import HFError  # noqa: E402
+from onnxport.hf.tasks import get_task, infer_task  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -28,3 +29,36 @@ def test_config_without_architectures(config_class, task) -> None:  # type: igno
 def test_architectures_still_win() -> None:
     config = transformers.LlamaConfig(architectures=["LlamaForSequenceClassification"])
     assert infer_task(config).name == "text-classification"
+
+
+@pytest.mark.parametrize(
+    ("config_class", "arch", "task", "kind"),
+    [
+        ("MarianConfig", "MarianMTModel", "text2text-generation", "seq2seq"),  # no task in its name
+        ("Wav2Vec2Config", "Wav2Vec2ForCTC", "automatic-speech-recognition", "audio"),
+        ("WhisperConfig", "WhisperForConditionalGeneration", "automatic-speech-recognition", "speech-seq2seq"),
+        ("Wav2Vec2Config", "Wav2Vec2ForSequenceClassification", "audio-classification", "audio"),
+        ("CLIPConfig", "CLIPModel", "zero-shot-image-classification", "text-vision"),
+        ("DetrConfig", "DetrForObjectDetection", "object-detection", "vision"),
+        ("SegformerConfig", "SegformerForSemanticSegmentation", "semantic-segmentation", "vision"),
+        ("BertConfig", "BertForMultipleChoice", "multiple-choice", "multiple-choice"),
+        ("ViTConfig", "ViTModel", "feature-extraction", "text"),  # its modality comes from the model
+    ],
+)
+def test_architecture_from_transformers_mappings(config_class, arch, task, kind) -> None:  # type: ignore[no-untyped-def]
+    """transformers' auto-class mappings decide the task; automatic-speech-recognition of a CTC
+    model is one graph (kind ``audio``), of Whisper an encoder and a decoder."""
+    config = getattr(transformers, config_class)(architectures=[arch])
+    resolved = infer_task(config)
+    assert (resolved.name, resolved.kind) == (task, kind)
+
+
+def test_explicit_asr_task_of_a_ctc_model_is_ctc() -> None:
+    assert get_task("automatic-speech-recognition", transformers.Wav2Vec2Config()).auto_class == "AutoModelForCTC"
+    assert get_task("asr", transformers.WhisperConfig()).auto_class == "AutoModelForSpeechSeq2Seq"
+
+
+def test_unsupported_task_is_named() -> None:
+    config = transformers.LlavaConfig(architectures=["LlavaForConditionalGeneration"])
+    with pytest.raises(HFError, match="LlavaForConditionalGeneration is an image-text-to-text model.*onnxport.export"):
+        infer_task(config)

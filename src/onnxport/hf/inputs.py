@@ -115,8 +115,12 @@ def _generator(sizes: Sizes) -> torch.Generator:
 
 
 def token_ids(config: Any, batch: int, sequence: int, generator: torch.Generator) -> torch.Tensor:
-    """Random ids below ``vocab_size`` (at least 3, past the usual special ids)."""
+    """Random ids below ``vocab_size`` (at least 3, past the usual special ids); a composite
+    config (``EncoderDecoderConfig``: bert2bert) gives the smaller of its encoder's and decoder's."""
     vocab = getattr(config, "vocab_size", None)
+    if not vocab:
+        parts = [getattr(getattr(config, part, None), "vocab_size", None) for part in ("encoder", "decoder")]
+        vocab = min((v for v in parts if v), default=None)
     if not vocab:
         raise HFError(
             f"Config of {config.model_type!r} has no vocab_size; cannot build token inputs."

@@ -122,12 +122,21 @@ _MAPPINGS = (
 )
 
 
-def _mapped_task(arch: str) -> str | None:
-    """The task of the first mapping of :data:`_MAPPINGS` that lists ``arch``, else ``None``."""
+# Mappings of tasks onnxport.hf does not export (their models combine parts it has no component
+# for: an image encoder feeding a language model, a vocoder), named in the error.
+_UNSUPPORTED = (
+    ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "image-text-to-text"),
+    ("MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES", "text-to-audio"),
+    ("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES", "text-to-audio"),
+)
+
+
+def _mapped_task(arch: str, mappings: tuple[tuple[str, str], ...] = _MAPPINGS) -> str | None:
+    """The task of the first of ``mappings`` that lists ``arch``, else ``None``."""
     # transformers is a heavy optional dependency: imported only for Hugging Face configs
     from transformers.models.auto import modeling_auto
 
-    for mapping, task in _MAPPINGS:
+    for mapping, task in mappings:
         for names in getattr(modeling_auto, mapping, {}).values():
             if arch == names or (isinstance(names, (tuple, list)) and arch in names):
                 return task
@@ -202,6 +211,14 @@ def infer_task(config: Any) -> Task:
     mapped = _mapped_task(arch)
     if mapped is not None:
         return get_task(mapped, config)
+    unsupported = _mapped_task(arch, _UNSUPPORTED)
+    if unsupported is not None:
+        raise HFError(
+            f"{arch} is {'an' if unsupported[0] in 'aeiou' else 'a'} {unsupported} model, a task onnxport.hf "
+            "does not export yet (it exports: "
+            f"{', '.join(TASKS)}). Export its parts with onnxport.export (a module and example inputs: "
+            "the language model, the vision tower), or pass --task if one of the above applies."
+        )
     for suffix, task in _SUFFIXES:
         if arch.endswith(suffix):
             if task == "text2text-generation" and getattr(config, "num_mel_bins", None):

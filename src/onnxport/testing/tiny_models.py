@@ -286,6 +286,24 @@ ZOO += [
     Entry("m2m100", "text2text-generation",
           _make("M2M100Config", "M2M100ForConditionalGeneration", **SEQ2SEQ, pad_token_id=1, decoder_start_token_id=2)),
 ]  # fmt: skip
+
+
+def _bert2bert(**overrides: Any) -> Any:
+    """An ``EncoderDecoderModel`` of two BERTs (a composite config: the vocabulary is the parts')."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    bert: Any = transformers.BertConfig
+    encoder = bert(**BERTISH)
+    decoder = bert(**BERTISH, is_decoder=True, add_cross_attention=True)
+    config = transformers.EncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
+    config.decoder_start_token_id, config.pad_token_id = 1, 0
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.EncoderDecoderModel(config).eval()
+
+
+ZOO.append(Entry("bert2bert", "text2text-generation", _bert2bert))
 BY_NAME = {e.name: e for e in ZOO}
 
 
