@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 import pytest
 import torch
 
+import onnxport
 from onnxport import runtime
 from onnxport.errors import InputError, ModelCheckError
 
@@ -60,3 +62,29 @@ def test_external_data_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     assert runtime.needs_external_data(model, None) is True
     assert runtime.needs_external_data(model, None, include_initializers=False) is False
     assert runtime.needs_external_data(model, False) is False
+
+
+def test_weights_are_handed_to_onnxruntime_and_copied() -> None:
+    """Initializers of 1 KiB or more reach onnxruntime as arrays (add_external_initializers), not
+    in the serialized model; an embedding table's array is the parameter's own memory. onnxruntime
+    copies them, so the session is a snapshot: zeroing the model's parameters afterwards leaves
+    its outputs as they were (if a later onnxruntime kept the arrays instead, this fails)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(100, 16), torch.nn.Linear(16, 512)).eval()
+    ids = torch.randint(0, 100, (2, 5))
+    program = onnxport.export(model, (ids,), check_runtime=False)
+    handed = runtime._in_memory_weights(program.model)
+    table = model[0].weight.detach().numpy()
+    assert any(np.shares_memory(t.numpy(), table) for _, t in handed)  # no copy of our own
+    session = runtime.create_session(program.model)
+    names = [i.name for i in session.get_inputs()]
+    with torch.no_grad():
+        expected = model(ids)
+        before = runtime.run_session(session, runtime.feeds(names, (ids,), {}))[0]
+        for p in model.parameters():
+            p.zero_()
+        after = runtime.run_session(session, runtime.feeds(names, (ids,), {}))[0]
+    assert float(expected.abs().max()) > 0.1
+    torch.testing.assert_close(torch.as_tensor(before), expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(torch.as_tensor(after), expected, rtol=1e-5, atol=1e-6)
+    assert not runtime.on_disk(program.model)  # the placeholders were put back

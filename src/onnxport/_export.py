@@ -43,6 +43,7 @@ from onnxport.passes.half_compute import HalfComputePass
 from onnxport.passes.module_functions import ModuleFunctionsPass
 from onnxport.passes.opset_conversion import convert_opset
 from onnxport.report.markdown import write_report
+from onnxport.runtime import initializer_bytes
 from onnxport.status import ExportStatus, ProgressCallback, Step
 from onnxport.translate import graph as graph_mod
 from onnxport.translate import preflight
@@ -371,11 +372,17 @@ def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...]
     verify_export(program, model, args, kwargs, status)
 
 
+# The runtime check's session is kept for later calls to the program unless the weights reach this
+# size: onnxruntime holds its own copy of them, which would double the memory of a big model
+# after the export (bench/api_memory.py).
+KEEP_SESSION_MAX_BYTES = 1 << 30
+
+
 def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...], dict[str, Any]],
                   options: ExportOptions, status: ExportStatus) -> None:
     """"Never a model onnxruntime cannot run": ``verify/runtime_check.check_runtime`` on the
     example inputs and on inputs of other sizes, in the program's own session (reused when the
-    program is called later). A skip is recorded as a passed step with the reason; the check is
+    program is called later, unless the weights reach :data:`KEEP_SESSION_MAX_BYTES`). A skip is recorded as a passed step with the reason; the check is
     skipped for ``half_precision_compute=None``, which targets runtimes with native half kernels
     (onnxruntime's CPU provider has none for many bfloat16/float16 ops).
 
@@ -390,6 +397,9 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
             return
         result = check_runtime(program, args, kwargs, model)
         step.detail = f"skipped: {result.skipped}" if result.skipped else "; ".join(result.ran)
+        if result.skipped is None and initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES:
+            program.release()  # onnxruntime holds a copy of the weights; a later call opens a session
+            step.detail += " (session released: weights of 1 GiB or more)"
 
 
 def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatus) -> None:

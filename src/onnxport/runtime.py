@@ -67,6 +67,48 @@ def on_disk(model: ir.Model) -> bool:
     return any(isinstance(v.const_value, ir.ExternalTensor) for v in model.graph.initializers.values())
 
 
+# Initializers at least this large go to onnxruntime as arrays (SessionOptions.add_external_initializers)
+# instead of inside the serialized model: no protobuf copy of the weights, no temporary file past
+# 2 GB. onnxruntime 1.31 copies them into the session as it is created (measured: +512 MB for
+# 512 MB of weights; outputs unchanged after the arrays are overwritten), so they are released then.
+_HANDED_MIN_BYTES = 1024
+_HANDED_LOCATION = "onnxport-in-memory"  # a placeholder: onnxruntime takes the arrays instead
+_NUMPY_NATIVE = frozenset({
+    ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.INT8, ir.DataType.UINT8,
+    ir.DataType.INT16, ir.DataType.UINT16, ir.DataType.INT32, ir.DataType.UINT32, ir.DataType.INT64,
+    ir.DataType.UINT64, ir.DataType.BOOL,
+})  # fmt: skip
+
+
+def _in_memory_weights(model: ir.Model) -> list[tuple[ir.Value, Any]]:
+    """The main graph's initializers handed to onnxruntime as arrays: in memory, at least
+    :data:`_HANDED_MIN_BYTES`, of a dtype numpy holds natively (bfloat16, float8 and 4-bit types
+    stay in the model bytes)."""
+    handed = []
+    for value in model.graph.initializers.values():
+        tensor = value.const_value
+        if tensor is None or isinstance(tensor, ir.ExternalTensor) or not value.name:
+            continue
+        if tensor.dtype in _NUMPY_NATIVE and tensor.nbytes >= _HANDED_MIN_BYTES:
+            handed.append((value, tensor))
+    return handed
+
+
+@contextlib.contextmanager
+def _data_elsewhere(handed: Sequence[tuple[ir.Value, Any]]) -> Iterator[None]:
+    """Inside, the ``handed`` initializers are external-data placeholders (serialized without
+    their bytes); their tensors come back on exit."""
+    for value, tensor in handed:
+        value.const_value = ir.ExternalTensor(
+            _HANDED_LOCATION, 0, tensor.nbytes, tensor.dtype, shape=tensor.shape, name=value.name or ""
+        )
+    try:
+        yield
+    finally:
+        for value, tensor in handed:
+            value.const_value = tensor
+
+
 def _first_lines(error: BaseException, n: int = 6) -> str:
     lines = [line for line in str(error).strip().splitlines() if line.strip()]
     return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
@@ -130,8 +172,10 @@ def create_session(
     checks = checks if checks is not None else []
     start = time.perf_counter()
     data: Any
-    with _with_outputs(model, extra_outputs):
-        if initializer_bytes(model) >= PROTOBUF_LIMIT or on_disk(model):
+    handed = [] if check or initializer is not None or on_disk(model) else _in_memory_weights(model)
+    to_file = initializer_bytes(model) - sum(t.nbytes for _, t in handed) >= PROTOBUF_LIMIT or on_disk(model)
+    with _with_outputs(model, extra_outputs), _data_elsewhere(handed):
+        if to_file:
             # Past 2 GB, or weights in another file: write the model once (weights streamed).
             tmp = tempfile.TemporaryDirectory(prefix="onnxport-")
             if tempdir_owner is not None:
@@ -155,6 +199,10 @@ def create_session(
         start = time.perf_counter()
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    arrays = [np.ascontiguousarray(tensor.numpy()) for _, tensor in handed]
+    values = [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays]
+    if handed:
+        options.add_external_initializers([value.name for value, _ in handed], values)
     try:
         if initializer is not None:
             session = initializer(data)
@@ -172,6 +220,7 @@ def create_session(
             f"onnxruntime refused to load the exported model:\n{_first_lines(e)}\n{hint}",
             "onnxruntime load",
         ) from e
+    del arrays, values  # onnxruntime copied them into the session (tests/test_runtime.py checks it)
     checks.append(CheckResult(ORT_LOAD, True, time.perf_counter() - start))
     return session
 
