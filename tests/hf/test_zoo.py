@@ -10,6 +10,7 @@ import pathlib
 
 import onnx
 import pytest
+import torch
 
 import onnxport.hf
 from onnxport.hf.inputs import CHECK_SIZES
@@ -88,3 +89,26 @@ def test_streamed_export_validates(name: str, tmp_path: pathlib.Path) -> None:
     assert result.task == entry.task
     assert result.streamed is not None and result.streamed.validation == "full"
     assert result.passed and all(c.max_abs_diff < 1e-4 and c.shape_ok for c in result.checks)
+
+
+def test_patch_model_takes_any_image_size(tmp_path: pathlib.Path) -> None:
+    """A ViT (``interpolate_pos_encoding``) exports with dynamic height and width: captured below
+    its configured size, validated at it and above; here run at a non-square size against eager."""
+    import numpy as np
+    import onnxruntime as ort
+
+    entry = BY_NAME["vit"]
+    folder = save(entry, tmp_path)
+    result = onnxport.hf.export(folder, output_dir=tmp_path / "onnx")
+    sizes = {c.inputs for c in result.checks}
+    side = result.model.config.image_size
+    assert f"pixel_values 3x3x{side}x{side}" in sizes  # the configured size is validated
+    path = tmp_path / "onnx" / "onnx" / "model.onnx"
+    proto = onnx.load(path)
+    dims = [d.dim_param or d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch_size", 3, "height", "width"]
+    x = torch.randn(2, 3, side + 8, side + 16, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = result.model(pixel_values=x, interpolate_pos_encoding=True).logits
+    (actual,) = ort.InferenceSession(str(path)).run(None, {"pixel_values": x.numpy()})
+    np.testing.assert_allclose(actual, expected.numpy(), rtol=1e-4, atol=1e-5)

@@ -235,15 +235,17 @@ def mean_pooling(
 
 
 class VisionModel(torch.nn.Module):
-    """Image model: ``pixel_values`` → the task's outputs."""
+    """Image model: ``pixel_values`` → the task's outputs (``interpolate``: called with
+    ``interpolate_pos_encoding=True``, so a patch model takes any image size)."""
 
-    def __init__(self, model: torch.nn.Module, outputs: Sequence[str]) -> None:
+    def __init__(self, model: torch.nn.Module, outputs: Sequence[str], *, interpolate: bool = False) -> None:
         super().__init__()
         self.model = model
         self.outputs = tuple(outputs)
+        self.extra = {"interpolate_pos_encoding": True} if interpolate else {}
 
     def forward(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.model(pixel_values=pixel_values)
+        out = self.model(pixel_values=pixel_values, **self.extra)
         return tuple(out[name] for name in self.outputs)
 
 

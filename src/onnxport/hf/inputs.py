@@ -204,17 +204,40 @@ def image_size(loaded: LoadedModel, config: Any = None) -> tuple[int, int]:
     return DEFAULT_IMAGE, DEFAULT_IMAGE
 
 
+def interpolates(model: torch.nn.Module) -> bool:
+    """Whether a patch model's forward resamples its position embeddings to the input's size on
+    request (``interpolate_pos_encoding``: ViT, DeiT, BEiT, CLIP and SigLIP towers, ...).
+
+    Swin-style models (a ``maybe_pad`` method) are left out: they branch on ``H % patch`` and the
+    window size, so a dynamic H/W captured at a multiple holds only that path (a
+    DynamicShapesError); they keep the configured size.
+    """
+    try:
+        takes = "interpolate_pos_encoding" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    return takes and not any(hasattr(m, "maybe_pad") for m in model.modules())
+
+
 def vision_component(loaded: LoadedModel) -> Component:
     """``pixel_values`` dynamic in batch, and in height/width for convolutional models (no
-    ``patch_size``: patch models check the image size against their position embeddings)."""
+    ``patch_size``) and for patch models that interpolate their position embeddings
+    (:func:`interpolates`; called with ``interpolate_pos_encoding=True``, which at the configured
+    size gives the table unchanged). Other patch models check the image size, so only the batch
+    is dynamic."""
     config = loaded.model.config
     height, width = image_size(loaded)
     channels = getattr(config, "num_channels", 3)
-    resizable = getattr(config, "patch_size", None) is None
+    patch = getattr(config, "patch_size", None)
+    interpolate = patch is not None and interpolates(loaded.model)
+    resizable = patch is None or interpolate
+    step = patch if isinstance(patch, int) and interpolate else 8
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
-        grow = 8 * sizes.seed if resizable else 0
+        grow = step * sizes.seed if resizable else 0
+        if interpolate:  # captured a patch below the configured size; validated at it and above
+            grow = step * (sizes.seed - 1)
         return {
             "pixel_values": torch.randn(
                 sizes.batch, channels, height + grow, width + grow, generator=gen
@@ -222,7 +245,7 @@ def vision_component(loaded: LoadedModel) -> Component:
         }
 
     axes = {0: BATCH, 2: HEIGHT, 3: WIDTH} if resizable else {0: BATCH}
-    module = wrappers.VisionModel(loaded.model, loaded.task.outputs)
+    module = wrappers.VisionModel(loaded.model, loaded.task.outputs, interpolate=interpolate)
     return Component("model", module, make, {"pixel_values": axes}, None, list(loaded.task.outputs))
 
 
