@@ -205,18 +205,28 @@ def image_size(loaded: LoadedModel, config: Any = None) -> tuple[int, int]:
 
 
 def interpolates(model: torch.nn.Module) -> bool:
-    """Whether a patch model's forward resamples its position embeddings to the input's size on
-    request (``interpolate_pos_encoding``: ViT, DeiT, BEiT, CLIP and SigLIP towers, ...).
+    """Whether a patch model resamples its position embeddings to the input's size: on request
+    (its forward takes ``interpolate_pos_encoding``: ViT, DeiT, BEiT, CLIP and SigLIP towers) or
+    always (an embeddings module with an ``interpolate_pos_encoding`` method its forward calls
+    without such a flag: DINOv2).
 
     Swin-style models (a ``maybe_pad`` method) are left out: they branch on ``H % patch`` and the
     window size, so a dynamic H/W captured at a multiple holds only that path (a
     DynamicShapesError); they keep the configured size.
     """
+    if any(hasattr(m, "maybe_pad") for m in model.modules()):
+        return False
+    return _takes(model, "interpolate_pos_encoding") or any(
+        callable(getattr(m, "interpolate_pos_encoding", None)) and not _takes(m, "interpolate_pos_encoding")
+        for m in model.modules()
+    )
+
+
+def _takes(module: torch.nn.Module, name: str) -> bool:
     try:
-        takes = "interpolate_pos_encoding" in inspect.signature(model.forward).parameters
+        return name in inspect.signature(module.forward).parameters
     except (TypeError, ValueError):
         return False
-    return takes and not any(hasattr(m, "maybe_pad") for m in model.modules())
 
 
 def vision_component(loaded: LoadedModel) -> Component:
@@ -245,7 +255,7 @@ def vision_component(loaded: LoadedModel) -> Component:
         }
 
     axes = {0: BATCH, 2: HEIGHT, 3: WIDTH} if resizable else {0: BATCH}
-    module = wrappers.VisionModel(loaded.model, loaded.task.outputs, interpolate=interpolate)
+    module = wrappers.VisionModel(loaded.model, loaded.task.outputs, interpolate=interpolate and _takes(loaded.model, "interpolate_pos_encoding"))
     return Component("model", module, make, {"pixel_values": axes}, None, list(loaded.task.outputs))
 
 
