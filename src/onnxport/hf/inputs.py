@@ -576,6 +576,8 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         ]
         if speech:
             del inputs["encoder_attention_mask"]
+        if not cross_shapes:  # no cross-attention cache to feed back (no CacheBranch)
+            return inputs
         # The first step (empty past) computes the cross-attention cache; the later ones read it.
         inputs["cross_key_values"] = [
             tuple(
@@ -611,7 +613,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
             decoder_dynamic,
             names,
             ["logits", *past_names(layers, "present", "decoder"), *cross],
-            CacheBranch(tuple(cross), tuple(past_names(layers, "past_key_values", "encoder"))),
+            CacheBranch(tuple(cross), tuple(past_names(len(cross_shapes), "past_key_values", "encoder"))) if cross else None,
         ),
     ]
 
