@@ -563,7 +563,8 @@ class WeightBar:
 
 def hf_summary_lines(result: Any) -> list[str]:
     """The summary of an :class:`onnxport.hf.HFExport`, one string per line."""
-    lines = [f"Exported {type(result.model).__name__} for {result.task}"]
+    what = type(result.model).__name__ if result.model is not None else "the diffusers pipeline's models"
+    lines = [f"Exported {what} for {result.task}"]
     for name, program in result.programs.items():
         graph = program.model.graph
         lines += [

@@ -14,6 +14,7 @@ import torch
 
 from onnxport.errors import HFError, InputError, VerificationError
 from onnxport.hf import cache as wrappers
+from onnxport.hf import diffusion
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf.component import export_component
@@ -149,6 +150,13 @@ def export(
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
     """
+    if diffusion.is_pipeline(model_or_folder):
+        if stream or quantize is not None or dtype is not None or kv_cache != "concat":
+            raise HFError("A diffusers pipeline exports in memory, in float32: stream, quantize, dtype and kv_cache do not apply.")
+        if target not in (None, "onnx", "onnxruntime"):
+            raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
+        destination = _check_output_dir(output_dir) if output_dir is not None else None
+        return _export_pipeline(Path(model_or_folder), destination, opset_version, optimize, target, (validate, atol))
     if with_past is False:
         raise HFError(
             "with_past=False is not supported: the cache model also runs the first step (empty past)."
@@ -249,18 +257,7 @@ def export(
             )
             if target == "onnxruntime":
                 finish_for_onnxruntime(program.model)
-    if validate and not result.passed:
-        failed = [c for c in result.checks if not c.passed]
-        rows = "\n".join(
-            f"  {c.component}/{c.output} ({c.inputs}): "
-            + (
-                c.comparison.summary()
-                if c.comparison is not None
-                else f"max abs diff {c.max_abs_diff:.3g}"
-            )
-            for c in failed
-        )
-        raise VerificationError(f"ONNX outputs differ from eager PyTorch on fresh inputs:\n{rows}")
+    _raise_failed(result, validate)
     if destination is not None:
         result.files = _write(destination, result.programs, loaded, layout, shared)
         result.output_dir = destination
@@ -315,6 +312,75 @@ def validate_component(
     return checks
 
 
+def _export_pipeline(
+    folder: Path, destination: Path | None, opset_version: int | None, optimize: bool, target: str | None,
+    validation: tuple[bool, float | None],
+) -> HFExport:
+    """Every model component of a diffusers pipeline (:mod:`onnxport.hf.diffusion`), validated
+    like the transformers tasks and written with the pipeline's configs."""
+    validate, atol = validation
+    parts = diffusion.pipeline_components(folder)
+    result = HFExport(diffusion.TASK, None, {}, [], layout=hf_layout.PIPELINE)
+    for part in parts:
+        start = time.perf_counter()
+        program = export_component(part, opset_version, optimize, target)
+        if target == "onnxruntime":
+            optimize_for_onnxruntime(program.model)
+            finish_for_onnxruntime(program.model)
+            program.release()
+        result.programs[part.name] = program
+        result.seconds[part.name] = time.perf_counter() - start
+        if validate:
+            result.checks += validate_component(part, program, atol)
+    _raise_failed(result, validate)
+    if destination is not None:
+
+        def fill(staging: Path) -> list[Path]:
+            files = []
+            for name, program in result.programs.items():
+                path = staging / hf_layout.model_path(name, hf_layout.PIPELINE)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                program.save(path)
+                files += sorted(p.relative_to(staging) for p in path.parent.glob(f"{path.name}*"))
+            for source, target_path in diffusion.pipeline_files(folder, parts):
+                (staging / target_path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(folder / source, staging / target_path)
+                files.append(target_path)
+            return files
+
+        result.files = _staged(destination, fill)
+        result.output_dir = destination
+    return result
+
+
+def _raise_failed(result: HFExport, validate: bool) -> None:
+    """``VerificationError`` listing every failed check, when validation ran and one failed."""
+    if not validate or result.passed:
+        return
+    failed = [c for c in result.checks if not c.passed]
+    rows = "\n".join(
+        f"  {c.component}/{c.output} ({c.inputs}): "
+        + (c.comparison.summary() if c.comparison is not None else f"max abs diff {c.max_abs_diff:.3g}")
+        for c in failed
+    )
+    raise VerificationError(f"ONNX outputs differ from eager PyTorch on fresh inputs:\n{rows}")
+
+
+def _staged(destination: Path, fill: Any) -> list[Path]:
+    """``fill(staging)`` writes into a temporary sibling folder and returns the files; the folder
+    then moves into place. A failure leaves nothing."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    try:
+        files = fill(staging)
+        if destination.exists():
+            destination.rmdir()  # checked empty before the export
+        staging.rename(destination)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return files
+
+
 def _check_output_dir(output_dir: str | Path) -> Path:
     path = Path(output_dir)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -332,8 +398,8 @@ def _write(
     shared_buffer: bool = False,
 ) -> list[Path]:
     """Write into a temporary sibling folder, then move it into place: a failure leaves nothing."""
-    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
-    try:
+
+    def fill(staging: Path) -> list[Path]:
         files = []
         for name, program in programs.items():
             path = staging / hf_layout.model_path(name, layout)
@@ -356,13 +422,9 @@ def _write(
             files.append(
                 _write_genai_config(staging, programs["model"], loaded, layout, shared_buffer)
             )
-        if destination.exists():
-            destination.rmdir()  # checked empty before the export
-        staging.rename(destination)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return files
+        return files
+
+    return _staged(destination, fill)
 
 
 def _write_genai_config(

@@ -39,8 +39,16 @@ def check_layout(layout: str) -> str:
     return layout
 
 
+# A diffusers pipeline's folder (onnxport.hf.diffusion): one folder per component, as Optimum lays
+# it out; set by the export, not a --layout choice.
+PIPELINE = "pipeline"
+
+
 def model_path(component: str, layout: str) -> Path:
-    """The graph file of ``component`` relative to the export folder (``onnx/model.onnx``)."""
+    """The graph file of ``component`` relative to the export folder (``onnx/model.onnx``;
+    ``unet/model.onnx`` in a pipeline)."""
+    if layout == PIPELINE:
+        return Path(component) / "model.onnx"
     name = FILE_NAMES.get(component, f"{component}.onnx")
     return Path(ONNX_FOLDER) / name if check_layout(layout) == "hub" else Path(name)
 
@@ -85,6 +93,13 @@ def vision_features(folder: Path) -> bool:
 def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
     """How to load ``folder`` in Python (onnxport.inference, onnxruntime), node (transformers.js)
     and onnxruntime-genai; one string per line, for the CLI summary."""
+    if layout == PIPELINE:
+        unet = folder / model_path("unet", layout)
+        return [
+            "Load it:",
+            f"  Python (onnxruntime): onnxruntime.InferenceSession({str(unet)!r}), and text_encoder/, vae_decoder/, vae_encoder/ alike",
+            f"  Python (Optimum): optimum.onnxruntime.ORTStableDiffusionPipeline.from_pretrained({str(folder)!r})",
+        ]
     seq2seq = (folder / model_path("encoder_model", layout)).is_file() or task == "text2text-generation"
     graph = folder / model_path("encoder_model" if seq2seq else "model", layout)
     lines = ["Load it:", f"  Python (onnxruntime): onnxruntime.InferenceSession({str(graph)!r})"]
