@@ -100,9 +100,8 @@ def _index(folder: Path) -> dict[str, Any]:
 
 def _load(folder: Path, name: str, library: str, cls: str) -> Any:
     """Component ``name`` of the pipeline, loaded by its class from ``library``."""
-    # diffusers / transformers: heavy optional dependencies, imported for pipelines only
-    import diffusers
-    import transformers
+    import diffusers  # heavy optional dependency: imported for pipelines only
+    import transformers  # heavy optional dependency: imported for pipelines only
 
     module = {"diffusers": diffusers, "transformers": transformers}.get(library)
     loader = getattr(module, cls, None) if module is not None else None
