@@ -265,17 +265,18 @@ class AudioModel(torch.nn.Module):
 
 class TextVisionModel(torch.nn.Module):
     """CLIP-style dual encoder: ``(input_ids, pixel_values, attention_mask)`` → the task's outputs
-    (Optimum's input order for zero-shot-image-classification)."""
+    (Optimum's input order for zero-shot-image-classification; ``interpolate``: images of any size)."""
 
-    def __init__(self, model: torch.nn.Module, outputs: Sequence[str]) -> None:
+    def __init__(self, model: torch.nn.Module, outputs: Sequence[str], *, interpolate: bool = False) -> None:
         super().__init__()
         self.model = model
         self.outputs = tuple(outputs)
+        self.extra = {"interpolate_pos_encoding": True} if interpolate else {}
 
     def forward(
         self, input_ids: torch.Tensor, pixel_values: torch.Tensor, attention_mask: torch.Tensor
     ) -> tuple[torch.Tensor, ...]:
-        out = self.model(input_ids=input_ids, pixel_values=pixel_values, attention_mask=attention_mask)
+        out = self.model(input_ids=input_ids, pixel_values=pixel_values, attention_mask=attention_mask, **self.extra)
         return tuple(out[name] for name in self.outputs)
 
 

@@ -290,25 +290,32 @@ def audio_component(loaded: LoadedModel) -> Component:
 
 def text_vision_component(loaded: LoadedModel) -> Component:
     """CLIP-style zero-shot image classification: texts and images in batches of their own
-    (``text_batch_size``, ``image_batch_size``: Optimum's names)."""
+    (``text_batch_size``, ``image_batch_size``: Optimum's names); images of any size when the
+    model interpolates its position embeddings (``interpolate_pos_encoding``, as
+    :func:`vision_component`)."""
     model = loaded.model
     text_config = getattr(model.config, "text_config", model.config)
     vision_config = getattr(model.config, "vision_config", model.config)
     height, width = image_size(loaded, vision_config)
     channels = getattr(vision_config, "num_channels", 3)
+    patch = getattr(vision_config, "patch_size", None)
+    step = patch if isinstance(patch, int) else 0
+    interpolate = bool(step) and _takes(model, "interpolate_pos_encoding")
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
         images = sizes.batch + 1
+        grow = step * (sizes.seed - 1) if interpolate else 0  # as vision_component
         return {
             "input_ids": token_ids(text_config, sizes.batch, sizes.sequence, gen),
-            "pixel_values": torch.randn(images, channels, height, width, generator=gen),
+            "pixel_values": torch.randn(images, channels, height + grow, width + grow, generator=gen),
             "attention_mask": torch.ones(sizes.batch, sizes.sequence, dtype=torch.int64),
         }
 
     text_axes = {0: TEXT_BATCH, 1: SEQUENCE}
-    dynamic = {"input_ids": text_axes, "pixel_values": {0: IMAGE_BATCH}, "attention_mask": dict(text_axes)}
-    module = wrappers.TextVisionModel(model, loaded.task.outputs)
+    image_axes = {0: IMAGE_BATCH, 2: HEIGHT, 3: WIDTH} if interpolate else {0: IMAGE_BATCH}
+    dynamic = {"input_ids": text_axes, "pixel_values": image_axes, "attention_mask": dict(text_axes)}
+    module = wrappers.TextVisionModel(model, loaded.task.outputs, interpolate=interpolate)
     return Component("model", module, make, dynamic, None, list(loaded.task.outputs))
 
 
