@@ -20,9 +20,10 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
 - ``AutoModelForCausalLM.generate`` of each decoder (greedy, 20 new tokens, batch 2, row 0
   left-padded by 3, ``min_new_tokens=20`` so no row stops at eos) vs transformers'
   ``generate(do_sample=False)`` with the same settings: the token ids must be equal;
-- ``AutoModelForSeq2SeqLM.generate`` of a tiny BART (the same prompt) and
-  ``AutoModelForSpeechSeq2Seq.generate`` of a tiny Whisper (one clip of random features), 10 greedy
-  tokens each, through ``encoder_model.onnx`` + ``decoder_model_merged.onnx`` (whose cross-attention
+- ``AutoModelForSeq2SeqLM.generate`` of a tiny BART (the same prompt),
+  ``AutoModelForSpeechSeq2Seq.generate`` of a tiny Whisper (one clip of random features) and
+  ``AutoModelForVision2Seq.generate`` of a tiny ViT + TrOCR ``VisionEncoderDecoderModel`` (one
+  image), 10 greedy tokens each, through ``encoder_model.onnx`` + ``decoder_model_merged.onnx`` (whose cross-attention
   cache transformers.js feeds back with ``use_cache_branch``), vs transformers' ``generate``;
 - one forward of a tiny wav2vec2 CTC model (``AutoModelForCTC``) and a tiny CLIP (``AutoModel``)
   against eager PyTorch: the max abs difference of every output (``< 1e-4``).
@@ -259,16 +260,19 @@ SEQ2SEQ_NEW_TOKENS = 10
 
 def seq2seq_models() -> dict[str, torch.nn.Module]:
     """The encoder-decoders checked (``onnxport.testing.tiny_models``, random weights): folder name → model."""
-    return {name: tiny_models.build(name) for name in ("bart", "whisper")}
+    return {name: tiny_models.build(name) for name in ("bart", "whisper", "trocr")}
 
 
 def seq2seq_inputs(ids: torch.Tensor, mask: torch.Tensor) -> dict[str, dict[str, torch.Tensor]]:
     """BART reads the prompt (its left padding masked in the encoder); Whisper one clip of random
-    log-mel features (transformers.js 4.3.1 decodes batched Whisper features with a batch-1 start)."""
+    log-mel features (transformers.js 4.3.1 decodes batched Whisper features with a batch-1 start);
+    the TrOCR-style model one random image."""
     config = tiny_models.build("whisper").config
     frames = 2 * config.max_source_positions
     features = torch.randn(1, config.num_mel_bins, frames, generator=torch.Generator().manual_seed(3))
-    return {"bart": {"input_ids": ids, "attention_mask": mask}, "whisper": {"input_features": features}}
+    image = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(4))
+    return {"bart": {"input_ids": ids, "attention_mask": mask}, "whisper": {"input_features": features},
+            "trocr": {"pixel_values": image}}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ok = figures["min_cosine"] >= 0.99999
     for name, gen in figures["generation"].items():
-        kind = "encoder-decoder" if name in ("bart", "whisper") else "text-generation"
+        kind = "encoder-decoder" if name in ("bart", "whisper", "trocr") else "text-generation"
         print(
             f"{kind} (tiny {name}): {gen['new_tokens']} greedy tokens: "
             f"{'equal to' if gen['tokens_equal'] else 'DIFFERENT from'} transformers.generate"

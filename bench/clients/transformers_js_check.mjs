@@ -2,12 +2,13 @@
 // @huggingface/transformers 4.3.1 installed: loads onnxport export folders with no edits.
 // argv: <models root> <minilm folder name> <request.json> <result.json> <decoder folder name>...
 // request.seq2seq: encoder-decoder folder name → its inputs (text: input_ids + attention_mask; speech:
-// input_features), generated greedily with AutoModelForSeq2SeqLM / AutoModelForSpeechSeq2Seq.
+// input_features; image: pixel_values), generated greedily with AutoModelForSeq2SeqLM /
+// AutoModelForSpeechSeq2Seq / AutoModelForVision2Seq.
 // request.forward: folder name → {auto, inputs: {name: {dtype, dims, data}}}: one forward, every output returned.
 import fs from 'node:fs';
 import {
     env, pipeline, AutoModel, AutoModelForCausalLM, AutoModelForCTC, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq,
-    Tensor,
+    AutoModelForVision2Seq, Tensor,
 } from '@huggingface/transformers';
 
 const [root, minilm, requestPath, resultPath, ...decoders] = process.argv.slice(2);
@@ -38,7 +39,12 @@ result.seq2seq = {};
 for (const [name, inputs] of Object.entries(request.seq2seq ?? {})) {
     const steps = { max_new_tokens: request.seq2seq_new_tokens, min_new_tokens: request.seq2seq_new_tokens, do_sample: false };
     let output;
-    if (inputs.input_features) {
+    if (inputs.pixel_values) {
+        const p = inputs.pixel_values;
+        const model = await AutoModelForVision2Seq.from_pretrained(name, { dtype: 'fp32' });
+        const dims = [p.length, p[0].length, p[0][0].length, p[0][0][0].length];
+        output = await model.generate({ pixel_values: new Tensor('float32', Float32Array.from(p.flat(3)), dims), ...steps });
+    } else if (inputs.input_features) {
         const f = inputs.input_features;
         const model = await AutoModelForSpeechSeq2Seq.from_pretrained(name, { dtype: 'fp32' });
         const features = new Tensor('float32', Float32Array.from(f.flat(2)), [f.length, f[0].length, f[0][0].length]);

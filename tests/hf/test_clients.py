@@ -35,7 +35,8 @@ def _bench(name: str) -> ModuleType:
 def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -> None:
     """all-MiniLM-L6-v2 embeddings, generation with a Llama, an LFM2 (conv cache), a
     Granite-4.0-H (Mamba2 conv/SSM states beside attention) and a multi-query StarCoder, and the
-    encoder-decoders BART and Whisper (cross-attention cache fed back with use_cache_branch), and
+    encoder-decoders BART, Whisper and a TrOCR-style image-to-text model (cross-attention cache
+    fed back with use_cache_branch), and
     one forward of a wav2vec2 CTC model and a CLIP against eager."""
     scratch = pathlib.Path(os.environ.get("ONNXPORT_JS_DIR", "/nonexistent"))
     if (
@@ -47,9 +48,9 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
     figures = _bench("transformers_js").run(scratch, tmp_path)
     assert figures["embedding_shape"] == (3, 384)
     assert figures["min_cosine"] >= 0.99999
-    assert set(figures["generation"]) == {"llama", "lfm2", "granite-hybrid", "starcoder", "bart", "whisper"}
+    assert set(figures["generation"]) == {"llama", "lfm2", "granite-hybrid", "starcoder", "bart", "whisper", "trocr"}
     for name, gen in figures["generation"].items():
-        assert gen["new_tokens"] == (10 if name in ("bart", "whisper") else 20) and gen["tokens_equal"], gen
+        assert gen["new_tokens"] == (10 if name in ("bart", "whisper", "trocr") else 20) and gen["tokens_equal"], gen
         assert len({t for row in gen["generated"] for t in row}) > 3, gen  # not one repeated token
     assert set(figures["forward"]) == {"wav2vec2-ctc", "clip"}
     assert figures["forward"]["wav2vec2-ctc"].keys() == {"logits"}

@@ -23,7 +23,7 @@ FAST = {"bert", "roberta", "vit", "resnet", "wav2vec2-ctc", "clip", "marian"}
 # Architectures added with their tasks in session 10, also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
 STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "ast", "detr", "segformer", "clip", "bert-choice", "marian", "m2m100",
-            "bert2bert"]
+            "bert2bert", "trocr"]
 STREAMED_FAST = {"detr", "marian"}
 
 
@@ -44,7 +44,7 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
         per_set = {c.inputs for c in result.checks if c.component == component}
         assert len(per_set) == len(CHECK_SIZES)  # fresh input sets per component, none of the export's shapes
     onnx_files = sorted(p.name for p in (out / "onnx").glob("*.onnx"))  # hub layout
-    seq2seq = entry.task in ("text2text-generation", "automatic-speech-recognition") and "ctc" not in entry.name
+    seq2seq = entry.task in ("text2text-generation", "automatic-speech-recognition", "image-to-text") and "ctc" not in entry.name
     assert onnx_files == (
         ["decoder_model_merged.onnx", "encoder_model.onnx"] if seq2seq else ["model.onnx"]
     )

@@ -62,3 +62,13 @@ def test_unsupported_task_is_named() -> None:
     config = transformers.LlavaConfig(architectures=["LlavaForConditionalGeneration"])
     with pytest.raises(HFError, match="LlavaForConditionalGeneration is an image-text-to-text model.*onnxport.export"):
         infer_task(config)
+
+
+def test_vision_encoder_decoder_is_image_to_text() -> None:
+    """TrOCR / Donut (``VisionEncoderDecoderModel``, listed with the image-text-to-text models)
+    export as an image encoder and a merged decoder."""
+    config = transformers.VisionEncoderDecoderConfig.from_encoder_decoder_configs(
+        transformers.ViTConfig(), transformers.TrOCRConfig()
+    )
+    config.architectures = ["VisionEncoderDecoderModel"]
+    assert (infer_task(config).name, infer_task(config).kind) == ("image-to-text", "vision-seq2seq")

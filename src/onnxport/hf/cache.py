@@ -370,6 +370,18 @@ class SpeechEncoder(torch.nn.Module):
         return self.encoder(input_features=input_features).last_hidden_state
 
 
+class ImageEncoder(torch.nn.Module):
+    """Encoder of a ``VisionEncoderDecoderModel`` (TrOCR, Donut): ``pixel_values`` →
+    ``last_hidden_state``."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.encoder = cast("Callable[[], torch.nn.Module]", model.get_encoder)()
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        return self.encoder(pixel_values=pixel_values).last_hidden_state
+
+
 class Seq2SeqDecoderWithCache(torch.nn.Module):
     """Decoder step of an encoder-decoder with its self-attention and cross-attention caches.
 

@@ -520,12 +520,25 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     model = loaded.model
     config = model.config
     speech = loaded.task.kind == "speech-seq2seq"
+    vision = loaded.task.kind == "vision-seq2seq"
+    fixed = speech or vision  # the encoder's output length is fixed and it takes no mask
     dtype = next(model.parameters()).dtype
 
-    if speech:
+    if vision:  # VisionEncoderDecoderModel (TrOCR, Donut): pixel_values of the encoder's size
+        encoder_config = getattr(config, "encoder", config)
+        height, width = image_size(loaded, encoder_config)
+        channels = getattr(encoder_config, "num_channels", 3)
+        encoder: torch.nn.Module = wrappers.ImageEncoder(model)
+
+        def make_encoder(sizes: Sizes) -> dict[str, Any]:
+            gen = _generator(sizes)
+            return {"pixel_values": torch.randn(sizes.batch, channels, height, width, generator=gen, dtype=dtype)}
+
+        encoder_dynamic: dict[str, Any] = {"pixel_values": {0: BATCH}}
+    elif speech:
         mels = config.num_mel_bins
         frames = 2 * config.max_source_positions
-        encoder: torch.nn.Module = wrappers.SpeechEncoder(model)
+        encoder = wrappers.SpeechEncoder(model)
 
         def make_encoder(sizes: Sizes) -> dict[str, Any]:
             gen = _generator(sizes)
@@ -533,7 +546,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
                 "input_features": torch.randn(sizes.batch, mels, frames, generator=gen, dtype=dtype)
             }
 
-        encoder_dynamic: dict[str, Any] = {"input_features": {0: BATCH}}
+        encoder_dynamic = {"input_features": {0: BATCH}}
     else:
         encoder = wrappers.Seq2SeqEncoder(model)
 
@@ -566,13 +579,13 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
 
     def make_decoder(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
-        length = encoder_length if speech else sizes.encoder_sequence
+        length = encoder_length if fixed else sizes.encoder_sequence
         inputs: dict[str, Any] = {
             "input_ids": token_ids(config, sizes.batch, sizes.sequence, gen),
             "encoder_hidden_states": torch.randn(
                 sizes.batch, length, width, generator=gen, dtype=dtype
             ),
-            "encoder_attention_mask": None if speech else left_padded_mask(sizes.batch, length),
+            "encoder_attention_mask": None if fixed else left_padded_mask(sizes.batch, length),
         }
         inputs["past_key_values"] = [
             tuple(
@@ -581,7 +594,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
             )
             for heads, dim in shapes
         ]
-        if speech:
+        if fixed:
             del inputs["encoder_attention_mask"]
         if not cross_shapes:  # no cross-attention cache to feed back (no CacheBranch)
             return inputs
@@ -599,15 +612,15 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     kv_axes = {0: BATCH, 2: PAST}
     decoder_dynamic: dict[str, Any] = {
         "input_ids": {0: BATCH, 1: SEQUENCE},
-        "encoder_hidden_states": {0: BATCH} if speech else {0: BATCH, 1: ENCODER_SEQUENCE},
+        "encoder_hidden_states": {0: BATCH} if fixed else {0: BATCH, 1: ENCODER_SEQUENCE},
     }
     names = ["input_ids", "encoder_hidden_states"]
-    if not speech:
+    if not fixed:
         decoder_dynamic["encoder_attention_mask"] = {0: BATCH, 1: ENCODER_SEQUENCE}
         names.append("encoder_attention_mask")
     decoder_dynamic["past_key_values"] = [(dict(kv_axes), dict(kv_axes)) for _ in range(layers)]
     names += past_names(layers, "past_key_values", "decoder")
-    decoder = wrappers.Seq2SeqDecoderWithCache(model, with_encoder_mask=not speech)
+    decoder = wrappers.Seq2SeqDecoderWithCache(model, with_encoder_mask=not fixed)
     cross = past_names(len(cross_shapes), "present", "encoder")
     return [
         Component(

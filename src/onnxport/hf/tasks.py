@@ -19,7 +19,7 @@ class Task:
             of an image or audio model goes by its ``main_input_name``: :func:`modality`),
             ``"multiple-choice"``, ``"vision"`` (``pixel_values``), ``"audio"`` (``input_values``),
             ``"text-vision"`` (CLIP-style: ``input_ids`` + ``pixel_values``), ``"causal-lm"``,
-            ``"seq2seq"`` or ``"speech-seq2seq"``.
+            ``"seq2seq"``, ``"speech-seq2seq"`` or ``"vision-seq2seq"`` (``VisionEncoderDecoderModel``).
         outputs: Graph output names of the (first) exported component.
     """
 
@@ -56,6 +56,7 @@ TASKS: dict[str, Task] = {
         Task("audio-classification", "AutoModelForAudioClassification", "audio", ("logits",)),
         Task("text-generation", "AutoModelForCausalLM", "causal-lm", ("logits",)),
         Task("text2text-generation", "AutoModelForSeq2SeqLM", "seq2seq", ("last_hidden_state",)),
+        Task("image-to-text", "AutoModelForImageTextToText", "vision-seq2seq", ("last_hidden_state",)),
         Task(
             "automatic-speech-recognition",
             "AutoModelForSpeechSeq2Seq",
@@ -208,6 +209,8 @@ def infer_task(config: Any) -> Task:
     if not architectures:
         return TASKS[task_from_model_type(getattr(config, "model_type", None))]
     arch = architectures[0]
+    if getattr(config, "model_type", None) == "vision-encoder-decoder":  # TrOCR, Donut
+        return TASKS["image-to-text"]
     mapped = _mapped_task(arch)
     if mapped is not None:
         return get_task(mapped, config)

@@ -303,7 +303,26 @@ def _bert2bert(**overrides: Any) -> Any:
     return transformers.EncoderDecoderModel(config).eval()
 
 
+def _trocr(**overrides: Any) -> Any:
+    """A ``VisionEncoderDecoderModel`` of a ViT encoder and a TrOCR decoder (TrOCR, Donut)."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    vit: Any = transformers.ViTConfig
+    trocr: Any = transformers.TrOCRConfig
+    config = transformers.VisionEncoderDecoderConfig.from_encoder_decoder_configs(
+        vit(**VISION), trocr(vocab_size=VOCAB, d_model=32, decoder_layers=2, decoder_attention_heads=4,
+                             decoder_ffn_dim=37, max_position_embeddings=64, bos_token_id=0, eos_token_id=2,
+                             pad_token_id=1, init_std=0.3),
+    )  # fmt: skip
+    config.decoder_start_token_id, config.pad_token_id, config.eos_token_id = 0, 1, 2
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.VisionEncoderDecoderModel(config).eval()
+
+
 ZOO.append(Entry("bert2bert", "text2text-generation", _bert2bert))
+ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
 
 
