@@ -191,9 +191,10 @@ def sliding_windows(config: Any) -> dict[int, int]:
 class TextModel(torch.nn.Module):
     """Encoder-style text model: returns the task's outputs as a tuple.
 
-    With ``pooling`` (sentence-transformers mean pooling), ``sentence_embedding`` follows
-    ``last_hidden_state``: the mean of the token states weighted by the attention mask,
-    L2-normalized when the folder's modules include ``Normalize``.
+    With ``pooling`` (sentence-transformers pooling), ``sentence_embedding`` follows
+    ``last_hidden_state``: the mean of the token states weighted by the attention mask, the first
+    token, the masked max or the last unpadded token (:func:`sentence_pooling`), L2-normalized when
+    the folder's modules include ``Normalize``.
     """
 
     def __init__(
@@ -203,7 +204,7 @@ class TextModel(torch.nn.Module):
         self.model = model
         self.outputs = tuple(outputs)
         self.normalize = bool(pooling and pooling.get("normalize"))
-        self.pooling = pooling is not None
+        self.pooling = pooling["mode"] if pooling is not None else None
 
     def forward(
         self,
@@ -215,16 +216,26 @@ class TextModel(torch.nn.Module):
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra)
         result = [out[name] for name in self.outputs]
         if self.pooling:
-            result.append(mean_pooling(out["last_hidden_state"], attention_mask, self.normalize))
+            result.append(sentence_pooling(out["last_hidden_state"], attention_mask, self.pooling, self.normalize))
         return tuple(result)
 
 
-def mean_pooling(
-    hidden: torch.Tensor, attention_mask: torch.Tensor, normalize: bool
-) -> torch.Tensor:
-    """Sentence-transformers mean pooling: masked mean over tokens (then L2 norm if asked)."""
+def sentence_pooling(hidden: torch.Tensor, attention_mask: torch.Tensor, mode: str, normalize: bool) -> torch.Tensor:
+    """Sentence-transformers pooling (``sentence_transformers/models/Pooling.py``) of
+    ``hidden`` ``(batch, tokens, width)`` → ``(batch, width)``: ``mean`` (masked mean), ``cls``
+    (the first token), ``max`` (masked max: padding at the dtype's lowest value) or
+    ``lasttoken`` (the last token whose mask is 1), then L2-normalized if asked."""
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    if mode == "cls":
+        pooled = hidden[:, 0]
+    elif mode == "max":
+        pooled = hidden.masked_fill(mask == 0, torch.finfo(hidden.dtype).min).amax(dim=1)
+    elif mode == "lasttoken":  # the highest position with mask 1, left or right padding alike
+        positions = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0)
+        last = (positions * attention_mask.to(positions.dtype)).argmax(dim=1)
+        pooled = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+    else:
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
     if normalize:
         # torch.nn.functional.normalize(p=2, dim=1, eps=1e-12) spelt with Mul/ReduceSum/Sqrt and a
         # broadcasting Div: its expand_as (Shape -> Expand) and ReduceL2 are where onnxruntime's

@@ -24,7 +24,7 @@ class LoadedModel:
         model: The transformers model, in eval mode.
         task: The task it was loaded for.
         folder: The folder it came from (``None`` when a model object was given).
-        pooling: Sentence-transformers pooling (``{"mode": "mean", "normalize": bool}``) when the
+        pooling: Sentence-transformers pooling (``{"mode": "mean"|"cls"|"max"|"lasttoken", "normalize": bool}``) when the
             folder has a ``1_Pooling`` module, else ``None``.
     """
 
@@ -96,7 +96,8 @@ def check_weights(folder: Path) -> None:
 
 
 def read_pooling(folder: Path) -> dict[str, Any] | None:
-    """Sentence-transformers mean pooling (and normalization) from ``modules.json`` / ``1_Pooling``."""
+    """Sentence-transformers pooling (mean, cls, max or lasttoken, and normalization) from
+    ``modules.json`` / ``1_Pooling``; ``None`` without one, or with several modes at once."""
     pooling_config = folder / "1_Pooling" / "config.json"
     if not pooling_config.is_file():
         return None
@@ -111,10 +112,18 @@ def read_pooling(folder: Path) -> dict[str, Any] | None:
         raise HFError(
             f"{folder}: sentence-transformers module config is not valid JSON ({e})."
         ) from e
-    if not pooling.get("pooling_mode_mean_tokens"):
-        return None  # only mean pooling is exported; other modes keep last_hidden_state only
+    modes = [mode for key, mode in _POOLING_MODES.items() if pooling.get(key)]
+    if len(modes) != 1:
+        return None  # none, or several concatenated: last_hidden_state only
     normalize = any(str(m.get("type", "")).endswith(".Normalize") for m in modules)
-    return {"mode": "mean", "normalize": normalize}
+    return {"mode": modes[0], "normalize": normalize}
+
+
+# sentence-transformers ``1_Pooling/config.json`` flags → the pooling exported
+# (sentence_transformers/models/Pooling.py): the masked mean, the first token (BGE, GTE), the
+# masked max, the last unpadded token (decoder embedders: E5-Mistral, GTE-Qwen).
+_POOLING_MODES = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls",
+                  "pooling_mode_max_tokens": "max", "pooling_mode_lasttoken": "lasttoken"}  # fmt: skip
 
 
 @contextlib.contextmanager
