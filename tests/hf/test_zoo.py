@@ -64,6 +64,9 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
             assert dims["logits_per_image"] == ["image_batch_size", "text_batch_size"]
             continue
         assert all(shape[0] == "batch_size" for shape in dims.values()), dims
+        if entry.name == "vit-features":  # image features, pooled too (transformers.js pool: true)
+            assert dims["pixel_values"] == ["batch_size", 3, "height", "width"]
+            assert dims["pooler_output"] == ["batch_size", 32]
         if name == "decoder_model_merged.onnx":  # the cross-attention cache, as Optimum names it
             assert flag == [1]
             assert dims["past_key_values.0.encoder.key"][2] == "encoder_sequence_length_out"

@@ -255,8 +255,20 @@ def vision_component(loaded: LoadedModel) -> Component:
         }
 
     axes = {0: BATCH, 2: HEIGHT, 3: WIDTH} if resizable else {0: BATCH}
-    module = wrappers.VisionModel(loaded.model, loaded.task.outputs, interpolate=interpolate and _takes(loaded.model, "interpolate_pos_encoding"))
-    return Component("model", module, make, {"pixel_values": axes}, None, list(loaded.task.outputs))
+    outputs = list(loaded.task.outputs)
+    if loaded.task.name == "feature-extraction" and _pooled(loaded.model, make):
+        outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
+    module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolate and _takes(loaded.model, "interpolate_pos_encoding"))
+    return Component("model", module, make, {"pixel_values": axes}, None, outputs)
+
+
+def _pooled(model: torch.nn.Module, make: Callable[[Sizes], dict[str, Any]]) -> bool:
+    """Whether the image model returns a ``pooler_output`` (ViT's pooler, CLIP's and DINOv2's
+    class token), from one probe forward (on fake tensors for a meta-device model)."""
+    inputs = {k: v.to(next(model.parameters()).device) for k, v in make(Sizes(batch=1, seed=1)).items()}
+    with _probe_mode(model):
+        out = run_eager("on a probe input (its outputs)", lambda: model(**inputs))
+    return isinstance(out.get("pooler_output") if hasattr(out, "get") else None, torch.Tensor)
 
 
 def _waveform_samples(config: Any, frames: int) -> int:
