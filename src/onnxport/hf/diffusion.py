@@ -28,7 +28,7 @@ import torch
 from onnxport.errors import HFError
 from onnxport.hf.dims import BATCH, HEIGHT, SEQUENCE, WIDTH
 from onnxport.hf.eager import run as run_eager
-from onnxport.hf.inputs import Component, Sizes, token_ids
+from onnxport.hf.parts import Component, Sizes, token_ids
 
 # Folders copied as they are (no model weights): what a pipeline needs besides its graphs.
 COPIED = ("scheduler", "tokenizer", "tokenizer_2", "feature_extractor")

@@ -7,329 +7,44 @@ the validation fresh ones (another batch, sequence and past length, including an
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import inspect
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
-from onnxport.hf import meta
-from onnxport.hf.dims import (
-    BATCH,
-    ENCODER_SEQUENCE,
-    ENCODER_SEQUENCE_OUT,
-    HEIGHT,
-    IMAGE_BATCH,
-    NUM_CHOICES,
-    SEQUENCE,
-    TEXT_BATCH,
-    TOTAL_SEQUENCE,
-    WIDTH,
-)
+from onnxport.hf.dims import BATCH, ENCODER_SEQUENCE, SEQUENCE, TOTAL_SEQUENCE
 from onnxport.hf.dims import PAST_SEQUENCE as PAST
 from onnxport.hf.eager import run as run_eager
+from onnxport.hf.encoders import (
+    audio_component,
+    text_component,
+    text_vision_component,
+    vision_component,
+)
 from onnxport.hf.loading import LoadedModel
+from onnxport.hf.parts import (  # the shared records, used through this module by the exporters
+    CHECK_SIZES,
+    EXPORT_SIZES,
+    CacheBranch,
+    Component,
+    Sizes,
+    image_size,
+    left_padded_mask,
+    position_ids_from_mask,
+    probe_mode,
+    token_ids,
+)
+from onnxport.hf.parts import generator as _generator
 
 TOTAL = TOTAL_SEQUENCE
-DEFAULT_IMAGE = 64
-
-
-@dataclasses.dataclass(frozen=True)
-class Sizes:
-    """The sizes of one input set. ``past`` is the cached length (0 on the first step)."""
-
-    batch: int = 2
-    sequence: int = 8
-    past: int = 3
-    encoder_sequence: int = 6
-    seed: int = 0
-
-
-EXPORT_SIZES = Sizes()
-# Fresh shapes for validation: an empty past (first step), a longer one with other batch/sequence,
-# and a one-token decode step (the size generation runs most; models may branch on it, as
-# transformers' state-space mixers do on ``seq_len == 1``).
-CHECK_SIZES = (Sizes(3, 5, 0, 7, seed=1), Sizes(1, 4, 6, 9, seed=2), Sizes(2, 1, 5, 4, seed=3))
-
-
-@dataclasses.dataclass(frozen=True)
-class CacheBranch:
-    """Outputs of the first step that the later ones feed back instead of recomputing
-    (:func:`onnxport.passes.cache_branch.branch_on_flag`: an encoder-decoder's cross-attention
-    cache, as in Optimum's merged decoder).
-
-    Attributes:
-        outputs: The graph outputs computed on the first step (``present.{i}.encoder.key``...).
-        inputs: The graph inputs that replace them later (``past_key_values.{i}.encoder.key``...).
-        keywords: The keyword inputs of ``make_inputs`` that exist only after the rewrite, left
-            out of the capture (``cross_key_values``, ``use_cache_branch``).
-        flag: The boolean input choosing the cached values.
-        dims: Axis → symbolic dim name of the cached tensors.
-    """
-
-    outputs: tuple[str, ...]
-    inputs: tuple[str, ...]
-    keywords: tuple[str, ...] = ("cross_key_values", "use_cache_branch")
-    flag: str = "use_cache_branch"
-    dims: tuple[tuple[int, str], ...] = ((2, ENCODER_SEQUENCE_OUT),)
-
-
-@dataclasses.dataclass
-class Component:
-    """One ONNX model to write.
-
-    Attributes:
-        name: File stem (``model``, ``encoder_model``, ``decoder_model``).
-        module: The ``nn.Module`` exported (a wrapper from :mod:`onnxport.hf.cache`).
-        make_inputs: Sizes → keyword inputs of ``module.forward``.
-        dynamic_shapes: torch.export dynamic shapes, dims named as in the ONNX graph.
-        input_names: Graph input names of the capture (``None``: onnxport's defaults).
-        output_names: Graph output names.
-        branch: Outputs cached after the first step (the graph gains the branch's inputs).
-    """
-
-    name: str
-    module: torch.nn.Module
-    make_inputs: Callable[[Sizes], dict[str, Any]]
-    dynamic_shapes: dict[str, Any]
-    input_names: list[str] | None
-    output_names: list[str]
-    branch: CacheBranch | None = None
-
-    def capture_inputs(self, sizes: Sizes) -> dict[str, Any]:
-        """``make_inputs(sizes)`` without the inputs the graph gains after the capture."""
-        inputs = self.make_inputs(sizes)
-        skipped = self.branch.keywords if self.branch is not None else ()
-        return {k: v for k, v in inputs.items() if k not in skipped}
-
-
-def _generator(sizes: Sizes) -> torch.Generator:
-    return torch.Generator().manual_seed(1000 + sizes.seed)
-
-
-def token_ids(config: Any, batch: int, sequence: int, generator: torch.Generator) -> torch.Tensor:
-    """Random ids below ``vocab_size`` (at least 3, past the usual special ids); a composite
-    config (``EncoderDecoderConfig``: bert2bert) gives the smaller of its encoder's and decoder's."""
-    vocab = getattr(config, "vocab_size", None)
-    if not vocab:
-        parts = [getattr(getattr(config, part, None), "vocab_size", None) for part in ("encoder", "decoder")]
-        vocab = min((v for v in parts if v), default=None)
-    if not vocab:
-        raise HFError(
-            f"Config of {config.model_type!r} has no vocab_size; cannot build token inputs."
-        )
-    low = 3 if vocab > 6 else 0
-    return torch.randint(low, vocab, (batch, sequence), generator=generator, dtype=torch.int64)
-
-
-def left_padded_mask(batch: int, length: int, pad: int = 2) -> torch.Tensor:
-    """Ones, except the first ``pad`` positions of row 0 when the batch has several rows."""
-    mask = torch.ones(batch, length, dtype=torch.int64)
-    if batch > 1 and length > pad:
-        mask[0, :pad] = 0
-    return mask
-
-
-def position_ids_from_mask(mask: torch.Tensor, sequence: int) -> torch.Tensor:
-    """Positions as transformers' ``generate`` derives them: cumsum of the mask − 1, 1 at padding;
-    the last ``sequence`` columns."""
-    positions = mask.long().cumsum(-1) - 1
-    positions = positions.masked_fill(mask == 0, 1)
-    return positions[:, -sequence:]
-
-
-# -- encoder-style text and vision ------------------------------------------------------------
-def _choices(sizes: Sizes) -> int:
-    """The answers per question of a multiple-choice input set (2 to 4)."""
-    return 2 + sizes.seed % 3
-
-
-def text_component(loaded: LoadedModel) -> Component:
-    """``input_ids``/``attention_mask`` (``[token_type_ids]``) → the task's outputs; for
-    multiple-choice each of them is ``(batch_size, num_choices, sequence_length)``."""
-    config = loaded.model.config
-    outputs = list(loaded.task.outputs)
-    module = wrappers.TextModel(loaded.model, outputs, loaded.pooling)
-    forward = inspect.signature(loaded.model.forward).parameters
-    with_types = "token_type_ids" in forward and bool(getattr(config, "type_vocab_size", 0))
-    choice = loaded.task.kind == "multiple-choice"
-
-    def make(sizes: Sizes) -> dict[str, Any]:
-        gen = _generator(sizes)
-        rows = sizes.batch * _choices(sizes) if choice else sizes.batch
-        inputs = {
-            "input_ids": token_ids(config, rows, sizes.sequence, gen),
-            "attention_mask": left_padded_mask(rows, sizes.sequence),
-        }
-        if with_types:
-            inputs["token_type_ids"] = torch.zeros(rows, sizes.sequence, dtype=torch.int64)
-        if choice:
-            inputs = {k: v.reshape(sizes.batch, _choices(sizes), sizes.sequence) for k, v in inputs.items()}
-        return inputs
-
-    axes: dict[int, Any] = {0: BATCH, 1: NUM_CHOICES, 2: SEQUENCE} if choice else {0: BATCH, 1: SEQUENCE}
-    dynamic = {"input_ids": axes, "attention_mask": axes}
-    if with_types:
-        dynamic["token_type_ids"] = axes
-    if loaded.pooling is not None:
-        outputs.append("sentence_embedding")
-    return Component("model", module, make, dynamic, None, outputs)
-
-
-def image_size(loaded: LoadedModel, config: Any = None) -> tuple[int, int]:
-    """(height, width): the image processor's size, else the ``image_size`` of ``config`` (default:
-    the model's), else 64."""
-    config = config if config is not None else loaded.model.config
-    if loaded.folder is not None and (loaded.folder / "preprocessor_config.json").is_file():
-        processor = json.loads((loaded.folder / "preprocessor_config.json").read_text())
-        size = processor.get("crop_size") or processor.get("size")
-        if isinstance(size, dict) and "height" in size and "width" in size:
-            return int(size["height"]), int(size["width"])
-        if isinstance(size, dict) and "shortest_edge" in size:
-            return int(size["shortest_edge"]), int(size["shortest_edge"])
-        if isinstance(size, int):
-            return size, size
-    value = getattr(config, "image_size", None)
-    if isinstance(value, int):
-        return value, value
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        return int(value[0]), int(value[1])
-    return DEFAULT_IMAGE, DEFAULT_IMAGE
-
-
-def interpolates(model: torch.nn.Module) -> bool:
-    """Whether a patch model resamples its position embeddings to the input's size: on request
-    (its forward takes ``interpolate_pos_encoding``: ViT, DeiT, BEiT, CLIP and SigLIP towers) or
-    always (an embeddings module with an ``interpolate_pos_encoding`` method its forward calls
-    without such a flag: DINOv2).
-
-    Swin-style models (a ``maybe_pad`` method) are left out: they branch on ``H % patch`` and the
-    window size, so a dynamic H/W captured at a multiple holds only that path (a
-    DynamicShapesError); they keep the configured size.
-    """
-    if any(hasattr(m, "maybe_pad") for m in model.modules()):
-        return False
-    return _takes(model, "interpolate_pos_encoding") or any(
-        callable(getattr(m, "interpolate_pos_encoding", None)) and not _takes(m, "interpolate_pos_encoding")
-        for m in model.modules()
-    )
-
-
-def _takes(module: torch.nn.Module, name: str) -> bool:
-    try:
-        return name in inspect.signature(module.forward).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def vision_component(loaded: LoadedModel) -> Component:
-    """``pixel_values`` dynamic in batch, and in height/width for convolutional models (no
-    ``patch_size``) and for patch models that interpolate their position embeddings
-    (:func:`interpolates`; called with ``interpolate_pos_encoding=True``, which at the configured
-    size gives the table unchanged). Other patch models check the image size, so only the batch
-    is dynamic."""
-    config = loaded.model.config
-    height, width = image_size(loaded)
-    channels = getattr(config, "num_channels", 3)
-    patch = getattr(config, "patch_size", None)
-    interpolate = patch is not None and interpolates(loaded.model)
-    resizable = patch is None or interpolate
-    step = patch if isinstance(patch, int) and interpolate else 8
-
-    def make(sizes: Sizes) -> dict[str, Any]:
-        gen = _generator(sizes)
-        grow = step * sizes.seed if resizable else 0
-        if interpolate:  # captured a patch below the configured size; validated at it and above
-            grow = step * (sizes.seed - 1)
-        return {
-            "pixel_values": torch.randn(
-                sizes.batch, channels, height + grow, width + grow, generator=gen
-            )
-        }
-
-    axes = {0: BATCH, 2: HEIGHT, 3: WIDTH} if resizable else {0: BATCH}
-    outputs = list(loaded.task.outputs)
-    if loaded.task.name == "feature-extraction" and _pooled(loaded.model, make):
-        outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
-    module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolate and _takes(loaded.model, "interpolate_pos_encoding"))
-    return Component("model", module, make, {"pixel_values": axes}, None, outputs)
-
-
-def _pooled(model: torch.nn.Module, make: Callable[[Sizes], dict[str, Any]]) -> bool:
-    """Whether the image model returns a ``pooler_output`` (ViT's pooler, CLIP's and DINOv2's
-    class token), from one probe forward (on fake tensors for a meta-device model)."""
-    inputs = {k: v.to(next(model.parameters()).device) for k, v in make(Sizes(batch=1, seed=1)).items()}
-    with _probe_mode(model):
-        out = run_eager("on a probe input (its outputs)", lambda: model(**inputs))
-    return isinstance(out.get("pooler_output") if hasattr(out, "get") else None, torch.Tensor)
-
-
-def _waveform_samples(config: Any, frames: int) -> int:
-    """Samples of a raw waveform whose convolutional feature encoder (``conv_kernel``,
-    ``conv_stride``: wav2vec2, HuBERT, WavLM) yields ``frames`` frames."""
-    kernels = list(getattr(config, "conv_kernel", None) or [400])
-    strides = list(getattr(config, "conv_stride", None) or [320])
-    samples = frames
-    for kernel, stride in zip(reversed(kernels), reversed(strides), strict=True):
-        samples = (samples - 1) * stride + kernel
-    return samples
-
-
-def audio_component(loaded: LoadedModel) -> Component:
-    """``input_values`` → the task's outputs: a raw waveform dynamic in batch and length
-    (``sequence_length``, Optimum's name), or the fixed ``(max_length, num_mel_bins)``
-    spectrogram of an Audio Spectrogram Transformer (dynamic in batch only)."""
-    config = loaded.model.config
-    spectrogram = getattr(config, "num_mel_bins", None), getattr(config, "max_length", None)
-    fixed = all(isinstance(v, int) for v in spectrogram)
-
-    def make(sizes: Sizes) -> dict[str, Any]:
-        gen = _generator(sizes)
-        shape = (sizes.batch, *spectrogram[::-1]) if fixed else (sizes.batch, _waveform_samples(config, 2 * sizes.sequence))
-        return {"input_values": torch.randn(*shape, generator=gen)}
-
-    axes = {0: BATCH} if fixed else {0: BATCH, 1: SEQUENCE}
-    module = wrappers.AudioModel(loaded.model, loaded.task.outputs)
-    return Component("model", module, make, {"input_values": axes}, None, list(loaded.task.outputs))
-
-
-def text_vision_component(loaded: LoadedModel) -> Component:
-    """CLIP-style zero-shot image classification: texts and images in batches of their own
-    (``text_batch_size``, ``image_batch_size``: Optimum's names); images of any size when the
-    model interpolates its position embeddings (``interpolate_pos_encoding``, as
-    :func:`vision_component`)."""
-    model = loaded.model
-    text_config = getattr(model.config, "text_config", model.config)
-    vision_config = getattr(model.config, "vision_config", model.config)
-    height, width = image_size(loaded, vision_config)
-    channels = getattr(vision_config, "num_channels", 3)
-    patch = getattr(vision_config, "patch_size", None)
-    step = patch if isinstance(patch, int) else 0
-    interpolate = bool(step) and _takes(model, "interpolate_pos_encoding")
-
-    def make(sizes: Sizes) -> dict[str, Any]:
-        gen = _generator(sizes)
-        images = sizes.batch + 1
-        grow = step * (sizes.seed - 1) if interpolate else 0  # as vision_component
-        return {
-            "input_ids": token_ids(text_config, sizes.batch, sizes.sequence, gen),
-            "pixel_values": torch.randn(images, channels, height + grow, width + grow, generator=gen),
-            "attention_mask": torch.ones(sizes.batch, sizes.sequence, dtype=torch.int64),
-        }
-
-    text_axes = {0: TEXT_BATCH, 1: SEQUENCE}
-    image_axes = {0: IMAGE_BATCH, 2: HEIGHT, 3: WIDTH} if interpolate else {0: IMAGE_BATCH}
-    dynamic = {"input_ids": text_axes, "pixel_values": image_axes, "attention_mask": dict(text_axes)}
-    module = wrappers.TextVisionModel(model, loaded.task.outputs, interpolate=interpolate)
-    return Component("model", module, make, dynamic, None, list(loaded.task.outputs))
-
+__all__ = [
+    "CHECK_SIZES", "EXPORT_SIZES", "CacheBranch", "Component", "Sizes", "components", "folder_files",
+    "image_size", "left_padded_mask", "position_ids_from_mask", "token_ids",
+]  # fmt: skip
 
 # -- decoder-only language models --------------------------------------------------------------
 # transformers.js' names for the recurrent state of a linear-attention layer (``getCacheNames`` in
@@ -508,19 +223,6 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
 
 
 # -- encoder-decoder ---------------------------------------------------------------------------
-@contextlib.contextmanager
-def _probe_mode(model: torch.nn.Module) -> Iterator[None]:
-    """Where the shape probes of ``model`` run: in plain eager, or for a meta-device model (the
-    streamed path) on fake tensors, all its tensors on ``meta`` (:func:`onnxport.hf.meta.all_on_meta`),
-    so that transformers skips its data-dependent shortcuts (``padding_mask.all()`` in
-    ``masking_utils``) as under torch.export."""
-    if not any(p.device.type == "meta" for p in model.parameters()):
-        yield
-        return
-    with meta.all_on_meta(model), FakeTensorMode(allow_non_fake_inputs=True):
-        yield
-
-
 def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     """``encoder_model`` and ``decoder_model`` (self-attention cache; the cross-attention cache
     computed on the first step and fed back after it: :class:`CacheBranch`)."""
@@ -581,7 +283,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         out = model(encoder_outputs=(hidden,), decoder_input_ids=start.to(device), past_key_values=cache, use_cache=True)
         return out.past_key_values
 
-    with _probe_mode(model):
+    with probe_mode(model):
         hidden = run_eager("on a probe input (the encoder's output shape)", lambda: encoder(**unmasked))
         caches = run_eager("on a probe input (finding the KV cache's shapes)", probe)
         shapes = [layer.key for layer in cache_shapes(lambda: caches.self_attention_cache) if layer.key is not None]
