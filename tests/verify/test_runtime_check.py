@@ -12,6 +12,7 @@ import onnxport
 from onnxport.errors import DynamicShapesError, RuntimeCheckError
 from onnxport.testing.coverage_cases import TF_SAME_PAD, case
 from onnxport.translate.context import Ctx
+from onnxport.verify import runtime_check
 from onnxport.verify.runtime_check import check_runtime, skip_reason
 
 DYN = torch.export.Dim.DYNAMIC
@@ -174,3 +175,20 @@ def test_derived_dims_resize_every_input_consistently() -> None:
     with torch.no_grad():
         expected = model(x, t)
     torch.testing.assert_close(torch.as_tensor(program(x, t)[0]), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_refusal_that_runs_without_optimizations_names_onnxruntime() -> None:
+    """A graph the session refuses but that runs with onnxruntime's graph optimizations off (a
+    rewrite of onnxruntime's broke it: ConvBERT's unfold, seen in session 10) gets a message saying
+    so, not "onnxport bug"; a graph refused either way keeps the onnxport-bug message."""
+    x = torch.randn(2, 4)
+    program = onnxport.export(ReluNet().eval(), (x,), dynamic_shapes=({0: DYN},),
+                              custom_translations={torch.ops.aten.relu.default: baked_relu}, check_runtime=False)
+    inputs = {program.model.graph.inputs[0].name: x.numpy()}
+    assert runtime_check._runs_unoptimized(program, inputs)  # the example's size runs
+    wrong = {program.model.graph.inputs[0].name: torch.randn(3, 4).numpy()}
+    assert not runtime_check._runs_unoptimized(program, wrong)  # the baked Reshape fails anyway
+    error = runtime_check.runtime_error(program, RuntimeError("Status Message: boom"), "example inputs", True)
+    assert "graph optimizations off" in str(error) and "onnxport bug" not in str(error)
+    error = runtime_check.runtime_error(program, RuntimeError("Status Message: boom"), "example inputs", False)
+    assert "onnxport bug" in str(error)

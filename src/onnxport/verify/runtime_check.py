@@ -40,7 +40,7 @@ from torch.export.graph_signature import InputKind
 
 from onnxport.errors import DynamicShapesError, RuntimeCheckError, VerificationError
 from onnxport.metadata import KEY_FX_NODE, KEY_STACK_TRACE
-from onnxport.runtime import feeds, initializer_bytes, run_session
+from onnxport.runtime import create_session, feeds, initializer_bytes, run_session
 from onnxport.verify.compare import compare_outputs
 from onnxport.verify.guards import SizeChoice, choose_sizes, input_guards
 from onnxport.verify.inputs import (
@@ -135,8 +135,27 @@ def _fx_node(program: Any, onnx_node: ir.Node | None) -> torch.fx.Node | None:
     return None
 
 
-def runtime_error(program: Any, error: BaseException, input_set: str) -> RuntimeCheckError:
-    """The :class:`RuntimeCheckError` for onnxruntime's refusal ``error`` on ``input_set``."""
+def _runs_unoptimized(program: Any, inputs: dict[str, Any]) -> bool:
+    """Whether the graph runs on ``inputs`` in a session with onnxruntime's graph optimizations
+    off: then the refusal came from a rewrite of onnxruntime's optimizer, not from the graph."""
+    import onnxruntime as ort  # heavy optional runtime, present when a session failed
+
+    def unoptimized(data: Any) -> Any:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.log_severity_level = 4
+        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+    try:
+        run_session(create_session(program.model, initializer=unoptimized), inputs)
+    except Exception:  # onnxruntime's own exception types: the graph itself is refused
+        return False
+    return True
+
+
+def runtime_error(program: Any, error: BaseException, input_set: str, runs_unoptimized: bool = False) -> RuntimeCheckError:
+    """The :class:`RuntimeCheckError` for onnxruntime's refusal ``error`` on ``input_set``
+    (``runs_unoptimized``: the same inputs run with onnxruntime's graph optimizations off)."""
     text = str(error).strip()
     match = _NODE_IN_MESSAGE.search(text)
     op_type, name = (match.group(1), match.group(2)) if match else (None, None)
@@ -148,7 +167,15 @@ def runtime_error(program: Any, error: BaseException, input_set: str) -> Runtime
         lines.append(f"ONNX node: {name} ({op_type})")
     if fx_node is None and onnx_node is not None and onnx_node.metadata_props.get(KEY_STACK_TRACE):
         lines.append(f"Traced at:\n  {onnx_node.metadata_props[KEY_STACK_TRACE].strip().splitlines()[-1]}")
-    if input_set == "example inputs":
+    if runs_unoptimized:
+        lines.append(
+            "No file was written. The graph runs with onnxruntime's graph optimizations off "
+            "(SessionOptions.graph_optimization_level = ORT_DISABLE_ALL): one of onnxruntime's own rewrites "
+            "breaks it (the node above may be one it created). Run the model with optimizations off, or "
+            "skip that rewrite (InferenceSession(..., disabled_optimizers=[...])), and report it to "
+            "onnxruntime with the model; export(..., check_runtime=False) writes the file anyway."
+        )
+    elif input_set == "example inputs":
         lines.append(
             "No file was written. This is an onnxport bug (the translation emitted a form onnxruntime's kernel "
             "does not take): please report it with the model; export(..., check_runtime=False) skips this check."
@@ -395,7 +422,7 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
         try:
             run_session(session, inputs)
         except Exception as e:  # onnxruntime's own exception types (Fail, RuntimeException, ...)
-            raise runtime_error(program, e, label) from e
+            raise runtime_error(program, e, label, _runs_unoptimized(program, inputs)) from e
         result.ran.append(label)
     result.seconds = time.perf_counter() - start
     return result
