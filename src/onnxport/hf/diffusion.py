@@ -29,6 +29,7 @@ from onnxport.errors import HFError
 from onnxport.hf.dims import BATCH, HEIGHT, SEQUENCE, WIDTH
 from onnxport.hf.eager import run as run_eager
 from onnxport.hf.parts import Component, Sizes, token_ids
+from onnxport.hf.parts import generator as _generator
 
 # Folders copied as they are (no model weights): what a pipeline needs besides its graphs.
 COPIED = ("scheduler", "tokenizer", "tokenizer_2", "feature_extractor")
@@ -111,10 +112,6 @@ def _load(folder: Path, name: str, library: str, cls: str) -> Any:
         return run_eager(f"loading {name}", lambda: loader.from_pretrained(folder / name)).eval()
     except HFError as e:
         raise HFError(f"Could not load the pipeline's {name} ({library}.{cls}): {e}") from e
-
-
-def _generator(sizes: Sizes) -> torch.Generator:
-    return torch.Generator().manual_seed(2000 + sizes.seed)
 
 
 def _text_encoder(name: str, model: Any) -> Component:

@@ -26,6 +26,7 @@ import onnx_ir as ir
 from onnx_ir.passes import common
 
 from onnxport.errors import InputError
+from onnxport.passes.node_copy import copy_node
 
 
 def _cone(targets: Sequence[ir.Value]) -> set[ir.Node]:
@@ -41,23 +42,15 @@ def _cone(targets: Sequence[ir.Value]) -> set[ir.Node]:
     return cone
 
 
-def _copy(node: ir.Node, inputs: list[ir.Value | None]) -> ir.Node:
-    attributes = [ir.Attr(a.name, a.type, a.value) for a in node.attributes.values()]
-    return ir.Node(
-        node.domain, node.op_type, inputs, attributes, overload=node.overload,
-        num_outputs=len(node.outputs), version=node.version, metadata_props=dict(node.metadata_props),
-    )  # fmt: skip
-
-
 def _else_branch(graph: ir.Graph, targets: Sequence[ir.Value]) -> ir.Graph:
     """A subgraph computing ``targets`` from the outer graph's inputs and initializers."""
     order = {node: i for i, node in enumerate(graph)}
     copies: dict[ir.Value, ir.Value] = {}
     nodes = []
     for node in sorted(_cone(targets), key=order.__getitem__):
-        copy = _copy(node, [None if v is None else copies.get(v, v) for v in node.inputs])
+        copy = copy_node(node, [None if v is None else copies.get(v, v) for v in node.inputs])
         for old, new in zip(node.outputs, copy.outputs, strict=True):
-            new.name, new.type, new.shape = f"{old.name}__first_step", old.type, old.shape
+            new.name = f"{old.name}__first_step"
             copies[old] = new
         nodes.append(copy)
     return ir.Graph((), [copies[v] for v in targets], nodes=nodes, name="first_step")

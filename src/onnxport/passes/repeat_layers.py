@@ -34,6 +34,7 @@ import onnx_ir as ir
 
 from onnxport.metadata import KEY_NAME_SCOPES
 from onnxport.passes.module_functions import module_instance
+from onnxport.passes.node_copy import copy_node
 from onnxport.weights import WeightTable
 from onnxport.weights.tensor import Slot, WeightTensor, missing_slot
 
@@ -232,12 +233,7 @@ class _Copy:
         copies = []
         for node in template:
             inputs = [None if v is None else self.value(v) for v in node.inputs]
-            copy = ir.Node(
-                node.domain, node.op_type, inputs, attributes=list(node.attributes.values()),
-                overload=node.overload, num_outputs=len(node.outputs), version=node.version,
-                name=f"{node.name}/layer{self.new}" if node.name else None,
-            )
-            copy.metadata_props.update(node.metadata_props)
+            copy = copy_node(node, inputs, f"{node.name}/layer{self.new}" if node.name else None)
             copy.metadata_props[KEY_REPEATED_FROM] = str(self.old)
             scopes = node.metadata_props.get(KEY_NAME_SCOPES)
             if scopes:  # the layer's scope 'layers.<old>' becomes 'layers.<new>'
@@ -245,7 +241,6 @@ class _Copy:
                     rf"'((?:[^']*\.)?){self.old}'", lambda m: f"'{m.group(1)}{self.new}'", scopes, count=1
                 )
             for out, new_out in zip(node.outputs, copy.outputs):
-                new_out.type, new_out.shape, new_out.const_value = out.type, out.shape, out.const_value
                 new_out.name = f"{out.name}_l{self.new}" if out.name else None
                 self.mapping[id(out)] = new_out
             copies.append(copy)
