@@ -407,10 +407,9 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
     (:mod:`onnxport.passes.cache_branch`), as Optimum's merged decoder does.
     """
 
-    def __init__(self, model: torch.nn.Module, *, with_encoder_mask: bool) -> None:
+    def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
         self.model = model
-        self.with_encoder_mask = with_encoder_mask
 
     def forward(
         self,

@@ -334,7 +334,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         names.append("encoder_attention_mask")
     decoder_dynamic["past_key_values"] = [(dict(kv_axes), dict(kv_axes)) for _ in range(layers)]
     names += past_names(layers, "past_key_values", "decoder")
-    decoder = wrappers.Seq2SeqDecoderWithCache(model, with_encoder_mask=not fixed)
+    decoder = wrappers.Seq2SeqDecoderWithCache(model)
     cross = past_names(len(cross_shapes), "present", "encoder")
     return [
         Component(
