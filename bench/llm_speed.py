@@ -40,6 +40,7 @@ The checkpoint and the ONNX folders live in ``--workdir`` and are deleted at the
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -318,7 +319,7 @@ class SharedBuffer:
             self.bound = (inputs, *self._binding(inputs))
         io = self.bound[1]
         self.sess.run_with_iobinding(io)
-        return [io.get_outputs()[0].numpy()]
+        return [io.get_outputs()[-1].numpy()]  # logits, bound last
 
 
 def feeds(
@@ -355,18 +356,21 @@ def measure(
     cases: list[tuple[str, int, int, int]],
     repeats: int,
     head_dim: int,
-    cell_seconds: float = 4.0,
-) -> dict:
-    """Median milliseconds per (case, model); models alternate inside every repetition.
+    cell_seconds: float = 2.0,
+    most: int = 13,
+) -> dict[str, dict[str, list[float]]]:
+    """Seconds of every timed run per (case, model); models take turns inside every repetition.
 
     Every timed run follows a ``SETTLE_SECONDS`` pause: onnxruntime's intra-op threads keep
     spinning for a while after a run, and a session started right after another one shares the
     two cores with those spinning threads (measured: two int4 decode sessions alternating
-    back to back both took ~31 ms a step, ~15 ms each with the pause). A cell runs at least
-    ``repeats`` times, more for short cells (up to ``cell_seconds`` per model, at most 25), since
-    a 20 ms step is noisier than a 2 s prefill.
+    back to back both took ~31 ms a step, ~15 ms each with the pause). The order of the turns
+    rotates with every repetition, so no model always runs first. A cell runs at least
+    ``repeats`` times, more for short cells (up to ``cell_seconds`` per model, at most ``most``),
+    since a 20 ms step is noisier than a 2 s prefill.
     """
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, list[float]]] = {}
+    names = list(sessions)
     for label, batch, sequence, past in cases:
         inputs = {name: feeds(s, batch, sequence, past, head_dim) for name, s in sessions.items()}
         warm = []
@@ -375,18 +379,51 @@ def measure(
             start = time.perf_counter()
             s.run(["logits"], inputs[name])
             warm.append(time.perf_counter() - start)
-        count = max(repeats, min(25, int(cell_seconds / max(min(warm), 1e-3))))
+        count = max(repeats, min(most, int(cell_seconds / max(min(warm), 1e-3))))
         times: dict[str, list[float]] = {name: [] for name in sessions}
-        for _ in range(count):
-            for name, s in sessions.items():
+        for turn in range(count):
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
                 time.sleep(SETTLE_SECONDS)
                 start = time.perf_counter()
-                s.run(["logits"], inputs[name])
+                sessions[name].run(["logits"], inputs[name])
                 times[name].append(time.perf_counter() - start)
-        out[f"{label} b{batch}"] = {name: statistics.median(t) * 1000 for name, t in times.items()}
-        row = "  ".join(f"{n} {v:8.1f} ms" for n, v in out[f"{label} b{batch}"].items())
-        print(f"  {label:14s} b{batch} (x{count}): {row}", flush=True)
+        out[f"{label} b{batch}"] = times
     return out
+
+
+def medians(passes: list[dict[str, dict[str, list[float]]]]) -> dict[str, dict[str, float]]:
+    """Median milliseconds per (case, model) over the timed runs of every pass, printed a row a
+    case."""
+    out: dict[str, dict[str, float]] = {}
+    for cell in passes[0]:
+        merged: dict[str, list[float]] = {}
+        for times in passes:
+            for name, runs in times[cell].items():
+                merged.setdefault(name, []).extend(runs)
+        out[cell] = {name: statistics.median(runs) * 1000 for name, runs in merged.items()}
+        count = min(len(runs) for runs in merged.values())
+        row = "  ".join(f"{n} {v:8.1f} ms" for n, v in out[cell].items())
+        print(f"  {cell:18s} (x{count}): {row}", flush=True)
+    return out
+
+
+def open_sessions(
+    names: list[str], folders: dict[str, Path], threads: int, control: bool
+) -> dict[str, Any]:
+    """Sessions of ``names``, created in that order, with the builder's A/A control
+    (``control``) and the in-place runs (:class:`SharedBuffer`) of the shared-buffer graphs and
+    of the builder's graph (``builder-shared``: the builder's session, run that way)."""
+    sessions: dict[str, Any] = {n: session(model_file(folders[n]), threads) for n in names}
+    builder = next((n for n in names if n in ("builder", "builder-int4")), None)
+    if control and builder is not None:  # A/A: the builder's graph against itself
+        sessions[f"{builder}-control"] = session(model_file(folders[builder]), threads)
+    shared = any(n.startswith("onnxport-ort-shared") for n in names)
+    for n in list(sessions):
+        if n.startswith("builder") and not n.endswith("-control") and shared:
+            sessions[f"{n}-shared"] = SharedBuffer(sessions[n])
+        elif n.startswith("onnxport-ort-shared"):
+            sessions[n] = SharedBuffer(sessions[n])
+    return sessions
 
 
 def first_logits(sess: Any, head_dim: int) -> np.ndarray:
@@ -543,23 +580,22 @@ def main() -> None:
             if not names:
                 continue
             print(f"{precision}: {', '.join(names)}", flush=True)
-            sessions: dict[str, Any] = {
-                n: session(model_file(folders[n]), args.threads) for n in names
-            }
-            for n, s in sessions.items():
-                logits[n] = first_logits(s, head_dim)
-            builder = "builder" if precision == "fp32" else "builder-int4"
-            if args.control and builder in sessions:  # A/A: the builder's graph against itself
-                sessions[f"{builder}-control"] = session(model_file(folders[builder]), args.threads)
-            for n in list(sessions):  # the shared graphs, and the builder's run the same way
-                if n.startswith("builder") and not n.endswith("-control") and any(
-                    m.startswith("onnxport-ort-shared") for m in names
-                ):
-                    sessions[f"{n}-shared"] = SharedBuffer(sessions[n])
-                elif n.startswith("onnxport-ort-shared"):
-                    sessions[n] = SharedBuffer(sessions[n])
-            report["latency_ms"][precision] = measure(sessions, cases, args.repeats, head_dim)
-            del sessions
+            # Two passes, the sessions created in opposite orders: the session created first
+            # ran 1-4% slower than later sessions of the same graph in one process (the builder's
+            # 4-layer fp32 graph in three sessions, decode past 128, turns rotating; a session
+            # created after the first was released was slow in its place), which would favour
+            # whichever exporter comes second.
+            passes = []
+            for order in (names, names[::-1]):
+                sessions = open_sessions(order, folders, args.threads, args.control)
+                for n in names:
+                    if n not in logits:
+                        logits[n] = first_logits(getattr(sessions[n], "sess", sessions[n]), head_dim)
+                print(f" sessions created in the order {', '.join(order)}", flush=True)
+                passes.append(measure(sessions, cases, (args.repeats + 1) // 2, head_dim))
+                del sessions
+                gc.collect()
+            report["latency_ms"][precision] = medians(passes)
         report["accuracy"] = accuracy(logits)
         for key, value in report["accuracy"].items():
             print(f"{key}: {value:.4g}", flush=True)
