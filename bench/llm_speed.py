@@ -23,7 +23,11 @@ The ``*-shared`` rows run as onnxruntime-genai does with ``past_present_share_bu
 both the input and the ``present.*`` output, updated in place; ``builder-shared`` is the builder's
 graph run that way, ``onnxport-ort-shared`` onnxport's ``kv_cache="shared"`` export.
 Latency is the median of at least ``--repeats`` runs after one warm-up, each run after a short
-pause so that the previous session's spinning threads are idle (see :func:`measure`). Export time
+pause so that the previous session's spinning threads are idle, the models taking turns in an
+order that rotates (see :func:`measure`). The runs are split over two passes whose sessions are
+created in opposite orders, and the main thread and the session's workers are pinned to one
+processor each (:func:`pin_threads`): both of these moved single sessions by more than the
+differences measured. Export time
 is the best of ``--export-repeats`` runs, the variants taking turns, each started from the same
 page-cache state (:func:`settle_page_cache`). The machine's load
 (``uptime``) is recorded before and after, since other processes share the cores.
@@ -268,12 +272,31 @@ def model_file(folder: Path) -> Path:
     return flat if flat.is_file() else folder / "onnx" / "model.onnx"
 
 
-def session(path: Path, threads: int) -> Any:
+def pin_threads(threads: int) -> str | None:
+    """Pins the calling (main) thread to the first processor and returns onnxruntime's
+    ``session.intra_op_thread_affinities`` for the ``threads - 1`` workers: one processor each,
+    the next ones (ids 1-based). None, and nothing pinned, when there are fewer processors.
+
+    Unpinned, the scheduler sometimes left a session's worker on the main thread's core between
+    the timed runs: that session then ran about 2x slower for the whole cell (SmolLM2 int4 decode,
+    4 passes of 3 sessions: 10.1 ms instead of 5 ms, a different session each time); pinned, no
+    session did.
+    """
+    processors = sorted(os.sched_getaffinity(0))
+    if threads < 2 or len(processors) < threads:
+        return None
+    os.sched_setaffinity(0, {processors[0]})
+    return ";".join(str(cpu + 1) for cpu in processors[1:threads])
+
+
+def session(path: Path, threads: int, affinities: str | None = None) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    if affinities:
+        options.add_session_config_entry("session.intra_op_thread_affinities", affinities)
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
@@ -408,15 +431,21 @@ def medians(passes: list[dict[str, dict[str, list[float]]]]) -> dict[str, dict[s
 
 
 def open_sessions(
-    names: list[str], folders: dict[str, Path], threads: int, control: bool
+    names: list[str],
+    folders: dict[str, Path],
+    threads: int,
+    control: bool,
+    affinities: str | None = None,
 ) -> dict[str, Any]:
     """Sessions of ``names``, created in that order, with the builder's A/A control
     (``control``) and the in-place runs (:class:`SharedBuffer`) of the shared-buffer graphs and
     of the builder's graph (``builder-shared``: the builder's session, run that way)."""
-    sessions: dict[str, Any] = {n: session(model_file(folders[n]), threads) for n in names}
+    sessions: dict[str, Any] = {
+        n: session(model_file(folders[n]), threads, affinities) for n in names
+    }
     builder = next((n for n in names if n in ("builder", "builder-int4")), None)
     if control and builder is not None:  # A/A: the builder's graph against itself
-        sessions[f"{builder}-control"] = session(model_file(folders[builder]), threads)
+        sessions[f"{builder}-control"] = session(model_file(folders[builder]), threads, affinities)
     shared = any(n.startswith("onnxport-ort-shared") for n in names)
     for n in list(sessions):
         if n.startswith("builder") and not n.endswith("-control") and shared:
@@ -574,6 +603,8 @@ def main() -> None:
         ]
         report["latency_ms"] = {}
         report["load_measure_start"] = uptime()
+        affinities = pin_threads(args.threads)  # after the exports: their processes would inherit it
+        report["thread_affinities"] = affinities
         logits: dict[str, np.ndarray] = {}
         for precision in ("fp32", "int4"):
             names = [n for n in ok if variants[n][1] == precision]
@@ -587,7 +618,7 @@ def main() -> None:
             # whichever exporter comes second.
             passes = []
             for order in (names, names[::-1]):
-                sessions = open_sessions(order, folders, args.threads, args.control)
+                sessions = open_sessions(order, folders, args.threads, args.control, affinities)
                 for n in names:
                     if n not in logits:
                         logits[n] = first_logits(getattr(sessions[n], "sess", sessions[n]), head_dim)
