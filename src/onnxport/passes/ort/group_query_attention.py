@@ -39,7 +39,15 @@ self-consistent but no longer matches a cache made by transformers. onnxport the
 rotary only with ``shared_buffer``, whose rows are unpadded by contract (onnxruntime-genai's builder
 graphs make the same assumption); the concatenating graph keeps its rotary and honours
 ``position_ids``. Other positions (packed sequences, custom position ids) are never honoured by
-the fused kernel, and the total length must stay below ``rotary_positions``.
+the fused kernel, and the total length must stay below ``rotary_positions``. The kernel's own
+``position_ids`` input (input 9) does not help: onnxruntime 1.31's CPU kernel reads it after the
+first prompt only (on a batch-2 prompt with an empty past, position ids ``0..2`` and ``7..9`` gave
+the same ``present.key``), so a left-padded row's prompt keys and its later queries would be
+rotated from different origins.
+
+The CPU kernel also refuses a batch above 1 with ``sequence_length > 1`` and a past ("batch_size
+must be 1 when sequence_length > 1 and past context is given"): prompts and one-token steps run at
+any batch, a batch continued by several tokens at once only on the standard graph.
 
 ``shared_buffer``: the graph onnxruntime-genai runs with ``past_present_share_buffer: true``:
 ``past_key_values.*`` are fixed ``(batch, kv_heads, max_length, head_size)`` buffers that the kernel
