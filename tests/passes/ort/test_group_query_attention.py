@@ -13,10 +13,12 @@ import onnxport.hf
 from _generation import assert_greedy_equals_transformers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import from_model
+from onnxport.passes.ort import kernels
 
 from ._models import GQA_DECODER, llama
 
 hf_export = importlib.import_module("onnxport.hf.export")
+gqa_module = importlib.import_module("onnxport.passes.ort.group_query_attention")
 pytest.importorskip("transformers")
 
 # onnxruntime's GQA refuses batch > 1 with several new tokens and a past ("batch_size must be 1
@@ -71,6 +73,29 @@ def test_fused_equals_standard_graph(exported) -> None:
             assert node.attributes["kv_num_heads"].as_int() == 2
             assert node.inputs[10] is not None  # the mask as attention_bias
     _compare(model, fused, standard)
+
+
+def test_rows_hiding_every_key_are_zero_with_or_without_a_mul(exported, monkeypatch) -> None:
+    """onnxruntime 1.31's kernel outputs 0 for a query row whose bias hides every key (left
+    padding), as ONNX Attention does: the probe says so, and no Mul follows the fused attention.
+    Where the probe says no, the fusion zeroes those rows with a Mul; both graphs equal the
+    standard one with left padding and a past."""
+    model, fused, standard = exported
+    assert kernels.gqa_zeroes_hidden_rows()
+
+    def consumers(program) -> list[str]:
+        return [
+            use.node.op_type
+            for node in program.model.graph
+            if node.op_type == "GroupQueryAttention"
+            for use in node.outputs[0].uses()
+        ]
+
+    assert "Mul" not in consumers(fused)
+    monkeypatch.setattr(gqa_module, "gqa_zeroes_hidden_rows", lambda: False)
+    zeroed = onnxport.hf.export(model, target="onnxruntime").programs["model"]  # validated vs eager
+    assert consumers(zeroed) == ["Mul"] * GQA_DECODER["num_hidden_layers"]
+    _compare(model, zeroed, standard)
 
 
 def test_head_size_the_kernel_refuses_keeps_attention() -> None:

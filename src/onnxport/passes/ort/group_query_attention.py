@@ -20,7 +20,9 @@ the present (past + new, written in place when past and present share a buffer).
   row and ``causal=1`` (the fusion applies to decoders, whose mask already is causal);
 - rows whose mask attends to nothing (left padding) give what the graph gave
   (:attr:`~onnxport.passes.ort.attention_match.Match.empty_row`): 0 for ONNX Attention, the mean
-  of all of ``V`` for eager's softmax; the kernel alone would average their causal prefix;
+  of all of ``V`` for eager's softmax. onnxruntime 1.31's kernel already gives 0 there, so the
+  zeroing ``Mul`` (one per layer, run at every step) is added only where
+  :func:`~onnxport.passes.ort.kernels.gqa_zeroes_hidden_rows` finds the installed kernel does not;
 - the output replaces the ``Reshape(Transpose(Reshape(out)))`` chain, or feeds an equivalent one.
 
 Two options change this (:class:`GroupQueryAttentionPass`):
@@ -79,7 +81,7 @@ from onnxport.passes.ort.attention_match import (
     Match,
     match_attention,
 )
-from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
+from onnxport.passes.ort.kernels import MICROSOFT, gqa_zeroes_hidden_rows, has_kernel
 from onnxport.passes.ort.rotary import Rotary, caches, match_rotary
 
 
@@ -289,7 +291,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         nodes.append(gqa)
         out, present_key, present_value = gqa.outputs
         result = out
-        if mask is not None and m.empty_row == EMPTY_ROW_ZERO:
+        if mask is not None and m.empty_row == EMPTY_ROW_ZERO and not gqa_zeroes_hidden_rows():
             rows = self._rows(mask, shared, add, const)
             result = add("Mul", [out, rows])
         elif mask is not None and m.empty_row == EMPTY_ROW_MEAN:
