@@ -14,6 +14,7 @@ import onnx_ir.passes.common as common
 from onnxport.passes.constant_folding import FoldConstantsPass
 from onnxport.passes.distinct_outputs import DistinctOutputsPass
 from onnxport.passes.fusions.conv_batchnorm import ConvBatchNormPass
+from onnxport.passes.fusions.no_op import NoOpPass
 from onnxport.passes.fusions.rms_norm import RMSNormFusionPass
 from onnxport.passes.fusions.unsqueeze_chain import UnsqueezeChainPass
 from onnxport.passes.module_functions import ModuleFunctionsPass
@@ -37,6 +38,7 @@ def optimize(model: ir.Model, modules_as_functions: Iterable[str | type] | None 
             RMSNormFusionPass(),
             *outline,
             common.IdentityEliminationPass(),
+            NoOpPass(),  # before the Unsqueeze chains: a no-op between two no longer splits one
             UnsqueezeChainPass(),  # after Identity elimination: a full slice between two no longer splits a chain
             common.CommonSubexpressionEliminationPass(),
             common.RemoveUnusedNodesPass(),
