@@ -24,8 +24,9 @@ both the input and the ``present.*`` output, updated in place; ``builder-shared`
 graph run that way, ``onnxport-ort-shared`` onnxport's ``kv_cache="shared"`` export.
 Latency is the median of at least ``--repeats`` runs after one warm-up, each run after a short
 pause so that the previous session's spinning threads are idle, the models taking turns in an
-order that rotates (see :func:`measure`). The runs are split over two passes whose sessions are
-created in opposite orders, and the main thread and the session's workers are pinned to one
+order that rotates (see :func:`measure`). The runs are split over one pass per session, each
+creating the sessions in a rotated order (every graph created once at every position), and the
+main thread and the session's workers are pinned to one
 processor each (:func:`pin_threads`): both of these moved single sessions by more than the
 differences measured. Export time
 is the best of ``--export-repeats`` runs, the variants taking turns, each started from the same
@@ -431,21 +432,16 @@ def medians(passes: list[dict[str, dict[str, list[float]]]]) -> dict[str, dict[s
 
 
 def open_sessions(
-    names: list[str],
-    folders: dict[str, Path],
-    threads: int,
-    control: bool,
-    affinities: str | None = None,
+    names: list[str], folders: dict[str, Path], threads: int, affinities: str | None = None
 ) -> dict[str, Any]:
-    """Sessions of ``names``, created in that order, with the builder's A/A control
-    (``control``) and the in-place runs (:class:`SharedBuffer`) of the shared-buffer graphs and
-    of the builder's graph (``builder-shared``: the builder's session, run that way)."""
+    """Sessions of ``names``, created in that order (``<builder>-control``: a second session of
+    the builder's graph, the A/A control), and the in-place runs (:class:`SharedBuffer`) of the
+    shared-buffer graphs and of the builder's graph (``builder-shared``: the builder's session,
+    run that way)."""
     sessions: dict[str, Any] = {
-        n: session(model_file(folders[n]), threads, affinities) for n in names
+        n: session(model_file(folders[n.removesuffix("-control")]), threads, affinities)
+        for n in names
     }
-    builder = next((n for n in names if n in ("builder", "builder-int4")), None)
-    if control and builder is not None:  # A/A: the builder's graph against itself
-        sessions[f"{builder}-control"] = session(model_file(folders[builder]), threads, affinities)
     shared = any(n.startswith("onnxport-ort-shared") for n in names)
     for n in list(sessions):
         if n.startswith("builder") and not n.endswith("-control") and shared:
@@ -611,19 +607,25 @@ def main() -> None:
             if not names:
                 continue
             print(f"{precision}: {', '.join(names)}", flush=True)
-            # Two passes, the sessions created in opposite orders: the session created first
-            # ran 1-4% slower than later sessions of the same graph in one process (the builder's
-            # 4-layer fp32 graph in three sessions, decode past 128, turns rotating; a session
-            # created after the first was released was slow in its place), which would favour
-            # whichever exporter comes second.
+            # One pass per session, each creating the sessions in a rotated order, so that every
+            # graph is created once at every position: the session created first ran 1-4% slower
+            # than later sessions of the same graph in one process (the builder's 4-layer fp32
+            # graph in three sessions, decode past 128, turns rotating; a session created after
+            # the first was released was slow in its place), and two passes in opposite orders
+            # still left one graph in the middle both times (SmolLM2 fp32: the builder's control
+            # session, created last twice, at 1.04-1.08 of the builder's).
+            builder = "builder" if precision == "fp32" else "builder-int4"
+            created = names + ([f"{builder}-control"] if args.control and builder in names else [])
             passes = []
-            for order in (names, names[::-1]):
-                sessions = open_sessions(order, folders, args.threads, args.control, affinities)
+            for turn in range(len(created)):
+                order = created[turn:] + created[:turn]
+                sessions = open_sessions(order, folders, args.threads, affinities)
                 for n in names:
                     if n not in logits:
                         logits[n] = first_logits(getattr(sessions[n], "sess", sessions[n]), head_dim)
                 print(f" sessions created in the order {', '.join(order)}", flush=True)
-                passes.append(measure(sessions, cases, (args.repeats + 1) // 2, head_dim))
+                share = -(-args.repeats // len(created))
+                passes.append(measure(sessions, cases, share, head_dim, most=-(-26 // len(created))))
                 del sessions
                 gc.collect()
             report["latency_ms"][precision] = medians(passes)

@@ -20,8 +20,9 @@ the present (past + new, written in place when past and present share a buffer).
   row and ``causal=1`` (the fusion applies to decoders, whose mask already is causal);
 - rows whose mask attends to nothing (left padding) give what the graph gave
   (:attr:`~onnxport.passes.ort.attention_match.Match.empty_row`): 0 for ONNX Attention, the mean
-  of all of ``V`` for eager's softmax. onnxruntime 1.31's kernel already gives 0 there, so the
-  zeroing ``Mul`` (one per layer, run at every step) is added only where
+  of all of ``V`` for eager's softmax. onnxruntime 1.31's kernel already gives 0 there when the
+  bias hides with the float32 minimum (a boolean mask's bias), so the zeroing ``Mul`` (one per
+  layer, run at every step) is added only for float masks or where
   :func:`~onnxport.passes.ort.kernels.gqa_zeroes_hidden_rows` finds the installed kernel does not;
 - the output replaces the ``Reshape(Transpose(Reshape(out)))`` chain, or feeds an equivalent one.
 
@@ -291,7 +292,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         nodes.append(gqa)
         out, present_key, present_value = gqa.outputs
         result = out
-        if mask is not None and m.empty_row == EMPTY_ROW_ZERO and not gqa_zeroes_hidden_rows():
+        # a boolean mask's bias hides with exactly the float32 minimum: what the probe checked
+        kernel_zeroes = mask is not None and mask.dtype == ir.DataType.BOOL and m.mask_scale == 1.0
+        if mask is not None and m.empty_row == EMPTY_ROW_ZERO and not (kernel_zeroes and gqa_zeroes_hidden_rows()):
             rows = self._rows(mask, shared, add, const)
             result = add("Mul", [out, rows])
         elif mask is not None and m.empty_row == EMPTY_ROW_MEAN:
