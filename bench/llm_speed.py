@@ -375,13 +375,22 @@ def feeds(
 SETTLE_SECONDS = 0.05  # pause before every timed run (see measure)
 
 
+CELL_SECONDS = 2.0  # timed runs per model, cell and pass: up to this long ...
+MOST_RUNS = 26  # ... and at most this many per model and cell over all passes
+
+
+def rotated(items: list[str], turn: int) -> list[str]:
+    """``items`` starting at ``turn`` (mod its length), wrapping around."""
+    k = turn % len(items)
+    return items[k:] + items[:k]
+
+
 def measure(
     sessions: dict[str, Any],
     cases: list[tuple[str, int, int, int]],
     repeats: int,
     head_dim: int,
-    cell_seconds: float = 2.0,
-    most: int = 13,
+    passes: int = 1,
 ) -> dict[str, dict[str, list[float]]]:
     """Seconds of every timed run per (case, model); models take turns inside every repetition.
 
@@ -389,9 +398,10 @@ def measure(
     spinning for a while after a run, and a session started right after another one shares the
     two cores with those spinning threads (measured: two int4 decode sessions alternating
     back to back both took ~31 ms a step, ~15 ms each with the pause). The order of the turns
-    rotates with every repetition, so no model always runs first. A cell runs at least
-    ``repeats`` times, more for short cells (up to ``cell_seconds`` per model, at most ``most``),
-    since a 20 ms step is noisier than a 2 s prefill.
+    rotates with every repetition, so no model always runs first. This call is one of ``passes``
+    (see ``main``): it takes its share of at least ``repeats`` runs per cell, more for short cells
+    (up to ``CELL_SECONDS`` per model, its share of at most ``MOST_RUNS``), since a 20 ms step is
+    noisier than a 2 s prefill.
     """
     out: dict[str, dict[str, list[float]]] = {}
     names = list(sessions)
@@ -403,10 +413,10 @@ def measure(
             start = time.perf_counter()
             s.run(["logits"], inputs[name])
             warm.append(time.perf_counter() - start)
-        count = max(repeats, min(most, int(cell_seconds / max(min(warm), 1e-3))))
+        share = max(-(-repeats // passes), min(-(-MOST_RUNS // passes), int(CELL_SECONDS / max(min(warm), 1e-3))))
         times: dict[str, list[float]] = {name: [] for name in sessions}
-        for turn in range(count):
-            for name in names[turn % len(names) :] + names[: turn % len(names)]:
+        for turn in range(share):
+            for name in rotated(names, turn):
                 time.sleep(SETTLE_SECONDS)
                 start = time.perf_counter()
                 sessions[name].run(["logits"], inputs[name])
@@ -618,14 +628,13 @@ def main() -> None:
             created = names + ([f"{builder}-control"] if args.control and builder in names else [])
             passes = []
             for turn in range(len(created)):
-                order = created[turn:] + created[:turn]
+                order = rotated(created, turn)
                 sessions = open_sessions(order, folders, args.threads, affinities)
                 for n in names:
                     if n not in logits:
                         logits[n] = first_logits(getattr(sessions[n], "sess", sessions[n]), head_dim)
                 print(f" sessions created in the order {', '.join(order)}", flush=True)
-                share = -(-args.repeats // len(created))
-                passes.append(measure(sessions, cases, share, head_dim, most=-(-26 // len(created))))
+                passes.append(measure(sessions, cases, args.repeats, head_dim, len(created)))
                 del sessions
                 gc.collect()
             report["latency_ms"][precision] = medians(passes)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import onnx_ir as ir
-import onnxruntime as ort
 import pytest
 import torch
 
 import onnxport
+from onnxport import runtime
 from onnxport.passes.fusions.no_op import NoOpPass
 
 B = ir.SymbolicDim("batch")
@@ -47,9 +47,7 @@ def _model(op: str, x_type: ir.DataType, x_shape: list, constant: np.ndarray | N
 
 
 def _run(model: ir.Model, feeds: dict[str, np.ndarray]) -> np.ndarray:
-    proto = ir.serde.serialize_model(model)
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[0]
+    return runtime.create_session(model).run(None, feeds)[0]
 
 
 def _ops(model: ir.Model) -> list[str]:

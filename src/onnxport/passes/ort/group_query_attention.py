@@ -292,9 +292,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         nodes.append(gqa)
         out, present_key, present_value = gqa.outputs
         result = out
-        # a boolean mask's bias hides with exactly the float32 minimum: what the probe checked
-        kernel_zeroes = mask is not None and mask.dtype == ir.DataType.BOOL and m.mask_scale == 1.0
-        if mask is not None and m.empty_row == EMPTY_ROW_ZERO and not (kernel_zeroes and gqa_zeroes_hidden_rows()):
+        # a boolean mask's bias (_lengths) hides with exactly the float32 minimum: what the probe checked
+        minimum_bias = mask is not None and mask.dtype == ir.DataType.BOOL and m.mask_scale == 1.0
+        if mask is not None and m.empty_row == EMPTY_ROW_ZERO and not (minimum_bias and gqa_zeroes_hidden_rows()):
             rows = self._rows(mask, shared, add, const)
             result = add("Mul", [out, rows])
         elif mask is not None and m.empty_row == EMPTY_ROW_MEAN:

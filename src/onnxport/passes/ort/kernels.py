@@ -1,7 +1,9 @@
-"""Which ``com.microsoft`` contrib ops the installed onnxruntime's CPU provider has.
+"""Which ``com.microsoft`` contrib ops the installed onnxruntime's CPU provider has, and how
+they behave where that matters to a fusion.
 
 A target fusion applies only when its op is registered (``get_all_opkernel_def``, the registry
 ``passes/half_compute.py`` also reads), so an older or trimmed onnxruntime keeps the standard ops.
+A behaviour a fusion relies on is probed once on a one-node graph (:func:`gqa_zeroes_hidden_rows`).
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import onnx
+import onnx_ir as ir
+
+from onnxport import runtime
 
 MICROSOFT = "com.microsoft"
 
@@ -38,43 +42,38 @@ def gqa_zeroes_hidden_rows() -> bool:
     """Whether the installed onnxruntime's CPU ``GroupQueryAttention`` outputs 0 for a query row
     whose ``attention_bias`` hides every key (the float32 minimum everywhere), as ONNX
     ``Attention`` does. onnxruntime 1.31 does; the GroupQueryAttention fusion zeroes such rows
-    itself where this is False. Probed once, on a one-node graph: a 2-token prompt whose first
-    row is hidden and a one-token step with a past, every key hidden."""
+    itself where this is False. Probed once, on a one-node graph run through
+    :func:`onnxport.runtime.create_session`: a 2-token prompt whose first row is hidden and a
+    one-token step with a past, every key hidden."""
     if not has_kernel("GroupQueryAttention"):
         return False
-    from onnxruntime import InferenceSession  # heavy: only when a target pass runs
+    size = 16
 
-    heads, size = 1, 16
-    f32, i32 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT32
-    names = ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total", "", "", "", "bias"]
-    shapes: dict[str, tuple[int, list[str | int]]] = {
-        "q": (f32, ["b", "s", size]), "k": (f32, ["b", "s", size]), "v": (f32, ["b", "s", size]),
-        "past_k": (f32, ["b", 1, "p", size]), "past_v": (f32, ["b", 1, "p", size]),
-        "seqlens_k": (i32, ["b"]), "total": (i32, []), "bias": (f32, ["b", 1, "s", "t"]),
-    }  # fmt: skip
-    node = onnx.helper.make_node(
-        "GroupQueryAttention", names, ["out", "present_k", "present_v"], domain=MICROSOFT,
-        num_heads=heads, kv_num_heads=heads,
+    def tensor(name: str, dtype: ir.DataType, *dims: int | str) -> ir.Value:
+        return ir.Value(name=name, type=ir.TensorType(dtype), shape=ir.Shape(dims))
+
+    f32, i32 = ir.DataType.FLOAT, ir.DataType.INT32
+    inputs = [
+        *(tensor(n, f32, "b", "s", size) for n in ("q", "k", "v")),
+        *(tensor(n, f32, "b", 1, "p", size) for n in ("past_k", "past_v")),
+        tensor("seqlens_k", i32, "b"),
+        tensor("total", i32),
+        tensor("bias", f32, "b", 1, "s", "t"),
+    ]
+    node = ir.node(
+        "GroupQueryAttention", [*inputs[:7], None, None, None, inputs[7]],
+        {"num_heads": 1, "kv_num_heads": 1}, domain=MICROSOFT, num_outputs=3,
     )  # fmt: skip
-    graph = onnx.helper.make_graph(
-        [node], "probe", [onnx.helper.make_tensor_value_info(n, *shapes[n]) for n in names if n],
-        [onnx.helper.make_tensor_value_info("out", f32, None)],
-    )  # fmt: skip
-    model = onnx.helper.make_model(
-        graph, ir_version=10,
-        opset_imports=[onnx.helper.make_opsetid("", 17), onnx.helper.make_opsetid(MICROSOFT, 1)],
-    )  # fmt: skip
-    low = np.finfo(np.float32).min
+    node.outputs[0].name = "out"
+    graph = ir.Graph(inputs, [node.outputs[0]], nodes=[node], opset_imports={"": 17, MICROSOFT: 1})
     rng = np.random.default_rng(0)
     try:
-        session = InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        for past, seq, hidden_row in ((0, 2, 0), (2, 1, 0)):
+        session = runtime.create_session(ir.Model(graph, ir_version=10))
+        for past, seq in ((0, 2), (2, 1)):  # row 0 hidden: a prompt, then a step with a past
             total = past + seq
             bias = np.zeros((1, 1, seq, total), np.float32)
-            bias[0, 0, hidden_row] = low
-            feeds = {
-                n: rng.standard_normal((1, seq, size)).astype(np.float32) for n in ("q", "k", "v")
-            }
+            bias[0, 0, 0] = np.finfo(np.float32).min
+            feeds = {n: rng.standard_normal((1, seq, size)).astype(np.float32) for n in "qkv"}
             feeds.update(
                 past_k=rng.standard_normal((1, 1, past, size)).astype(np.float32),
                 past_v=rng.standard_normal((1, 1, past, size)).astype(np.float32),
@@ -82,7 +81,7 @@ def gqa_zeroes_hidden_rows() -> bool:
                 total=np.array(total, np.int32),
                 bias=bias,
             )
-            if np.any(session.run(["out"], feeds)[0][0, hidden_row] != 0):
+            if np.any(session.run(["out"], feeds)[0][0, 0] != 0):
                 return False
     except Exception:  # any failure of the probe: the fusion keeps zeroing the rows itself
         return False
