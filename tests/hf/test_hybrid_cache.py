@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 import torch
 
@@ -165,3 +166,34 @@ def test_cache_of_its_own_is_refused_with_the_reason() -> None:
     )()  # fmt: skip
     with pytest.raises(HFError, match="takes neither past_key_values nor cache_params"):
         onnxport.hf.export(model)
+
+
+def test_gated_delta_rule_prompt_of_several_chunks_equals_eager() -> None:
+    """A Qwen3-Next prompt of 150 tokens (three chunks of 64; the capture saw one) and a one-token
+    step after it, from zero states, equal eager. transformers' loop over the chunks used to fix
+    their number: the graph failed in onnxruntime on any prompt over 64 tokens. The export needs no
+    run_decompositions (its in-place cache updates are made out-of-place: capture/inplace.py)."""
+    config, cls, extra, _ = FAMILIES["qwen3-next"]
+    model = _make(config, cls, **{**TINY, **extra, "max_position_embeddings": 256})(initializer_range=0.2)
+    program = onnxport.hf.export(model).programs["model"]
+    assert program.status.decomposed is False
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    ids = torch.randint(3, 99, (1, 151), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        want = model(input_ids=ids).logits[0].numpy()
+    feeds: dict[str, np.ndarray] = {}
+    for value in session.get_inputs()[3:]:  # zero states, empty caches
+        shape = [1 if d == "batch_size" else 0 if d == "past_sequence_length" else d for d in value.shape]
+        feeds[value.name] = np.zeros(shape, np.float32)
+    names = [o.name for o in session.get_outputs()]
+    got = []
+    for start, stop in ((0, 150), (150, 151)):
+        feeds.update(input_ids=ids[:, start:stop].numpy(), attention_mask=np.ones((1, stop), np.int64),
+                     position_ids=np.arange(start, stop)[None])  # fmt: skip
+        outputs = dict(zip(names, session.run(None, feeds)))
+        got.append(outputs["logits"][0])
+        feeds.update({n.replace("present", "past_key_values", 1) if n.startswith("present.") else
+                      n.replace("present_", "past_"): v for n, v in outputs.items() if n != "logits"})  # fmt: skip
+    got_all = np.concatenate(got)
+    assert got_all.shape == want.shape == (151, 99)
+    np.testing.assert_allclose(got_all, want, rtol=1e-3, atol=1e-4)

@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 import pytest
 import torch
+from safetensors import safe_open
 from typer.testing import CliRunner
 
 import onnxport.hf
@@ -238,3 +239,68 @@ def test_summary_says_validation_off_for_an_in_memory_export(exported: tuple[Any
     lines = hf_summary_lines(result)
     assert "Validation: off (--no-validate): nothing compared the graph with eager" in lines
     assert not any(line.startswith("Validation (onnxruntime vs eager") for line in lines)
+
+
+#: Models whose forward needs more than the meta-device weights: GPT-Neo builds its mask value
+#: with ``torch.tensor(..., device=attn_weights.device)`` (a lifted constant with no data on meta,
+#: once "missing" from the checkpoint); BioGPT builds its own all-ones mask, whose
+#: ``padding_mask.all()`` shortcut cannot read meta data in the cache-shape probe; GLM-4-MoE's
+#: router adds a buffer kept in memory (``e_score_correction_bias``) to an activation on meta.
+META_EDGES = {
+    "gpt-neo": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
+        vocab_size=100, hidden_size=32, num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]],
+        window_size=4, max_position_embeddings=64, intermediate_size=64)),
+    "biogpt": ("BioGptConfig", "BioGptForCausalLM", dict(
+        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=64)),
+    "glm4-moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", dict(
+        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=64, moe_intermediate_size=16, n_routed_experts=4, num_experts_per_tok=2, n_group=1,
+        topk_group=1, first_k_dense_replace=1, head_dim=8, max_position_embeddings=64)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(META_EDGES))
+def test_streamed_export_of_models_reading_more_than_weights(name: str, tmp_path: pathlib.Path) -> None:
+    config_class, model_class, config = META_EDGES[name]
+    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config)).eval()
+    model.save_pretrained(tmp_path / "ckpt")
+    result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out", stream=True)
+    assert result.passed  # validated against eager on fresh inputs, with a past
+    session = streamed.session(find_model(tmp_path / "out"))
+    feeds = {k: v.numpy() for k, v in _feeds().items()}
+    for value in session.get_inputs()[3:]:  # empty past
+        feeds[value.name] = np.zeros([2 if d == "batch_size" else 0 if d == "past_sequence_length" else d
+                                      for d in value.shape], np.float32)  # fmt: skip
+    with torch.no_grad():
+        want = model(**_feeds()).logits.numpy()
+    got = session.run(["logits"], feeds)[0]
+    assert got.shape == want.shape == (2, 6, 100)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_streamed_export_splits_fused_checkpoint_tensors(tmp_path: pathlib.Path) -> None:
+    """GTE's checkpoint holds ``qkv_proj`` and ``up_gate_proj`` fused; transformers chunks them into
+    ``q_proj``/``k_proj``/``v_proj`` and ``up_proj``/``gate_proj`` on load (a ``Chunk``
+    WeightConverter). The streamed path takes each piece from the fused tensor as it is written
+    (once refused: "converted beyond stacking and concatenation")."""
+    config = transformers.GteConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                    intermediate_size=64, max_position_embeddings=64)  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.GteForMaskedLM(config).eval()
+    model.save_pretrained(tmp_path / "ckpt")
+    with safe_open(str(tmp_path / "ckpt" / "model.safetensors"), "pt") as f:
+        assert any("qkv_proj" in k for k in f.keys())  # the checkpoint is in the fused format
+    result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out", stream=True)
+    assert result.passed
+    session = streamed.session(find_model(tmp_path / "out"))
+    ids = torch.randint(3, 100, (2, 7), generator=torch.Generator().manual_seed(2))
+    mask = torch.ones_like(ids)
+    mask[1, 5:] = 0
+    names = [i.name for i in session.get_inputs()]
+    feeds = {n: v.numpy() for n, v in {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}.items() if n in names}
+    with torch.no_grad():
+        want = model(input_ids=ids, attention_mask=mask).logits.numpy()
+    got = session.run(["logits"], feeds)[0]
+    assert got.shape == want.shape == (2, 7, 100)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -82,16 +82,27 @@ def test_fast_path_skips_decomposition_and_keeps_high_level_ops() -> None:
     assert [n.op_type for n in program.model.graph] == ["Gemm", "Gelu"]
 
 
-def test_inplace_op_takes_decomposition_path() -> None:
-    class InPlace(torch.nn.Module):
+def test_inplace_op_on_an_input_takes_decomposition_path() -> None:
+    """Writing into an input (or anything something else can observe) needs torch's
+    functionalization; an in-place op on a fresh intermediate does not (capture/inplace.py)."""
+
+    class OnInput(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x.mul_(2)
+            return x + 1
+
+    class OnIntermediate(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             y = x * 2
             y.add_(1)
             return y
 
     x = torch.randn(3)
-    program = onnxport.export(InPlace(), (x,))
+    program = onnxport.export(OnInput(), (x.clone(),))
     assert program.status.decomposed is True
+    torch.testing.assert_close(program(x)[0], x * 2 + 1)
+    program = onnxport.export(OnIntermediate(), (x,))
+    assert program.status.decomposed is False
     torch.testing.assert_close(program(x)[0], x * 2 + 1)
 
 

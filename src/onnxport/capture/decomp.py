@@ -6,7 +6,8 @@ As in torch.onnx's ``_decomp.py``, every op that has its own translation is remo
 
 Fast path (onnxport's own): when every ``call_function`` target of the captured graph already has
 a translation and none of them mutates its inputs, ``run_decompositions`` would only re-trace the
-graph; it is skipped.
+graph; it is skipped. In-place ops on fresh intermediates are made out-of-place first
+(:mod:`onnxport.capture.inplace`), so that they alone do not cost the re-trace.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export._remove_effect_tokens_pass import _remove_effect_tokens
 
+from onnxport.capture.inplace import functionalize_fresh
 from onnxport.capture.rnn import keep_recurrent_ops
 
 
@@ -56,6 +58,7 @@ def needs_decomposition(ep: ExportedProgram, translated: frozenset[Any]) -> bool
 
 def decompose(ep: ExportedProgram, translated: frozenset[Any]) -> tuple[ExportedProgram, bool]:
     """Return the program to translate and whether ``run_decompositions`` ran."""
+    functionalize_fresh(ep)
     if not needs_decomposition(ep, translated):
         return ep, False
     table = decomposition_table(translated)

@@ -19,6 +19,10 @@ the user already imported (no library is imported here).
   ``if pad_size > 0:``, a branch on the sequence length; replaced by the same recurrence one
   position at a time, continuing a given state, as a ``scan`` op
   (:mod:`onnxport.capture.chunk_scan`).
+- transformers' gated delta rule (``torch_chunk_gated_delta_rule`` of Qwen3-Next, Qwen3.5,
+  Qwen3.5-MoE, Qwen4-Exp, OLMo-Hybrid): its loop over the chunks fixes their number and its UT
+  transform is 63 in-place row updates; replaced by the same chunked sums with the chunks as a
+  ``scan`` op and the inverse by repeated squaring (:mod:`onnxport.capture.delta_rule`).
 - transformers' position-embedding interpolation (``interpolate_pos_encoding`` of ViT, DINOv2,
   DeiT, CLIP, SigLIP, ... -- about 50 models; ``get_absolute_positions``, ``_tile_position_embeddings``)
   returns the table unchanged when the input is at the config's resolution
@@ -45,6 +49,7 @@ from typing import Any
 import torch
 
 from onnxport.capture.chunk_scan import chunk_scan
+from onnxport.capture.delta_rule import chunk_gated_delta_rule
 from onnxport.capture.selective_scan import selective_scan
 
 
@@ -74,6 +79,8 @@ PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
       for name in ("mamba", "falcon_mamba", "jamba", "zamba")),
     *((f"transformers.models.{name}.modeling_{name}", "mamba2_chunk_scan", chunk_scan)
       for name in ("mamba2", "bamba", "granitemoehybrid", "nemotron_h", "zamba2", "falcon_h1")),
+    *((f"transformers.models.{name}.modeling_{name}", "torch_chunk_gated_delta_rule", chunk_gated_delta_rule)
+      for name in ("qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen4_exp", "olmo_hybrid")),
     ("transformers.models.mobilenet_v2.modeling_mobilenet_v2", "apply_tf_padding",
      functools.partial(tf_same_padding, dilate=True)),
     ("transformers.models.mobilenet_v1.modeling_mobilenet_v1", "apply_tf_padding",

@@ -186,16 +186,20 @@ MERGING_OPS = ("MergeModulelist", "Concatenate")
 class Merge:
     """A model tensor transformers builds on load from several checkpoint tensors with a
     ``WeightConverter`` whose operations only stack and concatenate (``MERGING_OPS``), e.g. the
-    fused ``experts.gate_up_proj`` (E, 2I, H) from every expert's ``gate_proj``/``up_proj`` weights.
+    fused ``experts.gate_up_proj`` (E, 2I, H) from every expert's ``gate_proj``/``up_proj`` weights;
+    or one of the pieces a ``Chunk`` converter splits a fused checkpoint tensor into.
 
     Attributes:
         converter: transformers' ``WeightConverter`` (its ``source_patterns`` and ``operations``).
         sources: Source pattern → (index the pattern's ``*`` matched, checkpoint name), in
             checkpoint order; :meth:`build` sorts them by index as transformers' loader does.
+        piece: For a converter that chunks one fused tensor (``Chunk``): the target pattern of
+            this model tensor among the chunks; ``None`` for stacking/concatenation.
     """
 
     converter: Any
     sources: dict[str, list[tuple[int, str]]] = dataclasses.field(default_factory=dict)
+    piece: str | None = None
 
     @property
     def names(self) -> list[str]:
@@ -208,6 +212,8 @@ class Merge:
         values: dict[str, Any] = {p: [load(n) for _, n in sorted(self.sources[p])] for p in patterns if p in self.sources}
         for op in self.converter.operations:
             values = op.convert(values, source_patterns=patterns, target_patterns=list(self.converter.target_patterns))
+        if self.piece is not None:  # one of the tensors a Chunk splits the source into
+            return values[self.piece]
         (merged,) = values.values()
         return merged
 
@@ -249,12 +255,32 @@ def _scan(model: Any, checkpoint: Checkpoint) -> tuple[dict[str, str], dict[str,
             mapping.setdefault(target, name)
             continue
         converter = next(c for c in converters if pattern in c.source_patterns)
+        pieces = _chunk_targets(converter, target, own)
+        if pieces:  # one fused checkpoint tensor, split into several model tensors
+            for key, piece in pieces.items():
+                merges[key] = Merge(converter, {pattern: [(0, name)]}, piece)
+            continue
         index = _index(name, pattern)
         if index is None or any(type(op).__name__ not in MERGING_OPS for op in converter.operations):
             unsupported.append(name)
             continue
         merges.setdefault(target, Merge(converter)).sources.setdefault(pattern, []).append((index, name))
     return mapping, merges, unsupported
+
+
+def _chunk_targets(converter: Any, target: str, own: dict[str, Any]) -> dict[str, str]:
+    """Model key → target pattern for a converter that only chunks one checkpoint tensor into its
+    target patterns (GTE's, Nomic-BERT's and Jina-v3's fused ``qkv`` → ``q_proj``/``k_proj``/
+    ``v_proj``: ``Chunk(dim=0)``), ``target`` being the key renamed with the first pattern; empty
+    for any other converter or a key the model lacks."""
+    operations = list(converter.operations)
+    targets = list(converter.target_patterns)
+    if len(operations) != 1 or type(operations[0]).__name__ != "Chunk" or getattr(operations[0], "num_shards_attribute", None):
+        return {}
+    if len(converter.source_patterns) != 1 or targets[0] not in target:
+        return {}
+    keys = {target.replace(targets[0], pattern, 1): pattern for pattern in targets}
+    return keys if all(key in own for key in keys) else {}
 
 
 def merged_keys(model: Any, checkpoint: Checkpoint) -> dict[str, Merge]:
@@ -296,7 +322,7 @@ def model_keys(model: Any, checkpoint: Checkpoint) -> dict[str, str]:
     if unsupported:
         raise HFError(
             f"{len(unsupported)} checkpoint tensors of {type(model).__name__} are converted by "
-            f"transformers on load beyond stacking and concatenation (first: {unsupported[:3]}); "
+            f"transformers on load beyond stacking, concatenation and chunking (first: {unsupported[:3]}); "
             "they cannot be streamed one by one. Load the model with transformers and export it "
             "with onnxport.hf.export(model)."
         )

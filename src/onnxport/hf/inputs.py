@@ -178,7 +178,8 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
         ids = torch.zeros(1, 2, dtype=torch.int64)
         return wrappers.run_with_cache(model, wrappers.new_cache(config), input_ids=ids)[1]
 
-    layers = cache_shapes(probe)
+    with probe_mode(model):
+        layers = cache_shapes(probe)
     restarting = sorted({
         type(m).__name__ for m in model.modules()
         if type(m).__module__ in _ZERO_STATE_SCANS and type(m).__name__.endswith("Mixer")

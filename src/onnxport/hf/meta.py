@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from onnxport.errors import HFError
 from onnxport.hf.checkpoint import Checkpoint, MergedSource, merged_keys, model_keys
@@ -106,7 +107,8 @@ def all_on_meta(model: torch.nn.Module) -> Iterator[None]:
     A meta model keeps its buffers in memory (sinusoidal position tables, batch-norm statistics,
     ``final_logits_bias``); where the model combines one with an activation on ``meta``, torch
     refuses the mix of devices. Captured all on ``meta``, their values reach the graph from the
-    checkpoint or from memory (:func:`checkpoint_weights`).
+    checkpoint or from memory (:func:`checkpoint_weights`). Tensors the forward makes from Python
+    data on ``meta`` keep their values too (:class:`_ConstantsInMemory`).
     """
     moved: list[tuple[dict[str, Any], str, torch.Tensor]] = []
     for module in model.modules():
@@ -119,10 +121,39 @@ def all_on_meta(model: torch.nn.Module) -> Iterator[None]:
                     parameter = isinstance(tensor, torch.nn.Parameter)
                     store[name] = torch.nn.Parameter(on_meta, requires_grad=False) if parameter else on_meta
     try:
-        yield
+        with _ConstantsInMemory():
+            yield
     finally:
         for store, name, tensor in moved:
             store[name] = tensor
+
+
+class _ConstantsInMemory(TorchFunctionMode):
+    """``torch.tensor`` / ``as_tensor`` / ``asarray`` / ``Tensor.new_tensor`` of Python data on
+    ``meta`` made in memory and then moved to ``meta``.
+
+    A meta tensor has no values, so a constant the forward builds on its activations' device
+    (GPT-Neo's ``torch.tensor(mask_value, device=attn_weights.device)``) would reach the graph as
+    a lifted constant with no data, which no checkpoint holds. Made in memory, torch.export lifts
+    its value and records the move to ``meta`` as a ``_to_copy`` (a no-op in ONNX).
+    """
+
+    _FROM_DATA = (torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor)
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in self._FROM_DATA:
+            owner = args[0] if func is torch.Tensor.new_tensor else None
+            device = kwargs.get("device", owner.device if isinstance(owner, torch.Tensor) else None)
+            if device is not None and torch.device(device).type == "meta":
+                data = args[1] if owner is not None else args[0]
+                if not isinstance(data, torch.Tensor):
+                    kwargs["device"] = "cpu"
+                    if owner is not None:
+                        kwargs.setdefault("dtype", owner.dtype)
+                        return torch.tensor(data, **kwargs).to("meta")
+                    return func(*args, **kwargs).to("meta")
+        return func(*args, **kwargs)
 
 
 def _tensors(module: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
