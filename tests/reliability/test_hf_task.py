@@ -26,6 +26,18 @@ def test_config_without_architectures(config_class, task) -> None:  # type: igno
     assert infer_task(config).name == task
 
 
+@pytest.mark.parametrize(
+    ("config_class", "architecture", "task"),
+    [
+        ("XLMConfig", "XLMWithLMHeadModel", "fill-mask"),  # a causal and a masked LM; it keeps no cache
+        ("GPT2Config", "GPT2LMHeadModel", "text-generation"),
+        ("BertConfig", "BertLMHeadModel", "text-generation"),
+    ],
+)
+def test_causal_lm_without_a_cache_that_is_also_a_masked_lm(config_class, architecture, task) -> None:  # type: ignore[no-untyped-def]
+    assert infer_task(getattr(transformers, config_class)(architectures=[architecture])).name == task
+
+
 def test_architectures_still_win() -> None:
     config = transformers.LlamaConfig(architectures=["LlamaForSequenceClassification"])
     assert infer_task(config).name == "text-classification"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 from onnxport.errors import HFError
@@ -144,6 +145,21 @@ def _mapped_task(arch: str, mappings: tuple[tuple[str, str], ...] = _MAPPINGS) -
     return None
 
 
+_MASKED = (("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "fill-mask"),)
+
+
+def _takes_cache(arch: str) -> bool:
+    """Whether transformers' class ``arch`` takes a cache (``past_key_values``/``cache_params``)
+    in ``forward`` (``True`` when the class cannot be found)."""
+    import transformers  # heavy optional dependency: imported only for Hugging Face configs
+
+    cls = getattr(transformers, arch, None)
+    if cls is None:
+        return True
+    parameters = inspect.signature(cls.forward).parameters
+    return "past_key_values" in parameters or "cache_params" in parameters
+
+
 def _is_ctc(config: Any) -> bool:
     """A config whose model type has a CTC head and no speech seq2seq model (wav2vec2, not Whisper)."""
     # transformers is a heavy optional dependency: imported only for Hugging Face configs
@@ -212,6 +228,8 @@ def infer_task(config: Any) -> Task:
     if getattr(config, "model_type", None) == "vision-encoder-decoder":  # TrOCR, Donut
         return TASKS["image-to-text"]
     mapped = _mapped_task(arch)
+    if mapped == "text-generation" and not _takes_cache(arch) and _mapped_task(arch, _MASKED) is not None:
+        mapped = "fill-mask"  # XLMWithLMHeadModel: listed as both, and it keeps no cache
     if mapped is not None:
         return get_task(mapped, config)
     unsupported = _mapped_task(arch, _UNSUPPORTED)

@@ -139,9 +139,11 @@ def aten_cat(ctx: Ctx, tensors: Sequence[ir.Value], dim: int = 0) -> ir.Value:
     Operands are cast to the promoted output dtype.
     """
     out_dtype = ctx.out_dtype()
+    ranks = [t.shape.rank() for t in tensors if t.shape is not None]
     inputs = []
     for t in tensors:
-        if t.shape is not None and list(t.shape) == [0] and rank(tensors[0]) != 1:
+        # the empty one may come first (DynamicLayer's torch.tensor([]) before the first keys)
+        if t.shape is not None and list(t.shape) == [0] and any(r != 1 for r in ranks):
             continue
         inputs.append(t if t.dtype == out_dtype else ctx.op.Cast(t, to=out_dtype))
     r = rank(inputs[0]) if inputs else 1
