@@ -424,6 +424,7 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
             DynamicCache,
             EncoderDecoderCache,
         )
+        from transformers.modeling_outputs import BaseModelOutput  # heavy optional dependency (onnxport[hf])
 
         config: Any = self.model.config
         cached = use_cache_branch is not None and bool(use_cache_branch.all())
@@ -436,7 +437,8 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
             cache.is_updated[i] = cached
         extra = {} if encoder_attention_mask is None else {"attention_mask": encoder_attention_mask}
         out = self.model(
-            encoder_outputs=(encoder_hidden_states,),
+            # a BaseModelOutput, not a tuple: NLLB-MoE reads encoder_outputs.last_hidden_state
+            encoder_outputs=BaseModelOutput(last_hidden_state=encoder_hidden_states),
             decoder_input_ids=input_ids,
             past_key_values=cache,
             use_cache=True,

@@ -231,6 +231,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         DynamicCache,
         EncoderDecoderCache,
     )
+    from transformers.modeling_outputs import BaseModelOutput  # heavy optional dependency (onnxport[hf])
 
     model = loaded.model
     config = model.config
@@ -281,7 +282,8 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     def probe() -> Any:
         cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
         start = torch.zeros(1, 2, dtype=torch.int64)
-        out = model(encoder_outputs=(hidden,), decoder_input_ids=start.to(device), past_key_values=cache, use_cache=True)
+        out = model(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), decoder_input_ids=start.to(device),
+                    past_key_values=cache, use_cache=True)  # fmt: skip
         return out.past_key_values
 
     with probe_mode(model):
