@@ -26,7 +26,7 @@ from torch.export.graph_signature import InputKind
 from onnxport import weights
 from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
-from onnxport.capture.specialization import check_specialized
+from onnxport.capture.specialization import check_specialized, warn_narrowed
 from onnxport.capture.strategies import capture, source_line
 from onnxport.errors import CaptureError, InputError, OnnxportError
 from onnxport.metadata import (
@@ -265,6 +265,7 @@ def capture_stage(
                 raise dyn.explain_violation(e, spec.leaves) from e.__cause__
             examples = dyn.tensor_leaves(dyn.bind_inputs(model.forward, args, kwargs))
             check_specialized(ep, spec.leaves, examples)
+            warn_narrowed(ep, spec.leaves)
     status.captured_program = ep
     return ep, spec
 

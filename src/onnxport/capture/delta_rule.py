@@ -132,7 +132,12 @@ def chunk_gated_delta_rule(
     zeros = key.new_zeros((batch, heads, key.shape[-1], value.shape[-1]))
     # a fresh float32 tensor for scan's carry (no .to(): an unchanged dtype would alias the cache's state)
     state = zeros if initial_state is None else zeros + initial_state
-    per_chunk = tuple(x.permute(2, 0, 1, 3, 4) for x in (query, key, new_values, k_cumdecay, intra, chunk_decay))
+    # fresh tensors, not views: scan's trace guards on a view's base size, which would fix the
+    # number of chunks to the example's
+    per_chunk = tuple(
+        x.permute(2, 0, 1, 3, 4).clone(memory_format=torch.contiguous_format)
+        for x in (query, key, new_values, k_cumdecay, intra, chunk_decay)
+    )
     final, outputs = scan(step, state, per_chunk)
     # (chunks, chunk_size, batch, heads, v_dim) -> (batch, seq_len, heads, v_dim); merging the two
     # leading dims of the stacked output needs no view check (a reshape after a permute would guard

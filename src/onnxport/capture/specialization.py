@@ -14,6 +14,7 @@ user's source location).
 from __future__ import annotations
 
 import traceback
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -104,4 +105,32 @@ def check_specialized(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames
                     )
 
 
-__all__ = ["check_specialized", "guard_source"]
+
+def warn_narrowed(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames]]) -> None:
+    """Warn (``UserWarning``) for each axis the user named dynamic whose size the captured program
+    bounds from above (``ExportedProgram.range_constraints``): the graph may fail in onnxruntime
+    past that size. Some bounds are the model's own (a position table of 512 rows); others are
+    artefacts of its code (a loop over 64-token chunks bounded Qwen3-Next's ``sequence_length`` by
+    64 until ``capture/delta_rule.py``), so this warns instead of failing."""
+    vals = _user_tensor_inputs(ep)
+    if len(vals) != len(leaves):
+        return
+    seen = set()
+    for val, (path, axes) in zip(vals, leaves):
+        for axis, name in axes.items():
+            dim = val.shape[axis % max(val.dim(), 1)]
+            expr = dim.node.expr if isinstance(dim, torch.SymInt) else None
+            bound = ep.range_constraints.get(expr) if expr is not None else None
+            if bound is None or not isinstance(bound.upper, sympy.Integer) or (name, int(bound.upper)) in seen:
+                continue
+            seen.add((name, int(bound.upper)))
+            warnings.warn(
+                f"Input {path!r} axis {axis} ({name!r}) is dynamic, but the captured program supports it "
+                f"only up to {int(bound.upper)} (torch.export narrowed its range to [{bound.lower}, "
+                f"{int(bound.upper)}]): onnxruntime may fail on larger inputs. If the model is not "
+                "limited to that size, its code fixed a size derived from this axis.",
+                stacklevel=2,
+            )
+
+
+__all__ = ["check_specialized", "guard_source", "warn_narrowed"]
