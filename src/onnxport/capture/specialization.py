@@ -115,7 +115,7 @@ def warn_narrowed(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames]]) 
     vals = _user_tensor_inputs(ep)
     if len(vals) != len(leaves):
         return
-    seen = set()
+    seen: set[tuple[str, int]] = set()
     for val, (path, axes) in zip(vals, leaves):
         for axis, name in axes.items():
             dim = val.shape[axis % max(val.dim(), 1)]

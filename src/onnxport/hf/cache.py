@@ -424,7 +424,9 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
             DynamicCache,
             EncoderDecoderCache,
         )
-        from transformers.modeling_outputs import BaseModelOutput  # heavy optional dependency (onnxport[hf])
+        from transformers.modeling_outputs import (
+            BaseModelOutput,  # heavy optional dependency (onnxport[hf])
+        )
 
         config: Any = self.model.config
         cached = use_cache_branch is not None and bool(use_cache_branch.all())

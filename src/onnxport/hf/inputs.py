@@ -231,7 +231,9 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         DynamicCache,
         EncoderDecoderCache,
     )
-    from transformers.modeling_outputs import BaseModelOutput  # heavy optional dependency (onnxport[hf])
+    from transformers.modeling_outputs import (
+        BaseModelOutput,  # heavy optional dependency (onnxport[hf])
+    )
 
     model = loaded.model
     config = model.config
