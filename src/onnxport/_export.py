@@ -265,7 +265,7 @@ def capture_stage(
                 raise dyn.explain_violation(e, spec.leaves) from e.__cause__
             examples = dyn.tensor_leaves(dyn.bind_inputs(model.forward, args, kwargs))
             check_specialized(ep, spec.leaves, examples)
-            warn_narrowed(ep, spec.leaves)
+            warn_narrowed(ep, spec.leaves, spec.export_shapes)
     status.captured_program = ep
     return ep, spec
 

@@ -20,8 +20,9 @@ from typing import Any
 
 import sympy
 import torch
-from torch.export import ExportedProgram
+from torch.export import Dim, ExportedProgram
 from torch.export.graph_signature import InputKind
+from torch.utils._pytree import tree_leaves
 
 from onnxport.errors import DynamicShapesError
 
@@ -106,12 +107,14 @@ def check_specialized(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames
 
 
 
-def warn_narrowed(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames]]) -> None:
+def warn_narrowed(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames]], export_shapes: Any = None) -> None:
     """Warn (``UserWarning``) for each axis the user named dynamic whose size the captured program
-    bounds from above (``ExportedProgram.range_constraints``): the graph may fail in onnxruntime
-    past that size. Some bounds are the model's own (a position table of 512 rows); others are
-    artefacts of its code (a loop over 64-token chunks bounded Qwen3-Next's ``sequence_length`` by
-    64 until ``capture/delta_rule.py``), so this warns instead of failing."""
+    bounds from above (``ExportedProgram.range_constraints``) below any ``Dim(max=...)`` the user
+    declared in ``export_shapes``: the graph may fail in onnxruntime past that size. Some bounds are
+    the model's own (a position table of 512 rows); others are artefacts of its code (a scan over
+    views bounded Qwen3-Next's ``sequence_length`` by its 64-token chunk until
+    ``capture/delta_rule.py``), so this warns instead of failing."""
+    declared = {int(d.max) for d in tree_leaves(export_shapes) if isinstance(d, Dim) and isinstance(d.max, int)}
     vals = _user_tensor_inputs(ep)
     if len(vals) != len(leaves):
         return
@@ -122,6 +125,8 @@ def warn_narrowed(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames]]) 
             expr = dim.node.expr if isinstance(dim, torch.SymInt) else None
             bound = ep.range_constraints.get(expr) if expr is not None else None
             if bound is None or not isinstance(bound.upper, sympy.Integer) or (name, int(bound.upper)) in seen:
+                continue
+            if int(bound.upper) in declared:  # the user's own Dim(max=...)
                 continue
             seen.add((name, int(bound.upper)))
             warnings.warn(
