@@ -84,3 +84,25 @@ def test_folded_scalars_keep_rank_zero() -> None:
     constants = [v for v in program.model.graph.initializers.values() if v.const_value is not None]
     assert all(v.const_value.numpy().ndim == 0 for v in constants)
     torch.testing.assert_close(program(x)[0], x * 5)
+
+
+class LogitScale(torch.nn.Module):
+    """Swin-V2's attention scale: ``clamp(logit_scale, max=log(100)).exp()`` of a [heads, 1, 1]
+    weight, a weight-derived initializer whose Min has a scalar and a [3, 1, 1] operand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.logit_scale = torch.nn.Parameter(torch.tensor([[[1.0]], [[5.0]], [[2.0]]]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.clamp(self.logit_scale, max=4.6052).exp()
+
+
+def test_weight_derived_min_broadcasts() -> None:
+    model = LogitScale()
+    x = torch.randn(2, 3, 4, 4)
+    program = onnxport.export(model, (x,), dynamic_shapes=({0: "batch_size"},))
+    derived = [v for v in program.model.graph.initializers.values() if "logit_scale" not in str(v.name)]
+    assert derived and derived[0].const_value.numpy().shape == (3, 1, 1)
+    torch.testing.assert_close(program(x)[0], model(x).detach())
+    assert program(x)[0][0, 1].max() > x[0, 1].max() * 50  # the clamp at 100 applied, not the raw e^5

@@ -192,3 +192,18 @@ def test_refusal_that_runs_without_optimizations_names_onnxruntime() -> None:
     assert "graph optimizations off" in str(error) and "onnxport bug" not in str(error)
     error = runtime_check.runtime_error(program, RuntimeError("Status Message: boom"), "example inputs", False)
     assert "onnxport bug" in str(error)
+
+
+def test_a_guard_dividing_by_zero_at_a_size_does_not_hold_there() -> None:
+    """``Mod(w, h // 16)`` at ``h = 8`` divides by zero: a size the model cannot take, not a crash
+    of the runtime check (sympy's ZeroDivisionError escaped it for DINOv2-with-registers)."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, Mod
+
+    from onnxport.verify.guards import Guard
+
+    h, w = sympy.symbols("s0 s1", integer=True, positive=True)
+    guard = Guard(sympy.Eq(Mod(w, FloorDiv(h, 16)), 0), {h: "height", w: "width"}, "here")
+    assert guard.holds({h: 32, w: 4}) is True
+    assert guard.holds({h: 32, w: 5}) is False
+    assert guard.holds({h: 8, w: 4}) is False

@@ -33,6 +33,10 @@ the user already imported (no library is imported here).
   them) with ``torch.jit.is_tracing()`` true, so the capture always takes the interpolating path.
   That path is exact at the config's size too: bicubic/bilinear resampling at scale 1 has the
   weights (0, 1, 0, 0).
+- transformers' ``torch_int`` (imported by ~60 modeling files) returns ``int(x)`` outside
+  ``torch.jit`` tracing, which fixes a symbolic size to the example's (DINOv2-with-registers
+  interpolates its position table to ``size=(torch_int(height), torch_int(width))``: the graph held
+  the example's 14x14 grid); during capture it returns SymInts unchanged (:func:`symbolic_torch_int`).
 - diffusers' ``PatchEmbed.forward`` (DiT, PixArt): the same shortcut at the configured sample size,
   without a guard; run with its configured grid hidden so the sin-cos table is always recomputed
   (:func:`always_interpolating`).
@@ -159,16 +163,39 @@ def diffusers_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     return [] if cls is None else [(cls, "forward", always_interpolating(cls.forward))]
 
 
+def symbolic_torch_int(x: Any) -> Any:
+    """transformers' ``torch_int`` that keeps a symbolic size symbolic: ``int(x)`` of a SymInt
+    would fix it to the example's value (a dynamic height/width feeding an interpolation size)."""
+    if isinstance(x, torch.SymInt):
+        return x
+    if isinstance(x, torch.SymFloat):
+        return torch.sym_int(x)
+    return x.to(torch.int64) if torch.jit.is_tracing() and isinstance(x, torch.Tensor) else int(x)
+
+
+def torch_int_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
+    """``(module, "torch_int", symbolic_torch_int)`` for each imported transformers module that
+    imported ``torch_int`` (DINOv2-with-registers, ... interpolate position tables to
+    ``size=(torch_int(height), torch_int(width))``)."""
+    return [
+        (module, "torch_int", symbolic_torch_int)
+        for name, module in list(sys.modules.items())
+        if name.startswith("transformers.models.") and module is not None and "torch_int" in vars(module)
+    ]
+
+
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
-    """Apply :data:`PATCHES`, :func:`position_interpolation_patches` and :func:`diffusers_patches`
-    to the modules already imported; restore them on exit."""
+    """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`
+    and :func:`diffusers_patches` to the modules already imported; restore them on exit."""
     saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
         (sys.modules.get(module_name), attribute, replacement) for module_name, attribute, replacement in PATCHES
     ]
     try:
-        for owner, attribute, replacement in [*targets, *position_interpolation_patches(), *diffusers_patches()]:
+        for owner, attribute, replacement in [
+            *targets, *position_interpolation_patches(), *torch_int_patches(), *diffusers_patches()
+        ]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))
                 setattr(owner, attribute, replacement)

@@ -12,6 +12,7 @@ written, so a fake-mode export folds exactly what a normal one does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -66,8 +67,8 @@ _EVAL: dict[str, Callable[..., np.ndarray]] = {
     "And": lambda n, a, b: np.logical_and(a, b),
     "Or": lambda n, a, b: np.logical_or(a, b),
     "Where": lambda n, c, a, b: cast(np.ndarray, np.where(c, a, b)),  # not the 1-argument overload
-    "Max": lambda n, *xs: np.maximum.reduce(xs) if len(xs) > 1 else xs[0],
-    "Min": lambda n, *xs: np.minimum.reduce(xs) if len(xs) > 1 else xs[0],
+    "Max": lambda n, *xs: functools.reduce(np.maximum, xs),
+    "Min": lambda n, *xs: functools.reduce(np.minimum, xs),  # broadcasting (np.minimum.reduce stacks)
     "Cast": lambda n, a: a.astype(ir.DataType(_attr(n, "to", 1)).numpy()),
     "Concat": lambda n, *xs: np.concatenate(xs, axis=_attr(n, "axis", 0)),
     "Reshape": _reshape,

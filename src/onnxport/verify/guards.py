@@ -61,7 +61,8 @@ class Guard:
         return re.sub(r"\b[a-z]\d+\b", lambda m: names.get(m.group(0), m.group(0)), str(self.expr))
 
     def holds(self, sizes: Mapping[Any, int]) -> bool:
-        """Whether the guard is true at ``sizes`` (symbol → value); True when it cannot be decided."""
+        """Whether the guard is true at ``sizes`` (symbol → value); True when it cannot be decided,
+        False when it divides by zero there."""
         if self.fn is not None:
             try:
                 return bool(self.fn(**{str(s): int(v) for s, v in sizes.items()}))
@@ -69,6 +70,8 @@ class Guard:
                 pass
         try:
             value = self.expr.xreplace({s: sympy.Integer(v) for s, v in sizes.items()})
+        except ZeroDivisionError:  # Mod(x, height // 16) at a height under 16: not a size the model takes
+            return False
         except (TypeError, ValueError):
             return True
         return value != sympy.false
