@@ -198,7 +198,7 @@ def create_session(
         checks.append(CheckResult(CHECKER, True, time.perf_counter() - start))
         start = time.perf_counter()
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # failures reach the user as onnxport errors, not as onnxruntime log lines
     arrays = [np.ascontiguousarray(tensor.numpy()) for _, tensor in handed]
     values = [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays]
     if handed:

@@ -257,7 +257,7 @@ def session(path: Path) -> Any:
     import onnxruntime as ort  # heavy: imported only when the validation runs
 
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # failures reach the user as onnxport errors, not as onnxruntime log lines
     options.enable_cpu_mem_arena = False
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.add_session_config_entry("session.disable_prepacking", "1")
