@@ -49,6 +49,11 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], list[str]]] = {
                         linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
                         shared_expert_intermediate_size=16),
                    ["past_conv.0", "past_recurrent.0", "past_key_values.1.key", "past_key_values.1.value"]),
+    "qwen3.5": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM",  # interleaved multimodal rotary: decomposes
+                dict(layer_types=["linear_attention", "full_attention"], head_dim=16, linear_num_value_heads=4,
+                     linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=8,
+                     linear_conv_kernel_dim=4),
+                ["past_conv.0", "past_recurrent.0", "past_key_values.1.key", "past_key_values.1.value"]),
     "deepseek-v3.2": ("DeepseekV32Config", "DeepseekV32ForCausalLM",
                       dict(n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, kv_lora_rank=16,
                            q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16, n_group=1,
@@ -168,15 +173,18 @@ def test_cache_of_its_own_is_refused_with_the_reason() -> None:
         onnxport.hf.export(model)
 
 
-def test_gated_delta_rule_prompt_of_several_chunks_equals_eager() -> None:
-    """A Qwen3-Next prompt of 150 tokens (three chunks of 64; the capture saw one) and a one-token
-    step after it, from zero states, equal eager. transformers' loop over the chunks used to fix
-    their number: the graph failed in onnxruntime on any prompt over 64 tokens. The export needs no
-    run_decompositions (its in-place cache updates are made out-of-place: capture/inplace.py)."""
-    config, cls, extra, _ = FAMILIES["qwen3-next"]
+@pytest.mark.parametrize("name", ["qwen3-next", "qwen3.5"])
+def test_gated_delta_rule_prompt_of_several_chunks_equals_eager(name: str) -> None:
+    """A prompt of 150 tokens (three chunks of 64; the capture saw one) and a one-token step after
+    it, from zero states, equal eager. transformers' loop over the chunks used to fix their number:
+    the graph failed in onnxruntime on any prompt over 64 tokens. Qwen3-Next's export needs no
+    run_decompositions (its in-place cache updates are made out-of-place: capture/inplace.py);
+    Qwen3.5's does (its rotary writes into a view), and the re-trace must not fix the chunk count
+    either (capture/decomp.py)."""
+    config, cls, extra, _ = FAMILIES[name]
     model = _make(config, cls, **{**TINY, **extra, "max_position_embeddings": 256})(initializer_range=0.2)
     program = onnxport.hf.export(model).programs["model"]
-    assert program.status.decomposed is False
+    assert program.status.decomposed is (name == "qwen3.5")
     session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
     ids = torch.randint(3, 99, (1, 151), generator=torch.Generator().manual_seed(5))
     with torch.no_grad():

@@ -62,7 +62,10 @@ def decompose(ep: ExportedProgram, translated: frozenset[Any]) -> tuple[Exported
     if not needs_decomposition(ep, translated):
         return ep, False
     table = decomposition_table(translated)
-    with keep_recurrent_ops():  # the re-trace computes RNN shapes without unrolling time (capture/rnn.py)
+    # The re-trace computes RNN shapes without unrolling time (capture/rnn.py), and does not
+    # specialize sizes of 1 either, as the capture did not (strategies._size_oblivious): without it
+    # the re-trace of a scan over one chunk fixed Qwen3.5's chunk count to 1.
+    with keep_recurrent_ops(), torch.fx.experimental._config.patch(backed_size_oblivious=True):  # type: ignore[attr-defined]
         ep = ep.run_decompositions(dict(table))
     if any(node.target is torch.ops.higher_order.with_effects for node in call_nodes(ep)):
         # Effect tokens (e.g. linalg.inv's _linalg_check_errors) have no ONNX form: torch's own pass
