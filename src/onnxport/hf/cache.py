@@ -424,8 +424,8 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
             DynamicCache,
             EncoderDecoderCache,
         )
-        from transformers.modeling_outputs import (
-            BaseModelOutput,  # heavy optional dependency (onnxport[hf])
+        from transformers.modeling_outputs import (  # heavy optional dependency (onnxport[hf])
+            BaseModelOutput,
         )
 
         config: Any = self.model.config

@@ -231,8 +231,8 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         DynamicCache,
         EncoderDecoderCache,
     )
-    from transformers.modeling_outputs import (
-        BaseModelOutput,  # heavy optional dependency (onnxport[hf])
+    from transformers.modeling_outputs import (  # heavy optional dependency (onnxport[hf])
+        BaseModelOutput,
     )
 
     model = loaded.model
