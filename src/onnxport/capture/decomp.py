@@ -57,7 +57,8 @@ def needs_decomposition(ep: ExportedProgram, translated: frozenset[Any]) -> bool
 
 
 def decompose(ep: ExportedProgram, translated: frozenset[Any]) -> tuple[ExportedProgram, bool]:
-    """Return the program to translate and whether ``run_decompositions`` ran."""
+    """Return the program to translate and whether ``run_decompositions`` ran. ``ep``'s graph is
+    edited in place first (:func:`onnxport.capture.inplace.functionalize_fresh`: same values)."""
     functionalize_fresh(ep)
     if not needs_decomposition(ep, translated):
         return ep, False

@@ -291,15 +291,21 @@ class TextVisionModel(torch.nn.Module):
         return tuple(out[name] for name in self.outputs)
 
 
+def cache_argument(forward: Callable[..., Any]) -> str | None:
+    """The name under which ``forward`` takes a transformers cache: ``past_key_values``,
+    ``cache_params`` (transformers' pure state-space models), or ``None`` (no cache argument)."""
+    parameters = inspect.signature(forward).parameters
+    return next((name for name in ("past_key_values", "cache_params") if name in parameters), None)
+
+
 def run_with_cache(model: torch.nn.Module, cache: Any, **inputs: Any) -> tuple[torch.Tensor, Any]:
     """``model(**inputs)`` with ``cache``: ``(logits, the updated cache)``.
 
     transformers' pure state-space models (Mamba, Mamba2, FalconMamba) name the cache argument and
     output ``cache_params`` and take no ``position_ids``; the others ``past_key_values``.
     """
-    parameters = inspect.signature(model.forward).parameters
-    name = "past_key_values" if "past_key_values" in parameters else "cache_params"
-    if name not in parameters:
+    name = cache_argument(model.forward)
+    if name is None:
         raise HFError(
             f"{type(model).__name__}.forward takes neither past_key_values nor cache_params: the model keeps "
             "its recurrent state in a format of its own (RWKV, xLSTM...), whose export as a cache is not supported."

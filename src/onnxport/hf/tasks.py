@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from typing import Any
 
 from onnxport.errors import HFError
+from onnxport.hf.cache import cache_argument
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,15 +149,12 @@ _MASKED = (("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "fill-mask"),)
 
 
 def _takes_cache(arch: str) -> bool:
-    """Whether transformers' class ``arch`` takes a cache (``past_key_values``/``cache_params``)
-    in ``forward`` (``True`` when the class cannot be found)."""
+    """Whether transformers' class ``arch`` takes a cache in ``forward``
+    (:func:`onnxport.hf.cache.cache_argument`; ``True`` when the class cannot be found)."""
     import transformers  # heavy optional dependency: imported only for Hugging Face configs
 
     cls = getattr(transformers, arch, None)
-    if cls is None:
-        return True
-    parameters = inspect.signature(cls.forward).parameters
-    return "past_key_values" in parameters or "cache_params" in parameters
+    return cls is None or cache_argument(cls.forward) is not None
 
 
 def _is_ctc(config: Any) -> bool:
