@@ -51,8 +51,8 @@ def _functional(target: Any) -> Any | None:
     if not isinstance(target, torch._ops.OpOverload) or target.namespace != "aten":
         return None
     schema = target._schema
-    writes = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    if len(writes) != 1 or schema.arguments[0] is not writes[0] or not schema.name.endswith("_"):
+    writes = [i for i, a in enumerate(schema.arguments) if a.alias_info is not None and a.alias_info.is_write]
+    if writes != [0] or not schema.name.endswith("_"):
         return None
     packet = getattr(torch.ops.aten, schema.name.split("::")[-1][:-1], None)
     functional = getattr(packet, target._overloadname, None) if packet is not None else None
@@ -61,9 +61,10 @@ def _functional(target: Any) -> Any | None:
     return functional
 
 
-def _rewrite(graph: torch.fx.Graph) -> int:
+def _rewrite(graph: torch.fx.Graph) -> bool:
+    """Swap the qualifying in-place ops of ``graph``; whether any was."""
     order = {node: i for i, node in enumerate(graph.nodes)}
-    count = 0
+    changed = False
     for node in list(graph.nodes):
         functional = _functional(node.target) if node.op == "call_function" else None
         if functional is None or not node.args or not isinstance(node.args[0], torch.fx.Node):
@@ -73,18 +74,13 @@ def _rewrite(graph: torch.fx.Graph) -> int:
         if not _fresh(base) or any(order[u] > order[node] or _returns_alias(u.target) for u in others):
             continue
         node.target = functional
-        count += 1
-    return count
+        changed = True
+    return changed
 
 
-def functionalize_fresh(ep: ExportedProgram) -> int:
+def functionalize_fresh(ep: ExportedProgram) -> None:
     """Swap in place every in-place op of ``ep`` (subgraphs of higher-order ops included) whose
-    mutation nothing else can observe for its out-of-place form; returns how many."""
-    count = 0
+    mutation nothing else can observe for its out-of-place form."""
     for module in ep.graph_module.modules():
-        if isinstance(module, torch.fx.GraphModule):
-            changed = _rewrite(module.graph)
-            if changed:
-                module.recompile()
-            count += changed
-    return count
+        if isinstance(module, torch.fx.GraphModule) and _rewrite(module.graph):
+            module.recompile()
