@@ -109,14 +109,17 @@ def as_if_tracing(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _transformers_models() -> list[tuple[str, Any]]:
+    """The imported ``transformers.models.*`` modules, by name."""
+    return [(name, m) for name, m in list(sys.modules.items()) if name.startswith("transformers.models.") and m is not None]
+
+
 def position_interpolation_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     """``(class, method name, replacement)`` for the position-embedding methods of the imported
     transformers models that skip their general path unless tracing: methods whose name contains
     ``pos`` and whose code reads ``is_tracing``."""
     patches: list[tuple[Any, str, Callable[..., Any]]] = []
-    for module_name, module in list(sys.modules.items()):
-        if not module_name.startswith("transformers.models.") or module is None:
-            continue
+    for module_name, module in _transformers_models():
         for cls in list(vars(module).values()):
             if not isinstance(cls, type) or cls.__module__ != module_name:
                 continue
@@ -177,11 +180,7 @@ def torch_int_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     """``(module, "torch_int", symbolic_torch_int)`` for each imported transformers module that
     imported ``torch_int`` (DINOv2-with-registers, ... interpolate position tables to
     ``size=(torch_int(height), torch_int(width))``)."""
-    return [
-        (module, "torch_int", symbolic_torch_int)
-        for name, module in list(sys.modules.items())
-        if name.startswith("transformers.models.") and module is not None and "torch_int" in vars(module)
-    ]
+    return [(module, "torch_int", symbolic_torch_int) for _, module in _transformers_models() if "torch_int" in vars(module)]
 
 
 @contextlib.contextmanager
