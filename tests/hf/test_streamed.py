@@ -44,8 +44,10 @@ def _feeds(batch: int = 2, sequence: int = 6, vocab: int = 100) -> dict[str, tor
 def _run(path: pathlib.Path, feeds: dict[str, torch.Tensor], dtype: Any = np.float32) -> np.ndarray:
     session = streamed.session(path)
     arrays = {k: v.numpy() for k, v in feeds.items()}
-    for value in session.get_inputs()[3:]:  # empty past: [batch, kv_heads, 0, head_dim]
-        arrays[value.name] = np.zeros((feeds["input_ids"].shape[0], 2, 0, 16), dtype)
+    batch = feeds["input_ids"].shape[0]
+    for value in session.get_inputs()[3:]:  # empty past: the graph's own dims, past_sequence_length 0
+        shape = [batch if d == "batch_size" else 0 if d == "past_sequence_length" else d for d in value.shape]
+        arrays[value.name] = np.zeros(shape, dtype)
     return session.run(["logits"], arrays)[0]
 
 
@@ -267,14 +269,9 @@ def test_streamed_export_of_models_reading_more_than_weights(name: str, tmp_path
     model.save_pretrained(tmp_path / "ckpt")
     result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out", stream=True)
     assert result.passed  # validated against eager on fresh inputs, with a past
-    session = streamed.session(find_model(tmp_path / "out"))
-    feeds = {k: v.numpy() for k, v in _feeds().items()}
-    for value in session.get_inputs()[3:]:  # empty past
-        feeds[value.name] = np.zeros([2 if d == "batch_size" else 0 if d == "past_sequence_length" else d
-                                      for d in value.shape], np.float32)  # fmt: skip
     with torch.no_grad():
         want = model(**_feeds()).logits.numpy()
-    got = session.run(["logits"], feeds)[0]
+    got = _run(find_model(tmp_path / "out"), _feeds())
     assert got.shape == want.shape == (2, 6, 100)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
