@@ -301,3 +301,25 @@ def test_streamed_export_splits_fused_checkpoint_tensors(tmp_path: pathlib.Path)
     got = session.run(["logits"], feeds)[0]
     assert got.shape == want.shape == (2, 7, 100)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_streamed_export_of_a_model_mixing_scalar_tensors_with_activations(tmp_path: pathlib.Path) -> None:
+    """SEW-D's attention runs ``scores.masked_fill(mask, torch.tensor(finfo.min))``: a 0-dim CPU
+    tensor beside activations on ``meta``, which eager takes (as beside CUDA ones) but the meta
+    device refused ("Expected `value` to be on same device as `a`"), failing the capture."""
+    config = transformers.SEWDConfig(
+        vocab_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+        conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=4, squeeze_factor=2, position_buckets=16, max_position_embeddings=64,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.SEWDForCTC(config).eval()
+    model.save_pretrained(tmp_path / "ckpt")
+    result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out", stream=True)
+    assert result.task == "automatic-speech-recognition" and result.passed
+    waveform = torch.randn(2, 1200, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        want = model(input_values=waveform).logits.numpy()
+    got = streamed.session(find_model(tmp_path / "out")).run(["logits"], {"input_values": waveform.numpy()})[0]
+    assert got.shape == want.shape and got.shape[-1] == 32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

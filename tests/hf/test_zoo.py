@@ -19,12 +19,12 @@ from .zoo import BY_NAME, ZOO, save
 
 pytest.importorskip("transformers")
 
-FAST = {"bert", "roberta", "vit", "resnet", "wav2vec2-ctc", "clip", "marian"}
+FAST = {"bert", "roberta", "vit", "resnet", "wav2vec2-ctc", "w2v-bert-ctc", "clip", "marian"}
 # Architectures added with their tasks in session 10, also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
-STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "ast", "detr", "segformer", "clip", "bert-choice", "marian", "m2m100",
+STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "ast", "detr", "segformer", "clip", "bert-choice", "marian", "m2m100",
             "bert2bert", "trocr"]
-STREAMED_FAST = {"detr", "marian"}
+STREAMED_FAST = {"detr", "marian", "parakeet-ctc"}
 
 
 @pytest.mark.parametrize(
@@ -115,3 +115,28 @@ def test_patch_model_takes_any_image_size(tmp_path: pathlib.Path) -> None:
         expected = result.model(pixel_values=x, interpolate_pos_encoding=True).logits
     (actual,) = ort.InferenceSession(str(path)).run(None, {"pixel_values": x.numpy()})
     np.testing.assert_allclose(actual, expected.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_fixed_size_model_keeps_its_image_size(stream: bool, tmp_path: pathlib.Path) -> None:
+    """PVT has no ``patch_size`` (so it looks convolutional) but reshapes its position table to the
+    configured patch grid: eager fails at any other size. The graph keeps height and width fixed
+    (dynamic batch) instead of failing validation with an onnxruntime Reshape error."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.PvtConfig(
+        hidden_sizes=[16, 32], depths=[1, 1], num_encoder_blocks=2, num_attention_heads=[1, 2],
+        sequence_reduction_ratios=[2, 1], mlp_ratios=[2, 2], patch_sizes=[4, 2], strides=[4, 2],
+        num_labels=3, image_size=64,
+    )
+    model = transformers.PvtForImageClassification(config).eval()
+    with pytest.raises(RuntimeError, match="invalid for input of size"):
+        model(pixel_values=torch.randn(1, 3, 80, 80))  # the model itself is fixed-size
+    model.save_pretrained(tmp_path / "pvt")
+    result = onnxport.hf.export(tmp_path / "pvt", output_dir=tmp_path / "onnx", stream=stream)
+    assert result.task == "image-classification" and result.passed
+    assert all(c.max_abs_diff < 1e-4 and c.shape_ok for c in result.checks)
+    proto = onnx.load(tmp_path / "onnx" / "onnx" / "model.onnx", load_external_data=False)
+    dims = [d.dim_param or d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch_size", 3, 64, 64]

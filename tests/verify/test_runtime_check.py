@@ -207,3 +207,36 @@ def test_a_guard_dividing_by_zero_at_a_size_does_not_hold_there() -> None:
     assert guard.holds({h: 32, w: 4}) is True
     assert guard.holds({h: 32, w: 5}) is False
     assert guard.holds({h: 8, w: 4}) is False
+
+
+class ParityPad(torch.nn.Module):
+    """SEW-D's upsampling pattern: frames come in pairs and an odd count is padded by one. The pad
+    branch is general (its pad is zero at an even count); the other holds only even counts."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = x.shape[1]
+        y = x[:, : 2 * (t // 2)] * 2
+        if y.shape[1] < t:
+            y = torch.nn.functional.pad(y, (0, t - y.shape[1]))
+        return y
+
+
+def test_branch_the_first_size_shares_with_the_example_is_probed() -> None:
+    """Example length 8 and first choice 12 are both even, so every guard holds at both; the probe
+    (a length near 12 where the parity guard is false) finds the graph one frame short there."""
+    with pytest.raises(DynamicShapesError, match=r"seq=\d*[13579]\b.*differs from the model \(output \w+: shape") as info:
+        onnxport.export(ParityPad(), (torch.randn(2, 8),), dynamic_shapes=({0: "batch", 1: "seq"},))
+    assert "ParityPad" in str(info.value) or "test_runtime_check.py" in str(info.value)
+
+
+def test_probe_of_the_general_branch_runs_and_keeps_the_model() -> None:
+    """Exported at an odd length the graph holds the pad (zero at even lengths): the probe at an
+    even length matches eager, is listed among the runs, and the model is right at both parities."""
+    program = onnxport.export(ParityPad(), (torch.randn(2, 9),), dynamic_shapes=({0: "batch", 1: "seq"},))
+    detail = program.status.steps[-1].detail or ""
+    assert "probe inputs" in detail and "outputs match the model in eager mode" in detail, detail
+    for t in (10, 11):
+        x = torch.randn(3, t)
+        (actual,) = program(x)
+        assert actual.shape == (3, t)
+        torch.testing.assert_close(actual, ParityPad()(x))

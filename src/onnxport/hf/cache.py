@@ -274,6 +274,20 @@ class AudioModel(torch.nn.Module):
         return tuple(out[name] for name in self.outputs)
 
 
+class AudioFeaturesModel(torch.nn.Module):
+    """Audio model on a spectrogram: ``input_features`` ``(batch, frames, features)`` (w2v-BERT 2.0,
+    Parakeet and LASR CTC) → the task's outputs."""
+
+    def __init__(self, model: torch.nn.Module, outputs: Sequence[str]) -> None:
+        super().__init__()
+        self.model = model
+        self.outputs = tuple(outputs)
+
+    def forward(self, input_features: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.model(input_features=input_features)
+        return tuple(out[name] for name in self.outputs)
+
+
 class TextVisionModel(torch.nn.Module):
     """CLIP-style dual encoder: ``(input_ids, pixel_values, attention_mask)`` → the task's outputs
     (Optimum's input order for zero-shot-image-classification; ``interpolate``: images of any size)."""

@@ -4,12 +4,16 @@ audio, and CLIP-style text + image models."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
+from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
 from onnxport.hf.dims import BATCH, HEIGHT, IMAGE_BATCH, NUM_CHOICES, SEQUENCE, TEXT_BATCH, WIDTH
 from onnxport.hf.eager import run as run_eager
@@ -85,7 +89,8 @@ def vision_component(loaded: LoadedModel) -> Component:
     ``patch_size``) and for patch models that interpolate their position embeddings
     (:func:`interpolates`; called with ``interpolate_pos_encoding=True``, which at the configured
     size gives the table unchanged). Other patch models check the image size, so only the batch
-    is dynamic."""
+    is dynamic; so it is for models that fail in eager at a size other than the configured one
+    (:func:`_runs`: PVT reshapes its position table to the configured grid)."""
     config = loaded.model.config
     height, width = image_size(loaded)
     channels = getattr(config, "num_channels", 3)
@@ -94,23 +99,60 @@ def vision_component(loaded: LoadedModel) -> Component:
     resizable = patch is None or interpolate
     step = patch if isinstance(patch, int) and interpolate else 8
 
-    def make(sizes: Sizes) -> dict[str, Any]:
+    def make(sizes: Sizes, resized: bool | None = None) -> dict[str, Any]:
         gen = _generator(sizes)
-        grow = step * sizes.seed if resizable else 0
-        if interpolate:  # captured a patch below the configured size; validated at it and above
-            grow = step * (sizes.seed - 1)
+        # an interpolating model is captured a patch below the configured size, validated at it and above
+        grow = step * (sizes.seed - int(interpolate)) if (resizable if resized is None else resized) else 0
         return {
             "pixel_values": torch.randn(
                 sizes.batch, channels, height + grow, width + grow, generator=gen
             )
         }
 
-    axes = {0: BATCH, 2: HEIGHT, 3: WIDTH} if resizable else {0: BATCH}
     outputs = list(loaded.task.outputs)
     if loaded.task.name == "feature-extraction" and _pooled(loaded.model, make):
         outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
     module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolate and _takes(loaded.model, "interpolate_pos_encoding"))
+    if resizable and not _runs(module, make(Sizes(batch=1, seed=2), resized=True)):
+        resizable = False
+    axes = {0: BATCH, 2: HEIGHT, 3: WIDTH} if resizable else {0: BATCH}
     return Component("model", module, make, {"pixel_values": axes}, None, outputs)
+
+
+# torch logs each failing meta kernel with its traceback (``log.exception``) before raising
+_FAKE_TENSOR_LOG = "torch._subclasses.fake_tensor"
+
+
+@contextlib.contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """The logger ``name`` silenced: a probe that fails is an answer, not an error to print."""
+    log = logging.getLogger(name)
+    level = log.level
+    log.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _runs(model: torch.nn.Module, inputs: dict[str, Any]) -> bool:
+    """Whether ``model`` runs on ``inputs`` (an image of another size than the configured one, a
+    spectrogram of a candidate feature size): first on fake tensors, where nothing is computed, and
+    when that fails (a data-dependent op fails there too) in eager for a model in memory. A model
+    that fails there at another image size (PVT's ``interpolate_pos_encoding`` reshapes the
+    position table to the configured patch grid) keeps its height and width fixed in the graph."""
+    in_memory = not any(p.device.type == "meta" for p in model.parameters())
+    device = next(model.parameters()).device
+    inputs = {k: v.to(device) for k, v in inputs.items()}
+    for fake in (True, False) if in_memory else (True,):
+        mode = FakeTensorMode(allow_non_fake_inputs=True) if fake and in_memory else contextlib.nullcontext()
+        try:
+            with _quiet(_FAKE_TENSOR_LOG), probe_mode(model), mode, torch.no_grad():
+                model(**inputs)
+        except Exception:  # any failure of the model's own code at this size
+            continue
+        return True
+    return False
 
 
 def _pooled(model: torch.nn.Module, make: Callable[[Sizes], dict[str, Any]]) -> bool:
@@ -133,6 +175,14 @@ def _waveform_samples(config: Any, frames: int) -> int:
     return samples
 
 
+def _frames(sizes: Sizes) -> int:
+    """Feature-encoder frames of an input set: odd for the export's (seed 0), even and odd among the
+    validation's. A model may branch on their parity: SEW and SEW-D pad the upsampled frames by one
+    when the count is odd, and that branch is the general one (its pad is zero at an even count);
+    captured at an even count, the graph lacked the pad and gave one frame too few at odd counts."""
+    return 2 * sizes.sequence + (sizes.seed + 1) % 2
+
+
 def audio_component(loaded: LoadedModel) -> Component:
     """``input_values`` → the task's outputs: a raw waveform dynamic in batch and length
     (``sequence_length``, Optimum's name), or the fixed ``(max_length, num_mel_bins)``
@@ -143,12 +193,54 @@ def audio_component(loaded: LoadedModel) -> Component:
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
-        shape = (sizes.batch, *spectrogram[::-1]) if fixed else (sizes.batch, _waveform_samples(config, 2 * sizes.sequence))
+        shape = (sizes.batch, *spectrogram[::-1]) if fixed else (sizes.batch, _waveform_samples(config, _frames(sizes)))
         return {"input_values": torch.randn(*shape, generator=gen)}
 
+    if getattr(loaded.model, "main_input_name", None) == "input_features":
+        return _features_component(loaded)
     axes = {0: BATCH} if fixed else {0: BATCH, 1: SEQUENCE}
     module = wrappers.AudioModel(loaded.model, loaded.task.outputs)
     return Component("model", module, make, {"input_values": axes}, None, list(loaded.task.outputs))
+
+
+def _feature_sizes(config: Any) -> list[int]:
+    """Candidate features per frame of a spectrogram model: w2v-BERT's
+    ``feature_projection_input_dim``, else ``num_mel_bins`` of the config or of its
+    ``encoder_config`` (Parakeet, LASR) times 1, 2 or 4 (Granite Speech 5 stacks delta-expanded
+    mel frames in pairs: ``4 * num_mel_bins``)."""
+    sizes = []
+    for owner in (config, getattr(config, "encoder_config", None)):
+        value = getattr(owner, "feature_projection_input_dim", None)
+        if isinstance(value, int):
+            sizes.append(value)
+        mel = getattr(owner, "num_mel_bins", None)
+        if isinstance(mel, int):
+            sizes += [mel, 2 * mel, 4 * mel]
+    return list(dict.fromkeys(sizes))
+
+
+def _features_component(loaded: LoadedModel) -> Component:
+    """``input_features`` ``(batch_size, sequence_length, features)`` → the task's outputs: a
+    spectrogram model whose encoder subsamples the frames (by up to 8 in Parakeet), so the frame
+    counts are 8 per :func:`_frames` plus 7 (odd, and past the subsampling convolutions' kernels)."""
+    module = wrappers.AudioFeaturesModel(loaded.model, loaded.task.outputs)
+    candidates = _feature_sizes(loaded.model.config)
+
+    def make(sizes: Sizes, features: int | None = None) -> dict[str, Any]:
+        shape = (sizes.batch, 8 * _frames(sizes) + 7, features or candidates[0])
+        return {"input_features": torch.randn(*shape, generator=_generator(sizes))}
+
+    fitting = [n for n in candidates if _runs(module, make(Sizes(batch=1), n))]
+    if not fitting:
+        suggested = ", ".join(map(str, candidates)) or "none: no feature_projection_input_dim or num_mel_bins"
+        raise HFError(
+            f"{type(loaded.model).__name__} takes input_features, and it runs on an example spectrogram "
+            f"with none of the feature sizes its config suggests ({suggested}): onnxport cannot build its example inputs. "
+            "Check that the model runs in eager PyTorch on input_features of shape (batch, frames, features)."
+        )
+    candidates = fitting
+    axes = {0: BATCH, 1: SEQUENCE}
+    return Component("model", module, make, {"input_features": axes}, None, list(loaded.task.outputs))
 
 
 def text_vision_component(loaded: LoadedModel) -> Component:

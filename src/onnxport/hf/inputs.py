@@ -359,13 +359,13 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
 
 def modality(loaded: LoadedModel) -> str:
     """The task's kind, except for a task of text models (feature-extraction, text-classification)
-    on a model whose ``main_input_name`` is ``pixel_values`` (ViT, DINOv2: ``"vision"``) or
-    ``input_values`` (wav2vec2: ``"audio"``)."""
+    on a model whose ``main_input_name`` is ``pixel_values`` (ViT, DINOv2: ``"vision"``),
+    ``input_values`` (wav2vec2: ``"audio"``) or ``input_features`` (w2v-BERT 2.0: ``"audio"``)."""
     kind = loaded.task.kind
     if kind != "text":
         return kind
     main = getattr(loaded.model, "main_input_name", "input_ids")
-    return {"pixel_values": "vision", "input_values": "audio"}.get(main, kind)
+    return {"pixel_values": "vision", "input_values": "audio", "input_features": "audio"}.get(main, kind)
 
 
 def components(loaded: LoadedModel) -> list[Component]:

@@ -130,7 +130,8 @@ def all_on_meta(model: torch.nn.Module) -> Iterator[None]:
 
 class _ConstantsInMemory(TorchFunctionMode):
     """``torch.tensor`` / ``as_tensor`` / ``asarray`` / ``Tensor.new_tensor`` of Python data on
-    ``meta`` made in memory and then moved to ``meta``.
+    ``meta`` made in memory and then moved to ``meta``; 0-dim tensors in memory given to an op with
+    ``meta`` operands moved there too (:func:`_scalar_to_meta`).
 
     A meta tensor has no values, so a constant the forward builds on its activations' device
     (GPT-Neo's ``torch.tensor(mask_value, device=attn_weights.device)``) would reach the graph as
@@ -153,7 +154,24 @@ class _ConstantsInMemory(TorchFunctionMode):
                         kwargs.setdefault("dtype", owner.dtype)
                         return torch.tensor(data, **kwargs).to("meta")
                     return func(*args, **kwargs).to("meta")
+        if _on_meta(args, kwargs):
+            args = tuple(_scalar_to_meta(a) for a in args)
+            kwargs = {k: _scalar_to_meta(v) for k, v in kwargs.items()}
         return func(*args, **kwargs)
+
+
+def _on_meta(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return any(isinstance(a, torch.Tensor) and a.device.type == "meta" for a in (*args, *kwargs.values()))
+
+
+def _scalar_to_meta(value: Any) -> Any:
+    """A 0-dim tensor in memory, given to an op with ``meta`` operands, moved to ``meta``: eager
+    PyTorch takes a 0-dim CPU tensor beside CUDA ones as a scalar, but not beside ``meta`` ones
+    (SEW-D's ``masked_fill(mask, torch.tensor(finfo.min))``: "Expected `value` to be on same
+    device")."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and value.device.type != "meta":
+        return value.to("meta")
+    return value
 
 
 def _tensors(module: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:

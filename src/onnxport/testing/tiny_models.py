@@ -261,6 +261,17 @@ ZOO += [
     Entry("wav2vec2-ctc", "automatic-speech-recognition", _make("Wav2Vec2Config", "Wav2Vec2ForCTC", **WAVEFORM)),
     Entry("wav2vec2-audio", "audio-classification",
           _make("Wav2Vec2Config", "Wav2Vec2ForSequenceClassification", **WAVEFORM, num_labels=3)),
+    # spectrogram input_features (batch, frames, features): w2v-BERT 2.0 and NVIDIA Parakeet CTC
+    Entry("w2v-bert-ctc", "automatic-speech-recognition", _make(
+        "Wav2Vec2BertConfig", "Wav2Vec2BertForCTC", vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=37, feature_projection_input_dim=24, conv_depthwise_kernel_size=5,
+    )),
+    Entry("parakeet-ctc", "automatic-speech-recognition", _make(
+        "ParakeetCTCConfig", "ParakeetForCTC", vocab_size=VOCAB, pad_token_id=VOCAB - 1, encoder_config={
+            "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
+            "conv_kernel_size": 5, "subsampling_conv_channels": 8, "num_mel_bins": 16,
+        },
+    )),
     Entry("ast", "audio-classification", _make(
         "ASTConfig", "ASTForAudioClassification", hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
         intermediate_size=37, patch_size=16, frequency_stride=10, time_stride=10, max_length=64, num_mel_bins=32,

@@ -16,6 +16,12 @@ _convert_guards_to_code``), keeps those over input dims only, and searches, in t
    most three rounds).
 
 A specialization is reported only when no tried size set satisfies every guard.
+
+When the first choice satisfies every guard, it can still share the example's side of a branch by
+chance (a parity: SEW-D pads its upsampled frames only when their count is odd, and the example
+and the first choice both gave an even count). :attr:`SizeChoice.probe` is then the first size set,
+one dim moved to one of its candidates, where a guard over that dim alone is false: the runtime
+check compares the ONNX model with eager there.
 """
 
 from __future__ import annotations
@@ -141,12 +147,17 @@ class SizeChoice:
         first: The first choice (every dim + about half).
         rejected: The guards false at ``first`` (empty when the first choice was kept).
         tried: How many size sets were evaluated.
+        probe: When ``first`` satisfies every guard: sizes near it (one dim moved to one of its
+            :func:`candidates`) where a guard over that dim alone is false, or ``None``.
+        probe_rejected: The guards false at ``probe``.
     """
 
     sizes: dict[Any, int] | None
     first: dict[Any, int]
     rejected: list[Guard]
     tried: int
+    probe: dict[Any, int] | None = None
+    probe_rejected: list[Guard] = dataclasses.field(default_factory=list)
 
 
 def choose_sizes(guards: list[Guard], example: Mapping[Any, int],
@@ -172,6 +183,8 @@ def choose_sizes(guards: list[Guard], example: Mapping[Any, int],
 
     first = dict(current)
     rejected = [g for g in guards if not g.holds(first)]
+    if not rejected:
+        return _probe(guards, first, options)
     score = len(rejected)
     groups: dict[int, list[Any]] = {}
     for s, v in example.items():
@@ -200,6 +213,26 @@ def choose_sizes(guards: list[Guard], example: Mapping[Any, int],
         if not improved:
             break
     return SizeChoice(current if score == 0 else None, first, rejected, tried)
+
+
+def _probe(guards: list[Guard], first: dict[Any, int], options: Mapping[Any, list[int]]) -> SizeChoice:
+    """The choice when ``first`` satisfies every guard, with the :attr:`SizeChoice.probe` found by
+    moving one dim at a time through its candidates until a guard over that dim alone is false.
+    Guards relating several dims (``total_sequence_length == past_sequence_length +
+    sequence_length``) state how inputs must agree, not a branch: moving one dim breaks them in any
+    model, so they are not probed."""
+    tried = 1
+    for symbol, choices in options.items():
+        own = [g for g in guards if g.expr.free_symbols == {symbol}]
+        for choice in choices if own else ():
+            if choice == first[symbol]:
+                continue
+            trial = {**first, symbol: choice}
+            tried += 1
+            false = [g for g in own if not g.holds(trial)]
+            if false:
+                return SizeChoice(first, first, [], tried, trial, false)
+    return SizeChoice(first, first, [], tried)
 
 
 __all__ = ["Guard", "SizeChoice", "candidates", "choose_sizes", "input_guards"]

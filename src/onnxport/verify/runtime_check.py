@@ -9,7 +9,9 @@ size (patch counts and parities change; dims equal in the example stay equal); w
 torch.export recorded reject those sizes, other sizes inside the declared ranges are searched
 (:func:`onnxport.verify.guards.choose_sizes`: multiples, offsets, dims moved together) and the
 one found is used, with a ``UserWarning`` naming the guards (the model is only valid where they
-hold); only when no tried size passes is it a :class:`DynamicShapesError`. The chosen inputs are
+hold); only when no tried size passes is it a :class:`DynamicShapesError`. When the first choice
+satisfies every guard but sizes near it do not (a parity both sizes happen to share), the model
+also runs there and is compared with eager (:func:`_probed`). The chosen inputs are
 checked once more by torch's own guard function (:func:`check_guards`). A refusal becomes a :class:`RuntimeCheckError`
 naming the ONNX node from onnxruntime's message, the FX node it was translated from (its
 ``pkg.torch.onnx.fx_node`` metadata, stamped by the dispatcher) and the user's source line.
@@ -336,9 +338,31 @@ def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Map
         raise _specialization_error(names, example, choice, str(e)) from e
     bad = [r for r in results if not r.passed]
     if bad:
-        raise _specialization_error(
-            names, example, choice, f"differs from the model (output {bad[0].name}: max abs diff {bad[0].max_abs_diff:.3g})")
+        r = bad[0]
+        how = (f"shape {tuple(r.actual_shape)}, eager {tuple(r.expected_shape)}" if r.actual_shape != r.expected_shape
+               else f"max abs diff {r.max_abs_diff:.3g}")
+        raise _specialization_error(names, example, choice, f"differs from the model (output {r.name}: {how})")
     return "benign"
+
+
+def _probed(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Mapping[str, Any]],
+            found: tuple[dict[Any, int], dict[Any, str], SizeChoice]) -> str | None:
+    """Run the model at :attr:`SizeChoice.probe` (sizes where a recorded guard is false although
+    the first choice of sizes satisfied them all) and compare it with eager (:func:`_judge`).
+
+    Returns:
+        The label of the input set that ran, or ``None`` when the model itself rejects those sizes.
+
+    Raises:
+        DynamicShapesError: The ONNX model fails or differs from the model at the probe (it holds
+            only the example's side of a branch, as SEW-D's parity-dependent padding).
+    """
+    example, names, choice = found
+    assert choice.probe is not None
+    as_rejected = dataclasses.replace(choice, first=choice.probe, rejected=choice.probe_rejected, sizes=choice.first)
+    if _judge(program, model, ep, inputs, (example, names, as_rejected)) == "requirement":
+        return None
+    return f"probe inputs ({_sizes(names, choice.probe)}) [guards false here; outputs match the model in eager mode]"
 
 
 def _shorten(text: str, limit: int = 600) -> str:
@@ -377,6 +401,7 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
         return result
     start = time.perf_counter()
     sets: list[tuple[str, tuple[Any, ...], Mapping[str, Any]]] = [("example inputs", tuple(args), kwargs)]
+    probe = None
     ep = program.exported_program
     if ep is not None:
         found = _guarded_sizes(program, ep, tuple(args), kwargs)
@@ -387,6 +412,8 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
             chosen = choice.first if verdict == "benign" else choice.sizes
             if chosen is None:
                 raise _specialization_error(dim_names, example_sizes, choice, "is not known to be right")
+            if choice.probe is not None and model is not None:
+                probe = found
             args2, kwargs2 = resized_inputs(ep, tuple(args), kwargs, chosen)
             result.sizes = {dim_names[s]: v for s, v in chosen.items()}
             label = f"generated inputs ({_sizes(dim_names, chosen)})"
@@ -424,6 +451,10 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
         except Exception as e:  # onnxruntime's own exception types (Fail, RuntimeException, ...)
             raise runtime_error(program, e, label, _runs_unoptimized(program, inputs)) from e
         result.ran.append(label)
+    if probe is not None:
+        probed = _probed(program, model, ep, (tuple(args), kwargs), probe)
+        if probed is not None:
+            result.ran.append(probed)
     result.seconds = time.perf_counter() - start
     return result
 
