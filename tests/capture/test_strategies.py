@@ -200,3 +200,34 @@ def test_uncached_fake_tensors_is_scoped_and_captures_the_same_program() -> None
     assert [n.op_type for n in uncached.model.graph] == [n.op_type for n in cached.model.graph]
     probe = torch.randn(3, 7, 4)
     torch.testing.assert_close(uncached(probe)[0], model(probe))
+
+
+class LenBatch(torch.nn.Module):
+    """RT-DETR's ``batch_size = len(source_flatten)``: non-strict mode turns ``len`` of a tensor into
+    the example's int (a constraint violation on a dynamic batch); Dynamo keeps it symbolic."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch = len(x)
+        return x.reshape(batch, -1).sum(1) * 2
+
+
+def test_constraint_violation_of_non_strict_mode_is_retried_in_strict_mode_only() -> None:
+    program = onnxport.export(LenBatch(), (torch.randn(2, 3, 4),), dynamic_shapes=({0: "batch"},))
+    assert [a.strategy for a in program.status.capture_attempts] == [
+        "torch.export.export(strict=False)", "torch.export.export(strict=True)"]
+    x = torch.randn(5, 3, 4)
+    (actual,) = program(x)
+    assert actual.shape == (5,)
+    torch.testing.assert_close(actual, LenBatch()(x))
+
+
+class FixedBatch(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(2, -1)
+
+
+def test_constraint_violation_in_both_modes_is_not_drafted() -> None:
+    """A model that really fixes the dim fails in strict mode too; draft export (which would
+    specialize silently) is not tried."""
+    with pytest.raises(onnxport.DynamicShapesError):
+        onnxport.export(FixedBatch(), (torch.randn(2, 3),), dynamic_shapes=({0: "batch"},))

@@ -37,6 +37,10 @@ the user already imported (no library is imported here).
   ``torch.jit`` tracing, which fixes a symbolic size to the example's (DINOv2-with-registers
   interpolates its position table to ``size=(torch_int(height), torch_int(width))``: the graph held
   the example's 14x14 grid); during capture it returns SymInts unchanged (:func:`symbolic_torch_int`).
+- transformers' ``compile_compatible_method_lru_cache`` (anchors and sine position tables of
+  RT-DETR, D-FINE, ... ~30 models) is bypassed, as transformers itself does under Dynamo: a cache
+  filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
+  same sizes got back (:func:`transformers_method_caches_off`).
 - diffusers' ``PatchEmbed.forward`` (DiT, PixArt): the same shortcut at the configured sample size,
   without a guard; run with its configured grid hidden so the sin-cos table is always recomputed
   (:func:`always_interpolating`).
@@ -78,6 +82,7 @@ def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dila
 
 
 #: (module name, attribute, replacement) applied while capturing, when the module is imported.
+TRANSFORMERS_CACHE_MODULE = "transformers.pytorch_utils"
 PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
     *((f"transformers.models.{name}.modeling_{name}", "mamba_selective_scan", selective_scan)
       for name in ("mamba", "falcon_mamba", "jamba", "zamba")),
@@ -89,7 +94,28 @@ PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
      functools.partial(tf_same_padding, dilate=True)),
     ("transformers.models.mobilenet_v1.modeling_mobilenet_v1", "apply_tf_padding",
      functools.partial(tf_same_padding, dilate=False)),
+    # read by compile_compatible_method_lru_cache's wrapper only: the caches stay out of the capture
+    (TRANSFORMERS_CACHE_MODULE, "is_torchdynamo_compiling", lambda: True),
 )
+
+
+@contextlib.contextmanager
+def transformers_method_caches_off() -> Iterator[None]:
+    """transformers' ``compile_compatible_method_lru_cache`` (RT-DETR's and D-FINE's anchors and
+    sine position tables, ~30 models) bypassed, as it is under Dynamo: run on fake or meta tensors,
+    a cached method would keep their outputs and hand them to a later eager run at the same sizes
+    (the validation of RT-DETR compared fake anchors). For the capture it is one of :data:`PATCHES`;
+    shape probes outside the capture use this."""
+    module = sys.modules.get(TRANSFORMERS_CACHE_MODULE)
+    if module is None or "is_torchdynamo_compiling" not in vars(module):
+        yield
+        return
+    original = vars(module)["is_torchdynamo_compiling"]
+    module.is_torchdynamo_compiling = lambda: True
+    try:
+        yield
+    finally:
+        module.is_torchdynamo_compiling = original
 
 
 def _tracing() -> bool:

@@ -178,7 +178,7 @@ _DEVICE_TEXT = re.compile(r"device mismatch|(?:on|found at least two) (?:the sam
 _SHAPE_TEXT = re.compile(
     r"size mismatch|shape mismatch|cannot be multiplied|must have same reduction dim|must match the size"
     r"|shape '\[.*\]' is invalid|expected .*(?:shape|size|dim)|doesn't match the broadcast shape"
-    r"|the size of tensor a",
+    r"|the size of tensor a|not in range for dimension|dimension out of range",
     re.I,
 )
 
@@ -267,7 +267,10 @@ def capture(
         CaptureError: Every strategy failed; the message names the first real cause (its kind
             and the user's source line) and lists every attempt.
     """
+    constrained = False
     for name, strategy in STRATEGIES:
+        if constrained and strategy is not _strict:
+            continue
         start = time.perf_counter()
         try:
             ep = strategy(model, args, kwargs, dynamic_shapes)
@@ -278,6 +281,12 @@ def capture(
                 Attempt(name, time.perf_counter() - start, e, traceback.format_exc(), classify(e),
                         source_line(e))
             )
+            if attempts[-1].cause == CONSTRAINT_VIOLATION and _is_user_error(e) and not constrained:
+                # Dynamo traces len(tensor) and int(size) symbolically where non-strict mode
+                # specializes them (RT-DETR's batch_size = len(source_flatten)): strict mode only,
+                # never draft export, which would hide the violation behind a specialized graph.
+                constrained = True
+                continue
             if _is_user_error(e) or attempts[-1].cause in MODEL_FAILURES:
                 break
             continue

@@ -84,13 +84,21 @@ def _takes(module: torch.nn.Module, name: str) -> bool:
         return False
 
 
+# image sides tried, in order, when a vision model does not run at its configured (or default) size
+_LARGER_IMAGES = (128, 256, 512, 640)
+
+
 def vision_component(loaded: LoadedModel) -> Component:
     """``pixel_values`` dynamic in batch, and in height/width for convolutional models (no
     ``patch_size``) and for patch models that interpolate their position embeddings
     (:func:`interpolates`; called with ``interpolate_pos_encoding=True``, which at the configured
     size gives the table unchanged). Other patch models check the image size, so only the batch
     is dynamic; so it is for models that fail in eager at a size other than the configured one
-    (:func:`_runs`: PVT reshapes its position table to the configured grid)."""
+    (:func:`_runs`: PVT reshapes its position table to the configured grid).
+
+    The size is the image processor's or the config's, else 64; a model that does not run there
+    takes the first of :data:`_LARGER_IMAGES` it runs at (RT-DETR, D-FINE: ``topk`` of 300 queries
+    over the encoder's anchors, 84 at 64x64)."""
     config = loaded.model.config
     height, width = image_size(loaded)
     channels = getattr(config, "num_channels", 3)
@@ -109,10 +117,16 @@ def vision_component(loaded: LoadedModel) -> Component:
             )
         }
 
+    interpolating = interpolate and _takes(loaded.model, "interpolate_pos_encoding")
+    probe = wrappers.VisionModel(loaded.model, list(loaded.task.outputs), interpolate=interpolating)
+    if not _runs(probe, make(Sizes(batch=1), resized=False)):
+        fits = (side for side in _LARGER_IMAGES if side > max(height, width)
+                and _runs(probe, {"pixel_values": torch.randn(1, channels, side, side)}))
+        height = width = next(fits, height)
     outputs = list(loaded.task.outputs)
     if loaded.task.name == "feature-extraction" and _pooled(loaded.model, make):
         outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
-    module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolate and _takes(loaded.model, "interpolate_pos_encoding"))
+    module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     if resizable and not _runs(module, make(Sizes(batch=1, seed=2), resized=True)):
         resizable = False
     axes = {0: BATCH, 2: HEIGHT, 3: WIDTH} if resizable else {0: BATCH}

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from onnxport.capture.patches import transformers_method_caches_off
 from onnxport.errors import HFError
 from onnxport.hf import meta
 from onnxport.hf.dims import ENCODER_SEQUENCE_OUT
@@ -153,9 +154,12 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     """Where the shape probes of ``model`` run: in plain eager, or for a meta-device model (the
     streamed path) on fake tensors, all its tensors on ``meta`` (:func:`onnxport.hf.meta.all_on_meta`),
     so that transformers skips its data-dependent shortcuts (``padding_mask.all()`` in
-    ``masking_utils``) as under torch.export."""
+    ``masking_utils``) as under torch.export; transformers' method caches off in both
+    (:func:`onnxport.capture.patches.transformers_method_caches_off`: a probe on fake tensors
+    would leave them holding fake outputs)."""
     if not any(p.device.type == "meta" for p in model.parameters()):
-        yield
+        with transformers_method_caches_off():
+            yield
         return
-    with meta.all_on_meta(model), FakeTensorMode(allow_non_fake_inputs=True):
+    with transformers_method_caches_off(), meta.all_on_meta(model), FakeTensorMode(allow_non_fake_inputs=True):
         yield
