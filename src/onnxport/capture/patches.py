@@ -82,6 +82,10 @@ def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dila
 
 
 #: (module name, attribute, replacement) applied while capturing, when the module is imported.
+def _compiling() -> bool:
+    return True
+
+
 TRANSFORMERS_CACHE_MODULE = "transformers.pytorch_utils"
 PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
     *((f"transformers.models.{name}.modeling_{name}", "mamba_selective_scan", selective_scan)
@@ -95,7 +99,7 @@ PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
     ("transformers.models.mobilenet_v1.modeling_mobilenet_v1", "apply_tf_padding",
      functools.partial(tf_same_padding, dilate=False)),
     # read by compile_compatible_method_lru_cache's wrapper only: the caches stay out of the capture
-    (TRANSFORMERS_CACHE_MODULE, "is_torchdynamo_compiling", lambda: True),
+    (TRANSFORMERS_CACHE_MODULE, "is_torchdynamo_compiling", _compiling),
 )
 
 
@@ -111,11 +115,11 @@ def transformers_method_caches_off() -> Iterator[None]:
         yield
         return
     original = vars(module)["is_torchdynamo_compiling"]
-    module.is_torchdynamo_compiling = lambda: True
+    setattr(module, "is_torchdynamo_compiling", _compiling)  # noqa: B010 (a module the checker cannot see)
     try:
         yield
     finally:
-        module.is_torchdynamo_compiling = original
+        setattr(module, "is_torchdynamo_compiling", original)  # noqa: B010
 
 
 def _tracing() -> bool:
