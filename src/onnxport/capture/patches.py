@@ -37,6 +37,11 @@ the user already imported (no library is imported here).
   ``torch.jit`` tracing, which fixes a symbolic size to the example's (DINOv2-with-registers
   interpolates its position table to ``size=(torch_int(height), torch_int(width))``: the graph held
   the example's 14x14 grid); during capture it returns SymInts unchanged (:func:`symbolic_torch_int`).
+- the builtin ``int`` in transformers' modeling modules: ``int(s)`` of a SymInt fixes it to the
+  example's value (Depth Anything resizes its depth map to ``int(patch_height * patch_size)``, and
+  the graph held the example's size); during capture each imported ``transformers.models.*``
+  module that calls ``int(`` gets :class:`SymbolicInt` as its global ``int``, which returns SymInts
+  unchanged and is the builtin otherwise (:func:`symbolic_int_builtin`).
 - transformers' ``compile_compatible_method_lru_cache`` (anchors and sine position tables of
   RT-DETR, D-FINE, ... ~30 models) is bypassed, as transformers itself does under Dynamo: a cache
   filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
@@ -48,6 +53,7 @@ the user already imported (no library is imported here).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import sys
@@ -213,6 +219,63 @@ def torch_int_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     return [(module, "torch_int", symbolic_torch_int) for _, module in _transformers_models() if "torch_int" in vars(module)]
 
 
+class _IntType(type):
+    """Makes :class:`SymbolicInt` stand for ``int`` in ``isinstance``/``issubclass`` checks and
+    attribute lookups (``int.from_bytes``) of the modules it is placed in."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, builtins.int)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        return issubclass(sub, builtins.int)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(builtins.int, name)
+
+
+class SymbolicInt(metaclass=_IntType):
+    """``int`` for transformers' modeling modules during capture: ``int(s)`` of a SymInt returns it
+    unchanged (a SymFloat is truncated symbolically) instead of fixing it to the example's value;
+    anything else is the builtin ``int``. Depth Anything resizes its depth map to
+    ``(int(patch_height * patch_size), int(patch_width * patch_size))``: the graph held the
+    example's 42x42 at every image size. Where a Python int is really needed (``range``, slicing),
+    ``__index__`` still specializes, as before."""
+
+    def __new__(cls, value: Any = 0, *args: Any) -> Any:  # type: ignore[misc]
+        if isinstance(value, torch.SymInt) and not args:
+            return value
+        if isinstance(value, torch.SymFloat) and not args:
+            return torch.sym_int(value)
+        return builtins.int(value, *args)
+
+
+@contextlib.contextmanager
+def symbolic_int_builtin() -> Iterator[None]:
+    """:class:`SymbolicInt` as the global ``int`` of every imported ``transformers.models.*``
+    module that calls ``int(`` (its functions look globals up before builtins); removed on exit."""
+    placed = []
+    try:
+        for _, module in _transformers_models():
+            source = getattr(module, "__file__", None) or ""
+            if "int" in vars(module) or not source.endswith(".py") or not _calls_int(source):
+                continue
+            module.int = SymbolicInt  # type: ignore[attr-defined]
+            placed.append(module)
+        yield
+    finally:
+        for module in placed:
+            vars(module).pop("int", None)
+
+
+@functools.cache
+def _calls_int(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return "int(" in f.read().replace("torch_int(", "")
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
     """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`
@@ -228,7 +291,8 @@ def library_patches() -> Iterator[None]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))
                 setattr(owner, attribute, replacement)
-        yield
+        with symbolic_int_builtin():
+            yield
     finally:
         for owner, attribute, original in reversed(saved):
             setattr(owner, attribute, original)

@@ -287,6 +287,14 @@ ZOO += [
         "SegformerConfig", "SegformerForSemanticSegmentation", num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
         hidden_sizes=[8, 16], num_attention_heads=[1, 2], decoder_hidden_size=16, patch_sizes=[7, 3], strides=[4, 2],
     )),
+    # DINOv2 backbone, DPT-style neck; the head resizes with int(patch_height * patch_size)
+    Entry("depth-anything", "depth-estimation", _make(
+        "DepthAnythingConfig", "DepthAnythingForDepthEstimation", reassemble_hidden_size=32, patch_size=14,
+        neck_hidden_sizes=[8, 16, 16, 32], fusion_hidden_size=16, head_hidden_size=8,
+        backbone_config={"model_type": "dinov2", "hidden_size": 32, "num_hidden_layers": 4, "num_attention_heads": 4,
+                         "intermediate_size": 37, "image_size": 56, "patch_size": 14,
+                         "out_features": ["stage1", "stage2", "stage3", "stage4"], "reshape_hidden_states": False},
+    )),
     Entry("clip", "zero-shot-image-classification", _make(
         "CLIPConfig", "CLIPModel", projection_dim=16, vision_config=VISION,
         text_config={**BERTISH, "max_position_embeddings": 64, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0},
