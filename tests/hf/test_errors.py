@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+import onnx
 import pytest
 from typer.testing import CliRunner
 
@@ -128,3 +129,27 @@ def test_model_that_fails_in_eager_gets_hf_error_with_its_source_line(tmp_path: 
     assert "test_errors.py" in str(info.value) and "in broken_attention" in str(info.value)
     assert isinstance(info.value.__cause__, ValueError)
     assert not out.exists()
+
+
+def test_onnxruntime_refusal_in_validation_names_the_node_and_source_line(tmp_path: pathlib.Path) -> None:
+    """The streamed path validates the saved file: a kernel refusal there names onnxruntime's reason,
+    the ONNX node and the source line stamped on it, instead of a raw onnxruntime exception."""
+    from onnx import TensorProto, helper
+
+    from onnxport.hf.validate import refusal
+    from onnxport.metadata import KEY_STACK_TRACE
+
+    node = helper.make_node("Add", ["a", "b"], ["c"], name="node_Add_7")
+    node.metadata_props.add(key=KEY_STACK_TRACE, value='File "model.py", line 12, in forward\n    x = x + self.pos')
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "ab"],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, None)])
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph), path)
+    error = RuntimeError("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. "
+                         "Name:'node_Add_7' Status Message: Attempting to broadcast an axis by a dimension other than 1. 5 by 6")
+    message = str(refusal(path, error, "model", "pixel_values 3x3x72x72"))
+    assert message.startswith("onnxruntime refused to run model on fresh inputs (pixel_values 3x3x72x72)")
+    assert "5 by 6" in message and "ONNX node: node_Add_7 (Add)" in message
+    assert 'File "model.py", line 12, in forward' in message and "x = x + self.pos" in message
+    assert "No file was written" in message

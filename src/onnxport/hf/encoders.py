@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
@@ -85,7 +86,7 @@ def _takes(module: torch.nn.Module, name: str) -> bool:
 
 
 # image sides tried, in order, when a vision model does not run at its configured (or default) size
-_LARGER_IMAGES = (128, 256, 512, 640)
+_LARGER_IMAGES = (128, 256, 512, 640, 1024, 1536)
 
 
 def vision_component(loaded: LoadedModel) -> Component:
@@ -152,7 +153,9 @@ def _quiet(name: str) -> Iterator[None]:
 def _runs(model: torch.nn.Module, inputs: dict[str, Any]) -> bool:
     """Whether ``model`` runs on ``inputs`` (an image of another size than the configured one, a
     spectrogram of a candidate feature size): first on fake tensors, where nothing is computed, and
-    when that fails (a data-dependent op fails there too) in eager for a model in memory. A model
+    when that fails (a data-dependent op fails there too) in eager for a model in memory; a meta
+    model that reaches a data-dependent op on fake tensors is taken to run (its sizes fit up to
+    there; the capture decides the rest). A model
     that fails there at another image size (PVT's ``interpolate_pos_encoding`` reshapes the
     position table to the configured patch grid) keeps its height and width fixed in the graph."""
     in_memory = not any(p.device.type == "meta" for p in model.parameters())
@@ -163,6 +166,10 @@ def _runs(model: torch.nn.Module, inputs: dict[str, Any]) -> bool:
         try:
             with _quiet(_FAKE_TENSOR_LOG), probe_mode(model), mode, torch.no_grad():
                 model(**inputs)
+        except (DataDependentOutputException, GuardOnDataDependentSymNode):
+            if not in_memory:  # values fake tensors do not have (D-FINE's .item()): the sizes fit so far
+                return True
+            continue
         except Exception:  # any failure of the model's own code at this size
             continue
         return True

@@ -54,7 +54,7 @@ from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
 from onnxport.hf.tasks import Task, get_task, infer_task
-from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager
+from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager, refusal
 from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
 from onnxport.runtime import run_session, to_numpy
 
@@ -285,7 +285,10 @@ def _check_part(
             feeds, graph = (torch.utils._pytree.tree_map(lambda t: _round(t, graph_dtype), f) for f in (feeds, graph))
         leaves = [t for t in torch.utils._pytree.tree_leaves(graph) if isinstance(t, torch.Tensor)]
         arrays = {n: to_numpy(_cast(t, rule.dtype)) for n, t in zip(names, leaves, strict=True)}
-        actual = run_session(sess, arrays)
+        try:
+            actual = run_session(sess, arrays)
+        except Exception as e:  # onnxruntime's own exception types
+            raise refusal(path, e, label, describe(feeds)) from e
         if rule.shared_buffer:
             actual = shared_cache.trim_presents(part.output_names, actual, total)
         expected = [_cast(t, rule.dtype) for t in eager(part.module, feeds)]

@@ -7,13 +7,17 @@ difference ≤ ``atol`` (``optimum/exporters/onnx/convert.py``, ``validate_model
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import onnx
 import torch
 
 from onnxport.errors import VerificationError
 from onnxport.hf.eager import run as run_eager
+from onnxport.metadata import KEY_STACK_TRACE
 from onnxport.verify.compare import OutputComparison, compare_tensors
 
 # The hf exporter's default: the shared table (float32: rtol 1e-3, atol 1e-4).
@@ -94,3 +98,33 @@ def describe(feeds: dict[str, Any]) -> str:
     if past:
         text += f", past {past[0][0].shape[2]}"
     return text
+
+
+_NODE_IN_MESSAGE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
+
+
+def refusal(path: Path, error: BaseException, component: str, inputs: str) -> VerificationError:
+    """The error for onnxruntime refusing to run the saved ``component`` (``path``, read without
+    its external data) on fresh inputs: onnxruntime's reason, the ONNX node it names and the source
+    line that node was traced from (its ``pkg.torch.onnx.stack_trace`` metadata)."""
+    text = str(error).strip()
+    reason = (text.split("Status Message:")[-1].strip().splitlines() or [type(error).__name__])[0]
+    lines = [f"onnxruntime refused to run {component} on fresh inputs ({inputs}), where eager PyTorch runs: {reason}"]
+    match = _NODE_IN_MESSAGE.search(text)
+    if match:
+        lines.append(f"ONNX node: {match.group(2)} ({match.group(1)})")
+        try:
+            proto = onnx.load(str(path), load_external_data=False)
+        except Exception:  # the message above still names the node
+            proto = None
+        node = next((n for n in proto.graph.node if n.name == match.group(2)), None) if proto else None
+        trace = {p.key: p.value for p in node.metadata_props}.get(KEY_STACK_TRACE, "") if node else ""
+        if trace.strip():
+            where = [line.strip() for line in trace.strip().splitlines()[-2:]]
+            lines.append("Traced at:\n  " + "\n    ".join(where))
+    lines.append(
+        "No file was written. The graph runs at the export's sizes and not at these: a size of the example "
+        "is baked into it (a position table or a grid the code sized with a Python number). Export with "
+        "inputs at the size you will run, or report it with the model."
+    )
+    return VerificationError("\n".join(lines))
