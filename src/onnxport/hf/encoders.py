@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import logging
+import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import tokenizers
 import torch
 from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
@@ -32,6 +36,8 @@ def text_component(loaded: LoadedModel) -> Component:
     """``input_ids``/``attention_mask`` (``[token_type_ids]``) → the task's outputs; for
     multiple-choice each of them is ``(batch_size, num_choices, sequence_length)``."""
     config = loaded.model.config
+    if loaded.task.name == "text-classification" and getattr(config, "pad_token_id", 0) is None and _pools_last_token(loaded.model):
+        config.pad_token_id = _pad_token_id(loaded)
     outputs = list(loaded.task.outputs)
     module = wrappers.TextModel(loaded.model, outputs, loaded.pooling)
     forward = inspect.signature(loaded.model.forward).parameters
@@ -58,6 +64,52 @@ def text_component(loaded: LoadedModel) -> Component:
     if loaded.pooling is not None:
         outputs.append("sentence_embedding")
     return Component("model", module, make, dynamic, None, outputs)
+
+
+_NO_PAD_TOKEN = "no padding token is defined"  # transformers' *ForSequenceClassification of decoders
+
+
+def _pools_last_token(model: torch.nn.Module) -> bool:
+    """Whether the classifier pools each row's last non-pad token, found from ``pad_token_id``
+    (``GenericForSequenceClassification``, GPT-2, ...): without one, transformers refuses a batch
+    of more than one row ("Cannot handle batch sizes > 1 if no padding token is defined")."""
+    try:
+        return _NO_PAD_TOKEN in inspect.getsource(type(model).forward)
+    except (OSError, TypeError):
+        return False
+
+
+def _pad_token_id(loaded: LoadedModel) -> int:
+    """The pad token id for a last-token classifier whose config has none: the tokenizer's
+    (``tokenizer_config.json`` ``pad_token``, looked up in ``tokenizer.json``), as Optimum infers
+    it; else -1, an id no input has, so the last position is pooled (transformers' choice for one
+    row): rows must then be left-padded or unpadded. Warns with the choice."""
+    pad = _tokenizer_pad_id(loaded.folder) if loaded.folder is not None else None
+    if pad is not None:
+        warnings.warn(
+            f"{type(loaded.model).__name__} pools each row's last non-pad token and its config has no "
+            f"pad_token_id: the export uses the tokenizer's pad token (id {pad}).", UserWarning, stacklevel=3)
+        return pad
+    warnings.warn(
+        f"{type(loaded.model).__name__} pools each row's last non-pad token, and neither its config nor a "
+        "tokenizer names a pad token: the exported model pools the last position of every row, so "
+        "batches must be left-padded (or unpadded). Set pad_token_id in config.json to pool the last "
+        "non-pad token of right-padded rows.", UserWarning, stacklevel=3)
+    return -1
+
+
+def _tokenizer_pad_id(folder: Path) -> int | None:
+    """The id of ``tokenizer_config.json``'s ``pad_token`` in ``tokenizer.json``, or ``None``."""
+    try:
+        settings = json.loads((folder / "tokenizer_config.json").read_text())
+        pad = settings.get("pad_token")
+        pad = pad.get("content") if isinstance(pad, dict) else pad
+        if not isinstance(pad, str):
+            return None
+        tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception:  # a missing or unreadable file (OSError, JSON, tokenizers' own errors): no pad token known
+        return None
+    return tokenizer.token_to_id(pad)
 
 
 def interpolates(model: torch.nn.Module) -> bool:

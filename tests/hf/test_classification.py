@@ -1,0 +1,73 @@
+"""Decoder sequence classifiers pool each row's last non-pad token, found from ``pad_token_id``;
+transformers refuses batches of more than one row when the config has none."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+
+import onnxport.hf
+
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+VOCAB = 40
+
+
+def _classifier(folder: pathlib.Path) -> torch.nn.Module:
+    config = transformers.LlamaConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=37, num_labels=3, pad_token_id=None,
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForSequenceClassification(config).eval()
+    model.save_pretrained(folder)
+    return model
+
+
+def _run(out: pathlib.Path, ids: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
+    session = ort.InferenceSession(str(out / "onnx" / "model.onnx"))
+    return session.run(["logits"], {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0]
+
+
+def test_without_a_pad_token_the_last_position_is_pooled(tmp_path: pathlib.Path) -> None:
+    model = _classifier(tmp_path / "ckpt")
+    with pytest.warns(UserWarning, match="left-padded"):
+        result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out")
+    assert result.task == "text-classification" and result.passed
+    ids = torch.randint(3, VOCAB, (3, 7), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, :2] = 0  # left padding
+    got = _run(tmp_path / "out", ids, mask)
+    with torch.no_grad():  # one row at a time, as transformers allows without a pad token
+        want = torch.cat([model(ids[i : i + 1], attention_mask=mask[i : i + 1]).logits for i in range(3)])
+    assert got.shape == (3, 3)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_the_tokenizers_pad_token_is_used_for_right_padded_rows(tmp_path: pathlib.Path) -> None:
+    model = _classifier(tmp_path / "ckpt")
+    vocab = {f"w{i}": i for i in range(VOCAB)} | {"[PAD]": 1}
+    del vocab["w1"]
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="w0"))
+    tokenizer.save(str(tmp_path / "ckpt" / "tokenizer.json"))
+    (tmp_path / "ckpt" / "tokenizer_config.json").write_text(json.dumps({"pad_token": "[PAD]"}))
+    with pytest.warns(UserWarning, match=r"tokenizer's pad token \(id 1\)"):
+        onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out", stream=True)
+    ids = torch.randint(3, VOCAB, (2, 6), generator=torch.Generator().manual_seed(2))
+    mask = torch.ones_like(ids)
+    ids[0, 4:], mask[0, 4:] = 1, 0  # right padding with the pad token
+    got = _run(tmp_path / "out", ids, mask)
+    model.config.pad_token_id = 1
+    with torch.no_grad():
+        want = model(ids, attention_mask=mask).logits
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
+    model.config.pad_token_id = None
+    with torch.no_grad():  # pooling the last position (the pad) would give other logits for row 0
+        last = model(ids[:1], attention_mask=mask[:1]).logits[0]
+    assert np.abs(got[0] - last.numpy()).max() > 1e-3
