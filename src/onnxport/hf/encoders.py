@@ -293,26 +293,50 @@ def _feature_sizes(config: Any) -> list[int]:
 
 
 def _features_component(loaded: LoadedModel) -> Component:
-    """``input_features`` ``(batch_size, sequence_length, features)`` → the task's outputs: a
-    spectrogram model whose encoder subsamples the frames (by up to 8 in Parakeet), so the frame
-    counts are 8 per :func:`_frames` plus 7 (odd, and past the subsampling convolutions' kernels)."""
+    """``input_features`` → the task's outputs, in the first layout the model runs on (a probe per
+    candidate of :func:`_feature_sizes`):
+
+    - ``(batch_size, sequence_length, features)``: w2v-BERT 2.0, Parakeet, LASR; their encoders
+      subsample the frames (by up to 8 in Parakeet), so the frame counts are 8 per :func:`_frames`
+      plus 7 (odd, and past the subsampling convolutions' kernels);
+    - ``(batch_size, features, frames)``: Whisper's encoder (``WhisperForAudioClassification``),
+      whose frames are fixed at ``2 * max_source_positions`` (3000: 30 s), so only the batch is
+      dynamic (as Optimum exports it); without ``max_source_positions`` the frames are dynamic.
+
+    Raises:
+        HFError: The model runs on none of them.
+    """
     module = wrappers.AudioFeaturesModel(loaded.model, loaded.task.outputs)
-    candidates = _feature_sizes(loaded.model.config)
+    config = loaded.model.config
+    fixed = getattr(config, "max_source_positions", None)
+    fixed_frames = 2 * fixed if isinstance(fixed, int) else None
 
-    def make(sizes: Sizes, features: int | None = None) -> dict[str, Any]:
-        shape = (sizes.batch, 8 * _frames(sizes) + 7, features or candidates[0])
-        return {"input_features": torch.randn(*shape, generator=_generator(sizes))}
+    def shape(sizes: Sizes, features: int, transposed: bool) -> tuple[int, ...]:
+        frames = 8 * _frames(sizes) + 7
+        if transposed:
+            return (sizes.batch, features, fixed_frames or frames)
+        return (sizes.batch, frames, features)
 
-    fitting = [n for n in candidates if _runs(module, make(Sizes(batch=1), n))]
+    layouts = [(n, transposed) for transposed in (False, True) for n in _feature_sizes(config)]
+    probe = Sizes(batch=1)
+    fitting = [(n, t) for n, t in layouts if _runs(module, {"input_features": torch.zeros(shape(probe, n, t))})]
     if not fitting:
-        suggested = ", ".join(map(str, candidates)) or "none: no feature_projection_input_dim or num_mel_bins"
+        suggested = ", ".join(str(n) for n, t in layouts if not t) or "none: no feature_projection_input_dim or num_mel_bins"
         raise HFError(
             f"{type(loaded.model).__name__} takes input_features, and it runs on an example spectrogram "
-            f"with none of the feature sizes its config suggests ({suggested}): onnxport cannot build its example inputs. "
-            "Check that the model runs in eager PyTorch on input_features of shape (batch, frames, features)."
+            f"with none of the feature sizes its config suggests ({suggested}), frames first or features first: "
+            "onnxport cannot build its example inputs. Check that the model runs in eager PyTorch on "
+            "input_features of shape (batch, frames, features) or (batch, features, frames)."
         )
-    candidates = fitting
-    axes = {0: BATCH, 1: SEQUENCE}
+    features, transposed = fitting[0]
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        return {"input_features": torch.randn(*shape(sizes, features, transposed), generator=_generator(sizes))}
+
+    if not transposed:
+        axes = {0: BATCH, 1: SEQUENCE}
+    else:
+        axes = {0: BATCH} if fixed_frames else {0: BATCH, 2: SEQUENCE}
     return Component("model", module, make, {"input_features": axes}, None, list(loaded.task.outputs))
 
 

@@ -272,6 +272,11 @@ ZOO += [
             "conv_kernel_size": 5, "subsampling_conv_channels": 8, "num_mel_bins": 16,
         },
     )),
+    # Whisper's encoder on (batch, num_mel_bins, 2 * max_source_positions) features
+    Entry("whisper-audio", "audio-classification", _make(
+        "WhisperConfig", "WhisperForAudioClassification", d_model=32, encoder_layers=2, encoder_attention_heads=4,
+        encoder_ffn_dim=37, num_mel_bins=16, max_source_positions=24, num_labels=3,
+    )),
     Entry("ast", "audio-classification", _make(
         "ASTConfig", "ASTForAudioClassification", hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
         intermediate_size=37, patch_size=16, frequency_stride=10, time_stride=10, max_length=64, num_mel_bins=32,
