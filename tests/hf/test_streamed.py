@@ -323,3 +323,29 @@ def test_streamed_export_of_a_model_mixing_scalar_tensors_with_activations(tmp_p
     got = streamed.session(find_model(tmp_path / "out")).run(["logits"], {"input_values": waveform.numpy()})[0]
     assert got.shape == want.shape and got.shape[-1] == 32
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_streamed_export_of_a_model_indexing_with_python_lists(tmp_path: pathlib.Path) -> None:
+    """Falcon (multi-query) splits its fused qkv with ``fused_qkv[..., [-2], :]``: on ``meta`` torch
+    builds the index tensor from the list without values, which became two weights per layer no
+    checkpoint holds ("4 missing")."""
+    config = transformers.FalconConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                       ffn_hidden_size=37)
+    assert config.multi_query and not config.new_decoder_architecture
+    torch.manual_seed(0)
+    model = transformers.FalconForCausalLM(config).eval()
+    model.save_pretrained(tmp_path / "ckpt")
+    result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out", stream=True)
+    assert result.task == "text-generation" and result.passed
+    ids = torch.randint(0, 64, (2, 6), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        want = model(input_ids=ids).logits.numpy()
+    session = streamed.session(find_model(tmp_path / "out"))
+    feeds = {"input_ids": ids.numpy(), "attention_mask": np.ones((2, 6), dtype=np.int64),
+             "position_ids": np.tile(np.arange(6), (2, 1))}
+    for i in session.get_inputs():
+        if i.name.startswith("past_key_values"):
+            feeds[i.name] = np.zeros((2, 1, 0, 8), dtype=np.float32)
+    got = session.run(["logits"], feeds)[0]
+    assert got.shape == want.shape == (2, 6, 64)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -130,8 +130,9 @@ def all_on_meta(model: torch.nn.Module) -> Iterator[None]:
 
 class _ConstantsInMemory(TorchFunctionMode):
     """``torch.tensor`` / ``as_tensor`` / ``asarray`` / ``Tensor.new_tensor`` of Python data on
-    ``meta`` made in memory and then moved to ``meta``; 0-dim tensors in memory given to an op with
-    ``meta`` operands moved there too (:func:`_scalar_to_meta`).
+    ``meta`` made in memory and then moved to ``meta``; so are the lists of ints a ``meta`` tensor
+    is indexed with (:func:`_list_index_to_meta`: Falcon's ``fused_qkv[..., [-2], :]``); 0-dim
+    tensors in memory given to an op with ``meta`` operands moved there too (:func:`_scalar_to_meta`).
 
     A meta tensor has no values, so a constant the forward builds on its activations' device
     (GPT-Neo's ``torch.tensor(mask_value, device=attn_weights.device)``) would reach the graph as
@@ -140,6 +141,7 @@ class _ConstantsInMemory(TorchFunctionMode):
     """
 
     _FROM_DATA = (torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor)
+    _INDEXING = (torch.Tensor.__getitem__, torch.Tensor.__setitem__)
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
@@ -154,10 +156,31 @@ class _ConstantsInMemory(TorchFunctionMode):
                         kwargs.setdefault("dtype", owner.dtype)
                         return torch.tensor(data, **kwargs).to("meta")
                     return func(*args, **kwargs).to("meta")
+        if func in self._INDEXING and isinstance(args[0], torch.Tensor) and args[0].device.type == "meta":
+            args = (args[0], _list_index_to_meta(args[1]), *args[2:])
         if _on_meta(args, kwargs):
             args = tuple(_scalar_to_meta(a) for a in args)
             kwargs = {k: _scalar_to_meta(v) for k, v in kwargs.items()}
         return func(*args, **kwargs)
+
+
+def _list_index_to_meta(index: Any) -> Any:
+    """An index with each list of ints (or bools) made a tensor in memory and moved to ``meta``:
+    the same advanced indexing, but the index tensor torch would build from the list on the indexed
+    tensor's device (``meta``, so without values) becomes a lifted constant with its values."""
+    def convert(item: Any) -> Any:
+        if isinstance(item, list) and _plain(item):
+            return torch.tensor(item).to("meta")
+        return item
+
+    return tuple(convert(i) for i in index) if isinstance(index, tuple) else convert(index)
+
+
+def _plain(items: list[Any]) -> bool:
+    """Whether a (nested) list holds only Python ints and bools."""
+    return bool(items) and all(
+        _plain(i) if isinstance(i, list) else isinstance(i, (int, bool)) and not isinstance(i, torch.SymInt) for i in items
+    )
 
 
 def _on_meta(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
