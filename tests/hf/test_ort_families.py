@@ -15,6 +15,7 @@ tokens, batch 2, row 0 left-padded) through the fused graph equals transformers.
 from __future__ import annotations
 
 import collections
+import json
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,18 @@ def test_mpt_exports_with_its_kv_cache() -> None:
     assert collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"] == 0
     with pytest.raises(HFError, match="kv_cache='concat'"):
         onnxport.hf.export(model, target="onnxruntime", kv_cache="shared")
+
+
+def test_mpt_folder_export_writes_its_genai_config(tmp_path: Path) -> None:
+    """MPT's config.json spells the heads ``n_heads`` and the context ``max_seq_len``: the folder
+    export (what ``onnxport export --hf`` runs) failed writing genai_config.json ("lacks
+    num_attention_heads")."""
+    _mpt().save_pretrained(tmp_path / "mpt")
+    result = onnxport.hf.export(tmp_path / "mpt", output_dir=tmp_path / "out", stream=True)
+    assert result.passed
+    decoder = json.loads((tmp_path / "out" / "genai_config.json").read_text())["model"]["decoder"]
+    assert (decoder["num_attention_heads"], decoder["head_size"], decoder["num_hidden_layers"]) == (4, 16, 2)
+    assert json.loads((tmp_path / "out" / "genai_config.json").read_text())["model"]["context_length"] == 64
 
 
 @pytest.mark.parametrize("name", ["mpt", "gptj", "codegen"])  # ~3 s each
