@@ -153,3 +153,17 @@ def test_onnxruntime_refusal_in_validation_names_the_node_and_source_line(tmp_pa
     assert "5 by 6" in message and "ONNX node: node_Add_7 (Add)" in message
     assert 'File "model.py", line 12, in forward' in message and "x = x + self.pos" in message
     assert "No file was written" in message
+
+
+def test_speech_seq2seq_without_whisper_features_is_an_hf_error(tmp_path: pathlib.Path) -> None:
+    """Speech2Text's encoder takes (batch, frames, features) with a mask: an HFError saying what is
+    exported, not an AttributeError (``num_mel_bins``) from inside onnxport."""
+    import transformers
+
+    config = transformers.Speech2TextConfig(
+        vocab_size=32, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16, conv_channels=8,
+    )
+    transformers.Speech2TextForConditionalGeneration(config).save_pretrained(tmp_path / "s2t")
+    with pytest.raises(HFError, match="Whisper-style models.*Speech2TextForConditionalGeneration's config has no num_mel_bins"):
+        onnxport.hf.export(tmp_path / "s2t", output_dir=tmp_path / "out")

@@ -254,8 +254,15 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
 
         encoder_dynamic: dict[str, Any] = {"pixel_values": {0: BATCH}}
     elif speech:
-        mels = config.num_mel_bins
-        frames = 2 * config.max_source_positions
+        mels, positions = getattr(config, "num_mel_bins", None), getattr(config, "max_source_positions", None)
+        if not isinstance(mels, int) or not isinstance(positions, int):
+            raise HFError(
+                f"automatic-speech-recognition of an encoder-decoder is exported for Whisper-style models, "
+                f"whose encoder takes input_features (batch, num_mel_bins, 2 * max_source_positions); "
+                f"{type(model).__name__}'s config has no {'num_mel_bins' if not isinstance(mels, int) else 'max_source_positions'} "
+                "(its encoder takes a variable-length input with a mask, which onnxport does not export yet)."
+            )
+        frames = 2 * positions
         encoder = wrappers.SpeechEncoder(model)
 
         def make_encoder(sizes: Sizes) -> dict[str, Any]:
