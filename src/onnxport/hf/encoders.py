@@ -13,12 +13,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import tokenizers
 import torch
 from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from onnxport.errors import HFError
+
+try:  # optional dependency (extra hf): the pad token of a folder's tokenizer.json
+    import tokenizers
+except ImportError:  # pragma: no cover - installed with the hf extra
+    tokenizers = None  # type: ignore[assignment]
 from onnxport.hf import cache as wrappers
 from onnxport.hf.dims import BATCH, HEIGHT, IMAGE_BATCH, NUM_CHOICES, SEQUENCE, TEXT_BATCH, WIDTH
 from onnxport.hf.eager import run as run_eager
@@ -84,7 +88,7 @@ def _pad_token_id(loaded: LoadedModel) -> int:
     (``tokenizer_config.json`` ``pad_token``, looked up in ``tokenizer.json``), as Optimum infers
     it; else -1, an id no input has, so the last position is pooled (transformers' choice for one
     row): rows must then be left-padded or unpadded. Warns with the choice."""
-    pad = _tokenizer_pad_id(loaded.folder) if loaded.folder is not None else None
+    pad = _tokenizer_pad_id(loaded.folder) if loaded.folder is not None and tokenizers is not None else None
     if pad is not None:
         warnings.warn(
             f"{type(loaded.model).__name__} pools each row's last non-pad token and its config has no "
