@@ -401,6 +401,18 @@ class SpeechEncoder(torch.nn.Module):
         return self.encoder(input_features=input_features).last_hidden_state
 
 
+class WaveformEncoder(torch.nn.Module):
+    """Encoder of a speech model on a raw waveform (Moonshine): ``input_values`` ``(batch,
+    samples)`` → ``last_hidden_state``, its length following the samples."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.encoder = cast("Callable[[], torch.nn.Module]", model.get_encoder)()
+
+    def forward(self, input_values: torch.Tensor) -> torch.Tensor:
+        return self.encoder(input_values=input_values).last_hidden_state
+
+
 class ImageEncoder(torch.nn.Module):
     """Encoder of a ``VisionEncoderDecoderModel`` (TrOCR, Donut): ``pixel_values`` →
     ``last_hidden_state``."""
@@ -459,8 +471,7 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
             cache.is_updated[i] = cached
         extra = {} if encoder_attention_mask is None else {"attention_mask": encoder_attention_mask}
         out = self.model(
-            # a BaseModelOutput, not a tuple: NLLB-MoE reads encoder_outputs.last_hidden_state
-            encoder_outputs=BaseModelOutput(last_hidden_state=encoder_hidden_states),
+            encoder_outputs=encoder_outputs(BaseModelOutput, encoder_hidden_states, encoder_attention_mask),
             decoder_input_ids=input_ids,
             past_key_values=cache,
             use_cache=True,
@@ -468,6 +479,15 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
         )
         caches = out.past_key_values
         return (out.logits, *flatten_cache(caches.self_attention_cache), *flatten_cache(caches.cross_attention_cache))
+
+
+def encoder_outputs(output_class: Any, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> Any:
+    """The ``encoder_outputs`` given to an encoder-decoder: a ``BaseModelOutput`` (``output_class``),
+    not a tuple (NLLB-MoE reads ``encoder_outputs.last_hidden_state``), that also answers
+    ``attention_mask`` (Moonshine's decoder reads ``encoder_outputs.attention_mask``)."""
+    out = output_class(last_hidden_state=hidden)
+    out.attention_mask = mask
+    return out
 
 
 # transformers' sliding-window masks (masking_utils); a modeling module that uses none of them

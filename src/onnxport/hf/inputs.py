@@ -239,7 +239,10 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     config = model.config
     speech = loaded.task.kind == "speech-seq2seq"
     vision = loaded.task.kind == "vision-seq2seq"
-    fixed = speech or vision  # the encoder's output length is fixed and it takes no mask
+    # Moonshine: a raw waveform of any length, no mask; its encoder's output length follows it
+    waveform = speech and getattr(model, "main_input_name", None) == "input_values"
+    fixed = (speech or vision) and not waveform  # the encoder's output length is fixed
+    masked = not (speech or vision)  # the encoder (and the decoder's cross-attention) take a mask
     dtype = next(model.parameters()).dtype
 
     if vision:  # VisionEncoderDecoderModel (TrOCR, Donut): pixel_values of the encoder's size
@@ -253,12 +256,22 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
             return {"pixel_values": torch.randn(sizes.batch, channels, height, width, generator=gen, dtype=dtype)}
 
         encoder_dynamic: dict[str, Any] = {"pixel_values": {0: BATCH}}
+    elif waveform:
+        encoder = wrappers.WaveformEncoder(model)
+
+        def make_encoder(sizes: Sizes) -> dict[str, Any]:
+            gen = _generator(sizes)  # ~0.1-0.6 s at 16 kHz, past Moonshine's 127-sample stem kernel
+            samples = 2000 * sizes.encoder_sequence + 127 + sizes.seed
+            return {"input_values": torch.randn(sizes.batch, samples, generator=gen, dtype=dtype)}
+
+        encoder_dynamic = {"input_values": {0: BATCH, 1: SEQUENCE}}
     elif speech:
         mels, positions = getattr(config, "num_mel_bins", None), getattr(config, "max_source_positions", None)
         if not isinstance(mels, int) or not isinstance(positions, int):
             raise HFError(
                 f"automatic-speech-recognition of an encoder-decoder is exported for Whisper-style models, "
-                f"whose encoder takes input_features (batch, num_mel_bins, 2 * max_source_positions); "
+                f"whose encoder takes input_features (batch, num_mel_bins, 2 * max_source_positions), and for "
+                f"raw-waveform models (Moonshine: input_values); "
                 f"{type(model).__name__}'s config has no {'num_mel_bins' if not isinstance(mels, int) else 'max_source_positions'} "
                 "(its encoder takes a variable-length input with a mask, which onnxport does not export yet)."
             )
@@ -291,7 +304,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     def probe() -> Any:
         cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
         start = torch.zeros(1, 2, dtype=torch.int64)
-        out = model(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), decoder_input_ids=start.to(device),
+        out = model(encoder_outputs=wrappers.encoder_outputs(BaseModelOutput, hidden), decoder_input_ids=start.to(device),
                     past_key_values=cache, use_cache=True)  # fmt: skip
         return out.past_key_values
 
@@ -311,7 +324,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
             "encoder_hidden_states": torch.randn(
                 sizes.batch, length, width, generator=gen, dtype=dtype
             ),
-            "encoder_attention_mask": None if fixed else left_padded_mask(sizes.batch, length),
+            "encoder_attention_mask": left_padded_mask(sizes.batch, length) if masked else None,
         }
         inputs["past_key_values"] = [
             tuple(
@@ -320,7 +333,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
             )
             for heads, dim in shapes
         ]
-        if fixed:
+        if not masked:
             del inputs["encoder_attention_mask"]
         if not cross_shapes:  # no cross-attention cache to feed back (no CacheBranch)
             return inputs
@@ -341,7 +354,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         "encoder_hidden_states": {0: BATCH} if fixed else {0: BATCH, 1: ENCODER_SEQUENCE},
     }
     names = ["input_ids", "encoder_hidden_states"]
-    if not fixed:
+    if masked:
         decoder_dynamic["encoder_attention_mask"] = {0: BATCH, 1: ENCODER_SEQUENCE}
         names.append("encoder_attention_mask")
     decoder_dynamic["past_key_values"] = [(dict(kv_axes), dict(kv_axes)) for _ in range(layers)]

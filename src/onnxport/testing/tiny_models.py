@@ -245,6 +245,13 @@ ZOO = [
             init_std=0.3,  # at the default 0.02 greedy decoding repeats the start token
         ),
     ),
+    # a raw 16 kHz waveform of any length into the encoder (input_values), no mask
+    Entry("moonshine", "automatic-speech-recognition", _make(
+        "MoonshineConfig", "MoonshineForConditionalGeneration", vocab_size=VOCAB, hidden_size=32, intermediate_size=37,
+        encoder_num_hidden_layers=2, decoder_num_hidden_layers=2, encoder_num_attention_heads=4,
+        decoder_num_attention_heads=4, encoder_num_key_value_heads=4, decoder_num_key_value_heads=4,
+        bos_token_id=1, eos_token_id=2, pad_token_id=0, decoder_start_token_id=1, initializer_range=0.3,
+    )),
 ]
 # Image, audio and multimodal tasks, and encoder-decoders whose architecture names no task by
 # its suffix (MarianMTModel): inferred from transformers' auto-class mappings.
