@@ -10,17 +10,19 @@ from onnxport._export import export as export_program
 from onnxport.capture.strategies import uncached_fake_tensors
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import moe
+from onnxport.hf.parts import module_caches_kept
 from onnxport.passes.cache_branch import branch_on_flag
 
 
 def export_component(part: hf_inputs.Component, opset_version: int | None, optimize: bool, target: str | None) -> Any:
     """The :class:`onnxport.ONNXProgram` of ``part`` exported at :data:`hf_inputs.EXPORT_SIZES`
     (a meta model's inputs are moved to meta by ``onnxport.export``), captured without the
-    FakeTensor cache (:func:`~onnxport.capture.strategies.uncached_fake_tensors`); for the
+    FakeTensor cache (:func:`~onnxport.capture.strategies.uncached_fake_tensors`) and with the
+    modules' own dict caches restored after it (:func:`~onnxport.hf.parts.module_caches_kept`); for the
     onnxruntime target its mixture-of-experts layers become ``com.microsoft.MoE``
     (:mod:`onnxport.hf.moe`)."""
     fused = moe.fused_experts(part.module) if target == "onnxruntime" else contextlib.nullcontext()
-    with fused, uncached_fake_tensors():
+    with fused, uncached_fake_tensors(), module_caches_kept(part.module):
         program = export_program(
             part.module,
             (),

@@ -158,8 +158,31 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     (:func:`onnxport.capture.patches.transformers_method_caches_off`: a probe on fake tensors
     would leave them holding fake outputs)."""
     if not any(p.device.type == "meta" for p in model.parameters()):
-        with transformers_method_caches_off():
+        with module_caches_kept(model), transformers_method_caches_off():
             yield
         return
-    with transformers_method_caches_off(), meta.all_on_meta(model), FakeTensorMode(allow_non_fake_inputs=True):
+    with module_caches_kept(model), transformers_method_caches_off(), meta.all_on_meta(model), \
+            FakeTensorMode(allow_non_fake_inputs=True):
         yield
+
+
+@contextlib.contextmanager
+def module_caches_kept(model: torch.nn.Module) -> Iterator[None]:
+    """Every dict attribute of ``model``'s submodules restored on exit to what it held on entry.
+
+    Some models cache derived tensors in a dict on the module (LeViT's ``attention_bias_cache``,
+    keyed by device): filled during a probe on fake tensors or during the capture, it handed those
+    tensors to the next run instead of recomputing them from the weights (the capture lifted them as
+    14 constants no checkpoint holds)."""
+    saved = [
+        (value, dict(value))
+        for module in model.modules()
+        for name, value in vars(module).items()
+        if isinstance(value, dict) and not name.startswith("_")
+    ]
+    try:
+        yield
+    finally:
+        for current, before in saved:
+            current.clear()
+            current.update(before)

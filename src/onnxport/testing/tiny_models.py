@@ -299,6 +299,12 @@ ZOO += [
         "SegformerConfig", "SegformerForSemanticSegmentation", num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
         hidden_sizes=[8, 16], num_attention_heads=[1, 2], decoder_hidden_size=16, patch_sizes=[7, 3], strides=[4, 2],
     )),
+    # caches its attention biases in a dict on the module (attention_bias_cache), keyed by device
+    Entry("levit", "image-classification", _make(
+        "LevitConfig", "LevitForImageClassification", image_size=64, hidden_sizes=[16, 32, 48],
+        num_attention_heads=[1, 2, 3], depths=[1, 1, 1], key_dim=[8, 8, 8], mlp_ratio=[2, 2, 2],
+        attention_ratio=[2, 2, 2], num_labels=3,
+    )),
     # DINOv2 backbone, DPT-style neck; the head resizes with int(patch_height * patch_size)
     Entry("depth-anything", "depth-estimation", _make(
         "DepthAnythingConfig", "DepthAnythingForDepthEstimation", reassemble_hidden_size=32, patch_size=14,
