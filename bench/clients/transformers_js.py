@@ -21,12 +21,15 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
   left-padded by 3, ``min_new_tokens=20`` so no row stops at eos) vs transformers'
   ``generate(do_sample=False)`` with the same settings: the token ids must be equal;
 - ``AutoModelForSeq2SeqLM.generate`` of a tiny BART (the same prompt),
-  ``AutoModelForSpeechSeq2Seq.generate`` of a tiny Whisper (one clip of random features) and
+  ``AutoModelForSpeechSeq2Seq.generate`` of a tiny Whisper (one clip of random features) and of a
+  tiny Moonshine (one random waveform of 9001 samples), and
   ``AutoModelForVision2Seq.generate`` of a tiny ViT + TrOCR ``VisionEncoderDecoderModel`` (one
   image), 10 greedy tokens each, through ``encoder_model.onnx`` + ``decoder_model_merged.onnx`` (whose cross-attention
   cache transformers.js feeds back with ``use_cache_branch``), vs transformers' ``generate``;
-- one forward of a tiny wav2vec2 CTC model (``AutoModelForCTC``) and a tiny CLIP (``AutoModel``)
-  against eager PyTorch: the max abs difference of every output (``< 1e-4``).
+- one forward of a tiny wav2vec2 CTC model and a tiny w2v-BERT 2.0 CTC model (``AutoModelForCTC``,
+  ``input_values`` / ``input_features``), a tiny CLIP (``AutoModel``) and a tiny Depth Anything
+  (``AutoModelForDepthEstimation``, a 70x84 image) against eager PyTorch: the max abs difference of
+  every output (``< 1e-4``).
 
 Prints the figures; exit status 1 when a check fails. Needs node >= 18 and npm.
 """
@@ -56,6 +59,7 @@ SENTENCES = [
     "Short one.",
 ]
 NEW_TOKENS = 20
+SEQ2SEQ = ("bart", "whisper", "moonshine", "trocr")  # encoder-decoders (onnxport.testing.tiny_models)
 
 
 def install(scratch: pathlib.Path) -> None:
@@ -215,7 +219,7 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
         got = result["forward"][name]
         forward[name] = {
             key: max_abs_diff(got[key], expected[key]) if key in got else float("inf")
-            for key in ("logits", "logits_per_image", "text_embeds", "image_embeds")
+            for key in ("logits", "logits_per_image", "text_embeds", "image_embeds", "predicted_depth")
             if key in expected
         }
     return {
@@ -239,6 +243,10 @@ def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Te
         "wav2vec2-ctc": (tiny_models.build("wav2vec2-ctc"), "AutoModelForCTC",
                          {"input_values": torch.randn(2, 4000, generator=gen)}),
         "clip": (tiny_models.build("clip"), "AutoModel", clip_inputs),
+        "w2v-bert-ctc": (tiny_models.build("w2v-bert-ctc"), "AutoModelForCTC",
+                         {"input_features": torch.randn(2, 61, 24, generator=gen)}),
+        "depth-anything": (tiny_models.build("depth-anything"), "AutoModelForDepthEstimation",
+                           {"pixel_values": torch.randn(2, 3, 70, 84, generator=gen)}),
     }  # fmt: skip
 
 
@@ -260,7 +268,7 @@ SEQ2SEQ_NEW_TOKENS = 10
 
 def seq2seq_models() -> dict[str, torch.nn.Module]:
     """The encoder-decoders checked (``onnxport.testing.tiny_models``, random weights): folder name → model."""
-    return {name: tiny_models.build(name) for name in ("bart", "whisper", "trocr")}
+    return {name: tiny_models.build(name) for name in SEQ2SEQ}
 
 
 def seq2seq_inputs(ids: torch.Tensor, mask: torch.Tensor) -> dict[str, dict[str, torch.Tensor]]:
@@ -271,8 +279,9 @@ def seq2seq_inputs(ids: torch.Tensor, mask: torch.Tensor) -> dict[str, dict[str,
     frames = 2 * config.max_source_positions
     features = torch.randn(1, config.num_mel_bins, frames, generator=torch.Generator().manual_seed(3))
     image = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(4))
+    waveform = torch.randn(1, 9001, generator=torch.Generator().manual_seed(6))
     return {"bart": {"input_ids": ids, "attention_mask": mask}, "whisper": {"input_features": features},
-            "trocr": {"pixel_values": image}}  # fmt: skip
+            "moonshine": {"input_values": waveform}, "trocr": {"pixel_values": image}}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -291,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ok = figures["min_cosine"] >= 0.99999
     for name, gen in figures["generation"].items():
-        kind = "encoder-decoder" if name in ("bart", "whisper", "trocr") else "text-generation"
+        kind = "encoder-decoder" if name in SEQ2SEQ else "text-generation"
         print(
             f"{kind} (tiny {name}): {gen['new_tokens']} greedy tokens: "
             f"{'equal to' if gen['tokens_equal'] else 'DIFFERENT from'} transformers.generate"

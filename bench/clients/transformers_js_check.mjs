@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import {
     env, pipeline, AutoModel, AutoModelForCausalLM, AutoModelForCTC, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq,
-    AutoModelForVision2Seq, Tensor,
+    AutoModelForVision2Seq, AutoModelForDepthEstimation, Tensor,
 } from '@huggingface/transformers';
 
 const [root, minilm, requestPath, resultPath, ...decoders] = process.argv.slice(2);
@@ -44,6 +44,11 @@ for (const [name, inputs] of Object.entries(request.seq2seq ?? {})) {
         const model = await AutoModelForVision2Seq.from_pretrained(name, { dtype: 'fp32' });
         const dims = [p.length, p[0].length, p[0][0].length, p[0][0][0].length];
         output = await model.generate({ pixel_values: new Tensor('float32', Float32Array.from(p.flat(3)), dims), ...steps });
+    } else if (inputs.input_values) {
+        const v = inputs.input_values;
+        const model = await AutoModelForSpeechSeq2Seq.from_pretrained(name, { dtype: 'fp32' });
+        const values = new Tensor('float32', Float32Array.from(v.flat(1)), [v.length, v[0].length]);
+        output = await model.generate({ input_values: values, ...steps });
     } else if (inputs.input_features) {
         const f = inputs.input_features;
         const model = await AutoModelForSpeechSeq2Seq.from_pretrained(name, { dtype: 'fp32' });
@@ -60,7 +65,7 @@ for (const [name, inputs] of Object.entries(request.seq2seq ?? {})) {
     }
     result.seq2seq[name] = output.tolist().map((row) => row.map((v) => Number(v)));
 }
-const autos = { AutoModel, AutoModelForCTC };
+const autos = { AutoModel, AutoModelForCTC, AutoModelForDepthEstimation };
 result.forward = {};
 for (const [name, { auto, inputs }] of Object.entries(request.forward ?? {})) {
     const model = await autos[auto].from_pretrained(name, { dtype: 'fp32' });
