@@ -8,6 +8,7 @@
 - :func:`feeds` binds torch inputs to graph input names; :func:`run_session` runs and returns torch
   tensors, through ``OrtValue`` when bfloat16 flows in or out (numpy has no bfloat16).
 - :func:`restore_complex` turns outputs carried as real ``[..., 2]`` back into complex tensors.
+- :func:`refusal_parts` reads onnxruntime's reason and failing node from a run error.
 
 onnxruntime is imported inside the functions that need it: it is heavy and only needed to run.
 """
@@ -18,6 +19,7 @@ import contextlib
 import ctypes
 import dataclasses
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -375,6 +377,19 @@ def restore_complex(model: ir.Model, outputs: list[torch.Tensor]) -> list[torch.
     return restored
 
 
+_NODE_IN_MESSAGE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
+
+
+def refusal_parts(error: BaseException) -> tuple[str, str | None, str | None]:
+    """``(reason, op type, node name)`` of onnxruntime's refusal to run a model: the first line after
+    "Status Message:" in its message (else the message's first line, else the exception type), and
+    the node of "... while running <Op> node. Name:'<name>'" (``None`` when it names none)."""
+    text = str(error).strip()
+    reason = (text.split("Status Message:")[-1].strip().splitlines() or [type(error).__name__])[0]
+    match = _NODE_IN_MESSAGE.search(text)
+    return (reason, match.group(1), match.group(2)) if match else (reason, None, None)
+
+
 __all__ = [
     "CHECKER",
     "ORT_LOAD",
@@ -386,6 +401,7 @@ __all__ = [
     "initializer_bytes",
     "needs_external_data",
     "on_disk",
+    "refusal_parts",
     "restore_complex",
     "run_session",
     "to_numpy",

@@ -20,7 +20,7 @@ from .zoo import BY_NAME, ZOO, save
 pytest.importorskip("transformers")
 
 FAST = {"bert", "roberta", "vit", "resnet", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian"}
-# Architectures added with their tasks in session 10, also exported through the streamed path
+# Architectures also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
 STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "whisper-audio", "ast", "detr", "segformer", "depth-anything", "levit", "clip", "bert-choice", "marian", "m2m100",
             "bert2bert", "trocr"]

@@ -88,11 +88,6 @@ def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dila
 
 
 #: (module name, attribute, replacement) applied while capturing, when the module is imported.
-def _compiling() -> bool:
-    return True
-
-
-TRANSFORMERS_CACHE_MODULE = "transformers.pytorch_utils"
 PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
     *((f"transformers.models.{name}.modeling_{name}", "mamba_selective_scan", selective_scan)
       for name in ("mamba", "falcon_mamba", "jamba", "zamba")),
@@ -104,8 +99,6 @@ PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
      functools.partial(tf_same_padding, dilate=True)),
     ("transformers.models.mobilenet_v1.modeling_mobilenet_v1", "apply_tf_padding",
      functools.partial(tf_same_padding, dilate=False)),
-    # read by compile_compatible_method_lru_cache's wrapper only: the caches stay out of the capture
-    (TRANSFORMERS_CACHE_MODULE, "is_torchdynamo_compiling", _compiling),
 )
 
 
@@ -114,14 +107,15 @@ def transformers_method_caches_off() -> Iterator[None]:
     """transformers' ``compile_compatible_method_lru_cache`` (RT-DETR's and D-FINE's anchors and
     sine position tables, ~30 models) bypassed, as it is under Dynamo: run on fake or meta tensors,
     a cached method would keep their outputs and hand them to a later eager run at the same sizes
-    (the validation of RT-DETR compared fake anchors). For the capture it is one of :data:`PATCHES`;
-    shape probes outside the capture use this."""
-    module = sys.modules.get(TRANSFORMERS_CACHE_MODULE)
+    (the validation of RT-DETR compared fake anchors). Active during the capture
+    (:func:`library_patches`) and the hf shape probes. ``is_torchdynamo_compiling`` of
+    ``transformers.pytorch_utils`` is read there by that decorator's wrapper only."""
+    module = sys.modules.get("transformers.pytorch_utils")
     if module is None or "is_torchdynamo_compiling" not in vars(module):
         yield
         return
     original = vars(module)["is_torchdynamo_compiling"]
-    setattr(module, "is_torchdynamo_compiling", _compiling)  # noqa: B010 (a module the checker cannot see)
+    setattr(module, "is_torchdynamo_compiling", _tracing)  # noqa: B010 (a module the checker cannot see)
     try:
         yield
     finally:
@@ -278,8 +272,9 @@ def _calls_int(path: str) -> bool:
 
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
-    """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`
-    and :func:`diffusers_patches` to the modules already imported; restore them on exit."""
+    """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`,
+    :func:`diffusers_patches`, :func:`symbolic_int_builtin` and
+    :func:`transformers_method_caches_off` to the modules already imported; restore them on exit."""
     saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
         (sys.modules.get(module_name), attribute, replacement) for module_name, attribute, replacement in PATCHES
@@ -291,7 +286,7 @@ def library_patches() -> Iterator[None]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))
                 setattr(owner, attribute, replacement)
-        with symbolic_int_builtin():
+        with symbolic_int_builtin(), transformers_method_caches_off():
             yield
     finally:
         for owner, attribute, original in reversed(saved):

@@ -456,10 +456,6 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
             DynamicCache,
             EncoderDecoderCache,
         )
-        from transformers.modeling_outputs import (  # heavy optional dependency (onnxport[hf])
-            BaseModelOutput,
-        )
-
         config: Any = self.model.config
         cached = use_cache_branch is not None and bool(use_cache_branch.all())
         if cached:
@@ -471,7 +467,7 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
             cache.is_updated[i] = cached
         extra = {} if encoder_attention_mask is None else {"attention_mask": encoder_attention_mask}
         out = self.model(
-            encoder_outputs=encoder_outputs(BaseModelOutput, encoder_hidden_states, encoder_attention_mask),
+            encoder_outputs=encoder_outputs(encoder_hidden_states, encoder_attention_mask),
             decoder_input_ids=input_ids,
             past_key_values=cache,
             use_cache=True,
@@ -481,11 +477,15 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
         return (out.logits, *flatten_cache(caches.self_attention_cache), *flatten_cache(caches.cross_attention_cache))
 
 
-def encoder_outputs(output_class: Any, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> Any:
-    """The ``encoder_outputs`` given to an encoder-decoder: a ``BaseModelOutput`` (``output_class``),
-    not a tuple (NLLB-MoE reads ``encoder_outputs.last_hidden_state``), that also answers
-    ``attention_mask`` (Moonshine's decoder reads ``encoder_outputs.attention_mask``)."""
-    out = output_class(last_hidden_state=hidden)
+def encoder_outputs(hidden: torch.Tensor, mask: torch.Tensor | None = None) -> Any:
+    """The ``encoder_outputs`` given to an encoder-decoder: a ``BaseModelOutput``, not a tuple
+    (NLLB-MoE reads ``encoder_outputs.last_hidden_state``), that also answers ``attention_mask``
+    (Moonshine's decoder reads ``encoder_outputs.attention_mask``)."""
+    from transformers.modeling_outputs import (  # heavy optional dependency (onnxport[hf])
+        BaseModelOutput,
+    )
+
+    out = BaseModelOutput(last_hidden_state=hidden)
     out.attention_mask = mask
     return out
 

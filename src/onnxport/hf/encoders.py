@@ -297,8 +297,8 @@ def _feature_sizes(config: Any) -> list[int]:
 
 
 def _features_component(loaded: LoadedModel) -> Component:
-    """``input_features`` → the task's outputs, in the first layout the model runs on (a probe per
-    candidate of :func:`_feature_sizes`):
+    """``input_features`` → the task's outputs, in the first layout the model runs on (probed in
+    turn for each candidate of :func:`_feature_sizes`):
 
     - ``(batch_size, sequence_length, features)``: w2v-BERT 2.0, Parakeet, LASR; their encoders
       subsample the frames (by up to 8 in Parakeet), so the frame counts are 8 per :func:`_frames`
@@ -323,8 +323,9 @@ def _features_component(loaded: LoadedModel) -> Component:
 
     layouts = [(n, transposed) for transposed in (False, True) for n in _feature_sizes(config)]
     probe = Sizes(batch=1)
-    fitting = [(n, t) for n, t in layouts if _runs(module, {"input_features": torch.zeros(shape(probe, n, t))})]
-    if not fitting:
+    fitting = next((layout for layout in layouts
+                    if _runs(module, {"input_features": torch.zeros(shape(probe, *layout))})), None)
+    if fitting is None:
         suggested = ", ".join(str(n) for n, t in layouts if not t) or "none: no feature_projection_input_dim or num_mel_bins"
         raise HFError(
             f"{type(loaded.model).__name__} takes input_features, and it runs on an example spectrogram "
@@ -332,7 +333,7 @@ def _features_component(loaded: LoadedModel) -> Component:
             "onnxport cannot build its example inputs. Check that the model runs in eager PyTorch on "
             "input_features of shape (batch, frames, features) or (batch, features, frames)."
         )
-    features, transposed = fitting[0]
+    features, transposed = fitting
 
     def make(sizes: Sizes) -> dict[str, Any]:
         return {"input_features": torch.randn(*shape(sizes, features, transposed), generator=_generator(sizes))}

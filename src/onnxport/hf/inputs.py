@@ -231,10 +231,6 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         DynamicCache,
         EncoderDecoderCache,
     )
-    from transformers.modeling_outputs import (  # heavy optional dependency (onnxport[hf])
-        BaseModelOutput,
-    )
-
     model = loaded.model
     config = model.config
     speech = loaded.task.kind == "speech-seq2seq"
@@ -304,7 +300,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     def probe() -> Any:
         cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
         start = torch.zeros(1, 2, dtype=torch.int64)
-        out = model(encoder_outputs=wrappers.encoder_outputs(BaseModelOutput, hidden), decoder_input_ids=start.to(device),
+        out = model(encoder_outputs=wrappers.encoder_outputs(hidden), decoder_input_ids=start.to(device),
                     past_key_values=cache, use_cache=True)  # fmt: skip
         return out.past_key_values
 

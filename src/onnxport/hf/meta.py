@@ -177,10 +177,8 @@ def _list_index_to_meta(index: Any) -> Any:
 
 
 def _plain(items: list[Any]) -> bool:
-    """Whether a (nested) list holds only Python ints and bools."""
-    return bool(items) and all(
-        _plain(i) if isinstance(i, list) else isinstance(i, (int, bool)) and not isinstance(i, torch.SymInt) for i in items
-    )
+    """Whether a (nested) list holds only Python ints (bools included)."""
+    return bool(items) and all(_plain(i) if isinstance(i, list) else isinstance(i, int) for i in items)
 
 
 def _on_meta(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -157,12 +157,12 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     ``masking_utils``) as under torch.export; transformers' method caches off in both
     (:func:`onnxport.capture.patches.transformers_method_caches_off`: a probe on fake tensors
     would leave them holding fake outputs)."""
-    if not any(p.device.type == "meta" for p in model.parameters()):
-        with module_caches_kept(model), transformers_method_caches_off():
-            yield
-        return
-    with module_caches_kept(model), transformers_method_caches_off(), meta.all_on_meta(model), \
-            FakeTensorMode(allow_non_fake_inputs=True):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(module_caches_kept(model))
+        stack.enter_context(transformers_method_caches_off())
+        if any(p.device.type == "meta" for p in model.parameters()):
+            stack.enter_context(meta.all_on_meta(model))
+            stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
         yield
 
 

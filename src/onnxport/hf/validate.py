@@ -7,7 +7,6 @@ difference ≤ ``atol`` (``optimum/exporters/onnx/convert.py``, ``validate_model
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import torch
 from onnxport.errors import VerificationError
 from onnxport.hf.eager import run as run_eager
 from onnxport.metadata import KEY_STACK_TRACE
+from onnxport.runtime import refusal_parts
 from onnxport.verify.compare import OutputComparison, compare_tensors
 
 # The hf exporter's default: the shared table (float32: rtol 1e-3, atol 1e-4).
@@ -100,24 +100,19 @@ def describe(feeds: dict[str, Any]) -> str:
     return text
 
 
-_NODE_IN_MESSAGE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
-
-
 def refusal(path: Path, error: BaseException, component: str, inputs: str) -> VerificationError:
     """The error for onnxruntime refusing to run the saved ``component`` (``path``, read without
     its external data) on fresh inputs: onnxruntime's reason, the ONNX node it names and the source
     line that node was traced from (its ``pkg.torch.onnx.stack_trace`` metadata)."""
-    text = str(error).strip()
-    reason = (text.split("Status Message:")[-1].strip().splitlines() or [type(error).__name__])[0]
+    reason, op_type, name = refusal_parts(error)
     lines = [f"onnxruntime refused to run {component} on fresh inputs ({inputs}), where eager PyTorch runs: {reason}"]
-    match = _NODE_IN_MESSAGE.search(text)
-    if match:
-        lines.append(f"ONNX node: {match.group(2)} ({match.group(1)})")
+    if name:
+        lines.append(f"ONNX node: {name} ({op_type})")
         try:
             proto = onnx.load(str(path), load_external_data=False)
         except Exception:  # the message above still names the node
             proto = None
-        node = next((n for n in proto.graph.node if n.name == match.group(2)), None) if proto else None
+        node = next((n for n in proto.graph.node if n.name == name), None) if proto else None
         trace = {p.key: p.value for p in node.metadata_props}.get(KEY_STACK_TRACE, "") if node else ""
         if trace.strip():
             where = [line.strip() for line in trace.strip().splitlines()[-2:]]

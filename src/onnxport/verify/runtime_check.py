@@ -42,7 +42,7 @@ from torch.export.graph_signature import InputKind
 
 from onnxport.errors import DynamicShapesError, RuntimeCheckError, VerificationError
 from onnxport.metadata import KEY_FX_NODE, KEY_STACK_TRACE
-from onnxport.runtime import create_session, feeds, initializer_bytes, run_session
+from onnxport.runtime import create_session, feeds, initializer_bytes, refusal_parts, run_session
 from onnxport.verify.compare import compare_outputs
 from onnxport.verify.guards import SizeChoice, choose_sizes, input_guards
 from onnxport.verify.inputs import (
@@ -56,7 +56,6 @@ from onnxport.weights.save import missing_weights
 # Operator domains onnxruntime implements itself (the ONNX standard, ML and its contrib ops).
 _ORT_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "ai.onnx.preview.training"}
 _SHOWN = 5  # guards named in messages and RuntimeCheck.guards
-_NODE_IN_MESSAGE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
 
 
 @dataclasses.dataclass
@@ -158,12 +157,9 @@ def _runs_unoptimized(program: Any, inputs: dict[str, Any]) -> bool:
 def runtime_error(program: Any, error: BaseException, input_set: str, runs_unoptimized: bool = False) -> RuntimeCheckError:
     """The :class:`RuntimeCheckError` for onnxruntime's refusal ``error`` on ``input_set``
     (``runs_unoptimized``: the same inputs run with onnxruntime's graph optimizations off)."""
-    text = str(error).strip()
-    match = _NODE_IN_MESSAGE.search(text)
-    op_type, name = (match.group(1), match.group(2)) if match else (None, None)
+    reason, op_type, name = refusal_parts(error)
     onnx_node = _find_node(program.model, name) if name else None
     fx_node = _fx_node(program, onnx_node)
-    reason = text.split("Status Message:")[-1].strip().splitlines()[0] if text else type(error).__name__
     lines = [f"onnxruntime refused to run the exported model on the {input_set}: {reason}"]
     if name:
         lines.append(f"ONNX node: {name} ({op_type})")
@@ -329,8 +325,7 @@ def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Map
     try:
         actual = program(*args1, **kwargs1)
     except Exception as e:  # onnxruntime's own exception types, or onnxport's for bad feeds
-        first_line = (str(e).split("Status Message:")[-1].strip().splitlines() or [type(e).__name__])[0]
-        raise _specialization_error(names, example, choice, f"fails in onnxruntime ({first_line})") from e
+        raise _specialization_error(names, example, choice, f"fails in onnxruntime ({refusal_parts(e)[0]})") from e
     onnx_names = [o.name for o in program.model.graph.outputs]
     try:
         results = compare_outputs(onnx_names, expected, list(actual))
