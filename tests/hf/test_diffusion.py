@@ -49,7 +49,7 @@ def generate(text_encoder, unet, vae_decoder, ids: np.ndarray, latents: np.ndarr
     hidden = text_encoder(ids)
     sample = torch.from_numpy(latents)
     for t in scheduler.timesteps:
-        noise = unet(sample.numpy(), np.array([int(t)] * len(ids), dtype=np.int64), hidden)
+        noise = unet(sample.numpy(), np.array(t, dtype=np.float32), hidden)  # Optimum: a 0-d float timestep
         sample = scheduler.step(torch.from_numpy(noise), t, sample).prev_sample
     return vae_decoder(sample.numpy())
 
@@ -67,6 +67,8 @@ def test_pipeline_exports_and_generates_like_eager(tmp_path: pathlib.Path) -> No
     sessions = {name: ort.InferenceSession(str(out / name / "model.onnx")) for name in result.programs}
     unet_inputs = [i.name for i in sessions["unet"].get_inputs()]
     assert unet_inputs == ["sample", "timestep", "encoder_hidden_states"]
+    timestep = sessions["unet"].get_inputs()[1]
+    assert (timestep.shape, timestep.type) == ([], "tensor(float)")
     onnx_parts = (
         lambda ids: sessions["text_encoder"].run(["last_hidden_state"], {"input_ids": ids})[0],
         lambda s, t, h: sessions["unet"].run(None, dict(zip(unet_inputs, (s, t, h))))[0],
@@ -96,10 +98,20 @@ def test_pipeline_exports_and_generates_like_eager(tmp_path: pathlib.Path) -> No
     np.testing.assert_allclose(actual, expected, rtol=1e-3, atol=1e-4)
 
 
-def test_pipeline_without_unet_is_refused(tmp_path: pathlib.Path) -> None:
-    folder = tmp_path / "flux"
+def test_unknown_denoiser_is_refused_before_loading(tmp_path: pathlib.Path) -> None:
+    folder = tmp_path / "pixart"
     folder.mkdir()
-    (folder / "model_index.json").write_text(json.dumps({"transformer": ["diffusers", "FluxTransformer2DModel"]}))
-    with pytest.raises(HFError, match="without a UNet .*FluxTransformer2DModel.*onnxport.export"):
+    index = {"_class_name": "PixArtAlphaPipeline", "text_encoder": ["transformers", "T5EncoderModel"],
+             "transformer": ["diffusers", "PixArtTransformer2DModel"]}  # fmt: skip
+    (folder / "model_index.json").write_text(json.dumps(index))  # no component folders: nothing may load
+    with pytest.raises(HFError, match="denoiser is PixArtTransformer2DModel.*SD3Transformer2DModel.*onnxport.export"):
         onnxport.hf.export(folder, output_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_pipeline_without_denoiser_is_refused(tmp_path: pathlib.Path) -> None:
+    folder = tmp_path / "vae-only"
+    folder.mkdir()
+    (folder / "model_index.json").write_text(json.dumps({"vae": ["diffusers", "AutoencoderKL"]}))
+    with pytest.raises(HFError, match="names no denoiser"):
+        onnxport.hf.export(folder, output_dir=tmp_path / "out")

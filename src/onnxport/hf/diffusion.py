@@ -1,20 +1,23 @@
 """Diffusers pipelines: a folder with ``model_index.json`` → one ONNX model per model component,
-laid out as Optimum's ``optimum-cli export onnx`` writes a Stable Diffusion pipeline
-(``optimum/exporters/onnx/model_configs.py``: ``CLIPTextOnnxConfig``, ``UNetOnnxConfig``,
-``VaeEncoderOnnxConfig``, ``VaeDecoderOnnxConfig``) and its ONNX Runtime pipelines read it:
+laid out as Optimum's ``optimum-cli export onnx`` writes a diffusion pipeline (optimum
+``exporters/utils.py`` ``_get_submodels_for_export_diffusion``; optimum-onnx
+``exporters/onnx/model_configs.py``: ``CLIPTextOnnxConfig``, ``CLIPTextWithProjectionOnnxConfig``,
+``T5EncoderOnnxConfig``, ``VaeEncoderOnnxConfig``, ``VaeDecoderOnnxConfig``) and its ONNX Runtime
+pipelines read it:
 
-- ``text_encoder/model.onnx`` (and ``text_encoder_2``): ``input_ids`` → ``last_hidden_state``,
-  ``pooler_output`` (``text_embeds`` for a CLIP text model with projection);
-- ``unet/model.onnx``: ``sample``, ``timestep``, ``encoder_hidden_states`` → ``out_sample``;
+- ``text_encoder/model.onnx`` (and ``text_encoder_2``, ``text_encoder_3``): ``input_ids``
+  ``[batch_size, sequence_length]`` int64 → ``last_hidden_state`` and ``pooler_output`` (CLIP),
+  ``text_embeds`` and ``last_hidden_state`` (CLIP with projection), ``last_hidden_state`` (T5
+  encoder); for SDXL and SD3 pipelines the CLIP encoders also return ``hidden_states.0`` ...
+  ``hidden_states.{num_hidden_layers}`` (the pipelines read the penultimate layer);
+- ``unet/model.onnx`` or ``transformer/model.onnx``: the denoiser (:mod:`onnxport.hf.denoisers`);
 - ``vae_encoder/model.onnx``: ``sample`` → ``latent_parameters`` (the Gaussian's mean and log
   variance, concatenated on the channels);
 - ``vae_decoder/model.onnx``: ``latent_sample`` → ``sample``;
 
 each beside its component's ``config.json``, with ``model_index.json``, the scheduler, tokenizer
 and feature-extractor folders copied. Every component is validated against eager PyTorch on fresh
-sizes like the transformers tasks (:func:`onnxport.hf.export.validate_component`). UNets with
-extra conditioning (SDXL's ``added_cond_kwargs``) and transformer denoisers (SD3, Flux) are
-refused with an ``HFError`` naming them.
+sizes like the transformers tasks (:func:`onnxport.hf.export.validate_component`).
 """
 
 from __future__ import annotations
@@ -26,38 +29,33 @@ from typing import Any
 import torch
 
 from onnxport.errors import HFError
+from onnxport.hf import denoisers
+from onnxport.hf.denoisers import multiples
 from onnxport.hf.dims import BATCH, HEIGHT, SEQUENCE, WIDTH
 from onnxport.hf.eager import run as run_eager
 from onnxport.hf.parts import Component, Sizes, token_ids
 from onnxport.hf.parts import generator as _generator
 
 # Folders copied as they are (no model weights): what a pipeline needs besides its graphs.
-COPIED = ("scheduler", "tokenizer", "tokenizer_2", "feature_extractor")
+COPIED = ("scheduler", "tokenizer", "tokenizer_2", "tokenizer_3", "feature_extractor")
+# Pipelines whose CLIP text encoders also export every layer's hidden states (Optimum: is_sdxl, is_sd3).
+HIDDEN_STATES_PIPELINES = ("StableDiffusionXL", "StableDiffusion3")
 TASK = "text-to-image"
 
 
 class TextEncoder(torch.nn.Module):
-    """``input_ids`` → the CLIP text model's outputs, by name."""
+    """``input_ids`` → the text model's outputs, by name, then every layer's hidden states when
+    ``hidden_states`` is set."""
 
-    def __init__(self, model: torch.nn.Module, outputs: tuple[str, ...]) -> None:
+    def __init__(self, model: torch.nn.Module, outputs: tuple[str, ...], hidden_states: bool) -> None:
         super().__init__()
         self.model = model
         self.outputs = outputs
+        self.hidden_states = hidden_states
 
     def forward(self, input_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.model(input_ids=input_ids)
-        return tuple(out[name] for name in self.outputs)
-
-
-class UNet(torch.nn.Module):
-    """``(sample, timestep, encoder_hidden_states)`` → ``out_sample``."""
-
-    def __init__(self, unet: torch.nn.Module) -> None:
-        super().__init__()
-        self.unet = unet
-
-    def forward(self, sample: torch.Tensor, timestep: torch.Tensor, encoder_hidden_states: torch.Tensor) -> torch.Tensor:
-        return self.unet(sample, timestep, encoder_hidden_states, return_dict=False)[0]
+        out = self.model(input_ids=input_ids, output_hidden_states=self.hidden_states)
+        return tuple(out[name] for name in self.outputs) + (tuple(out["hidden_states"]) if self.hidden_states else ())
 
 
 class VaeEncoder(torch.nn.Module):
@@ -114,48 +112,21 @@ def _load(folder: Path, name: str, library: str, cls: str) -> Any:
         raise HFError(f"Could not load the pipeline's {name} ({library}.{cls}): {e}") from e
 
 
-def _text_encoder(name: str, model: Any) -> Component:
-    outputs = ("text_embeds", "last_hidden_state") if hasattr(model, "text_projection") else ("last_hidden_state", "pooler_output")
+def _text_encoder(name: str, model: Any, pipeline: str) -> Component:
     config = model.config
+    if hasattr(model, "text_projection"):
+        outputs: tuple[str, ...] = ("text_embeds", "last_hidden_state")
+    elif getattr(config, "is_encoder_decoder", False) or getattr(config, "model_type", None) in ("t5", "mt5", "umt5"):
+        outputs = ("last_hidden_state",)  # T5EncoderModel: no pooled output
+    else:
+        outputs = ("last_hidden_state", "pooler_output")
+    hidden = len(outputs) == 2 and pipeline.startswith(HIDDEN_STATES_PIPELINES)
+    names = list(outputs) + ([f"hidden_states.{i}" for i in range(config.num_hidden_layers + 1)] if hidden else [])
 
     def make(sizes: Sizes) -> dict[str, Any]:
         return {"input_ids": token_ids(config, sizes.batch, sizes.sequence, _generator(sizes))}
 
-    return Component(name, TextEncoder(model, outputs), make, {"input_ids": {0: BATCH, 1: SEQUENCE}}, None, list(outputs))
-
-
-def _unet(unet: Any) -> Component:
-    config = unet.config
-    if getattr(config, "addition_embed_type", None) or getattr(config, "class_embed_type", None):
-        raise HFError(
-            "The pipeline's UNet takes extra conditioning (addition_embed_type / class_embed_type: SDXL, "
-            "unCLIP); onnxport exports Stable Diffusion 1.x/2.x-style UNets only. Export it with "
-            "onnxport.export and its added_cond_kwargs as inputs."
-        )
-    scale = 2 ** (len(config.block_out_channels) - 1)
-    width = config.cross_attention_dim
-
-    def make(sizes: Sizes) -> dict[str, Any]:
-        gen = _generator(sizes)
-        side = scale * (2 + sizes.seed)
-        return {
-            "sample": torch.randn(sizes.batch, config.in_channels, side, side + scale, generator=gen),
-            "timestep": torch.randint(1, 1000, (sizes.batch,), generator=gen),
-            "encoder_hidden_states": torch.randn(sizes.batch, sizes.sequence, width, generator=gen),
-        }
-
-    dynamic = {"sample": _multiples(scale), "timestep": {0: BATCH}, "encoder_hidden_states": {0: BATCH, 1: SEQUENCE}}
-    return Component("unet", UNet(unet), make, dynamic, None, ["out_sample"])
-
-
-def _multiples(scale: int) -> dict[int, Any]:
-    """Batch, and height/width as multiples of ``scale`` (``scale * Dim("height")``): the UNet's
-    and VAE's down/up-sampling stages need sides divisible by 2 per stage (diffusers'
-    ``forward_upsample_size`` branch otherwise), so the graph dims read ``8*height``."""
-    if scale == 1:
-        return {0: BATCH, 2: HEIGHT, 3: WIDTH}
-    side = {name: torch.export.Dim(name, min=1) for name in (str(HEIGHT), str(WIDTH))}
-    return {0: BATCH, 2: scale * side[str(HEIGHT)], 3: scale * side[str(WIDTH)]}
+    return Component(name, TextEncoder(model, outputs, hidden), make, {"input_ids": {0: BATCH, 1: SEQUENCE}}, None, names)
 
 
 def _vae(vae: Any) -> list[Component]:
@@ -172,7 +143,7 @@ def _vae(vae: Any) -> list[Component]:
         return {"latent_sample": torch.randn(*shape, generator=_generator(sizes))}
 
     return [
-        Component("vae_encoder", VaeEncoder(vae), make_image, {"sample": _multiples(scale)}, None, ["latent_parameters"]),
+        Component("vae_encoder", VaeEncoder(vae), make_image, {"sample": multiples(scale)}, None, ["latent_parameters"]),
         Component("vae_decoder", VaeDecoder(vae), make_latent, {"latent_sample": {0: BATCH, 2: HEIGHT, 3: WIDTH}}, None, ["sample"]),
     ]
 
@@ -182,26 +153,30 @@ def pipeline_components(folder: Path) -> list[Component]:
 
     Raises:
         HFError: ``model_index.json`` is unreadable, a component cannot be loaded, the pipeline has
-            no UNet (a transformer denoiser: SD3, Flux, PixArt) or its UNet takes extra conditioning.
+            no denoiser, or its denoiser is not one :mod:`onnxport.hf.denoisers` exports.
     """
     index = _index(folder)
-    parts: list[Component] = []
-    for name in ("text_encoder", "text_encoder_2"):
-        entry = index.get(name)
-        if isinstance(entry, list) and len(entry) == 2 and entry[1]:
-            parts.append(_text_encoder(name, _load(folder, name, *entry)))
-    entry = index.get("unet")
-    if not (isinstance(entry, list) and len(entry) == 2 and entry[1]):
-        denoiser = index.get("transformer")
-        what = f" (its denoiser is {denoiser[0]}.{denoiser[1]})" if isinstance(denoiser, list) and len(denoiser) == 2 else ""
+    pipeline = str(index.get("_class_name", ""))
+    entries = {name: e for name, e in index.items() if isinstance(e, list) and len(e) == 2 and e[1]}
+    if "unet" not in entries and "transformer" not in entries:
         raise HFError(
-            f"{folder} is a diffusers pipeline without a UNet{what}: onnxport.hf exports Stable "
-            "Diffusion-style pipelines (text encoder, UNet, VAE). Export the denoiser with onnxport.export."
+            f"{folder}/model_index.json names no denoiser (a 'unet' or 'transformer' entry): onnxport.hf exports "
+            "diffusion pipelines of text encoders, a UNet or transformer, and a VAE."
         )
-    parts.append(_unet(_load(folder, "unet", *entry)))
-    entry = index.get("vae")
-    if isinstance(entry, list) and len(entry) == 2 and entry[1]:
-        parts += _vae(_load(folder, "vae", *entry))
+    if "unet" not in entries:
+        denoisers.check_transformer(str(entries["transformer"][1]))  # before any weights load
+    parts = [
+        _text_encoder(name, _load(folder, name, *entries[name]), pipeline)
+        for name in ("text_encoder", "text_encoder_2", "text_encoder_3")
+        if name in entries
+    ]
+    if "unet" in entries:
+        parts.append(denoisers.unet_component(_load(folder, "unet", *entries["unet"]), index))
+    else:
+        cls = str(entries["transformer"][1])
+        parts.append(denoisers.transformer_component(_load(folder, "transformer", *entries["transformer"]), cls))
+    if "vae" in entries:
+        parts += _vae(_load(folder, "vae", *entries["vae"]))
     return parts
 
 

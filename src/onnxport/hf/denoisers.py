@@ -1,0 +1,220 @@
+"""The denoiser of a diffusers pipeline as one ONNX model, with the input and output names of
+Optimum's ONNX configs (``optimum/exporters/onnx/model_configs.py`` in optimum-onnx:
+``UNetOnnxConfig``, ``SD3TransformerOnnxConfig``, ``FluxTransformerOnnxConfig``) so that its ONNX
+Runtime pipelines (``optimum/onnxruntime/modeling_diffusion.py``: ``ORTUnet``, ``ORTTransformer``)
+feed them by name:
+
+- ``unet/model.onnx`` (``UNet2DConditionModel``): ``sample`` ``[batch_size, C, s*height, s*width]``
+  float32 (``s`` = 2 per down-sampling stage), ``timestep`` a float32 scalar (0-d, as Optimum's
+  current config; diffusers broadcasts it to the batch), ``encoder_hidden_states``
+  ``[batch_size, sequence_length, cross_attention_dim]``; SDXL's UNets
+  (``addition_embed_type="text_time"``) also ``text_embeds`` ``[batch_size, D]`` and ``time_ids``
+  ``[batch_size, 6]`` (5 for a refiner with ``requires_aesthetics_score``), the pipeline's
+  ``added_cond_kwargs``; latent-consistency UNets (``time_cond_proj_dim``) ``timestep_cond``
+  ``[batch_size, time_cond_proj_dim]``. Output ``out_sample``, the shape of ``sample``.
+- ``transformer/model.onnx``, Stable Diffusion 3 (``SD3Transformer2DModel``): ``hidden_states``
+  ``[batch_size, C, p*height, p*width]`` (``p`` = ``patch_size``), ``encoder_hidden_states``
+  ``[batch_size, sequence_length, joint_attention_dim]``, ``pooled_projections``
+  ``[batch_size, pooled_projection_dim]``, ``timestep`` ``[batch_size]`` float32. Output
+  ``out_hidden_states``, the shape of ``hidden_states``.
+- ``transformer/model.onnx``, Flux (``FluxTransformer2DModel``): ``hidden_states``
+  ``[batch_size, packed_height_width, C]`` (2x2-packed latents), ``encoder_hidden_states``,
+  ``pooled_projections``, ``timestep`` ``[batch_size]`` (the pipeline's ``t / 1000``), ``img_ids``
+  ``[packed_height_width, 3]`` and ``txt_ids`` ``[sequence_length, 3]`` float32 (diffusers >= 0.31:
+  no batch axis), ``guidance`` ``[batch_size]`` when ``guidance_embeds`` (FLUX.1-dev). Output
+  ``out_hidden_states`` ``[batch_size, packed_height_width, out_channels]``.
+
+Other conditionings (``class_embed_type``, ``addition_embed_type`` other than ``text_time``) and
+other transformer denoisers (PixArt, Sana, ...) are refused with an ``HFError`` naming them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from onnxport.capture.dynamic_shapes import DimName
+from onnxport.errors import HFError
+from onnxport.hf.dims import BATCH, HEIGHT, SEQUENCE, WIDTH
+from onnxport.hf.parts import Component, Sizes
+from onnxport.hf.parts import generator as _generator
+
+# Optimum's name of the packed latent sequence of Flux (``FluxTransformerOnnxConfig``).
+PACKED = DimName("packed_height_width", min=1)
+TRANSFORMERS = ("SD3Transformer2DModel", "FluxTransformer2DModel")
+
+
+class UNet(torch.nn.Module):
+    """``(sample, timestep, encoder_hidden_states[, text_embeds, time_ids][, timestep_cond])`` →
+    ``out_sample``; the inputs a UNet's config does not use are left out of the capture."""
+
+    def __init__(self, unet: torch.nn.Module) -> None:
+        super().__init__()
+        self.unet = unet
+
+    def forward(
+        self,
+        sample: torch.Tensor,
+        timestep: torch.Tensor,
+        encoder_hidden_states: torch.Tensor,
+        text_embeds: torch.Tensor | None = None,
+        time_ids: torch.Tensor | None = None,
+        timestep_cond: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        added = None if text_embeds is None else {"text_embeds": text_embeds, "time_ids": time_ids}
+        return self.unet(
+            sample, timestep, encoder_hidden_states, timestep_cond=timestep_cond, added_cond_kwargs=added, return_dict=False
+        )[0]
+
+
+class Transformer(torch.nn.Module):
+    """SD3's and Flux's denoiser: the keyword inputs above → ``out_hidden_states``."""
+
+    def __init__(self, transformer: torch.nn.Module) -> None:
+        super().__init__()
+        self.transformer = transformer
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        encoder_hidden_states: torch.Tensor,
+        pooled_projections: torch.Tensor,
+        timestep: torch.Tensor,
+        img_ids: torch.Tensor | None = None,
+        txt_ids: torch.Tensor | None = None,
+        guidance: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        extra = {} if img_ids is None else {"img_ids": img_ids, "txt_ids": txt_ids}
+        if guidance is not None:
+            extra["guidance"] = guidance
+        return self.transformer(
+            hidden_states=hidden_states, encoder_hidden_states=encoder_hidden_states, pooled_projections=pooled_projections,
+            timestep=timestep, return_dict=False, **extra,
+        )[0]  # fmt: skip
+
+
+def multiples(scale: int) -> dict[int, Any]:
+    """Batch, and height/width as multiples of ``scale`` (``scale * Dim("height")``): the UNet's
+    and VAE's down/up-sampling stages need sides divisible by 2 per stage (diffusers'
+    ``forward_upsample_size`` branch otherwise), SD3's patch embedding by ``patch_size``, so the
+    graph dims read ``8*height``."""
+    if scale == 1:
+        return {0: BATCH, 2: HEIGHT, 3: WIDTH}
+    side = {name: torch.export.Dim(name, min=1) for name in (str(HEIGHT), str(WIDTH))}
+    return {0: BATCH, 2: scale * side[str(HEIGHT)], 3: scale * side[str(WIDTH)]}
+
+
+def _time_ids(config: Any, aesthetics: bool) -> tuple[int, int]:
+    """SDXL's ``(text_embeds width, time_ids count)``: the UNet's ``add_embedding`` reads
+    ``text_embeds`` beside ``addition_time_embed_dim`` sinusoids per time id (diffusers
+    ``UNet2DConditionModel``, ``addition_embed_type="text_time"``); a refiner that
+    ``requires_aesthetics_score`` (``model_index.json``) passes 5 ids, a base model 6
+    (diffusers' ``StableDiffusionXLImg2ImgPipeline._get_add_time_ids``)."""
+    count = 5 if aesthetics else 6
+    width = int(config.projection_class_embeddings_input_dim or 0) - count * int(config.addition_time_embed_dim or 0)
+    if width <= 0:
+        raise HFError(
+            "The pipeline's UNet has addition_embed_type='text_time' but projection_class_embeddings_input_dim "
+            f"({config.projection_class_embeddings_input_dim}) leaves no room for text_embeds beside {count} time ids "
+            f"of addition_time_embed_dim {config.addition_time_embed_dim}: check unet/config.json."
+        )
+    return width, count
+
+
+def unet_component(unet: Any, index: dict[str, Any]) -> Component:
+    """The UNet of a Stable Diffusion 1.x/2.x, SDXL or latent-consistency pipeline (module docstring).
+
+    Raises:
+        HFError: The UNet takes a conditioning Optimum's layout has no input for
+            (``class_embed_type``, an ``addition_embed_type`` other than ``text_time``).
+    """
+    config = unet.config
+    addition = getattr(config, "addition_embed_type", None)
+    if getattr(config, "class_embed_type", None) or addition not in (None, "text_time"):
+        raise HFError(
+            f"The pipeline's UNet takes extra conditioning (class_embed_type={config.class_embed_type!r}, "
+            f"addition_embed_type={addition!r}: unCLIP, Kandinsky, ControlNet-XS...); onnxport exports UNets of "
+            "Stable Diffusion 1.x/2.x, SDXL (addition_embed_type='text_time') and latent-consistency models. Export it "
+            "with onnxport.export and its conditioning as inputs."
+        )
+    scale = 2 ** (len(config.block_out_channels) - 1)
+    xl = _time_ids(config, bool(index.get("requires_aesthetics_score"))) if addition == "text_time" else None
+    cond = getattr(config, "time_cond_proj_dim", None)
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        gen = _generator(sizes)
+        side = scale * (2 + sizes.seed)
+        feeds = {
+            "sample": torch.randn(sizes.batch, config.in_channels, side, side + scale, generator=gen),
+            "timestep": torch.rand((), generator=gen) * 999 + 1,
+            "encoder_hidden_states": torch.randn(sizes.batch, sizes.sequence, config.cross_attention_dim, generator=gen),
+        }
+        if xl is not None:
+            feeds["text_embeds"] = torch.randn(sizes.batch, xl[0], generator=gen)
+            feeds["time_ids"] = torch.randint(0, 1025, (sizes.batch, xl[1]), generator=gen).float()
+        if cond:
+            feeds["timestep_cond"] = torch.randn(sizes.batch, cond, generator=gen)
+        return feeds
+
+    dynamic: dict[str, Any] = {"sample": multiples(scale), "timestep": None, "encoder_hidden_states": {0: BATCH, 1: SEQUENCE}}
+    if xl is not None:
+        dynamic |= {"text_embeds": {0: BATCH}, "time_ids": {0: BATCH}}
+    if cond:
+        dynamic["timestep_cond"] = {0: BATCH}
+    return Component("unet", UNet(unet), make, dynamic, None, ["out_sample"])
+
+
+def check_transformer(cls: str) -> None:
+    """Raise ``HFError`` unless ``cls`` (a ``model_index.json`` class name) is a transformer
+    denoiser exported here; called before its weights load."""
+    if cls not in TRANSFORMERS:
+        raise HFError(
+            f"The pipeline's denoiser is {cls}: onnxport.hf exports the UNets of Stable Diffusion 1.x/2.x/XL and the "
+            f"transformers of Stable Diffusion 3 and Flux ({', '.join(TRANSFORMERS)}). Export it with onnxport.export."
+        )
+
+
+def transformer_component(transformer: Any, cls: str) -> Component:
+    """The transformer denoiser of a Stable Diffusion 3 or Flux pipeline (module docstring).
+
+    Raises:
+        HFError: ``cls`` is another transformer denoiser.
+    """
+    check_transformer(cls)
+    config = transformer.config
+    flux = cls == "FluxTransformer2DModel"
+    patch = int(config.patch_size)
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        gen = _generator(sizes)
+        rows, cols = 2 + sizes.seed, 3 + sizes.seed
+        feeds: dict[str, Any] = {}
+        if flux:
+            feeds["hidden_states"] = torch.randn(sizes.batch, rows * cols, config.in_channels, generator=gen)
+        else:
+            feeds["hidden_states"] = torch.randn(sizes.batch, config.in_channels, patch * rows, patch * cols, generator=gen)
+        feeds["encoder_hidden_states"] = torch.randn(sizes.batch, sizes.sequence, config.joint_attention_dim, generator=gen)
+        feeds["pooled_projections"] = torch.randn(sizes.batch, config.pooled_projection_dim, generator=gen)
+        feeds["timestep"] = torch.rand(sizes.batch, generator=gen) * (1.0 if flux else 1000.0)
+        if flux:
+            # The pipeline's ids: (0, row, column) per packed latent, zeros per text token
+            # (FluxPipeline._prepare_latent_image_ids).
+            grid = torch.stack(torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij"), -1).reshape(-1, 2)
+            feeds["img_ids"] = torch.cat([torch.zeros(rows * cols, 1), grid.float()], 1)
+            feeds["txt_ids"] = torch.zeros(sizes.sequence, 3)
+            if config.guidance_embeds:
+                feeds["guidance"] = torch.full((sizes.batch,), 3.5) + torch.rand(sizes.batch, generator=gen)
+        return feeds
+
+    dynamic: dict[str, Any] = {
+        "hidden_states": {0: BATCH, 1: PACKED} if flux else multiples(patch),
+        "encoder_hidden_states": {0: BATCH, 1: SEQUENCE},
+        "pooled_projections": {0: BATCH},
+        "timestep": {0: BATCH},
+    }
+    if flux:
+        dynamic |= {"img_ids": {0: PACKED}, "txt_ids": {0: SEQUENCE}}
+        if config.guidance_embeds:
+            dynamic["guidance"] = {0: BATCH}
+    return Component("transformer", Transformer(transformer), make, dynamic, None, ["out_hidden_states"])
