@@ -19,6 +19,7 @@ from onnxport.hf.eager import run as run_eager
 from onnxport.metadata import KEY_STACK_TRACE
 from onnxport.runtime import refusal_parts
 from onnxport.verify.compare import OutputComparison, compare_tensors
+from onnxport.verify.ties import index_ordered_topk
 
 # The hf exporter's default: the shared table (float32: rtol 1e-3, atol 1e-4).
 DEFAULT_ATOL: float | None = None
@@ -86,7 +87,8 @@ def eager(module: torch.nn.Module, inputs: dict[str, Any]) -> list[torch.Tensor]
     Raises:
         HFError: The module raised (:func:`onnxport.hf.eager.run`).
     """
-    out = run_eager(f"on the validation inputs ({describe(inputs)})", lambda: module(**inputs))
+    with index_ordered_topk():  # ties in ONNX TopK's order (onnxport.verify.ties)
+        out = run_eager(f"on the validation inputs ({describe(inputs)})", lambda: module(**inputs))
     return [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
 
 

@@ -25,18 +25,19 @@ from onnxport.verify.compare import (
     VerificationResult,
     compare_outputs,
 )
+from onnxport.verify.ties import index_ordered_topk
 
 
 def _eager(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
     """Eager outputs flattened to tensors (pytree order); Python numbers as 0-d tensors."""
     if isinstance(reference, ExportedProgram):
         flat = reference._graph_module_flat_inputs(args, kwargs)
-        with torch.no_grad():
+        with torch.no_grad(), index_ordered_topk():
             results = reference.graph_module(*flat)
         specs = reference.graph_signature.output_specs
         out: Any = [r for r, s in zip(results, specs) if s.kind.name == "USER_OUTPUT"]
     else:
-        with torch.no_grad():
+        with torch.no_grad(), index_ordered_topk():
             out = reference(*args, **kwargs)
     # numbers are graph outputs too (0-d tensors, as the translation makes them); None is dropped
     return [x if isinstance(x, torch.Tensor) else torch.tensor(x)

@@ -51,6 +51,7 @@ from onnxport.verify.inputs import (
     second_input_set_from_onnx,
     symbol_bounds,
 )
+from onnxport.verify.ties import index_ordered_topk
 from onnxport.weights.save import missing_weights
 
 # Operator domains onnxruntime implements itself (the ONNX standard, ML and its contrib ops).
@@ -316,7 +317,7 @@ def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Map
     args, kwargs = inputs
     args1, kwargs1 = resized_inputs(ep, tuple(args), kwargs, choice.first)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), index_ordered_topk():
             out = model(*args1, **kwargs1)
     except Exception:  # the model's own code rejects these sizes: the guards restate that
         return "requirement"

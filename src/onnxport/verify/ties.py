@@ -1,0 +1,43 @@
+"""Eager references whose ``topk`` returns tied values in index order, as ONNX's TopK does.
+
+ONNX's TopK returns, of equal elements, the one with the lower index first (ONNX operator spec,
+TopK), and onnxruntime's CPU kernel does. PyTorch's CPU ``topk`` leaves the order of equal
+elements unspecified: ``torch.topk`` of 300 from 8400 values, 7200 of them tied, returned the tied
+indices 5346, 5336, 5337, ... (torch 2.13). A model that selects by ``topk`` among ties (RT-DETR's
+query selection on random weights: every masked anchor scores the same) then gives other rows in
+eager than in any ONNX graph, whose own order is the specified one. Eager references are computed
+under :func:`index_ordered_topk`, where ``aten.topk`` is a stable sort cut to ``k``: the same values,
+the same indices where there are no ties, and the ONNX order where there are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+aten = torch.ops.aten
+
+
+def _topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[torch.Tensor, torch.Tensor]:  # noqa: A002 - aten's name
+    values, indices = aten.sort.stable(x, stable=True, dim=dim, descending=largest)
+    return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()
+
+
+class _IndexOrderedTopK(TorchDispatchMode):
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        if func is aten.topk.default and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
+            return _topk(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def index_ordered_topk() -> Iterator[None]:
+    """Within the block, ``aten.topk`` (``torch.topk``, ``Tensor.topk``, an ExportedProgram's
+    node) orders tied values by index (module docstring); everything else runs unchanged."""
+    with _IndexOrderedTopK():
+        yield
