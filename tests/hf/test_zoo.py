@@ -19,12 +19,12 @@ from .zoo import BY_NAME, ZOO, save
 
 pytest.importorskip("transformers")
 
-FAST = {"bert", "roberta", "vit", "resnet", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian"}
+FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian"}
 # Architectures also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
-STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "whisper-audio", "ast", "detr", "segformer", "depth-anything", "levit", "clip", "bert-choice", "marian", "m2m100",
+STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "whisper-audio", "ast", "detr", "rt-detr", "segformer", "depth-anything", "levit", "clip", "bert-choice", "marian", "m2m100",
             "bert2bert", "trocr"]
-STREAMED_FAST = {"detr", "marian", "parakeet-ctc", "depth-anything", "levit"}
+STREAMED_FAST = {"detr", "rt-detr", "marian", "parakeet-ctc", "depth-anything", "levit"}
 
 
 @pytest.mark.parametrize(
@@ -64,6 +64,8 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
             assert dims["logits_per_image"] == ["image_batch_size", "text_batch_size"]
             continue
         assert all(shape[0] == "batch_size" for shape in dims.values()), dims
+        if entry.name == "rt-detr":  # sides in multiples of the backbone's stride (encoders._STRIDE)
+            assert dims["pixel_values"] == ["batch_size", 3, "32*height", "32*width"]
         if entry.name == "vit-features":  # image features, pooled too (transformers.js pool: true)
             assert dims["pixel_values"] == ["batch_size", 3, "height", "width"]
             assert dims["pooler_output"] == ["batch_size", 32]

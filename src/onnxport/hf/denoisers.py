@@ -36,7 +36,7 @@ import torch
 
 from onnxport.capture.dynamic_shapes import DimName
 from onnxport.errors import HFError
-from onnxport.hf.dims import BATCH, HEIGHT, SEQUENCE, WIDTH
+from onnxport.hf.dims import BATCH, SEQUENCE, image_sides
 from onnxport.hf.parts import Component, Sizes
 from onnxport.hf.parts import generator as _generator
 
@@ -94,17 +94,6 @@ class Transformer(torch.nn.Module):
         )[0]  # fmt: skip
 
 
-def multiples(scale: int) -> dict[int, Any]:
-    """Batch, and height/width as multiples of ``scale`` (``scale * Dim("height")``): the UNet's
-    and VAE's down/up-sampling stages need sides divisible by 2 per stage (diffusers'
-    ``forward_upsample_size`` branch otherwise), SD3's patch embedding by ``patch_size``, so the
-    graph dims read ``8*height``."""
-    if scale == 1:
-        return {0: BATCH, 2: HEIGHT, 3: WIDTH}
-    side = {name: torch.export.Dim(name, min=1) for name in (str(HEIGHT), str(WIDTH))}
-    return {0: BATCH, 2: scale * side[str(HEIGHT)], 3: scale * side[str(WIDTH)]}
-
-
 def _time_ids(config: Any, aesthetics: bool) -> tuple[int, int]:
     """SDXL's ``(text_embeds width, time_ids count)``: the UNet's ``add_embedding`` reads
     ``text_embeds`` beside ``addition_time_embed_dim`` sinusoids per time id (diffusers
@@ -157,7 +146,7 @@ def unet_component(unet: Any, index: dict[str, Any]) -> Component:
             feeds["timestep_cond"] = torch.randn(sizes.batch, cond, generator=gen)
         return feeds
 
-    dynamic: dict[str, Any] = {"sample": multiples(scale), "timestep": None, "encoder_hidden_states": {0: BATCH, 1: SEQUENCE}}
+    dynamic: dict[str, Any] = {"sample": image_sides(scale), "timestep": None, "encoder_hidden_states": {0: BATCH, 1: SEQUENCE}}
     if xl is not None:
         dynamic |= {"text_embeds": {0: BATCH}, "time_ids": {0: BATCH}}
     if cond:
@@ -208,7 +197,7 @@ def transformer_component(transformer: Any, cls: str) -> Component:
         return feeds
 
     dynamic: dict[str, Any] = {
-        "hidden_states": {0: BATCH, 1: PACKED} if flux else multiples(patch),
+        "hidden_states": {0: BATCH, 1: PACKED} if flux else image_sides(patch),
         "encoder_hidden_states": {0: BATCH, 1: SEQUENCE},
         "pooled_projections": {0: BATCH},
         "timestep": {0: BATCH},

@@ -30,8 +30,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import denoisers
-from onnxport.hf.denoisers import multiples
-from onnxport.hf.dims import BATCH, HEIGHT, SEQUENCE, WIDTH
+from onnxport.hf.dims import BATCH, HEIGHT, SEQUENCE, WIDTH, image_sides
 from onnxport.hf.eager import run as run_eager
 from onnxport.hf.parts import Component, Sizes, token_ids
 from onnxport.hf.parts import generator as _generator
@@ -143,7 +142,7 @@ def _vae(vae: Any) -> list[Component]:
         return {"latent_sample": torch.randn(*shape, generator=_generator(sizes))}
 
     return [
-        Component("vae_encoder", VaeEncoder(vae), make_image, {"sample": multiples(scale)}, None, ["latent_parameters"]),
+        Component("vae_encoder", VaeEncoder(vae), make_image, {"sample": image_sides(scale)}, None, ["latent_parameters"]),
         Component("vae_decoder", VaeDecoder(vae), make_latent, {"latent_sample": {0: BATCH, 2: HEIGHT, 3: WIDTH}}, None, ["sample"]),
     ]
 

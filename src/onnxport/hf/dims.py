@@ -11,7 +11,10 @@ Source: transformers.js 4.3.1 ``src/models/modeling_utils.js`` (``addPastKeyValu
 
 from __future__ import annotations
 
+from typing import Any
+
 import onnx_ir as ir
+import torch
 
 from onnxport.capture.dynamic_shapes import DimName
 
@@ -32,6 +35,21 @@ TEXT_BATCH = DimName("text_batch_size", min=1)  # CLIP-style: texts and images b
 IMAGE_BATCH = DimName("image_batch_size", min=1)
 HEIGHT = DimName("height", min=1)
 WIDTH = DimName("width", min=1)
+
+
+
+def image_sides(scale: int) -> dict[int, Any]:
+    """Dynamic shapes of an NCHW image: batch, and height/width as multiples of ``scale``
+    (``scale * Dim("height")``, so the graph dims read ``8*height``). A UNet's and VAE's
+    down/up-sampling stages need sides divisible by 2 per stage (diffusers' ``forward_upsample_size``
+    branch otherwise), SD3's patch embedding by ``patch_size``, a detector whose feature pyramid
+    adds maps upsampled 2x by 32 (RT-DETR, D-FINE); a plain dim would make torch.export guard on
+    the remainder."""
+    if scale == 1:
+        return {0: BATCH, 2: HEIGHT, 3: WIDTH}
+    side = {name: torch.export.Dim(name, min=1) for name in (str(HEIGHT), str(WIDTH))}
+    return {0: BATCH, 2: scale * side[str(HEIGHT)], 3: scale * side[str(WIDTH)]}
+
 
 # How torch.export spells the grown cache length of ``present.*`` (a sympy sum of the two dims).
 _TOTAL_SPELLINGS = frozenset({f"{PAST_SEQUENCE} + {SEQUENCE}", f"{SEQUENCE} + {PAST_SEQUENCE}"})

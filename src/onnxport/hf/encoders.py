@@ -24,7 +24,16 @@ try:  # optional dependency (extra hf): the pad token of a folder's tokenizer.js
 except ImportError:  # pragma: no cover - installed with the hf extra
     tokenizers = None  # type: ignore[assignment]
 from onnxport.hf import cache as wrappers
-from onnxport.hf.dims import BATCH, HEIGHT, IMAGE_BATCH, NUM_CHOICES, SEQUENCE, TEXT_BATCH, WIDTH
+from onnxport.hf.dims import (
+    BATCH,
+    HEIGHT,
+    IMAGE_BATCH,
+    NUM_CHOICES,
+    SEQUENCE,
+    TEXT_BATCH,
+    WIDTH,
+    image_sides,
+)
 from onnxport.hf.eager import run as run_eager
 from onnxport.hf.loading import LoadedModel
 from onnxport.hf.parts import Component, Sizes, image_size, left_padded_mask, probe_mode, token_ids
@@ -143,6 +152,10 @@ def _takes(module: torch.nn.Module, name: str) -> bool:
 
 # image sides tried, in order, when a vision model does not run at its configured (or default) size
 _LARGER_IMAGES = (128, 256, 512, 640, 1024, 1536)
+# The output stride of ResNet-style backbones: a convolutional model that fails 16 pixels off its
+# size (a feature pyramid concatenating a map upsampled 2x with the next: RT-DETR, D-FINE) is
+# exported for sides that are multiples of it, if it runs at those.
+_STRIDE = 32
 
 
 def vision_component(loaded: LoadedModel) -> Component:
@@ -155,7 +168,9 @@ def vision_component(loaded: LoadedModel) -> Component:
 
     The size is the image processor's or the config's, else 64; a model that does not run there
     takes the first of :data:`_LARGER_IMAGES` it runs at (RT-DETR, D-FINE: ``topk`` of 300 queries
-    over the encoder's anchors, 84 at 64x64)."""
+    over the encoder's anchors, 84 at 64x64). A convolutional model that runs only at sides that
+    are multiples of :data:`_STRIDE` gets them as ``32*height``, ``32*width`` (RT-DETR at 144x144:
+    a 5x5 map upsampled to 10x10 beside a 9x9 one)."""
     config = loaded.model.config
     height, width = image_size(loaded)
     channels = getattr(config, "num_channels", 3)
@@ -184,10 +199,15 @@ def vision_component(loaded: LoadedModel) -> Component:
     if loaded.task.name == "feature-extraction" and _pooled(loaded.model, make):
         outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
     module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
+    axes: dict[int, Any] = {0: BATCH, 2: HEIGHT, 3: WIDTH}
     if resizable and not _runs(module, make(Sizes(batch=1, seed=2), resized=True)):
-        resizable = False
-    axes = {0: BATCH, 2: HEIGHT, 3: WIDTH} if resizable else {0: BATCH}
-    return Component("model", module, make, {"pixel_values": axes}, None, outputs)
+        strided = patch is None and height % _STRIDE == 0 and width % _STRIDE == 0
+        grown = {"pixel_values": torch.randn(1, channels, height + 2 * _STRIDE, width + _STRIDE)}
+        if strided and _runs(module, grown):
+            step, axes = _STRIDE, image_sides(_STRIDE)  # make() grows by the new step
+        else:
+            resizable = False
+    return Component("model", module, make, {"pixel_values": axes if resizable else {0: BATCH}}, None, outputs)
 
 
 # torch logs each failing meta kernel with its traceback (``log.exception``) before raising

@@ -295,6 +295,16 @@ ZOO += [
         d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
         encoder_ffn_dim=37, decoder_ffn_dim=37, num_queries=5,
     )),
+    # ResNet backbone of output stride 32, hybrid encoder, query selection by topk over anchors (random
+    # weights: the masked anchors tie); runs at sides that are multiples of 32 only
+    Entry("rt-detr", "object-detection", _make(
+        "RTDetrConfig", "RTDetrForObjectDetection", use_pretrained_backbone=False,
+        backbone_config={"model_type": "rt_detr_resnet", "embedding_size": 8, "hidden_sizes": [8, 16, 16, 16],
+                         "depths": [1, 1, 1, 1], "out_features": ["stage2", "stage3", "stage4"], "layer_type": "basic"},
+        encoder_in_channels=[16, 16, 16], encoder_hidden_dim=16, d_model=16, encoder_ffn_dim=32, decoder_ffn_dim=32,
+        num_queries=12, decoder_layers=1, encoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+        num_labels=3, decoder_n_points=2, decoder_in_channels=[16, 16, 16], hidden_expansion=0.5,
+    )),
     Entry("segformer", "semantic-segmentation", _make(
         "SegformerConfig", "SegformerForSemanticSegmentation", num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
         hidden_sizes=[8, 16], num_attention_heads=[1, 2], decoder_hidden_size=16, patch_sizes=[7, 3], strides=[4, 2],
