@@ -81,6 +81,7 @@ class Transformer(torch.nn.Module):
         encoder_hidden_states: torch.Tensor,
         pooled_projections: torch.Tensor,
         timestep: torch.Tensor,
+        *,
         img_ids: torch.Tensor | None = None,
         txt_ids: torch.Tensor | None = None,
         guidance: torch.Tensor | None = None,

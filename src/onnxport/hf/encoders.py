@@ -9,7 +9,7 @@ import inspect
 import json
 import logging
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -152,10 +152,9 @@ def _takes(module: torch.nn.Module, name: str) -> bool:
 
 # image sides tried, in order, when a vision model does not run at its configured (or default) size
 _LARGER_IMAGES = (128, 256, 512, 640, 1024, 1536)
-# The output stride of ResNet-style backbones: a convolutional model that fails 16 pixels off its
-# size (a feature pyramid concatenating a map upsampled 2x with the next: RT-DETR, D-FINE) is
-# exported for sides that are multiples of it, if it runs at those.
-_STRIDE = 32
+# The side multiples a convolutional image model is probed at (encoders._size_multiple), up to the
+# output stride of ResNet-style backbones.
+_MULTIPLES = (1, 2, 4, 8, 16, 32)
 
 
 def vision_component(loaded: LoadedModel) -> Component:
@@ -169,12 +168,12 @@ def vision_component(loaded: LoadedModel) -> Component:
     The size is the image processor's or the config's, else 64; a model that does not run there
     takes the first of :data:`_LARGER_IMAGES` it runs at (RT-DETR, D-FINE: ``topk`` of 300 queries
     over the encoder's anchors, 84 at 64x64). A convolutional model that runs only at sides that
-    are multiples of :data:`_STRIDE` gets them as ``32*height``, ``32*width`` (RT-DETR at 144x144:
-    a 5x5 map upsampled to 10x10 beside a 9x9 one)."""
+    are multiples of some ``m`` (:func:`_size_multiple`) gets them as ``m*height``, ``m*width``."""
     config = loaded.model.config
     height, width = image_size(loaded)
     channels = getattr(config, "num_channels", 3)
     patch = getattr(config, "patch_size", None)
+    patch = None if patch == 1 else patch  # 1-pixel patches (Swin2SR) are a convolution: any size
     interpolate = patch is not None and interpolates(loaded.model)
     resizable = patch is None or interpolate
     step = patch if isinstance(patch, int) and interpolate else 8
@@ -190,24 +189,42 @@ def vision_component(loaded: LoadedModel) -> Component:
         }
 
     interpolating = interpolate and _takes(loaded.model, "interpolate_pos_encoding")
-    probe = wrappers.VisionModel(loaded.model, list(loaded.task.outputs), interpolate=interpolating)
+    outputs = list(loaded.task.outputs)
+    if loaded.task.name == "image-segmentation":  # DETR's panoptic outputs or mask classification's
+        outputs = [name for name in outputs if name in _returned(loaded.model, make(Sizes(batch=1), resized=False))]
+    probe = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     if not _runs(probe, make(Sizes(batch=1), resized=False)):
         fits = (side for side in _LARGER_IMAGES if side > max(height, width)
                 and _runs(probe, {"pixel_values": torch.randn(1, channels, side, side)}))
         height = width = next(fits, height)
-    outputs = list(loaded.task.outputs)
-    if loaded.task.name == "feature-extraction" and _pooled(loaded.model, make):
+    if loaded.task.name == "feature-extraction" and "pooler_output" in _returned(loaded.model, make(Sizes(batch=1, seed=1))):
         outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
     module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     axes: dict[int, Any] = {0: BATCH, 2: HEIGHT, 3: WIDTH}
-    if resizable and not _runs(module, make(Sizes(batch=1, seed=2), resized=True)):
-        strided = patch is None and height % _STRIDE == 0 and width % _STRIDE == 0
-        grown = {"pixel_values": torch.randn(1, channels, height + 2 * _STRIDE, width + _STRIDE)}
-        if strided and _runs(module, grown):
-            step, axes = _STRIDE, image_sides(_STRIDE)  # make() grows by the new step
-        else:
+    if resizable and patch is None:  # convolutional: any size, or multiples of what it divides by
+        multiple = _size_multiple(module, channels, height, width)
+        if multiple is None:
             resizable = False
+        elif multiple > 1:
+            step, axes = max(step, multiple), image_sides(multiple)  # make() grows by the new step
+    elif resizable and not _runs(module, make(Sizes(batch=1, seed=2), resized=True)):
+        resizable = False
     return Component("model", module, make, {"pixel_values": axes if resizable else {0: BATCH}}, None, outputs)
+
+
+def _size_multiple(module: torch.nn.Module, channels: int, height: int, width: int) -> int | None:
+    """The smallest of :data:`_MULTIPLES`, ``m``, such that the image model runs at ``m`` and
+    ``3 m`` pixels above its size on both sides (and divides it), else ``None`` (a fixed size).
+    Convolutional classifiers take any size (1); a feature pyramid that adds a map upsampled 2x to
+    the next takes multiples of its output stride (RT-DETR, D-FINE: 32 — at 144x144 a 5x5 map
+    upsampled to 10x10 meets a 9x9 one); Swin2SR multiples of its window."""
+    for multiple in _MULTIPLES:
+        if height % multiple or width % multiple:
+            return None
+        grown = ({"pixel_values": torch.randn(1, channels, height + k * multiple, width + k * multiple)} for k in (1, 3))
+        if all(_runs(module, inputs) for inputs in grown):
+            return multiple
+    return None
 
 
 # torch logs each failing meta kernel with its traceback (``log.exception``) before raising
@@ -252,13 +269,15 @@ def _runs(model: torch.nn.Module, inputs: dict[str, Any]) -> bool:
     return False
 
 
-def _pooled(model: torch.nn.Module, make: Callable[[Sizes], dict[str, Any]]) -> bool:
-    """Whether the image model returns a ``pooler_output`` (ViT's pooler, CLIP's and DINOv2's
-    class token), from one probe forward (on fake tensors for a meta-device model)."""
-    inputs = {k: v.to(next(model.parameters()).device) for k, v in make(Sizes(batch=1, seed=1)).items()}
+def _returned(model: torch.nn.Module, inputs: dict[str, Any]) -> set[str]:
+    """The tensor outputs the image model returns on ``inputs``, by name (ViT's pooler, CLIP's and
+    DINOv2's class token as ``pooler_output``; DETR's ``pred_masks``), from one probe forward (on
+    fake tensors for a meta-device model)."""
+    inputs = {k: v.to(next(model.parameters()).device) for k, v in inputs.items()}
     with probe_mode(model):
         out = run_eager("on a probe input (its outputs)", lambda: model(**inputs))
-    return isinstance(out.get("pooler_output") if hasattr(out, "get") else None, torch.Tensor)
+    items = out.items() if hasattr(out, "items") else ()
+    return {name for name, value in items if isinstance(value, torch.Tensor)}
 
 
 def _waveform_samples(config: Any, frames: int) -> int:

@@ -48,6 +48,16 @@ TASKS: dict[str, Task] = {
         Task("object-detection", "AutoModelForObjectDetection", "vision", ("logits", "pred_boxes")),
         Task("semantic-segmentation", "AutoModelForSemanticSegmentation", "vision", ("logits",)),
         Task("depth-estimation", "AutoModelForDepthEstimation", "vision", ("predicted_depth",)),
+        # DETR's panoptic head (logits, pred_boxes, pred_masks) or mask classification (MaskFormer,
+        # Mask2Former, EoMT: class_queries_logits, masks_queries_logits): the outputs the model
+        # returns (encoders.vision_component), as transformers.js's image-segmentation pipeline reads them
+        Task(
+            "image-segmentation",
+            "AutoModelForUniversalSegmentation",
+            "vision",
+            ("logits", "pred_boxes", "pred_masks", "class_queries_logits", "masks_queries_logits"),
+        ),
+        Task("image-to-image", "AutoModelForImageToImage", "vision", ("reconstruction",)),  # Swin2SR
         Task(
             "zero-shot-image-classification",
             "AutoModelForZeroShotImageClassification",
@@ -119,6 +129,8 @@ _MAPPINGS = (
     ("MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES", "object-detection"),
     ("MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES", "semantic-segmentation"),
     ("MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES", "depth-estimation"),
+    ("MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES", "image-segmentation"),
+    ("MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES", "image-to-image"),
     ("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES", "zero-shot-image-classification"),
     ("MODEL_MAPPING_NAMES", "feature-extraction"),
 )

@@ -305,6 +305,28 @@ ZOO += [
         num_queries=12, decoder_layers=1, encoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
         num_labels=3, decoder_n_points=2, decoder_in_channels=[16, 16, 16], hidden_expansion=0.5,
     )),
+    # DETR with its panoptic mask head: logits, pred_boxes and pred_masks at a quarter of the image
+    Entry("detr-panoptic", "image-segmentation", _make(
+        "DetrConfig", "DetrForSegmentation", use_timm_backbone=False, use_pretrained_backbone=False,
+        backbone_config={"model_type": "resnet", "embedding_size": 8, "hidden_sizes": [8, 16, 16, 16], "depths": [1, 1, 1, 1],
+                         "out_features": ["stage1", "stage2", "stage3", "stage4"]},
+        d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=8, decoder_attention_heads=8,
+        encoder_ffn_dim=32, decoder_ffn_dim=32, num_queries=5,
+    )),
+    # mask classification over a ResNet: class_queries_logits, masks_queries_logits
+    Entry("maskformer", "image-segmentation", _make(
+        "MaskFormerConfig", "MaskFormerForInstanceSegmentation", fpn_feature_size=32, mask_feature_size=32, num_queries=5,
+        num_labels=3, backbone_config={"model_type": "resnet", "embedding_size": 8, "hidden_sizes": [8, 16, 16, 16],
+                                       "depths": [1, 1, 1, 1], "out_features": ["stage1", "stage2", "stage3", "stage4"]},
+        decoder_config={"model_type": "detr", "d_model": 16, "encoder_layers": 1, "decoder_layers": 1,
+                        "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32,
+                        "decoder_ffn_dim": 32, "num_queries": 5},
+    )),
+    # super-resolution (2x) that runs only at sides in multiples of its window
+    Entry("swin2sr", "image-to-image", _make(
+        "Swin2SRConfig", "Swin2SRForImageSuperResolution", image_size=32, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
+        window_size=4, upscale=2,
+    )),
     Entry("segformer", "semantic-segmentation", _make(
         "SegformerConfig", "SegformerForSemanticSegmentation", num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
         hidden_sizes=[8, 16], num_attention_heads=[1, 2], decoder_hidden_size=16, patch_sizes=[7, 3], strides=[4, 2],
