@@ -213,15 +213,17 @@ def vision_component(loaded: LoadedModel) -> Component:
 
 
 def _size_multiple(module: torch.nn.Module, channels: int, height: int, width: int) -> int | None:
-    """The smallest of :data:`_MULTIPLES`, ``m``, such that the image model runs at ``m`` and
-    ``3 m`` pixels above its size on both sides (and divides it), else ``None`` (a fixed size).
+    """The smallest of :data:`_MULTIPLES`, ``m``, such that the image model runs at ``m``, ``3 m``
+    and 64 pixels above its size on both sides (and divides it), else ``None`` (a fixed size: PVT
+    runs at 65x65, whose stride-4 patch grid is 64x64's, and fails at 128x128).
     Convolutional classifiers take any size (1); a feature pyramid that adds a map upsampled 2x to
     the next takes multiples of its output stride (RT-DETR, D-FINE: 32 — at 144x144 a 5x5 map
     upsampled to 10x10 meets a 9x9 one); Swin2SR multiples of its window."""
     for multiple in _MULTIPLES:
         if height % multiple or width % multiple:
             return None
-        grown = ({"pixel_values": torch.randn(1, channels, height + k * multiple, width + k * multiple)} for k in (1, 3))
+        offsets = (multiple, 3 * multiple, 2 * _MULTIPLES[-1])  # the last changes a stride-32 grid
+        grown = ({"pixel_values": torch.randn(1, channels, height + k, width + k)} for k in offsets)
         if all(_runs(module, inputs) for inputs in grown):
             return multiple
     return None
