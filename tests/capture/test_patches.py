@@ -38,3 +38,36 @@ def test_a_fake_tensor_probe_leaves_no_fake_tensor_in_the_cache() -> None:
         value = fixed.anchors(4)
         assert not isinstance(value, FakeTensor)
         torch.testing.assert_close(value, torch.tensor([0.0, 0.25, 0.5, 0.75]))
+
+
+class GridFromSizes(torch.nn.Module):
+    """Mask2Former's pixel decoder in small: the feature map's sizes as a tensor
+    (``torch.as_tensor``, ``torch.tensor``) and reference points from ``torch.linspace`` over them."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        height, width = x.shape[2], x.shape[3]
+        shapes = torch.as_tensor([(height, width)], dtype=torch.long)
+        normalizer = torch.tensor([[width, height]], dtype=torch.float32)
+        rows = torch.linspace(0.5, height - 0.5, height, dtype=torch.float32)
+        cols = torch.linspace(0.5, width - 0.5, width, dtype=torch.float32)
+        grid = torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1) / normalizer
+        return shapes.prod(-1) * x.mean((1, 2, 3)), grid.unsqueeze(0) * x.mean()
+
+
+def test_tensors_built_from_symbolic_sizes_stay_dynamic() -> None:
+    """Without the patches torch.export evaluates the sizes to the example's (7x9) under guards and
+    the runtime check raises a DynamicShapesError; with them the graph is general."""
+    import onnxport
+
+    model = GridFromSizes().eval()
+    x = torch.rand(2, 3, 7, 9)
+    program = onnxport.export(model, (x,), dynamic_shapes={"x": {0: "batch", 2: "height", 3: "width"}})
+    other = torch.rand(1, 3, 12, 5)
+    actual = program(other)
+    expected = model(other)
+    assert actual[1].shape == (1, 12, 5, 2)
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(torch.as_tensor(a), e, rtol=1e-6, atol=1e-6)
+    with library_patches():  # outside a capture they are torch's own
+        assert torch.equal(torch.linspace(0.5, 3.5, 4), torch.tensor([0.5, 1.5, 2.5, 3.5]))
+        assert torch.as_tensor([(2, 3)]).dtype == torch.int64

@@ -42,6 +42,11 @@ the user already imported (no library is imported here).
   the graph held the example's size); during capture each imported ``transformers.models.*``
   module that calls ``int(`` gets :class:`SymbolicInt` as its global ``int``, which returns SymInts
   unchanged and is the builtin otherwise (:func:`symbolic_int_builtin`).
+- ``torch.tensor``, ``torch.as_tensor`` and ``torch.linspace`` given symbolic sizes (Mask2Former's
+  ``spatial_shapes`` and reference points; deformable-attention models build them so): non-strict
+  capture evaluates the sizes to the example's under a guard, and the graph held the example's
+  feature-map grid; during capture they build the same values from the symbolic sizes
+  (:func:`symbolic_constructor_patches`).
 - transformers' ``compile_compatible_method_lru_cache`` (anchors and sine position tables of
   RT-DETR, D-FINE, ... ~30 models) is bypassed, as transformers itself does under Dynamo: a cache
   filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
@@ -196,6 +201,61 @@ def diffusers_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     return [] if cls is None else [(cls, "forward", always_interpolating(cls.forward))]
 
 
+_SYMBOLIC = (torch.SymInt, torch.SymFloat)
+_TENSOR, _AS_TENSOR, _LINSPACE = torch.tensor, torch.as_tensor, torch.linspace
+
+
+def _symbolic_data(data: Any) -> bool:
+    if isinstance(data, _SYMBOLIC):
+        return True
+    return isinstance(data, (list, tuple)) and any(_symbolic_data(x) for x in data)
+
+
+def _stacked(data: Any, dtype: torch.dtype | None, device: Any) -> torch.Tensor:
+    """``data`` (numbers and symbolic sizes, nested lists) as a tensor built from 0-d tensors."""
+    if isinstance(data, (list, tuple)):
+        return torch.stack([_stacked(x, dtype, device) for x in data])
+    integral = isinstance(data, (int, torch.SymInt)) and not isinstance(data, bool)
+    return torch.scalar_tensor(data, dtype=dtype or (torch.int64 if integral else torch.get_default_dtype()), device=device)
+
+
+def symbolic_tensor(data: Any, *args: Any, dtype: torch.dtype | None = None, device: Any = None, **kwargs: Any) -> torch.Tensor:
+    """``torch.tensor`` that keeps symbolic sizes in its data symbolic (a ``stack`` of
+    ``scalar_tensor``); anything else goes to ``torch.tensor``."""
+    if _symbolic_data(data):
+        return _stacked(data, dtype, device)
+    return _TENSOR(data, *args, dtype=dtype, device=device, **kwargs)
+
+
+def symbolic_as_tensor(data: Any, dtype: torch.dtype | None = None, device: Any = None) -> torch.Tensor:
+    """``torch.as_tensor`` that keeps symbolic sizes symbolic, as :func:`symbolic_tensor`."""
+    if _symbolic_data(data):
+        return _stacked(data, dtype, device)
+    return _AS_TENSOR(data, dtype=dtype, device=device)
+
+
+def symbolic_linspace(start: Any, end: Any, steps: Any, *args: Any, dtype: torch.dtype | None = None,
+                      device: Any = None, **kwargs: Any) -> torch.Tensor:
+    """``torch.linspace`` with a symbolic ``start``/``end``/``steps``: ``start + i (end - start) /
+    max(steps - 1, 1)`` for ``i`` in ``arange(steps)``, in float64 then cast (the PyTorch doc's
+    definition of linspace); anything else goes to ``torch.linspace``."""
+    if not any(isinstance(v, _SYMBOLIC) for v in (start, end, steps)):
+        return _LINSPACE(start, end, steps, *args, dtype=dtype, device=device, **kwargs)
+    first, last, count = (torch.scalar_tensor(v, dtype=torch.float64, device=device) for v in (start, end, steps))
+    positions = torch.arange(steps, dtype=torch.float64, device=device)
+    values = first + positions * (last - first) / torch.clamp(count - 1, min=1)
+    return values.to(dtype or torch.get_default_dtype())
+
+
+def symbolic_constructor_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
+    """``(torch, name, replacement)`` for ``torch.tensor``, ``torch.as_tensor`` and
+    ``torch.linspace``: in a non-strict capture, a symbolic size in their arguments is evaluated to
+    the example's value under a guard (Mask2Former's pixel decoder builds ``spatial_shapes`` with
+    ``torch.as_tensor`` of the feature maps' sizes and reference points with
+    ``torch.linspace(0.5, height - 0.5, height)``: the graph held the example's grid)."""
+    return [(torch, "tensor", symbolic_tensor), (torch, "as_tensor", symbolic_as_tensor), (torch, "linspace", symbolic_linspace)]
+
+
 def symbolic_torch_int(x: Any) -> Any:
     """transformers' ``torch_int`` that keeps a symbolic size symbolic: ``int(x)`` of a SymInt
     would fix it to the example's value (a dynamic height/width feeding an interpolation size)."""
@@ -273,7 +333,7 @@ def _calls_int(path: str) -> bool:
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
     """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`,
-    :func:`diffusers_patches`, :func:`symbolic_int_builtin` and
+    :func:`diffusers_patches`, :func:`symbolic_constructor_patches`, :func:`symbolic_int_builtin` and
     :func:`transformers_method_caches_off` to the modules already imported; restore them on exit."""
     saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
@@ -281,7 +341,8 @@ def library_patches() -> Iterator[None]:
     ]
     try:
         for owner, attribute, replacement in [
-            *targets, *position_interpolation_patches(), *torch_int_patches(), *diffusers_patches()
+            *targets, *position_interpolation_patches(), *torch_int_patches(), *diffusers_patches(),
+            *symbolic_constructor_patches(),
         ]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))

@@ -155,6 +155,10 @@ _LARGER_IMAGES = (128, 256, 512, 640, 1024, 1536)
 # The side multiples a convolutional image model is probed at (encoders._size_multiple), up to the
 # output stride of ResNet-style backbones.
 _MULTIPLES = (1, 2, 4, 8, 16, 32)
+# Sides of a convolutional model's dynamic height/width start above one output stride of 32 (or at
+# the example's): at 32 pixels or less the last feature map is 1x1, where broadcasting takes other
+# paths than at larger sizes (torch's size-1 specialization; Mask2Former's pixel decoder at 32x32).
+_SMALLEST_SIDE = 33
 
 
 def vision_component(loaded: LoadedModel) -> Component:
@@ -193,10 +197,11 @@ def vision_component(loaded: LoadedModel) -> Component:
     if loaded.task.name == "image-segmentation":  # DETR's panoptic outputs or mask classification's
         outputs = [name for name in outputs if name in _returned(loaded.model, make(Sizes(batch=1), resized=False))]
     probe = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
+    smallest = min(height, width, _SMALLEST_SIDE)
     if not _runs(probe, make(Sizes(batch=1), resized=False)):
         fits = (side for side in _LARGER_IMAGES if side > max(height, width)
                 and _runs(probe, {"pixel_values": torch.randn(1, channels, side, side)}))
-        height = width = next(fits, height)
+        height = width = smallest = next(fits, height)  # smaller sides do not run: the least side
     if loaded.task.name == "feature-extraction" and "pooler_output" in _returned(loaded.model, make(Sizes(batch=1, seed=1))):
         outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
     module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
@@ -205,8 +210,8 @@ def vision_component(loaded: LoadedModel) -> Component:
         multiple = _size_multiple(module, channels, height, width)
         if multiple is None:
             resizable = False
-        elif multiple > 1:
-            step, axes = max(step, multiple), image_sides(multiple)  # make() grows by the new step
+        else:  # make() grows by the new step
+            step, axes = max(step, multiple), image_sides(multiple, smallest)
     elif resizable and not _runs(module, make(Sizes(batch=1, seed=2), resized=True)):
         resizable = False
     return Component("model", module, make, {"pixel_values": axes if resizable else {0: BATCH}}, None, outputs)

@@ -322,6 +322,15 @@ ZOO += [
                         "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32,
                         "decoder_ffn_dim": 32, "num_queries": 5},
     )),
+    # masked attention over a multi-scale deformable pixel decoder whose spatial shapes and reference
+    # points are built from the feature maps' sizes (torch.as_tensor, torch.linspace)
+    Entry("mask2former", "image-segmentation", _make(
+        "Mask2FormerConfig", "Mask2FormerForUniversalSegmentation", use_pretrained_backbone=False,
+        backbone_config={"model_type": "resnet", "embedding_size": 8, "hidden_sizes": [8, 16, 16, 16],
+                         "depths": [1, 1, 1, 1], "out_features": ["stage1", "stage2", "stage3", "stage4"]},
+        feature_size=32, mask_feature_size=32, hidden_dim=32, encoder_layers=1, decoder_layers=2, num_queries=5,
+        encoder_feedforward_dim=32, dim_feedforward=32, num_attention_heads=2, num_labels=3,
+    )),
     # super-resolution (2x) that runs only at sides in multiples of its window
     Entry("swin2sr", "image-to-image", _make(
         "Swin2SRConfig", "Swin2SRForImageSuperResolution", image_size=32, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
