@@ -125,3 +125,13 @@ def test_usage_lines_follow_the_files_and_the_task(tmp_path: pathlib.Path) -> No
     assert "pipeline('image-feature-extraction', 'vit'" in lines[-1]
     assert "no pipeline for multiple-choice" in usage_lines(vit, "multiple-choice", "hub", False)[-1]
     assert "pipeline('image-segmentation'" in usage_lines(vit, "semantic-segmentation", "hub", False)[-1]
+
+
+def test_pipeline_usage_lines_name_the_denoiser(tmp_path: pathlib.Path) -> None:
+    """A Flux export has a transformer, not a UNet; Optimum's ORTDiffusionPipeline loads any of them."""
+    for name in ("text_encoder", "text_encoder_2", "transformer", "vae_decoder"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.onnx").write_bytes(b"")
+    lines = usage_lines(tmp_path, "text-to-image", "pipeline", False)
+    assert f"InferenceSession({str(tmp_path / 'transformer' / 'model.onnx')!r}), and text_encoder/, text_encoder_2/, vae_decoder/ alike" in lines[1]
+    assert "ORTDiffusionPipeline.from_pretrained" in lines[2]

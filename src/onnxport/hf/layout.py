@@ -94,11 +94,14 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
     """How to load ``folder`` in Python (onnxport.inference, onnxruntime), node (transformers.js)
     and onnxruntime-genai; one string per line, for the CLI summary."""
     if layout == PIPELINE:
-        unet = folder / model_path("unet", layout)
+        denoiser = "unet" if (folder / model_path("unet", layout)).is_file() else "transformer"
+        others = sorted(p.parent.name for p in folder.glob("*/model.onnx") if p.parent.name != denoiser)
         return [
             "Load it:",
-            f"  Python (onnxruntime): onnxruntime.InferenceSession({str(unet)!r}), and text_encoder/, vae_decoder/, vae_encoder/ alike",
-            f"  Python (Optimum): optimum.onnxruntime.ORTStableDiffusionPipeline.from_pretrained({str(folder)!r})",
+            f"  Python (onnxruntime): onnxruntime.InferenceSession({str(folder / model_path(denoiser, layout))!r}), "
+            f"and {', '.join(f'{name}/' for name in others)} alike",
+            # optimum.onnxruntime's ORTDiffusionPipeline picks the pipeline class from model_index.json
+            f"  Python (Optimum): optimum.onnxruntime.ORTDiffusionPipeline.from_pretrained({str(folder)!r})",
         ]
     seq2seq = (folder / model_path("encoder_model", layout)).is_file() or task == "text2text-generation"
     graph = folder / model_path("encoder_model" if seq2seq else "model", layout)
