@@ -90,6 +90,16 @@ def check_specialized(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames
                     "is often specialized), or declare the axis static."
                 )
             expr = dim.node.expr
+            pinned = [ep.range_constraints.get(symbol) for symbol in expr.free_symbols]
+            if expr.is_number or all(r is not None and r.lower == r.upper for r in pinned):
+                # strict mode answers a derived dim (32 * Dim("height")) the model fixes with a
+                # SymInt that is a constant, not with a constraint violation (PP-DocLayout-V3)
+                raise DynamicShapesError(
+                    f"Input {path!r} axis {axis} ({name!r}) is declared dynamic, but the captured program "
+                    f"allows only size {size} there (torch.export fixed it to that value). Fix: use an "
+                    "example at another size (a size of 0 or 1 is often specialized), or declare the "
+                    "axis static."
+                )
             if not expr.is_Symbol:
                 continue
             shape_env = dim.node.shape_env

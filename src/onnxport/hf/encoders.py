@@ -194,8 +194,8 @@ def vision_component(loaded: LoadedModel) -> Component:
 
     interpolating = interpolate and _takes(loaded.model, "interpolate_pos_encoding")
     outputs = list(loaded.task.outputs)
-    if loaded.task.name == "image-segmentation":  # DETR's panoptic outputs or mask classification's
-        outputs = [name for name in outputs if name in _returned(loaded.model, make(Sizes(batch=1), resized=False))]
+    if loaded.task.name == "image-segmentation":  # DETR's panoptic head (*ForSegmentation) or mask classification
+        outputs = outputs[:3] if type(loaded.model).__name__.endswith("ForSegmentation") else outputs[3:]
     probe = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     smallest = min(height, width, _SMALLEST_SIDE)
     if not _runs(probe, make(Sizes(batch=1), resized=False)):

@@ -48,9 +48,9 @@ TASKS: dict[str, Task] = {
         Task("object-detection", "AutoModelForObjectDetection", "vision", ("logits", "pred_boxes")),
         Task("semantic-segmentation", "AutoModelForSemanticSegmentation", "vision", ("logits",)),
         Task("depth-estimation", "AutoModelForDepthEstimation", "vision", ("predicted_depth",)),
-        # DETR's panoptic head (logits, pred_boxes, pred_masks) or mask classification (MaskFormer,
-        # Mask2Former, EoMT: class_queries_logits, masks_queries_logits): the outputs the model
-        # returns (encoders.vision_component), as transformers.js's image-segmentation pipeline reads them
+        # DETR's panoptic head (*ForSegmentation: logits, pred_boxes, pred_masks) or mask
+        # classification (MaskFormer, Mask2Former, EoMT: class_queries_logits, masks_queries_logits),
+        # chosen in encoders.vision_component, as transformers.js's image-segmentation pipeline reads them
         Task(
             "image-segmentation",
             "AutoModelForUniversalSegmentation",
