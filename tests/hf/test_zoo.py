@@ -19,7 +19,7 @@ from .zoo import BY_NAME, ZOO, save
 
 pytest.importorskip("transformers")
 
-FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskformer", "mask2former", "swin2sr", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian"}
+FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskformer", "mask2former", "swin2sr", "owlvit", "owlv2", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian"}
 # Architectures also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
 STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "whisper-audio", "ast", "detr", "rt-detr", "segformer", "depth-anything", "levit", "clip", "bert-choice", "marian", "m2m100",
@@ -62,6 +62,11 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
             assert dims["input_ids"] == ["text_batch_size", "sequence_length"]
             assert dims["pixel_values"][0] == "image_batch_size"
             assert dims["logits_per_image"] == ["image_batch_size", "text_batch_size"]
+            continue
+        if entry.task == "zero-shot-object-detection":  # the text queries of one image (Optimum's names)
+            assert dims["input_ids"] == dims["attention_mask"] == ["text_batch_size", "sequence_length"]
+            assert dims["pixel_values"] == [1, 3, 64, 64]
+            assert dims["logits"] == [1, 16, "text_batch_size"] and dims["pred_boxes"] == [1, 16, 4]
             continue
         assert all(shape[0] == "batch_size" for shape in dims.values()), dims
         if entry.name == "detr-panoptic":  # transformers.js's image-segmentation reads these

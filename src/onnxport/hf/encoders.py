@@ -395,7 +395,14 @@ def text_vision_component(loaded: LoadedModel) -> Component:
     """CLIP-style zero-shot image classification: texts and images in batches of their own
     (``text_batch_size``, ``image_batch_size``: Optimum's names); images of any size when the
     model interpolates its position embeddings (``interpolate_pos_encoding``, as
-    :func:`vision_component`)."""
+    :func:`vision_component`).
+
+    Zero-shot object detection (OWL-ViT, OWLv2) takes the ``text_batch_size`` queries of one image
+    at its configured size: the model splits ``input_ids`` into ``len(input_ids) // len(images)``
+    queries per image, and transformers.js's pipeline runs one image at a time (Optimum's
+    ``OwlViTOnnxConfig`` fixes the batch too)."""
+    if loaded.task.name == "zero-shot-object-detection":
+        return _queries_component(loaded)
     model = loaded.model
     text_config = getattr(model.config, "text_config", model.config)
     vision_config = getattr(model.config, "vision_config", model.config)
@@ -419,4 +426,26 @@ def text_vision_component(loaded: LoadedModel) -> Component:
     image_axes = {0: IMAGE_BATCH, 2: HEIGHT, 3: WIDTH} if interpolate else {0: IMAGE_BATCH}
     dynamic = {"input_ids": text_axes, "pixel_values": image_axes, "attention_mask": dict(text_axes)}
     module = wrappers.TextVisionModel(model, loaded.task.outputs, interpolate=interpolate)
+    return Component("model", module, make, dynamic, None, list(loaded.task.outputs))
+
+
+def _queries_component(loaded: LoadedModel) -> Component:
+    """Text queries ``[text_batch_size, sequence_length]`` of one image ``[1, C, H, W]`` →
+    ``logits`` ``[1, boxes, text_batch_size]``, ``pred_boxes``, ``text_embeds``, ``image_embeds``."""
+    model = loaded.model
+    text_config, vision_config = model.config.text_config, model.config.vision_config
+    height, width = image_size(loaded, vision_config)
+    channels = getattr(vision_config, "num_channels", 3)
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        gen = _generator(sizes)
+        return {
+            "input_ids": token_ids(text_config, sizes.batch, sizes.sequence, gen),
+            "pixel_values": torch.randn(1, channels, height, width, generator=gen),
+            "attention_mask": torch.ones(sizes.batch, sizes.sequence, dtype=torch.int64),
+        }
+
+    text_axes = {0: TEXT_BATCH, 1: SEQUENCE}
+    dynamic = {"input_ids": text_axes, "pixel_values": None, "attention_mask": dict(text_axes)}
+    module = wrappers.TextVisionModel(model, loaded.task.outputs)
     return Component("model", module, make, dynamic, None, list(loaded.task.outputs))

@@ -64,6 +64,13 @@ TASKS: dict[str, Task] = {
             "text-vision",
             ("logits_per_image", "logits_per_text", "text_embeds", "image_embeds"),
         ),
+        # OWL-ViT, OWLv2: the text queries of one image (Optimum's OwlViTOnnxConfig outputs)
+        Task(
+            "zero-shot-object-detection",
+            "AutoModelForZeroShotObjectDetection",
+            "text-vision",
+            ("logits", "pred_boxes", "text_embeds", "image_embeds"),
+        ),
         Task("audio-classification", "AutoModelForAudioClassification", "audio", ("logits",)),
         Task("text-generation", "AutoModelForCausalLM", "causal-lm", ("logits",)),
         Task("text2text-generation", "AutoModelForSeq2SeqLM", "seq2seq", ("last_hidden_state",)),
@@ -132,6 +139,7 @@ _MAPPINGS = (
     ("MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES", "image-segmentation"),
     ("MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES", "image-to-image"),
     ("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES", "zero-shot-image-classification"),
+    ("MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES", "zero-shot-object-detection"),
     ("MODEL_MAPPING_NAMES", "feature-extraction"),
 )
 

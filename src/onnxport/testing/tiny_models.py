@@ -359,6 +359,15 @@ ZOO += [
         "CLIPConfig", "CLIPModel", projection_dim=16, vision_config=VISION,
         text_config={**BERTISH, "max_position_embeddings": 64, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0},
     )),
+    # text queries of one image → a box and a score per query for every patch (projection_dim is the
+    # text width: the class head compares patch embeddings with the query embeddings)
+    *(Entry(name, "zero-shot-object-detection", _make(
+        config, arch, projection_dim=32,
+        text_config={**BERTISH, "max_position_embeddings": 16, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0},
+        vision_config={"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
+                       "image_size": 64, "patch_size": 16},
+    )) for name, config, arch in (("owlvit", "OwlViTConfig", "OwlViTForObjectDetection"),
+                                  ("owlv2", "Owlv2Config", "Owlv2ForObjectDetection"))),
     Entry("bert-choice", "multiple-choice", _make("BertConfig", "BertForMultipleChoice", **BERTISH)),
     Entry("marian", "text2text-generation",
           _make("MarianConfig", "MarianMTModel", **SEQ2SEQ, pad_token_id=VOCAB - 1, decoder_start_token_id=VOCAB - 1)),
