@@ -50,6 +50,7 @@ import torch
 
 import onnxport.hf
 from onnxport.testing import tiny_models
+from onnxport.verify.ties import index_ordered_topk
 
 HERE = pathlib.Path(__file__).parent
 PACKAGE = "@huggingface/transformers@4.3.1"
@@ -214,13 +215,13 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
         }
     forward = {}
     for name, (model, _, inputs) in forward_models.items():
-        with torch.no_grad():
+        with torch.no_grad(), index_ordered_topk():  # ties in ONNX TopK's order (RT-DETR)
             expected = model(**inputs)
         got = result["forward"][name]
         forward[name] = {
             key: max_abs_diff(got[key], expected[key]) if key in got else float("inf")
-            for key in ("logits", "logits_per_image", "text_embeds", "image_embeds", "predicted_depth")
-            if key in expected
+            for key in FORWARD_OUTPUTS
+            if key in expected and isinstance(expected[key], torch.Tensor)
         }
     return {
         "embedding_shape": tuple(actual.shape), "min_cosine": cosine.min().item(), "generation": generation,
@@ -228,10 +229,16 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
     }  # fmt: skip
 
 
+FORWARD_OUTPUTS = ("logits", "logits_per_image", "text_embeds", "image_embeds", "predicted_depth", "pred_boxes",
+                   "pred_masks", "class_queries_logits", "masks_queries_logits", "reconstruction")
+
+
 def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Tensor]]]:
     """Folders run once through a transformers.js auto class: name → (model, auto class, inputs).
-    A wav2vec2 CTC model (raw waveform in, per-frame logits out, batch 2) and CLIP (zero-shot:
-    2 texts, the second padded, against 3 images)."""
+    A wav2vec2 CTC model (raw waveform in, per-frame logits out, batch 2), CLIP (zero-shot:
+    2 texts, the second padded, against 3 images), and the image tasks: depth, detection (RT-DETR
+    at sides the export did not see), zero-shot detection (OWL-ViT), segmentation (DETR panoptic,
+    MaskFormer), super-resolution (Swin2SR)."""
     gen = torch.Generator().manual_seed(5)
     ids = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
     clip_inputs = {
@@ -247,6 +254,17 @@ def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Te
                          {"input_features": torch.randn(2, 61, 24, generator=gen)}),
         "depth-anything": (tiny_models.build("depth-anything"), "AutoModelForDepthEstimation",
                            {"pixel_values": torch.randn(2, 3, 70, 84, generator=gen)}),
+        # sides in multiples of 32 (not the export's 64x64); random weights tie in its topk
+        "rt-detr": (tiny_models.build("rt-detr"), "AutoModelForObjectDetection",
+                    {"pixel_values": torch.randn(2, 3, 96, 160, generator=gen)}),
+        "owlvit": (tiny_models.build("owlvit"), "AutoModelForZeroShotObjectDetection",
+                   {**clip_inputs, "pixel_values": torch.randn(1, 3, 64, 64, generator=gen)}),
+        "detr-panoptic": (tiny_models.build("detr-panoptic"), "AutoModelForImageSegmentation",
+                          {"pixel_values": torch.randn(1, 3, 72, 88, generator=gen)}),
+        "maskformer": (tiny_models.build("maskformer"), "AutoModelForUniversalSegmentation",
+                       {"pixel_values": torch.randn(1, 3, 72, 88, generator=gen)}),
+        "swin2sr": (tiny_models.build("swin2sr"), "AutoModelForImageToImage",
+                    {"pixel_values": torch.randn(1, 3, 36, 44, generator=gen)}),
     }  # fmt: skip
 
 

@@ -8,7 +8,8 @@
 import fs from 'node:fs';
 import {
     env, pipeline, AutoModel, AutoModelForCausalLM, AutoModelForCTC, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq,
-    AutoModelForVision2Seq, AutoModelForDepthEstimation, Tensor,
+    AutoModelForVision2Seq, AutoModelForDepthEstimation, AutoModelForObjectDetection, AutoModelForZeroShotObjectDetection,
+    AutoModelForImageSegmentation, AutoModelForUniversalSegmentation, AutoModelForImageToImage, Tensor,
 } from '@huggingface/transformers';
 
 const [root, minilm, requestPath, resultPath, ...decoders] = process.argv.slice(2);
@@ -65,7 +66,11 @@ for (const [name, inputs] of Object.entries(request.seq2seq ?? {})) {
     }
     result.seq2seq[name] = output.tolist().map((row) => row.map((v) => Number(v)));
 }
-const autos = { AutoModel, AutoModelForCTC, AutoModelForDepthEstimation };
+const autos = {
+    AutoModel, AutoModelForCTC, AutoModelForDepthEstimation, AutoModelForObjectDetection,
+    AutoModelForZeroShotObjectDetection, AutoModelForImageSegmentation, AutoModelForUniversalSegmentation,
+    AutoModelForImageToImage,
+};
 result.forward = {};
 for (const [name, { auto, inputs }] of Object.entries(request.forward ?? {})) {
     const model = await autos[auto].from_pretrained(name, { dtype: 'fp32' });
