@@ -219,12 +219,12 @@ def _stacked(data: Any, dtype: torch.dtype | None, device: Any) -> torch.Tensor:
     return torch.scalar_tensor(data, dtype=dtype or (torch.int64 if integral else torch.get_default_dtype()), device=device)
 
 
-def symbolic_tensor(data: Any, *args: Any, dtype: torch.dtype | None = None, device: Any = None, **kwargs: Any) -> torch.Tensor:
+def symbolic_tensor(data: Any, *, dtype: torch.dtype | None = None, device: Any = None, **kwargs: Any) -> torch.Tensor:
     """``torch.tensor`` that keeps symbolic sizes in its data symbolic (a ``stack`` of
     ``scalar_tensor``); anything else goes to ``torch.tensor``."""
     if _symbolic_data(data):
         return _stacked(data, dtype, device)
-    return _TENSOR(data, *args, dtype=dtype, device=device, **kwargs)
+    return _TENSOR(data, dtype=dtype, device=device, **kwargs)
 
 
 def symbolic_as_tensor(data: Any, dtype: torch.dtype | None = None, device: Any = None) -> torch.Tensor:

@@ -9,7 +9,7 @@ import inspect
 import json
 import logging
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +202,7 @@ def vision_component(loaded: LoadedModel) -> Component:
         fits = (side for side in _LARGER_IMAGES if side > max(height, width)
                 and _runs(probe, {"pixel_values": torch.randn(1, channels, side, side)}))
         height = width = smallest = next(fits, height)  # smaller sides do not run: the least side
-    if loaded.task.name == "feature-extraction" and "pooler_output" in _returned(loaded.model, make(Sizes(batch=1, seed=1))):
+    if loaded.task.name == "feature-extraction" and _pooled(loaded.model, make):
         outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
     module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     axes: dict[int, Any] = {0: BATCH, 2: HEIGHT, 3: WIDTH}
@@ -276,15 +276,13 @@ def _runs(model: torch.nn.Module, inputs: dict[str, Any]) -> bool:
     return False
 
 
-def _returned(model: torch.nn.Module, inputs: dict[str, Any]) -> set[str]:
-    """The tensor outputs the image model returns on ``inputs``, by name (ViT's pooler, CLIP's and
-    DINOv2's class token as ``pooler_output``; DETR's ``pred_masks``), from one probe forward (on
-    fake tensors for a meta-device model)."""
-    inputs = {k: v.to(next(model.parameters()).device) for k, v in inputs.items()}
+def _pooled(model: torch.nn.Module, make: Callable[[Sizes], dict[str, Any]]) -> bool:
+    """Whether the image model returns a ``pooler_output`` (ViT's pooler, CLIP's and DINOv2's
+    class token), from one probe forward (on fake tensors for a meta-device model)."""
+    inputs = {k: v.to(next(model.parameters()).device) for k, v in make(Sizes(batch=1, seed=1)).items()}
     with probe_mode(model):
         out = run_eager("on a probe input (its outputs)", lambda: model(**inputs))
-    items = out.items() if hasattr(out, "items") else ()
-    return {name for name, value in items if isinstance(value, torch.Tensor)}
+    return isinstance(out.get("pooler_output") if hasattr(out, "get") else None, torch.Tensor)
 
 
 def _waveform_samples(config: Any, frames: int) -> int:
