@@ -88,3 +88,25 @@ def test_weights_are_handed_to_onnxruntime_and_copied() -> None:
     torch.testing.assert_close(torch.as_tensor(before), expected, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(torch.as_tensor(after), expected, rtol=1e-5, atol=1e-6)
     assert not runtime.on_disk(program.model)  # the placeholders were put back
+
+
+def test_refusal_of_other_input_dimensions_lists_them() -> None:
+    """onnxruntime puts the offending axes of an input on the lines after its first one; the reason
+    keeps them (the hf validation's error showed only "... for the following indices")."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 128, 128])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 128, 128])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    onnx.checker.check_model(model)
+    session = ort.InferenceSession(model.SerializeToString())
+    with pytest.raises(Exception) as refused:  # onnxruntime's pybind InvalidArgument
+        session.run(None, {"x": np.zeros((1, 3, 160, 96), np.float32)})
+    reason, op_type, node = runtime.refusal_parts(refused.value)
+    assert reason.endswith("for the following indices: index: 2 Got: 160 Expected: 128; index: 3 Got: 96 Expected: 128")
+    assert (op_type, node) == (None, None)

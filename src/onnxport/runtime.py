@@ -382,10 +382,14 @@ _NODE_IN_MESSAGE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
 
 def refusal_parts(error: BaseException) -> tuple[str, str | None, str | None]:
     """``(reason, op type, node name)`` of onnxruntime's refusal to run a model: the first line after
-    "Status Message:" in its message (else the message's first line, else the exception type), and
+    "Status Message:" in its message (else the message's first line, else the exception type; with
+    the ``index: 2 Got: 160 Expected: 128`` lines of an input of other dimensions), and
     the node of "... while running <Op> node. Name:'<name>'" (``None`` when it names none)."""
     text = str(error).strip()
-    reason = (text.split("Status Message:")[-1].strip().splitlines() or [type(error).__name__])[0]
+    lines = text.split("Status Message:")[-1].strip().splitlines() or [type(error).__name__]
+    # "Got invalid dimensions for input: x for the following indices" lists them on the next lines
+    details = [line.strip() for line in lines[1:] if line.strip().startswith("index:")]
+    reason = lines[0] + (": " + "; ".join(details) if details else "")
     match = _NODE_IN_MESSAGE.search(text)
     return (reason, match.group(1), match.group(2)) if match else (reason, None, None)
 
