@@ -429,9 +429,19 @@ def text_vision_component(loaded: LoadedModel) -> Component:
 
 def _queries_component(loaded: LoadedModel) -> Component:
     """Text queries ``[text_batch_size, sequence_length]`` of one image ``[1, C, H, W]`` →
-    ``logits`` ``[1, boxes, text_batch_size]``, ``pred_boxes``, ``text_embeds``, ``image_embeds``."""
+    ``logits`` ``[1, boxes, text_batch_size]``, ``pred_boxes``, ``text_embeds``, ``image_embeds``.
+
+    Raises:
+        HFError: The model has no ``text_config`` and ``vision_config`` (Grounding DINO).
+    """
     model = loaded.model
-    text_config, vision_config = model.config.text_config, model.config.vision_config
+    text_config, vision_config = (getattr(model.config, name, None) for name in ("text_config", "vision_config"))
+    if text_config is None or vision_config is None:
+        raise HFError(
+            f"zero-shot-object-detection exports OWL-ViT-style models (a text and a vision tower: text_config and "
+            f"vision_config); {type(model).__name__} is another kind (Grounding DINO, OmDet-Turbo). Export it with "
+            "onnxport.export and its inputs."
+        )
     height, width = image_size(loaded, vision_config)
     channels = getattr(vision_config, "num_channels", 3)
 
