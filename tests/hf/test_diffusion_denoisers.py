@@ -27,15 +27,29 @@ VAE = dict(down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDeco
            block_out_channels=(8, 16), latent_channels=4, norm_num_groups=4, layers_per_block=1)  # fmt: skip
 
 
-def write_pipeline(folder: pathlib.Path, cls: str, parts: dict[str, Any], **extra: Any) -> pathlib.Path:
-    """Save each random-weight part in its folder and the ``model_index.json`` naming them."""
-    index: dict[str, Any] = {"_class_name": cls, **extra}
+def clip(projection_dim: int | None = None) -> Any:
+    """A tiny CLIP text encoder, with a projection (``text_embeds``) when ``projection_dim`` is given."""
+    if projection_dim is None:
+        return transformers.CLIPTextModel(transformers.CLIPTextConfig(**CLIP))
+    return transformers.CLIPTextModelWithProjection(transformers.CLIPTextConfig(**CLIP, projection_dim=projection_dim))
+
+
+def export_pipeline(tmp_path: pathlib.Path, cls: str, parts: dict[str, Any], scheduler: Any = None) -> Any:
+    """Save each random-weight part (eval mode) in its folder of ``tmp_path / "pipe"`` with the
+    ``model_index.json`` naming them (and ``scheduler``), export it into ``tmp_path / "out"``; the
+    result, validated."""
+    folder = tmp_path / "pipe"
+    index: dict[str, Any] = {"_class_name": cls}
     for name, model in parts.items():
         library = "transformers" if isinstance(model, transformers.PreTrainedModel) else "diffusers"
-        model.save_pretrained(folder / name)
+        model.eval().save_pretrained(folder / name)
         index[name] = [library, type(model).__name__]
     (folder / "model_index.json").write_text(json.dumps(index))
-    return folder
+    if scheduler is not None:
+        scheduler.save_pretrained(folder / "scheduler")
+    result = onnxport.hf.export(folder, output_dir=tmp_path / "out")
+    assert result.passed
+    return result
 
 
 def sessions(out: pathlib.Path, names: Any) -> dict[str, ort.InferenceSession]:
@@ -54,17 +68,10 @@ def test_sdxl_pipeline_exports_and_denoises_like_eager(tmp_path: pathlib.Path) -
         cross_attention_dim=64, norm_num_groups=4, attention_head_dim=4, addition_embed_type="text_time",
         addition_time_embed_dim=4, projection_class_embeddings_input_dim=16 + 6 * 4,
     )  # fmt: skip
-    parts = {
-        "text_encoder": transformers.CLIPTextModel(transformers.CLIPTextConfig(**CLIP)),
-        "text_encoder_2": transformers.CLIPTextModelWithProjection(transformers.CLIPTextConfig(**CLIP, projection_dim=16)),
-        "unet": unet,
-        "vae": diffusers.AutoencoderKL(**VAE),
-    }
-    folder = write_pipeline(tmp_path / "sdxl", "StableDiffusionXLPipeline", {k: m.eval() for k, m in parts.items()})
-    diffusers.EulerDiscreteScheduler().save_pretrained(folder / "scheduler")
-
-    result = onnxport.hf.export(folder, output_dir=tmp_path / "out")
-    assert result.passed and set(result.programs) == {"text_encoder", "text_encoder_2", "unet", "vae_encoder", "vae_decoder"}
+    parts = {"text_encoder": clip(), "text_encoder_2": clip(16), "unet": unet, "vae": diffusers.AutoencoderKL(**VAE)}
+    result = export_pipeline(tmp_path, "StableDiffusionXLPipeline", parts, diffusers.EulerDiscreteScheduler())
+    folder = tmp_path / "pipe"
+    assert set(result.programs) == {"text_encoder", "text_encoder_2", "unet", "vae_encoder", "vae_decoder"}
     s = sessions(tmp_path / "out", result.programs)
     hidden = ["hidden_states.0", "hidden_states.1", "hidden_states.2"]
     assert [o.name for o in s["text_encoder"].get_outputs()] == ["last_hidden_state", "pooler_output", *hidden]
@@ -123,18 +130,10 @@ def test_sd3_pipeline_exports_transformer_and_three_text_encoders(tmp_path: path
         sample_size=8, patch_size=2, in_channels=4, num_layers=2, attention_head_dim=8, num_attention_heads=4,
         joint_attention_dim=32, caption_projection_dim=32, pooled_projection_dim=32, out_channels=4, pos_embed_max_size=32,
     ).eval()  # fmt: skip
-    with_projection = transformers.CLIPTextConfig(**CLIP, projection_dim=16)
-    parts = {
-        "text_encoder": transformers.CLIPTextModelWithProjection(with_projection),
-        "text_encoder_2": transformers.CLIPTextModelWithProjection(with_projection),
-        "text_encoder_3": transformers.T5EncoderModel(transformers.T5Config(**T5)),
-        "transformer": transformer,
-        "vae": diffusers.AutoencoderKL(**VAE),
-    }
-    folder = write_pipeline(tmp_path / "sd3", "StableDiffusion3Pipeline", {k: m.eval() for k, m in parts.items()})
-
-    result = onnxport.hf.export(folder, output_dir=tmp_path / "out")
-    assert result.passed
+    t5 = transformers.T5EncoderModel(transformers.T5Config(**T5))
+    parts = {"text_encoder": clip(16), "text_encoder_2": clip(16), "text_encoder_3": t5, "transformer": transformer,
+             "vae": diffusers.AutoencoderKL(**VAE)}  # fmt: skip
+    result = export_pipeline(tmp_path, "StableDiffusion3Pipeline", parts)
     assert set(result.programs) == {"text_encoder", "text_encoder_2", "text_encoder_3", "transformer", "vae_encoder", "vae_decoder"}
     s = sessions(tmp_path / "out", ["text_encoder_2", "text_encoder_3", "transformer"])
     assert [o.name for o in s["text_encoder_2"].get_outputs()][:3] == ["text_embeds", "last_hidden_state", "hidden_states.0"]
@@ -157,7 +156,7 @@ def test_sd3_pipeline_exports_transformer_and_three_text_encoders(tmp_path: path
 
     ids = np.random.default_rng(2).integers(3, 99, (2, 13)).astype(np.int64)
     with torch.no_grad():
-        expected_t5 = parts["text_encoder_3"](torch.from_numpy(ids)).last_hidden_state.numpy()
+        expected_t5 = t5(torch.from_numpy(ids)).last_hidden_state.numpy()
     np.testing.assert_allclose(run(s["text_encoder_3"], input_ids=ids)[0], expected_t5, rtol=1e-4, atol=1e-5)
 
 
@@ -167,16 +166,9 @@ def test_flux_pipeline_exports_transformer_with_ids_and_guidance(tmp_path: pathl
         patch_size=1, in_channels=16, num_layers=1, num_single_layers=1, attention_head_dim=16, num_attention_heads=2,
         joint_attention_dim=32, pooled_projection_dim=32, guidance_embeds=True, axes_dims_rope=(4, 6, 6),
     ).eval()  # fmt: skip
-    parts = {
-        "text_encoder": transformers.CLIPTextModel(transformers.CLIPTextConfig(**CLIP)),
-        "text_encoder_2": transformers.T5EncoderModel(transformers.T5Config(**T5)),
-        "transformer": transformer,
-        "vae": diffusers.AutoencoderKL(**VAE),
-    }
-    folder = write_pipeline(tmp_path / "flux", "FluxPipeline", {k: m.eval() for k, m in parts.items()})
-
-    result = onnxport.hf.export(folder, output_dir=tmp_path / "out")
-    assert result.passed
+    parts = {"text_encoder": clip(), "text_encoder_2": transformers.T5EncoderModel(transformers.T5Config(**T5)),
+             "transformer": transformer, "vae": diffusers.AutoencoderKL(**VAE)}  # fmt: skip
+    export_pipeline(tmp_path, "FluxPipeline", parts)
     s = sessions(tmp_path / "out", ["text_encoder", "transformer"])
     assert [o.name for o in s["text_encoder"].get_outputs()] == ["last_hidden_state", "pooler_output"]  # not SDXL/SD3
     assert [(i.name, i.shape) for i in s["transformer"].get_inputs()] == [

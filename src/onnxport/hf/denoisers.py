@@ -166,12 +166,8 @@ def check_transformer(cls: str) -> None:
 
 
 def transformer_component(transformer: Any, cls: str) -> Component:
-    """The transformer denoiser of a Stable Diffusion 3 or Flux pipeline (module docstring).
-
-    Raises:
-        HFError: ``cls`` is another transformer denoiser.
-    """
-    check_transformer(cls)
+    """The transformer denoiser of a Stable Diffusion 3 or Flux pipeline (module docstring);
+    ``cls`` is one of :data:`TRANSFORMERS` (:func:`check_transformer`, before the weights load)."""
     config = transformer.config
     flux = cls == "FluxTransformer2DModel"
     patch = int(config.patch_size)

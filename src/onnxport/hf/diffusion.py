@@ -113,13 +113,14 @@ def _load(folder: Path, name: str, library: str, cls: str) -> Any:
 
 def _text_encoder(name: str, model: Any, pipeline: str) -> Component:
     config = model.config
-    if hasattr(model, "text_projection"):
-        outputs: tuple[str, ...] = ("text_embeds", "last_hidden_state")
-    elif getattr(config, "is_encoder_decoder", False) or getattr(config, "model_type", None) in ("t5", "mt5", "umt5"):
-        outputs = ("last_hidden_state",)  # T5EncoderModel: no pooled output
+    t5 = getattr(config, "is_encoder_decoder", False) or getattr(config, "model_type", None) in ("t5", "mt5", "umt5")
+    if t5:
+        outputs: tuple[str, ...] = ("last_hidden_state",)  # T5EncoderModel: no pooled output
+    elif hasattr(model, "text_projection"):
+        outputs = ("text_embeds", "last_hidden_state")
     else:
         outputs = ("last_hidden_state", "pooler_output")
-    hidden = len(outputs) == 2 and pipeline.startswith(HIDDEN_STATES_PIPELINES)
+    hidden = not t5 and pipeline.startswith(HIDDEN_STATES_PIPELINES)  # Optimum: CLIP encoders of SDXL, SD3
     names = list(outputs) + ([f"hidden_states.{i}" for i in range(config.num_hidden_layers + 1)] if hidden else [])
 
     def make(sizes: Sizes) -> dict[str, Any]:

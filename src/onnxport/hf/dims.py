@@ -37,7 +37,6 @@ HEIGHT = DimName("height", min=1)
 WIDTH = DimName("width", min=1)
 
 
-
 def image_sides(scale: int, smallest: int = 1) -> dict[int, Any]:
     """Dynamic shapes of an NCHW image: batch, and height/width as multiples of ``scale``
     (``scale * Dim("height")``, so the graph dims read ``8*height``). A UNet's and VAE's

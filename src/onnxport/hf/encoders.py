@@ -150,6 +150,10 @@ def _takes(module: torch.nn.Module, name: str) -> bool:
         return False
 
 
+# DETR's panoptic head (DetrForSegmentation, ConditionalDetrForSegmentation): the outputs of the
+# image-segmentation task for *ForSegmentation classes (Optimum's DETR config, transformers.js's
+# image-segmentation pipeline)
+PANOPTIC_OUTPUTS = ("logits", "pred_boxes", "pred_masks")
 # image sides tried, in order, when a vision model does not run at its configured (or default) size
 _LARGER_IMAGES = (128, 256, 512, 640, 1024, 1536)
 # The side multiples a convolutional image model is probed at (encoders._size_multiple), up to the
@@ -193,9 +197,8 @@ def vision_component(loaded: LoadedModel) -> Component:
         }
 
     interpolating = interpolate and _takes(loaded.model, "interpolate_pos_encoding")
-    outputs = list(loaded.task.outputs)
-    if loaded.task.name == "image-segmentation":  # DETR's panoptic head (*ForSegmentation) or mask classification
-        outputs = outputs[:3] if type(loaded.model).__name__.endswith("ForSegmentation") else outputs[3:]
+    panoptic = loaded.task.name == "image-segmentation" and type(loaded.model).__name__.endswith("ForSegmentation")
+    outputs = list(PANOPTIC_OUTPUTS if panoptic else loaded.task.outputs)
     probe = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     smallest = min(height, width, _SMALLEST_SIDE)
     if not _runs(probe, make(Sizes(batch=1), resized=False)):

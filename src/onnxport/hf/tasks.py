@@ -48,14 +48,13 @@ TASKS: dict[str, Task] = {
         Task("object-detection", "AutoModelForObjectDetection", "vision", ("logits", "pred_boxes")),
         Task("semantic-segmentation", "AutoModelForSemanticSegmentation", "vision", ("logits",)),
         Task("depth-estimation", "AutoModelForDepthEstimation", "vision", ("predicted_depth",)),
-        # DETR's panoptic head (*ForSegmentation: logits, pred_boxes, pred_masks) or mask
-        # classification (MaskFormer, Mask2Former, EoMT: class_queries_logits, masks_queries_logits),
-        # chosen in encoders.vision_component, as transformers.js's image-segmentation pipeline reads them
+        # mask classification (MaskFormer, Mask2Former, EoMT), as transformers.js's image-segmentation
+        # pipeline reads it; DETR's panoptic head has its own (encoders.PANOPTIC_OUTPUTS)
         Task(
             "image-segmentation",
             "AutoModelForUniversalSegmentation",
             "vision",
-            ("logits", "pred_boxes", "pred_masks", "class_queries_logits", "masks_queries_logits"),
+            ("class_queries_logits", "masks_queries_logits"),
         ),
         Task("image-to-image", "AutoModelForImageToImage", "vision", ("reconstruction",)),  # Swin2SR
         Task(
