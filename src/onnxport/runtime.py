@@ -51,6 +51,19 @@ class CheckResult:
     detail: str = ""
 
 
+def available_memory() -> int:
+    """``MemAvailable`` from ``/proc/meminfo`` in bytes (total physical memory elsewhere): what a
+    session or an eager reference can take without swapping."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
 def initializer_bytes(model: ir.Model) -> int:
     """Total size of the main graph's initializers, in bytes."""
     return sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)

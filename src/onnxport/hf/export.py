@@ -29,7 +29,14 @@ from onnxport.hf.streamed import (
     export_streamed,
     quantization_report,
 )
-from onnxport.hf.validate import DEFAULT_ATOL, OutputCheck, compare_outputs, describe, eager
+from onnxport.hf.validate import (
+    DEFAULT_ATOL,
+    OutputCheck,
+    compare_outputs,
+    describe,
+    eager,
+    rerun,
+)
 from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
 
 
@@ -307,7 +314,8 @@ def validate_component(
         actual = program(**feeds)
         expected = eager(part.module, feeds)
         checks += compare_outputs(
-            (part.name, describe(feeds)), part.output_names, actual, expected, atol
+            (part.name, describe(feeds)), part.output_names, actual, expected, atol,
+            rerun(part.module, feeds),
         )
     return checks
 

@@ -54,9 +54,16 @@ from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
 from onnxport.hf.tasks import Task, get_task, infer_task
-from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager, refusal
+from onnxport.hf.validate import (
+    OutputCheck,
+    compare_outputs,
+    describe,
+    eager,
+    refusal,
+    rerun,
+)
 from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
-from onnxport.runtime import run_session, to_numpy
+from onnxport.runtime import available_memory, run_session, to_numpy
 
 SLICE_LAYERS = 2
 HALF_ATOL = 0.1
@@ -114,20 +121,6 @@ class Streamed:
     weight_bytes: int = 0
     validation: str = "off"
     quantization: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
-
-
-def available_memory() -> int:
-    """``MemAvailable`` from ``/proc/meminfo`` in bytes (total physical memory elsewhere)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-
-
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,7 +286,8 @@ def _check_part(
             actual = shared_cache.trim_presents(part.output_names, actual, total)
         expected = [_cast(t, rule.dtype) for t in eager(part.module, feeds)]
         where = describe(feeds) + (f", buffer {total + shared_cache.SPARE_ROWS}" if rule.shared_buffer else "")
-        checks += compare_outputs((label, where), part.output_names, actual, expected, rule.atol)
+        checks += compare_outputs((label, where), part.output_names, actual, expected, rule.atol,
+                                  rerun(part.module, feeds))
     return checks
 
 
@@ -549,7 +543,6 @@ __all__ = [
     "QUANTIZATION_REPORT",
     "Streamed",
     "WeightProgress",
-    "available_memory",
     "export_streamed",
     "quantization_report",
     "slice_config",

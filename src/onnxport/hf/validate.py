@@ -18,6 +18,7 @@ from onnxport.errors import VerificationError
 from onnxport.hf.eager import run as run_eager
 from onnxport.metadata import KEY_STACK_TRACE
 from onnxport.runtime import refusal_parts
+from onnxport.verify import referee
 from onnxport.verify.compare import OutputComparison, compare_tensors
 from onnxport.verify.ties import index_ordered_topk
 
@@ -62,8 +63,11 @@ def compare_outputs(
     actual: Sequence[torch.Tensor],
     expected: Sequence[torch.Tensor],
     atol: float | None = None,
+    rerun: referee.Rerun | None = None,
 ) -> list[OutputCheck]:
-    """One :class:`OutputCheck` per output of component ``where[0]`` on input set ``where[1]``.
+    """One :class:`OutputCheck` per output of component ``where[0]`` on input set ``where[1]``;
+    with ``rerun`` (:func:`rerun`), a float32 output beyond tolerance is refereed
+    (:mod:`onnxport.verify.referee`: is the difference float32 rounding?).
 
     Raises:
         VerificationError: The number of outputs differs from eager's.
@@ -73,12 +77,15 @@ def compare_outputs(
             f"{where[0]} returned {len(actual)} outputs on {where[1]}; eager returned {len(expected)}."
         )
     rtol = None if atol is None else 0.0
-    checks = []
-    for name, a, e in zip(names, actual, expected):
-        c = compare_tensors(name, e, a, rtol, atol)
-        shape_ok = c.expected_shape == c.actual_shape
-        checks.append(OutputCheck(*where, name, c.max_abs_diff, c.atol, tuple(a.shape), shape_ok, c))
-    return checks
+    comparisons = [compare_tensors(name, e, a, rtol, atol) for name, a, e in zip(names, actual, expected)]
+    referee.settle(comparisons, expected, actual, rerun)
+    return [OutputCheck(*where, c.name, c.max_abs_diff, c.atol, tuple(a.shape), c.expected_shape == c.actual_shape, c)
+            for c, a in zip(comparisons, actual)]
+
+
+def rerun(module: torch.nn.Module, inputs: dict[str, Any]) -> referee.Rerun:
+    """The ``rerun`` of :func:`compare_outputs`: ``module`` on ``inputs`` again, through :func:`eager`."""
+    return referee.Rerun(module, (), inputs, lambda m, _, k: eager(m, k))
 
 
 def eager(module: torch.nn.Module, inputs: dict[str, Any]) -> list[torch.Tensor]:

@@ -19,6 +19,7 @@ from onnxport.program import ONNXProgramBase
 from onnxport.status import Step
 from onnxport.verify import inputs as inputs_mod
 from onnxport.verify import localize as localize_mod
+from onnxport.verify import referee
 from onnxport.verify.compare import (
     CheckResult,
     InputSetResult,
@@ -42,6 +43,12 @@ def _eager(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> lis
     # numbers are graph outputs too (0-d tensors, as the translation makes them); None is dropped
     return [x if isinstance(x, torch.Tensor) else torch.tensor(x)
             for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, bool, int, float))]
+
+
+def _rerun(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> referee.Rerun:
+    """The reference as :mod:`onnxport.verify.referee` runs it again (flattened like :func:`_eager`)."""
+    module = reference.module() if isinstance(reference, ExportedProgram) else reference
+    return referee.Rerun(module, args, kwargs, _eager)
 
 
 def _run(session: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
@@ -149,6 +156,7 @@ def verify(
             raise InputError(f"Running the model on {label} failed: {type(e).__name__}: {e}") from e
         actual = runtime.restore_complex(program.model, [onnx_values[n] for n in output_names])
         outputs = compare_outputs(output_names, expected, actual, rtol, atol)
+        referee.settle(outputs, expected, actual, lambda a=a, k=k: _rerun(reference, a, k))
         result.input_sets.append(InputSetResult(label, inputs_mod.shapes_of(a, k, input_names), outputs))
         if localize and i == 0:
             result.localization = localize_mod.first_divergence(

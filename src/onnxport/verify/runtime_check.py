@@ -42,7 +42,15 @@ from torch.export.graph_signature import InputKind
 
 from onnxport.errors import DynamicShapesError, RuntimeCheckError, VerificationError
 from onnxport.metadata import KEY_FX_NODE, KEY_STACK_TRACE
-from onnxport.runtime import create_session, feeds, initializer_bytes, refusal_parts, run_session
+from onnxport.runtime import (
+    available_memory,
+    create_session,
+    feeds,
+    initializer_bytes,
+    refusal_parts,
+    run_session,
+)
+from onnxport.verify import referee
 from onnxport.verify.compare import compare_outputs
 from onnxport.verify.guards import SizeChoice, choose_sizes, input_guards
 from onnxport.verify.inputs import (
@@ -99,18 +107,11 @@ def skip_reason(model: ir.Model) -> str | None:
             return f"initializer {value.name!r} has no data (a fake or meta model)"
         if isinstance(value.const_value, ir.ExternalTensor) and not os.path.exists(value.const_value.path):
             return f"initializer {value.name!r} points to a missing external data file"
-    available = _available_ram()
+    available = available_memory()
     needed = 2 * initializer_bytes(model)
-    if available is not None and needed > available:
+    if needed > available:
         return f"the weights need {needed / 2**30:.1f} GiB of RAM to run, {available / 2**30:.1f} GiB are available"
     return None
-
-
-def _available_ram() -> int | None:
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # not POSIX
-        return None
 
 
 def _find_node(model: ir.Model, name: str) -> ir.Node | None:
@@ -299,6 +300,14 @@ def _specialization_error(names: Mapping[Any, str], example: Mapping[Any, int], 
     )
 
 
+def _leaves(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
+    """The model's outputs in eager mode, flattened (numbers as 0-d tensors)."""
+    with torch.no_grad(), index_ordered_topk():
+        out = model(*args, **kwargs)
+    return [x if isinstance(x, torch.Tensor) else torch.tensor(x)
+            for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, bool, int, float))]
+
+
 def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Mapping[str, Any]],
            found: tuple[dict[Any, int], dict[Any, str], SizeChoice]) -> str:
     """Whether the guards false at the first choice of sizes matter for the ONNX model: run it
@@ -317,12 +326,9 @@ def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Map
     args, kwargs = inputs
     args1, kwargs1 = resized_inputs(ep, tuple(args), kwargs, choice.first)
     try:
-        with torch.no_grad(), index_ordered_topk():
-            out = model(*args1, **kwargs1)
+        expected = _leaves(model, args1, kwargs1)
     except Exception:  # the model's own code rejects these sizes: the guards restate that
         return "requirement"
-    expected = [x if isinstance(x, torch.Tensor) else torch.tensor(x)
-                for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, bool, int, float))]
     try:
         actual = program(*args1, **kwargs1)
     except Exception as e:  # onnxruntime's own exception types, or onnxport's for bad feeds
@@ -332,6 +338,7 @@ def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Map
         results = compare_outputs(onnx_names, expected, list(actual))
     except VerificationError as e:
         raise _specialization_error(names, example, choice, str(e)) from e
+    referee.settle(results, expected, list(actual), referee.Rerun(model, args1, dict(kwargs1), _leaves))
     bad = [r for r in results if not r.passed]
     if bad:
         r = bad[0]

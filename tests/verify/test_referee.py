@@ -1,0 +1,116 @@
+"""The float32-rounding referees (onnxport.verify.referee): a float32 output beyond tolerance passes
+only when a float64 run or one-ulp input moves show the difference is rounding, and a real
+difference stays a mismatch with the figures in its notes."""
+
+from __future__ import annotations
+
+import torch
+
+import onnxport
+from onnxport.hf import validate as hf_validate
+from onnxport.verify import referee
+from onnxport.verify.compare import compare_tensors
+
+
+class Cancelling(torch.nn.Module):
+    """``x @ w1 @ w2 - x @ (w1 @ w2)``: zero in exact arithmetic, float32 rounding of ~1e-4 here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.w1 = torch.nn.Parameter(torch.randn(256, 256, generator=g))
+        self.w2 = torch.nn.Parameter(torch.randn(256, 64, generator=g))
+        self.register_buffer("w12", (self.w1.double() @ self.w2.double()).float())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.w1 @ self.w2 - x @ self.w12
+
+
+def _run(module, args, kwargs):
+    return [module(*args, **kwargs)]
+
+
+def _inputs() -> torch.Tensor:
+    return torch.randn(8, 256, generator=torch.Generator().manual_seed(1))
+
+
+def test_float64_referee_passes_a_more_accurate_result() -> None:
+    model, x = Cancelling().eval(), _inputs()
+    with torch.no_grad():
+        expected = model(x)
+        exact = model.double()(x.double())
+    model.float()
+    actual = exact.float()  # what a runtime summing more accurately than eager returns
+    c = compare_tensors("out", expected, actual)
+    assert not c.passed and c.max_abs_diff > 1e-4  # eager's own rounding is beyond the tolerance
+    referee.settle([c], [expected], [actual], referee.Rerun(model, (x,), {}, _run))
+    assert c.passed
+    assert any("float64 referee" in n for n in c.notes)
+    assert model.w1.dtype == torch.float32  # the model itself was not converted
+
+
+def test_referees_keep_a_real_difference() -> None:
+    model, x = Cancelling().eval(), _inputs()
+    with torch.no_grad():
+        expected = model(x)
+    actual = expected + 0.05
+    c = compare_tensors("out", expected, actual)
+    referee.settle([c], [expected], [actual], referee.Rerun(model, (x,), {}, _run))
+    assert not c.passed
+    assert any("beyond" in n and "float64" in n for n in c.notes)
+    assert any("one-ulp" in n and "beyond" in n for n in c.notes)
+
+
+def test_ulp_referee_scales_with_the_output_sensitivity() -> None:
+    g = torch.Generator().manual_seed(2)
+    expected = torch.rand(1000, generator=g)
+    sigma = torch.full((1000,), 1e-6)
+    sigma[:5] = 1e-3  # a few sensitive positions, as a box head's unsaturated sigmoids
+    moved = [expected + sigma * torch.randn(1000, generator=g) for _ in range(referee.PERTURBATIONS)]
+    near = expected + 1.4 * sigma * torch.randn(1000, generator=g)
+    c = compare_tensors("out", expected, near)
+    assert not c.passed
+    assert referee.judge_ulps(c, expected, near, moved)
+    far = near.clone()
+    far[500] += 0.02  # an insensitive position off by 20x the largest rounding scale
+    c = compare_tensors("out", expected, far)
+    assert not referee.judge_ulps(c, expected, far, moved)
+    assert "beyond 8x" in c.notes[-1]
+
+
+def test_no_referee_for_integers_or_passing_outputs() -> None:
+    model, x = Cancelling().eval(), _inputs()
+    calls = []
+
+    def rerun() -> referee.Rerun:
+        calls.append(1)
+        return referee.Rerun(model, (x,), {}, _run)
+
+    ints = compare_tensors("i", torch.tensor([1, 2]), torch.tensor([1, 3]))
+    same = compare_tensors("f", torch.ones(3), torch.ones(3))
+    referee.settle([ints, same], [torch.tensor([1, 2]), torch.ones(3)], [torch.tensor([1, 3]), torch.ones(3)], rerun)
+    assert not ints.passed and same.passed and not calls
+
+
+def test_verify_referees_onnxruntime_against_eager() -> None:
+    model, x = Cancelling().eval(), _inputs()
+    program = onnxport.export(model, (x,))
+    result = onnxport.verify(program, (x,))
+    assert result.passed, result.summary()
+    out = result.outputs[0]
+    assert out.max_abs_diff <= out.atol or any("referee" in n for n in out.notes)
+
+
+def test_hf_validation_referees_with_the_components_inputs() -> None:
+    class Named(Cancelling):
+        def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+            return super().forward(pixel_values)
+
+    model, x = Named().eval(), _inputs()
+    with torch.no_grad():
+        expected = model(x)
+        actual = model.double()(x.double()).float()
+    model.float()
+    checks = hf_validate.compare_outputs(("model", "pixel_values 8x256"), ["out"], [actual], [expected], None,
+                                         hf_validate.rerun(model, {"pixel_values": x}))
+    assert checks[0].passed and checks[0].max_abs_diff > 1e-4
