@@ -272,7 +272,8 @@ def _guarded_sizes(program: Any, ep: Any, args: tuple[Any, ...], kwargs: Mapping
 
 
 def _sizes(names: Mapping[Any, str], sizes: Mapping[Any, int]) -> str:
-    return ", ".join(f"{names[s]}={v}" for s, v in sizes.items())
+    """``batch=3, sequence=9``; two symbols of one name and value (the batch of two inputs) once."""
+    return ", ".join(dict.fromkeys(f"{names[s]}={v}" for s, v in sizes.items()))
 
 
 def _specialization_error(names: Mapping[Any, str], example: Mapping[Any, int], choice: SizeChoice,
