@@ -47,9 +47,12 @@ def test_used_outputs() -> None:
     node = graph.call_function(aten.sort.default, (x,))
     ctx = _ctx_at(node)
     assert ctx.used_outputs() == set()
-    graph.call_function(operator.getitem, (node, 1))
+    second = graph.call_function(operator.getitem, (node, 1))
+    assert ctx.used_outputs() == set()  # a getitem nobody reads (torch.export keeps those)
+    graph.call_function(torch.ops.aten.neg.default, (second,))
     assert ctx.used_outputs() == {1}
-    graph.call_function(operator.getitem, (node, 0))
+    first = graph.call_function(operator.getitem, (node, 0))
+    graph.call_function(torch.ops.aten.neg.default, (first,))
     assert ctx.used_outputs() == {0, 1}
     graph.output((node,))  # a user taking the whole result: any output may be read
     assert ctx.used_outputs() is None

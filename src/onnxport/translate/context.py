@@ -250,7 +250,8 @@ class Ctx:
     def used_outputs(self) -> set[int] | None:
         """The indices of the current (multi-output) node's results its users read.
 
-        Each ``operator.getitem`` user contributes its index; ``None`` when some user takes the
+        Each ``operator.getitem`` user that is itself read contributes its index (torch.export
+        keeps the unread ``getitem`` of an ignored result); ``None`` when some user takes the
         result as a whole (every output may be read). Empty outside a translation.
         """
         if self.node is None:
@@ -260,7 +261,8 @@ class Ctx:
             index = user.args[1] if user.target is operator.getitem and len(user.args) > 1 else None
             if not isinstance(index, int):
                 return None
-            used.add(index)
+            if user.users:
+                used.add(index)
         return used
 
     def out_dtype(self) -> ir.DataType:

@@ -100,3 +100,11 @@ def test_stft_complex_output_and_istft_round_trip() -> None:
     _check(lambda x, w: torch.stft(x, 32, 8, window=w, return_complex=True), x, window)
     spec = torch.stft(x, 32, 8, window=window, return_complex=True)
     _check(lambda s, w: torch.istft(s, 32, 8, window=w, length=400), spec, window, atol=1e-4)
+
+
+def test_irfft_back_to_a_dynamic_length() -> None:
+    # spectral filters (FNO, audio denoisers): irfft(rfft(x) * w, n=x.shape[-1]) with a dynamic
+    # length: N and the Hermitian completion come from the shape at run time
+    fn = lambda x: torch.fft.irfft(torch.fft.rfft(x, dim=-1) * 2, n=x.shape[-1], dim=-1)  # noqa: E731
+    others = tuple((torch.randn(2, length),) for length in (2, 9, 16, 33))
+    check_against_eager(fn, torch.randn(3, 20), dynamic_shapes={"x": {0: "batch", 1: "length"}}, others=others)

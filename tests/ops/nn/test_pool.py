@@ -72,3 +72,21 @@ def test_adaptive_avg_pool_non_uniform_bins_with_dynamic_sizes(out: tuple[int, i
         want = F.adaptive_avg_pool2d(x, out)
         assert tuple(got.shape) == tuple(want.shape) and got.dtype == want.dtype
         torch.testing.assert_close(torch.as_tensor(got), want, rtol=1e-5, atol=1e-6)
+
+
+def test_adaptive_max_pool_non_uniform_bins_with_dynamic_sizes() -> None:
+    # F.adaptive_max_pool2d on a feature map of any size: the values from per-bin ReduceMax whose
+    # bounds come from Shape (the indices torch.export keeps unread are not encoded)
+    others = tuple((torch.randn(1, 3, h, w),) for h, w in ((7, 13), (5, 4), (3, 3)))
+    out = check_against_eager(lambda x: F.adaptive_max_pool2d(x, (3, 2)), torch.randn(2, 3, 11, 10),
+                              dynamic_shapes={"x": {0: "batch", 2: "height", 3: "width"}}, others=others, exact=True)
+    assert "ReduceMax" in {n.op_type for n in out.program.model.graph}
+
+
+def test_adaptive_max_pool_with_dynamic_sizes_refuses_used_indices() -> None:
+    import onnxport
+    from _eager import Fn1
+
+    with pytest.raises(onnxport.UnsupportedOpError, match="indices used"):
+        onnxport.export(Fn1(lambda x: F.adaptive_max_pool2d(x, 3, return_indices=True)), (torch.randn(2, 3, 11, 10),),
+                        dynamic_shapes={"x": {2: "height", 3: "width"}})

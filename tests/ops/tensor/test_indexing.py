@@ -51,3 +51,26 @@ def test_repeat_interleave_self_int_with_dynamic_dims_and_a_symbolic_count() -> 
         for actual, expected in zip(program(y), model(y)):
             assert actual.shape == expected.shape and actual.dtype == expected.dtype
             assert torch.equal(torch.as_tensor(actual), expected)
+
+
+class _Masks(torch.nn.Module):
+    def forward(self, x: torch.Tensor, boxes: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        keep = scores > 0.5
+        return (x[x > 0], boxes[keep], x[:, x[0] > 0], boxes[keep, 1:3], x[x.sum(1) > 0, :2],
+                boxes[0][scores[0] > 0.5])
+
+
+def test_boolean_mask_indexing_is_its_nonzero_coordinates() -> None:
+    # x[mask] = x[mask.nonzero()] (NumPy): full masks, leading-dim masks, a mask after a slice,
+    # a mask with a slice after it; lengths known only at run time, all-false masks give empty rows
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randn(4, 9, generator=g), torch.randn(2, 7, 4, generator=g), torch.rand(2, 7, generator=g))
+    others = ((torch.randn(6, 11, generator=g), torch.randn(2, 5, 4, generator=g), torch.rand(2, 5, generator=g)),
+              (-torch.ones(3, 4), torch.randn(2, 3, 4, generator=g), torch.zeros(2, 3)))
+    dims = ({0: "rows", 1: "cols"}, {1: "queries"}, {1: "queries"})
+    program = onnxport.export(_Masks(), args, dynamic_shapes=dims)
+    assert "NonZero" in {n.op_type for n in program.model.graph}
+    for inputs in (args, *others):
+        for got, want in zip(program(*inputs), _Masks()(*inputs), strict=True):
+            assert got.shape == want.shape and got.dtype == want.dtype
+            torch.testing.assert_close(got, want, rtol=0, atol=0)

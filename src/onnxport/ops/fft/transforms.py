@@ -137,24 +137,28 @@ def aten_fft_c2r(
     *Discrete-Time Signal Processing*, §8.6.4), inverse-transformed, and its real part kept
     (imaginary parts of the DC and Nyquist bins drop out, as in pocketfft's c2r).
     """
-    if not isinstance(last_dim_size, int):
-        ctx.unsupported("_fft_c2r with a symbolic last_dim_size")
     in_val = _arg_val(ctx)
     axes = _axes(dim, in_val.dim())
     last = axes[-1]
-    n_last = last_dim_size
     # Work on conj(X) (see _dft): forward DFTs along the other dims give conj of their inverse,
     # the Hermitian completion commutes with conj, and Re(DFT(conj full)) is the inverse's real part.
     x = _conj(ctx, _in_double(ctx, self))
     for axis in axes[:-1]:
         x = _dft(ctx, x, axis)
-    half = n_last // 2 + 1
     axis_c = ctx.const([last])
-    if not (isinstance(in_val.shape[last], int) and in_val.shape[last] == half):
-        x = ctx.op.Slice(x, ctx.const([0]), ctx.const([half]), axis_c)
-    # bins N−N//2−1, ..., 1 (reversed, conjugated) complete bins 0..N//2 to N bins
-    mirror = ctx.op.Slice(x, ctx.const([n_last - half]), ctx.const([0]), axis_c, ctx.const([-1]))
-    full = ctx.op.Concat(x, _conj(ctx, mirror), axis=last) if n_last - half > 0 else x
+    if isinstance(last_dim_size, int):
+        half: int | ir.Value = last_dim_size // 2 + 1
+        if not (isinstance(in_val.shape[last], int) and in_val.shape[last] == half):
+            x = ctx.op.Slice(x, ctx.const([0]), ctx.const([half]), axis_c)
+        # bins N−N//2−1, ..., 1 (reversed, conjugated) complete bins 0..N//2 to N bins
+        mirror = ctx.op.Slice(x, ctx.const([last_dim_size - half]), ctx.const([0]), axis_c, ctx.const([-1]))
+        full = ctx.op.Concat(x, _conj(ctx, mirror), axis=last) if last_dim_size - half > 0 else x
+    else:  # the same from N at run time; an empty mirror (N ≤ 2) concatenates nothing
+        n_1d = ctx.op.Reshape(last_dim_size, ctx.const([1]))
+        half = ctx.op.Add(ctx.op.Div(n_1d, ctx.const([2])), ctx.const([1]))
+        x = ctx.op.Slice(x, ctx.const([0]), half, axis_c)
+        mirror = ctx.op.Slice(x, ctx.op.Sub(n_1d, half), ctx.const([0]), axis_c, ctx.const([-1]))
+        full = ctx.op.Concat(x, _conj(ctx, mirror), axis=last)
     out = _re(ctx, _dft(ctx, full, last))
     out_val = ctx.val()
     n = _signal_size(ctx, out, [out_val.shape[a] for a in axes], axes)

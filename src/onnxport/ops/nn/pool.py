@@ -201,17 +201,24 @@ def aten_adaptive_max_pool(ctx: Ctx, self: ir.Value, output_size: Sequence[int])
     """adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
 
     Uniform bins (input sizes divisible by the output sizes): MaxPool with kernel = stride.
-    Otherwise (static sizes) :func:`_adaptive_max_bins` gathers every bin into a window.
+    Otherwise, static sizes: :func:`_adaptive_max_bins` gathers every bin into a window; dynamic
+    sizes: :func:`_adaptive_bins` (ReduceMax per bin, bounds from ``Shape``), values only.
     """
     n = len(output_size)
     spatial = list(input_val(ctx).shape)[-n:]
     if all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
         kernel = [s // o for s, o in zip(spatial, output_size)]
         return _with_indices(ctx, n, self, kernel, kernel, [0] * n, [1] * n, False)
-    if not all(isinstance(s, int) for s in spatial):
-        ctx.unsupported(f"adaptive_max_pool from dynamic sizes {spatial} to {list(output_size)} (non-uniform bins)")
     x, unbatched = _batched(ctx, self, n)
-    values, indices = _adaptive_max_bins(ctx, x, spatial, output_size)  # type: ignore[arg-type]
+    if all(isinstance(s, int) for s in spatial):
+        values, indices = _adaptive_max_bins(ctx, x, spatial, output_size)  # type: ignore[arg-type]
+    else:  # bins from the sizes at run time; the max separates over a rectangle's dims
+        used = ctx.used_outputs()
+        if used is None or used - {0}:
+            ctx.unsupported(f"adaptive_max_pool from dynamic sizes {spatial} to {list(output_size)} with "
+                            "its indices used (non-uniform bins: only the values are encoded)")
+        values = _adaptive_bins(ctx, x, spatial, output_size, "ReduceMax")
+        indices = ctx.op.Cast(values, to=ir.DataType.INT64)  # never read (checked above)
     if unbatched:
         zero = ctx.const([0])
         return ctx.op.Squeeze(values, zero), ctx.op.Squeeze(indices, zero)

@@ -54,11 +54,12 @@ def aten_index(ctx: Ctx, self: ir.Value, indices: Sequence[ir.Value | None]) -> 
 
     The indexed dims are moved to the front and gathered with GatherND on the broadcast, stacked
     indices. As in NumPy/PyTorch, the result's index dims replace the indexed dims when those are
-    adjacent, and go first otherwise.
+    adjacent, and go first otherwise. A boolean mask over k dims stands for its k ``NonZero``
+    coordinate rows (NumPy's rule: ``x[mask]`` is ``x[mask.nonzero()]``); the result's length
+    along them is then known only at run time.
     """
+    indices = _masks_as_positions(ctx, indices)
     positions = [i for i, idx in enumerate(indices) if idx is not None]
-    if any(indices[i].dtype == ir.DataType.BOOL for i in positions):  # type: ignore[union-attr]
-        ctx.unsupported("boolean-mask indexing has a data-dependent shape; use torch.where instead")
     r = rank(self)
     if len(positions) == 1:
         return ctx.op.Gather(self, indices[positions[0]], axis=positions[0])
@@ -86,6 +87,23 @@ def aten_index(ctx: Ctx, self: ir.Value, indices: Sequence[ir.Value | None]) -> 
         range(idx_rank + before, idx_rank + len(rest))
     )
     return ctx.op.Transpose(out, perm=perm)
+
+
+def _masks_as_positions(ctx: Ctx, indices: Sequence[ir.Value | None]) -> list[ir.Value | None]:
+    """Each boolean mask of rank k replaced by the k INT64 rows of its ``NonZero`` (row-major
+    order, as ``torch.nonzero``), one per dim it covers."""
+    out: list[ir.Value | None] = []
+    for idx in indices:
+        if idx is None or idx.dtype != ir.DataType.BOOL:
+            out.append(idx)
+            continue
+        k = rank(idx)
+        if k == 0:
+            ctx.unsupported("a 0-d boolean index (x[True] adds a dim of length 0 or 1)")
+        coords = ctx.op.NonZero(idx)  # (k, n)
+        out.extend(ctx.op.Squeeze(ctx.op.Slice(coords, ctx.const([j]), ctx.const([j + 1]), ctx.const([0])),
+                                  ctx.const([0])) for j in range(k))
+    return out
 
 
 @translates(aten._embedding_bag.default, aten._embedding_bag_forward_only.default)
