@@ -26,29 +26,30 @@ from onnxport.verify.compare import (
     VerificationResult,
     compare_outputs,
 )
-from onnxport.verify.ties import index_ordered_topk
+from onnxport.verify.ties import index_ordered
 
 
-def _eager(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
-    """Eager outputs flattened to tensors (pytree order); Python numbers as 0-d tensors."""
+def _eager(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any], program: Any = None) -> list[torch.Tensor]:
+    """Eager outputs flattened to tensors (pytree order); Python numbers as 0-d tensors.
+    ``program``: the ExportedProgram of the reference (for :func:`~onnxport.verify.ties.index_ordered`)."""
     if isinstance(reference, ExportedProgram):
         flat = reference._graph_module_flat_inputs(args, kwargs)
-        with torch.no_grad(), index_ordered_topk():
-            results = reference.graph_module(*flat)
+        with torch.no_grad():
+            results = index_ordered(lambda: reference.graph_module(*flat), reference)
         specs = reference.graph_signature.output_specs
         out: Any = [r for r, s in zip(results, specs) if s.kind.name == "USER_OUTPUT"]
     else:
-        with torch.no_grad(), index_ordered_topk():
-            out = reference(*args, **kwargs)
+        with torch.no_grad():
+            out = index_ordered(lambda: reference(*args, **kwargs), program)
     # numbers are graph outputs too (0-d tensors, as the translation makes them); None is dropped
     return [x if isinstance(x, torch.Tensor) else torch.tensor(x)
             for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, bool, int, float))]
 
 
-def _rerun(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> referee.Rerun:
+def _rerun(reference: Any, ep: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> referee.Rerun:
     """The reference as :mod:`onnxport.verify.referee` runs it again (flattened like :func:`_eager`)."""
     module = reference.module() if isinstance(reference, ExportedProgram) else reference
-    return referee.Rerun(module, args, kwargs, _eager)
+    return referee.Rerun(module, args, kwargs, lambda m, a, k: _eager(m, a, k, ep))
 
 
 def _run(session: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
@@ -148,7 +149,7 @@ def verify(
                 eager_values, expected = localize_mod.eager_values(ep, a, k, wanted)
                 onnx_values = _run(session, a, k)
             else:
-                expected = _eager(reference, a, k)
+                expected = _eager(reference, a, k, ep)
                 onnx_values = _run(session, a, k, output_names)
         except InputError:
             raise
@@ -156,7 +157,7 @@ def verify(
             raise InputError(f"Running the model on {label} failed: {type(e).__name__}: {e}") from e
         actual = runtime.restore_complex(program.model, [onnx_values[n] for n in output_names])
         outputs = compare_outputs(output_names, expected, actual, rtol, atol)
-        referee.settle(outputs, expected, actual, lambda a=a, k=k: _rerun(reference, a, k))
+        referee.settle(outputs, expected, actual, lambda a=a, k=k: _rerun(reference, ep, a, k))
         result.input_sets.append(InputSetResult(label, inputs_mod.shapes_of(a, k, input_names), outputs))
         if localize and i == 0:
             result.localization = localize_mod.first_divergence(

@@ -25,7 +25,7 @@ from torch.export.graph_signature import OutputKind
 from onnxport.errors import user_source_line
 from onnxport.metadata import KEY_FX_NODE, KEY_NAME_SCOPES, KEY_NAMESPACE, KEY_STACK_TRACE
 from onnxport.verify.compare import OutputComparison, compare_tensors
-from onnxport.verify.ties import index_ordered_topk
+from onnxport.verify.ties import index_ordered
 
 
 @dataclasses.dataclass
@@ -166,8 +166,8 @@ def eager_values(ep: ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, A
     """
     flat = ep._graph_module_flat_inputs(args, kwargs)
     recorder = _Recorder(ep.graph_module, wanted)
-    with torch.no_grad(), index_ordered_topk():
-        results = recorder.run(*flat)
+    with torch.no_grad():
+        results = index_ordered(lambda: recorder.run(*flat), ep)
     specs = ep.graph_signature.output_specs
     user = [r for r, s in zip(results, specs) if s.kind == OutputKind.USER_OUTPUT]
     return recorder.values, [r for r in user if isinstance(r, torch.Tensor)]

@@ -6,20 +6,20 @@ elements unspecified: ``torch.topk`` of 300 from 8400 values, 7200 of them tied,
 indices 5346, 5336, 5337, ... (torch 2.13). A model that selects by ``topk`` among ties (RT-DETR's
 query selection on random weights: every masked anchor scores the same) then gives other rows in
 eager than in any ONNX graph, whose own order is the specified one. Eager references are computed
-under :func:`index_ordered_topk`, where ``aten.topk`` is a stable sort cut to ``k``: the same values,
+under :func:`index_ordered`, where ``aten.topk`` is a stable sort cut to ``k``: the same values,
 the same indices where there are no ties, and the ONNX order where there are.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 aten = torch.ops.aten
+T = TypeVar("T")
 
 
 def _topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[torch.Tensor, torch.Tensor]:  # noqa: A002 - aten's name
@@ -35,9 +35,26 @@ class _IndexOrderedTopK(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-@contextlib.contextmanager
-def index_ordered_topk() -> Iterator[None]:
-    """Within the block, ``aten.topk`` (``torch.topk``, ``Tensor.topk``, an ExportedProgram's
-    node) orders tied values by index (module docstring); everything else runs unchanged."""
+def has_higher_order_ops(program: Any) -> bool:
+    """Whether an ExportedProgram (or GraphModule) calls a higher-order operator (``torch.cond``,
+    ``while_loop``, ``map``), in its graph or a subgraph."""
+    module = program.graph_module if isinstance(program, torch.export.ExportedProgram) else program
+    if not isinstance(module, torch.fx.GraphModule):
+        return False
+    return any(isinstance(node.target, torch._ops.HigherOrderOperator)
+               for sub in module.modules() if isinstance(sub, torch.fx.GraphModule) for node in sub.graph.nodes)
+
+
+def index_ordered(run: Callable[[], T], program: Any = None) -> T:
+    """``run()`` with ``aten.topk`` (``torch.topk``, ``Tensor.topk``, an ExportedProgram's node)
+    ordering tied values by index (module docstring); everything else runs unchanged.
+
+    When ``program`` (the model's ExportedProgram) calls a higher-order operator, ``run()`` runs
+    without the mode, in torch's tie order: ``torch.cond`` refuses to run under a dispatch mode
+    without a rule for it, and after that refusal (or under a mode passing it through) its
+    compiled eager path stays broken for later calls in the process (torch 2.13).
+    """
+    if program is not None and has_higher_order_ops(program):
+        return run()
     with _IndexOrderedTopK():
-        yield
+        return run()
