@@ -45,10 +45,12 @@ def call_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
 
 
 def needs_decomposition(ep: ExportedProgram, translated: frozenset[Any]) -> bool:
-    """Whether the graph holds an op without translation, or one that mutates its inputs."""
+    """Whether the graph holds an op without translation, one that mutates its inputs, or an
+    autocast region (its subgraph holds the ops at their input dtypes: the re-trace applies
+    autocast's casts, as eager's dispatcher does)."""
     for node in call_nodes(ep):
         target = node.target
-        if target not in translated:
+        if target not in translated or target is torch.ops.higher_order.wrap_with_autocast:
             return True
         schema = getattr(target, "_schema", None)
         if schema is not None and schema.is_mutable:
