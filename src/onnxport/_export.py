@@ -28,7 +28,7 @@ from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.specialization import check_specialized, warn_narrowed
 from onnxport.capture.strategies import capture, source_line
-from onnxport.errors import CaptureError, InputError, OnnxportError
+from onnxport.errors import CaptureError, DynamicShapesError, InputError, OnnxportError
 from onnxport.metadata import (
     KEY_GRAPH_SIGNATURE,
     KEY_INPUT_KIND,
@@ -262,12 +262,35 @@ def capture_stage(
             try:
                 ep = capture(model, args, kwargs, spec.export_shapes, status.capture_attempts)
             except CaptureError as e:
-                raise dyn.explain_violation(e, spec.leaves) from e.__cause__
+                ep = _capture_relaxed(model, args, kwargs, spec, status, dyn.explain_violation(e, spec.leaves))
             examples = dyn.tensor_leaves(dyn.bind_inputs(model.forward, args, kwargs))
             check_specialized(ep, spec.leaves, examples)
             warn_narrowed(ep, spec.leaves, spec.export_shapes)
     status.captured_program = ep
     return ep, spec
+
+
+def _capture_relaxed(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], spec: dyn.InputSpec,
+                     status: ExportStatus, error: Exception) -> ExportedProgram:
+    """After a constraint violation on ``Dim`` objects (``error``, explained per input and axis),
+    capture again with ``Dim.DYNAMIC`` hints over the same ranges (:func:`dyn.as_hints`), which
+    take the range the code allows, and warn with the violation; the runtime check then runs the
+    graph where the code's guards are false. Raises ``error`` when that does not apply or fails."""
+    relaxed = dyn.as_hints(spec.export_shapes) if isinstance(error, DynamicShapesError) else None
+    if relaxed is None:
+        raise error
+    try:
+        ep = capture(model, args, kwargs, relaxed, status.capture_attempts)
+    except CaptureError:
+        raise error from None
+    warnings.warn(
+        f"onnxport captured the model with Dim.DYNAMIC in place of the Dim objects of dynamic_shapes, "
+        f"whose ranges the code narrows ({str(error).splitlines()[1].strip(' -')} ...). The ONNX "
+        "dims stay symbolic; the runtime check runs the graph where the code's guards are false.",
+        UserWarning,
+        stacklevel=4,
+    )
+    return ep
 
 
 def weights_stage(model_ir: ir.Model, model: Any) -> weights.WeightTable:

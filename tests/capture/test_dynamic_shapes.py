@@ -144,13 +144,49 @@ def test_specialized_dim_is_explained_with_input_and_axis() -> None:
     assert "Dim.STATIC" in text
 
 
-def test_conflicting_dims_are_explained_with_torch_suggested_fix() -> None:
-    with pytest.raises(onnxport.DynamicShapesError) as info:
-        onnxport.export(AddRows(), (torch.randn(4, 3), torch.randn(4, 3)),
-                        dynamic_shapes={"x": {0: Dim("b")}, "y": {0: Dim("c")}})
-    text = str(info.value)
-    assert "input 'y' axis 0 ('c')" in text and "input 'x' axis 0 ('b')" in text
-    assert "must always be equal" in text and "c = b" in text
+def test_conflicting_dims_are_captured_as_hints_with_a_warning() -> None:
+    # two Dim objects the code requires equal: torch.export raises ("c = b"); onnxport captures
+    # again with Dim.DYNAMIC hints over the same ranges and says why
+    with pytest.warns(UserWarning, match=r"Dim.DYNAMIC in place of the Dim objects.*'c'"):
+        program = onnxport.export(AddRows(), (torch.randn(4, 3), torch.randn(4, 3)),
+                                  dynamic_shapes={"x": {0: Dim("b")}, "y": {0: Dim("c")}})
+    x = torch.randn(6, 3)
+    torch.testing.assert_close(program(x, x)[0], x + x)
+
+
+class _BatchedAttention(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+
+    def forward(self, x: torch.Tensor, padding: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.attention(x, x, x, key_padding_mask=padding, need_weights=True, average_attn_weights=False)
+
+
+def test_a_dim_the_code_keeps_from_one_is_relaxed_and_runs_at_one() -> None:
+    # nn.MultiheadAttention with a key padding mask guards batch != 1: Dim("batch") (range from 0)
+    # was a DynamicShapesError; now the range is the code's and the graph still runs a batch of 1
+    batch, seq = Dim("batch"), Dim("sequence")
+    x = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(0))
+    padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    model = _BatchedAttention().eval()
+    with pytest.warns(UserWarning, match="!= 1"):
+        program = onnxport.export(model, (x, padding), dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq}))
+    one = (x[:1, :3], torch.zeros(1, 3, dtype=torch.bool))
+    result = onnxport.verify(program, one, reference=model)
+    assert result.passed, result.summary()
+    assert [str(d) for d in program.model.graph.inputs[0].shape][:2] == ["batch", "sequence"]
+
+
+def test_only_plain_dim_objects_become_hints() -> None:
+    from onnxport.capture.dynamic_shapes import as_hints
+
+    relaxed = as_hints({"x": {0: Dim("b", min=2, max=9), 1: None}, "y": (Dim.AUTO, 3)})
+    hint = relaxed["x"][0]
+    assert (hint.type, hint.min, hint.max) == (Dim.DYNAMIC.type, 2, 9)
+    assert relaxed["x"][1] is None and relaxed["y"] == (Dim.AUTO, 3)
+    assert as_hints({"x": {0: 2 * Dim("h")}}) is None  # a derived dim's relation would be lost
+    assert as_hints({"x": {0: Dim.AUTO}}) is None  # nothing to relax
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 from torch.export import Dim
-from torch.export.dynamic_shapes import _DimHint
+from torch.export.dynamic_shapes import _DerivedDim, _Dim, _DimHint
 
 from onnxport.capture.strategies import CONSTRAINT_VIOLATION, classify
 from onnxport.errors import DynamicShapesError, InputError
@@ -69,6 +69,36 @@ def to_torch_export(dynamic_shapes: Any, combined: Mapping[str, Any] | None = No
     if isinstance(converted, dict) and combined is not None:
         converted = {name: converted.get(name) for name in combined}
     return converted
+
+
+def as_hints(export_shapes: Any) -> Any:
+    """``export_shapes`` with every ``Dim`` object replaced by ``Dim.DYNAMIC`` over its range, or
+    ``None`` when it holds none, or a derived dim (``2 * Dim("h")``) whose relation a hint cannot keep.
+
+    torch.export raises on a ``Dim`` whose range the code narrows (``batch != 1`` from a broadcast
+    in ``nn.MultiheadAttention``, a 25-row table); a ``Dim.DYNAMIC`` hint takes the narrowed range,
+    as onnxport's string dims do (torch.export docs, "Dynamic shapes": ``Dim.AUTO``/``DYNAMIC``).
+    """
+    found = False
+
+    def hint(spec: Any) -> Any:
+        nonlocal found
+        if isinstance(spec, _DerivedDim):
+            raise LookupError
+        if isinstance(spec, _Dim):
+            found = True
+            return Dim.DYNAMIC(min=spec.min, max=spec.max)
+        if isinstance(spec, Mapping):
+            return {k: hint(v) for k, v in spec.items()}
+        if isinstance(spec, (list, tuple)):
+            return type(spec)(hint(v) for v in spec)
+        return spec
+
+    try:
+        relaxed = hint(export_shapes)
+    except LookupError:
+        return None
+    return relaxed if found else None
 
 
 def tensor_leaves(combined: Mapping[str, Any]) -> list[tuple[str, torch.Tensor]]:

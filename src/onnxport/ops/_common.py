@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
+import numpy as np
 import onnx_ir as ir
 import sympy
 import torch
@@ -75,6 +76,20 @@ def input_val(ctx: Ctx, index: int = 0) -> Any:
 def dim_value(ctx: Ctx, x: ir.Value, axis: int) -> ir.Value:
     """x.shape[axis] as a 1-element INT64 tensor."""
     return ctx.op.Shape(x, start=axis, end=axis + 1)
+
+
+def window_index(ctx: Ctx, x: ir.Value, axis: int, length: Any, size: int, step: int) -> ir.Value:
+    """The (count, size) INT64 index of ``Tensor.unfold``'s windows ``[i·step, i·step + size)``
+    along ``axis`` of ``x`` (``length`` its size there), count = (length − size) // step + 1: a
+    constant for a static length, else ``Range`` over the count computed from ``Shape``."""
+    offsets = np.arange(size, dtype=np.int64)[None, :]
+    if isinstance(length, int):
+        count = (length - size) // step + 1
+        return ctx.const(np.arange(count, dtype=np.int64)[:, None] * step + offsets)
+    n = ctx.op.Squeeze(ctx.op.Shape(x, start=axis, end=axis + 1), ctx.const([0]))
+    count = ctx.op.Add(ctx.op.Div(ctx.op.Sub(n, ctx.const(size)), ctx.const(step)), ctx.const(1))
+    starts = ctx.op.Mul(ctx.op.Range(ctx.const(0), count, ctx.const(1)), ctx.const(step))
+    return ctx.op.Add(ctx.op.Unsqueeze(starts, ctx.const([1])), ctx.const(offsets))
 
 
 def _floor_div(ctx: Ctx, a: ir.Value, b: ir.Value) -> ir.Value:

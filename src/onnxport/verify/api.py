@@ -6,6 +6,7 @@ first, from the same serialization), with or without localization.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -157,7 +158,7 @@ def verify(
             raise InputError(f"Running the model on {label} failed: {type(e).__name__}: {e}") from e
         actual = runtime.restore_complex(program.model, [onnx_values[n] for n in output_names])
         outputs = compare_outputs(output_names, expected, actual, rtol, atol)
-        referee.settle(outputs, expected, actual, lambda a=a, k=k: _rerun(reference, ep, a, k))
+        referee.settle(outputs, expected, actual, functools.partial(_rerun, reference, ep, a, k))
         result.input_sets.append(InputSetResult(label, inputs_mod.shapes_of(a, k, input_names), outputs))
         if localize and i == 0:
             result.localization = localize_mod.first_divergence(

@@ -94,6 +94,18 @@ def test_stft_spectrogram_module() -> None:
     torch.testing.assert_close(actual, expected, rtol=2e-4, atol=1e-3)
 
 
+def test_stft_of_a_waveform_of_any_length() -> None:
+    # the frames (reflect-padded waveform unfolded by hop) counted at run time: one graph for
+    # every length, as an audio model's front end needs
+    model = Spectrogram()
+    x = torch.randn(2, 800)
+    program = onnxport.export(model, (x,), dynamic_shapes={"x": {0: "batch", 1: "samples"}})
+    for inputs in (x, torch.randn(1, 1000), torch.randn(3, 337)):
+        expected, actual = model(inputs), program(inputs)[0]
+        assert actual.shape == expected.shape and actual.dtype == torch.float32
+        torch.testing.assert_close(actual, expected, rtol=2e-4, atol=1e-3)
+
+
 def test_stft_complex_output_and_istft_round_trip() -> None:
     window = torch.hann_window(32)
     x = torch.randn(1, 400)

@@ -32,3 +32,12 @@ def test_convolutions_of_integers_and_bfloat16(dtype: torch.dtype) -> None:
     x, w = torch.randint(-3, 4, (1, 2, 5, 5)).to(dtype), torch.randint(-3, 4, (2, 3, 3, 3)).to(dtype)
     check_against_eager(lambda a, c: F.conv_transpose2d(a, c, stride=2), x, w, rtol=0, atol=0)
     check_against_eager(lambda a, c: F.conv2d(a, c.transpose(0, 1)), x, w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("kernel", "dilation"), [(3, 2), (4, 3), (5, 1)])
+def test_same_padding_with_dilation(kernel: int, dilation: int) -> None:
+    # torch pads d·(k−1) in total, the left half rounded down; onnxruntime refuses auto_pad
+    # SAME_UPPER with a dilation, so the pads are explicit
+    conv = torch.nn.Conv1d(4, 6, kernel, dilation=dilation, padding="same")
+    check_against_eager(conv, torch.randn(2, 4, 37), dynamic_shapes={"input": {0: "batch", 2: "time"}},
+                        others=((torch.randn(1, 4, 20),),))

@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import onnx_ir as ir
 import torch
 
-from onnxport.ops._common import INT64_MAX, dtype_of
+from onnxport.ops._common import INT64_MAX, dtype_of, window_index
 from onnxport.ops.pointwise.arithmetic import aten_atan2
 from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.dispatch import is_complex
@@ -344,17 +343,14 @@ def aten_cat_complex(ctx: Ctx, tensors: Sequence[ir.Value], dim: int = 0) -> ir.
 @translates(aten.unfold.default, complex=True)
 def aten_unfold_complex(ctx: Ctx, self: ir.Value, dimension: int, size: int, step: int) -> ir.Value:
     """unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a): windows gathered
-    with a static (count, size) index, the window axis moved before the real/imag axis."""
+    with a (count, size) index (:func:`~onnxport.ops._common.window_index`), the window axis
+    moved before the real/imag axis."""
     shape = _arg_val(ctx).shape
     r = len(shape)
     if r == 0:
         return ctx.op.Unsqueeze(self, ctx.const([0]))
     axis = dimension % r
-    if not isinstance(shape[axis], int):
-        ctx.unsupported("unfold along a dynamic dimension")
-    count = (shape[axis] - size) // step + 1
-    index = np.arange(count, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)[None, :]
-    gathered = ctx.op.Gather(self, ctx.const(index), axis=axis)
+    gathered = ctx.op.Gather(self, window_index(ctx, self, axis, shape[axis], size, step), axis=axis)
     return ctx.op.Transpose(gathered, perm=[*range(axis + 1), *range(axis + 2, r + 1), axis + 1, r + 1])
 
 

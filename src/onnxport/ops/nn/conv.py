@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import onnx_ir as ir
 import torch
 
-from onnxport.ops._common import dtype_of, rank
+from onnxport.ops._common import dtype_of, rank, shape_of
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -25,7 +25,13 @@ def _conv(ctx: Ctx, input: ir.Value, weight: ir.Value, bias: ir.Value | None, st
     x = ctx.op.Unsqueeze(input, ctx.const([0])) if unbatched else input
     attrs: dict = {"strides": _expand(stride, n), "dilations": _expand(dilation, n), "group": int(groups)}
     if isinstance(padding, str):
-        if padding == "same":
+        kernel = list(shape_of(weight))[2:]
+        if padding == "same" and all(isinstance(k, int) for k in kernel):
+            # torch (nn/modules/conv.py, _ConvNd): total d·(k−1), the left half rounded down,
+            # explicit because onnxruntime refuses SAME_UPPER with a dilation
+            total = [d * (k - 1) for d, k in zip(attrs["dilations"], kernel)]
+            attrs["pads"] = [t // 2 for t in total] + [t - t // 2 for t in total]
+        elif padding == "same":
             attrs["auto_pad"] = "SAME_UPPER"  # torch pads the extra element at the end, like SAME_UPPER
         # "valid": no padding, ONNX's default
     else:

@@ -10,7 +10,7 @@ import numpy as np
 import onnx_ir as ir
 import torch
 
-from onnxport.ops._common import INT64_MAX, input_val, rank, reshape_to
+from onnxport.ops._common import INT64_MAX, input_val, rank, reshape_to, window_index
 from onnxport.ops.tensor.shape import aten_unbind
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
@@ -227,19 +227,17 @@ def aten_sym_storage_offset(ctx: Ctx, self: ir.Value) -> ir.Value:
 def aten_unfold(ctx: Ctx, self: ir.Value, dimension: int, size: int, step: int) -> ir.Value:
     """unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)
 
-    Windows ``x[i·step : i·step + size]`` along ``dimension`` gathered with a static (n, size)
-    index, the window axis moved last (PyTorch docs, Tensor.unfold).
+    Windows ``x[i·step : i·step + size]`` along ``dimension`` gathered with a (count, size)
+    index (:func:`~onnxport.ops._common.window_index`: computed at run time along a dynamic
+    dimension, as an STFT's frames of a waveform of any length), the window axis moved last
+    (PyTorch docs, Tensor.unfold).
     """
     r = rank(self)
     if r == 0:
         return ctx.op.Unsqueeze(self, ctx.const([0]))
     axis = dimension % r
-    length = input_val(ctx).shape[axis]
-    if not isinstance(length, int):
-        ctx.unsupported("unfold along a dynamic dimension")
-    count = (length - size) // step + 1
-    index = (np.arange(count, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)[None, :])
-    gathered = ctx.op.Gather(self, ctx.const(index), axis=axis)  # (..., count, size, ...)
+    index = window_index(ctx, self, axis, input_val(ctx).shape[axis], size, step)
+    gathered = ctx.op.Gather(self, index, axis=axis)  # (..., count, size, ...)
     perm = [*range(axis + 1), *range(axis + 2, r + 1), axis + 1]
     return ctx.op.Transpose(gathered, perm=perm)
 
