@@ -5,9 +5,18 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import torch
 
+import onnxport
 from onnxport.errors import InputError, OpsetError
-from onnxport.options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, ExportOptions, check_opset
+from onnxport.options import (
+    DEFAULT_OPSET,
+    MAX_OPSET,
+    MIN_OPSET,
+    RANDOM_OPSET,
+    ExportOptions,
+    check_opset,
+)
 
 
 def test_defaults_and_target_opset() -> None:
@@ -38,3 +47,22 @@ def test_bad_half_precision_compute_and_names() -> None:
         ExportOptions.create(half_precision_compute="float16")
     with pytest.raises(InputError, match="input_names must be a list of strings"):
         ExportOptions.create(input_names="x")
+
+
+class _Noisy(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x + torch.randn_like(x), torch.rand(x.shape[0], 3)
+
+
+def test_random_ops_lower_the_default_opset_to_one_onnxruntime_runs() -> None:
+    # onnxruntime 1.31 has no Random*/Bernoulli kernels for opset 22+: at the default opset a model
+    # drawing noise (a diffusion step, a VAE's sample) was refused at load
+    assert ExportOptions.create().for_random_ops(True).opset == RANDOM_OPSET == 21
+    assert ExportOptions.create(opset_version=23).for_random_ops(True).opset == 23  # the user's choice
+    assert ExportOptions.create().for_random_ops(False).opset == DEFAULT_OPSET
+    x = torch.zeros(4, 5)
+    program = onnxport.export(_Noisy(), (x,), dynamic_shapes={"x": {0: "batch"}}, verify=True)
+    assert program.model.opset_imports[""] == RANDOM_OPSET
+    noise, uniform = program(torch.zeros(200, 5))
+    assert noise.shape == (200, 5) and abs(float(noise.mean())) < 0.2 and 0.8 < float(noise.std()) < 1.2
+    assert uniform.shape == (200, 3) and 0.0 <= float(uniform.min()) and float(uniform.max()) < 1.0

@@ -132,8 +132,10 @@ def export(
         input_names: Graph input names, one per tensor input (default: forward-signature names
             with pytree paths, ``input_dict.tensor_x``).
         output_names: Graph output names (default: output keys, or the FX node names).
-        opset_version: ONNX opset, 18..26 (default 23). Below 18 the model is translated at 18 and
-            converted with ``onnx.version_converter``; if that fails, :class:`OpsetError`.
+        opset_version: ONNX opset, 18..26 (default 23; 21 for a program that draws random numbers,
+            the newest opset whose random ops onnxruntime 1.31 runs: ``options.RANDOM_OPSET``).
+            Below 18 the model is translated at 18 and converted with ``onnx.version_converter``;
+            if that fails, :class:`OpsetError`.
         optimize: Run onnxport's graph passes (cleanup, constant folding, fusions).
         verify: Run the model in onnxruntime on the example inputs and compare with eager.
         check_runtime: Before returning or saving, run the model in onnxruntime on the example
@@ -222,6 +224,7 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
     args, kwargs = _normalize_inputs(args, kwargs)
     ep, spec = capture_stage(model, args, kwargs, options, status)
     ep = decompose_stage(ep, options, status)
+    options = options.for_random_ops(decomp.draws_random(ep))
     model_ir = translate_stage(ep, spec, options, status)
     table = weights_stage(model_ir, model)
     model_ir = passes_stage(model_ir, options, status)

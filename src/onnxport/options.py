@@ -25,6 +25,11 @@ DEFAULT_OPSET = 23
 # The oldest ai.onnx opset onnxruntime implements kernels for (its docs/OperatorKernels.md starts
 # at 7); an older target would convert to a model onnxruntime refuses.
 MIN_RUNNABLE_OPSET = 7
+# The newest opset at which onnxruntime 1.31's CPU provider runs the random ops (RandomNormal(Like),
+# RandomUniform(Like), Bernoulli, Multinomial): opset 22 added bfloat16 to their types and
+# onnxruntime registers no kernel for that version, so a model of opset 22+ holding one is refused
+# at load ("Could not find an implementation for RandomNormalLike(22)").
+RANDOM_OPSET = 21
 
 HALF_PRECISION_COMPUTE = ("float32", None)
 
@@ -61,6 +66,7 @@ class ExportOptions:
         opset: The opset of the saved model (``opset_version`` or ``DEFAULT_OPSET``).
         target_opset: The opset translations are selected for: ``max(opset, MIN_OPSET)``; when it
             differs from ``opset`` the model is converted after the passes.
+        opset_given: Whether ``opset_version`` was given (else :meth:`for_random_ops` may lower it).
         registry: The translation registry of this export (``translate.registry.Registry``, the
             default one plus ``custom_translations``).
         f: The file to save to (``None``: not saved).
@@ -68,6 +74,7 @@ class ExportOptions:
     """
 
     opset: int = DEFAULT_OPSET
+    opset_given: bool = False
     registry: Any = None
     dynamic_shapes: Any = None
     dynamic_axes: Mapping[str, Any] | None = None
@@ -119,11 +126,18 @@ class ExportOptions:
         report = kwargs.get("report", False)
         if not isinstance(report, (bool, str, os.PathLike)):
             raise InputError(f"report must be True, False or a path, got {type(report).__name__}.")
-        return cls(opset=check_opset(opset_version), **kwargs)
+        return cls(opset=check_opset(opset_version), opset_given=opset_version is not None, **kwargs)
 
     @property
     def target_opset(self) -> int:
         return max(self.opset, MIN_OPSET)
+
+    def for_random_ops(self, has_random: bool) -> ExportOptions:
+        """These options, at :data:`RANDOM_OPSET` when the program draws random numbers and the
+        opset was the default (an opset the user gave is kept: onnxruntime will refuse it)."""
+        if has_random and not self.opset_given and self.opset > RANDOM_OPSET:
+            return dataclasses.replace(self, opset=RANDOM_OPSET)
+        return self
 
 
 def _names(names: Any, what: str) -> Sequence[str]:
@@ -171,4 +185,4 @@ def check_destination(f: Any) -> None:
     raise InputError(f"f must be a path (str or os.PathLike) or a binary file object, got {type(f).__name__}: {f!r}.")
 
 
-__all__ = ["DEFAULT_OPSET", "MAX_OPSET", "MIN_OPSET", "ExportOptions", "check_destination", "check_opset"]
+__all__ = ["DEFAULT_OPSET", "MAX_OPSET", "MIN_OPSET", "RANDOM_OPSET", "ExportOptions", "check_destination", "check_opset"]

@@ -44,6 +44,12 @@ def call_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
     ]
 
 
+def draws_random(ep: ExportedProgram) -> bool:
+    """Whether an op of the program draws random numbers (its schema tag
+    ``nondeterministic_seeded``: rand, randn_like, bernoulli, native_dropout in training, ...)."""
+    return any(torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()) for node in call_nodes(ep))
+
+
 def needs_decomposition(ep: ExportedProgram, translated: frozenset[Any]) -> bool:
     """Whether the graph holds an op without translation, one that mutates its inputs, or an
     autocast region (its subgraph holds the ops at their input dtypes: the re-trace applies
