@@ -265,7 +265,8 @@ def capture_stage(
             try:
                 ep = capture(model, args, kwargs, spec.export_shapes, status.capture_attempts)
             except CaptureError as e:
-                ep = _capture_relaxed(model, args, kwargs, spec, status, dyn.explain_violation(e, spec.leaves))
+                explained = dyn.explain_violation(e, spec.leaves, status.capture_attempts)
+                ep = _capture_relaxed(model, args, kwargs, spec, status, explained)
             examples = dyn.tensor_leaves(dyn.bind_inputs(model.forward, args, kwargs))
             check_specialized(ep, spec.leaves, examples)
             warn_narrowed(ep, spec.leaves, spec.export_shapes)

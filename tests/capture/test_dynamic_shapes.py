@@ -206,3 +206,26 @@ def test_only_plain_dim_objects_become_hints() -> None:
 def test_bad_specs_name_the_input_and_axis(kwargs: dict, message: str) -> None:
     with pytest.raises(onnxport.InputError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("]", r"\]")):
         onnxport.export(AddRows(), (torch.randn(4, 3), torch.randn(4, 3)), **kwargs)
+
+
+class _CellLoop(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = torch.nn.GRUCell(4, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.zeros(x.shape[0], 8)
+        steps = []
+        for t in range(x.shape[1]):  # a Python loop over time unrolls at the example's length
+            h = self.cell(x[:, t], h)
+            steps.append(h)
+        return torch.stack(steps, 1)
+
+
+def test_a_specialized_dim_names_the_users_line() -> None:
+    with pytest.raises(onnxport.DynamicShapesError) as info:
+        onnxport.export(_CellLoop(), (torch.randn(2, 5, 4),), dynamic_shapes={"x": {0: "batch", 1: "time"}})
+    text = str(info.value)
+    assert "input 'x' axis 1 ('time')" in text and "constant (5)" in text
+    assert "for t in range(x.shape[1])" in text and "test_dynamic_shapes.py" in text
+    assert "functional_export.py" not in text  # torch's own frames are left out

@@ -470,16 +470,34 @@ def symbol_names(
 _DIM_REF = re.compile(r"(?:L|inputs)((?:\[[^\]]+\])+)\.(?:size\(\)|shape)\[(\d+)\]")
 
 
-def explain_violation(error: Exception, leaves: Sequence[tuple[str, AxisNames]]) -> Exception:
+def _user_stack(text: str) -> str:
+    """The user's frames of torch's "User stack:" section (strict mode records it for a
+    specialization; torch's own frames dropped), or ''."""
+    if "User stack:" not in text:
+        return ""
+    frames = re.findall(r'(  File "[^"]+", line \d+, in \w+\n    [^\n]+)', text.split("User stack:", 1)[1])
+    mine = [f for f in frames if "/torch/" not in f.split(",")[0]]
+    return "\n".join(mine[-2:])
+
+
+def explain_violation(error: Exception, leaves: Sequence[tuple[str, AxisNames]],
+                      attempts: Sequence[Any] = ()) -> Exception:
     """Rewrite torch.export's constraint-violation error in terms of the user's inputs and axes.
 
     ``L['x'].size()[0]`` / ``inputs['x'].shape[0]`` become ``input 'x' axis 0 ("batch")``; torch's
-    suggested fixes are kept. Any other capture error is returned unchanged.
+    suggested fixes are kept, and the user's line that specialized a dim when a strict-mode
+    ``attempts`` entry recorded it (``for t in range(x.shape[1])``: a Python loop over the dim).
+    Any other capture error is returned unchanged.
     """
     cause = error.__cause__
     text = str(cause) if cause is not None else ""
     if cause is None or classify(cause) != CONSTRAINT_VIOLATION:  # e.g. a data-dependent guard
         return error
+    where = next((w for w in (_user_stack(str(a.error)) for a in (*attempts,) if a.error is not None) if w), "")
+    where = where or _user_stack(text)
+    text = text.split("User stack:", 1)[0].rstrip()
+    if where:
+        text += "\n  The code that specialized it:\n" + where
     names = {path: axes for path, axes in leaves}
 
     def readable(match: re.Match[str]) -> str:
