@@ -9,9 +9,11 @@ outputs are plain tensors named as onnxruntime-genai and Optimum name them (``do
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import inspect
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import torch
@@ -377,6 +379,81 @@ class CausalLMWithCache(torch.nn.Module):
         if self.fused:
             present = [torch.cat([k, v], dim=-1).squeeze(1) for k, v in zip(present[::2], present[1::2], strict=True)]
         return (logits, *present)
+
+
+class EmbedsLMWithCache(CausalLMWithCache):
+    """The language model of a vision-language model, one step from embeddings:
+    ``(inputs_embeds, attention_mask, position_ids, past)`` → ``(logits, present...)``, with
+    ``inputs_embeds`` ``[batch, sequence, hidden]`` (text embeddings with the image features
+    written at the image tokens), as transformers.js' ``decoder_model_merged`` of a VLM takes it."""
+
+    def forward(  # type: ignore[override]
+        self,
+        inputs_embeds: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        past_key_values: list[tuple[torch.Tensor, ...]],
+    ) -> tuple[torch.Tensor, ...]:
+        cache = fill_cache(new_cache(self.model.config), past_key_values)
+        logits, cache = run_with_cache(
+            self.model, cache, inputs_embeds=inputs_embeds, attention_mask=attention_mask, position_ids=position_ids
+        )
+        return (logits, *flatten_cache(cache))
+
+
+class TokenEmbeddings(torch.nn.Module):
+    """``input_ids`` → ``inputs_embeds`` through the model's input embeddings (scaled ones, as
+    Gemma's, included): transformers.js' ``embed_tokens`` graph."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.embeddings = cast(Any, model).get_input_embeddings()
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.embeddings(input_ids)
+
+
+class ImageFeatures(torch.nn.Module):
+    """``pixel_values`` ``[num_images, C, H, W]`` → ``image_features`` ``[num_images, tokens,
+    hidden]``: the vision tower and projector (``get_image_features``) whose rows replace the image
+    tokens' embeddings."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        with _batch_kept_whole(self.model):
+            out = cast(Any, self.model).get_image_features(pixel_values=pixel_values)
+        features = getattr(out, "pooler_output", out)
+        if isinstance(features, (list, tuple)):
+            features = torch.stack(list(features))
+        return features
+
+
+@contextlib.contextmanager
+def _batch_kept_whole(model: torch.nn.Module) -> Iterator[None]:
+    """Within the block, ``list(tensor)`` in the modules defining ``get_image_features`` returns
+    the tensor: transformers splits the projected batch into one tensor per image
+    (``image_features = list(image_features)``, modeling_llava.py), which fixes the number of
+    images of a capture; the graph returns the batch whole instead. ``list`` of anything else is
+    the builtin."""
+    modules = {sys.modules[type(m).__module__] for m in model.modules() if "get_image_features" in vars(type(m))}
+
+    def keep(value: Any = ()) -> Any:
+        return value if isinstance(value, torch.Tensor) else builtins.list(value)
+
+    saved = {module: vars(module).get("list") for module in modules}
+    try:
+        for module in modules:
+            module.list = keep  # type: ignore[attr-defined]  # a module global shadows the builtin
+        yield
+    finally:
+        for module, previous in saved.items():
+            if previous is None:
+                del module.list  # type: ignore[attr-defined]
+            else:
+                module.list = previous  # type: ignore[attr-defined]
 
 
 class Seq2SeqEncoder(torch.nn.Module):

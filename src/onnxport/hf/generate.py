@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from onnxport.hf.vision_language import merge
+
 
 def _ids(value: Any) -> set[int]:
     if value is None:
@@ -109,6 +111,60 @@ def greedy_causal_lm(
             break
         mask = np.concatenate([mask, np.ones((batch, 1), dtype=np.int64)], axis=1)
         feeds = {"input_ids": tokens[:, None], **next_cache(session, outputs)}
+    return torch.from_numpy(sequences)
+
+
+def greedy_image_text(
+    sessions: Sequence[Any],
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    pixel_values: torch.Tensor,
+    image_token_id: int,
+    max_new_tokens: int,
+    *,
+    eos_token_id: Any = None,
+    pad_token_id: int | None = None,
+) -> torch.Tensor:
+    """Greedy decoding with a vision-language export (:mod:`onnxport.hf.vision_language`): the
+    images through ``vision_encoder``, the prompt through ``embed_tokens``, the image features
+    written at the ``image_token_id`` positions, then ``decoder_model_merged`` step by step (each
+    new token embedded by ``embed_tokens``), as transformers.js' ``LlavaForConditionalGeneration``
+    runs the three graphs.
+
+    Args:
+        sessions: onnxruntime sessions of ``vision_encoder``, ``embed_tokens`` and
+            ``decoder_model_merged``, in that order.
+        input_ids: ``(batch, prompt)`` ids holding one run of image tokens per image, left-padded.
+        attention_mask: ``(batch, prompt)``, 0 at padding.
+        pixel_values: ``(images, C, H, W)`` at the processor's size.
+        image_token_id: The config's ``image_token_id``.
+        max_new_tokens, eos_token_id, pad_token_id: As :func:`greedy_causal_lm`.
+
+    Returns:
+        ``(batch, prompt + generated)`` ids, as ``model.generate`` returns them.
+    """
+    vision, embed, decoder = sessions
+    features = torch.from_numpy(vision.run(None, {"pixel_values": pixel_values.numpy()})[0])
+    embeds = torch.from_numpy(embed.run(None, {"input_ids": input_ids.numpy().astype(np.int64)})[0])
+    merged = merge(input_ids, embeds, features, image_token_id).numpy()
+    mask = attention_mask.numpy().astype(np.int64)
+    batch = merged.shape[0]
+    eos = _ids(eos_token_id)
+    feeds: dict[str, np.ndarray] = {"inputs_embeds": merged, **empty_cache(decoder, batch)}
+    sequences = input_ids.numpy().astype(np.int64)
+    unfinished = np.ones(batch, dtype=bool)
+    for _ in range(max_new_tokens):
+        positions = np.cumsum(mask, -1) - 1
+        positions = np.where(mask == 0, 1, positions)[:, -feeds["inputs_embeds"].shape[1] :]
+        feeds.update(attention_mask=mask, position_ids=positions.astype(np.int64))
+        outputs = decoder.run(None, feeds)
+        tokens, unfinished = _choose(outputs[0], unfinished, eos, pad_token_id)
+        sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
+        if not unfinished.any():
+            break
+        mask = np.concatenate([mask, np.ones((batch, 1), dtype=np.int64)], axis=1)
+        step = embed.run(None, {"input_ids": tokens[:, None]})[0]
+        feeds = {"inputs_embeds": step, **next_cache(decoder, outputs)}
     return torch.from_numpy(sequences)
 
 

@@ -16,6 +16,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
+from onnxport.hf import vision_language
 from onnxport.hf.dims import BATCH, ENCODER_SEQUENCE, SEQUENCE, TOTAL_SEQUENCE
 from onnxport.hf.dims import PAST_SEQUENCE as PAST
 from onnxport.hf.eager import run as run_eager
@@ -170,7 +171,11 @@ def cache_entries(layers: list[LayerCache], model_type: str | None, fused: bool)
     return result
 
 
-def causal_lm_component(loaded: LoadedModel) -> Component:
+def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
+    """The decoder step ``model`` (``model.onnx``): ``input_ids``, ``attention_mask``,
+    ``position_ids`` and the past → ``logits`` and the present. ``embeds``: a vision-language
+    model's language model, fed ``inputs_embeds`` ``[batch_size, sequence_length, hidden]``
+    instead of ``input_ids`` (``decoder_model_merged.onnx``, :mod:`onnxport.hf.vision_language`)."""
     model = loaded.model
     config = model.config
 
@@ -204,22 +209,30 @@ def causal_lm_component(loaded: LoadedModel) -> Component:
             )
             for layer in entries
         ]
+        first = (
+            torch.randn(sizes.batch, sizes.sequence, hidden, generator=gen, dtype=dtype) if embeds
+            else token_ids(config, sizes.batch, sizes.sequence, gen)
+        )
         return {
-            "input_ids": token_ids(config, sizes.batch, sizes.sequence, gen),
+            first_name: first,
             "attention_mask": mask,
             "position_ids": position_ids_from_mask(mask, sizes.sequence),
             "past_key_values": past,
         }
 
+    first_name = "inputs_embeds" if embeds else "input_ids"
+    hidden = config.get_text_config().hidden_size if embeds else 0
     dynamic = {
-        "input_ids": {0: BATCH, 1: SEQUENCE},
+        first_name: {0: BATCH, 1: SEQUENCE},
         "attention_mask": {0: BATCH, 1: TOTAL},
         "position_ids": {0: BATCH, 1: SEQUENCE},
         "past_key_values": [tuple(e.axes() for e in layer) for layer in entries],
     }
     flat = [e for layer in entries for e in layer]
-    names = ["input_ids", "attention_mask", "position_ids", *(e.past for e in flat)]
+    names = [first_name, "attention_mask", "position_ids", *(e.past for e in flat)]
     outputs = ["logits", *(e.present for e in flat)]
+    if embeds:
+        return Component("decoder_model", wrappers.EmbedsLMWithCache(model), make, dynamic, names, outputs)
     return Component("model", wrappers.CausalLMWithCache(model), make, dynamic, names, outputs)
 
 
@@ -397,6 +410,8 @@ def components(loaded: LoadedModel) -> list[Component]:
         return [text_vision_component(loaded)]
     if kind == "causal-lm":
         return [causal_lm_component(loaded)]
+    if kind == "vision-language":
+        return [*vision_language.components(loaded), causal_lm_component(loaded, embeds=True)]
     return seq2seq_components(loaded)
 
 

@@ -25,6 +25,8 @@ FILE_NAMES = {
     "model": "model.onnx",
     "encoder_model": "encoder_model.onnx",
     "decoder_model": "decoder_model_merged.onnx",
+    "vision_encoder": "vision_encoder.onnx",
+    "embed_tokens": "embed_tokens.onnx",
 }
 
 
@@ -106,6 +108,10 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
     seq2seq = (folder / model_path("encoder_model", layout)).is_file() or task == "text2text-generation"
     graph = folder / model_path("encoder_model" if seq2seq else "model", layout)
     lines = ["Load it:", f"  Python (onnxruntime): onnxruntime.InferenceSession({str(graph)!r})"]
+    if (folder / model_path("vision_encoder", layout)).is_file():  # onnxport.hf.vision_language
+        lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
+                    f"{', '.join(str(folder / model_path(n, layout)) for n in ('vision_encoder', 'embed_tokens', 'decoder_model'))}: "
+                    "image_features are written at the image tokens of inputs_embeds (onnxport.hf.vision_language.merge)")
     tokenizer = any((folder / name).is_file() for name in ("tokenizer.json", "vocab.txt"))
     if task == "feature-extraction" and tokenizer:
         lines.append(

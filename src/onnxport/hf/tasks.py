@@ -20,7 +20,8 @@ class Task:
             of an image or audio model goes by its ``main_input_name``: :func:`modality`),
             ``"multiple-choice"``, ``"vision"`` (``pixel_values``), ``"audio"`` (``input_values``),
             ``"text-vision"`` (CLIP-style: ``input_ids`` + ``pixel_values``), ``"causal-lm"``,
-            ``"seq2seq"``, ``"speech-seq2seq"`` or ``"vision-seq2seq"`` (``VisionEncoderDecoderModel``).
+            ``"seq2seq"``, ``"speech-seq2seq"``, ``"vision-seq2seq"`` (``VisionEncoderDecoderModel``)
+            or ``"vision-language"`` (LLaVA-style: :mod:`onnxport.hf.vision_language`).
         outputs: Graph output names of the (first) exported component.
     """
 
@@ -74,6 +75,7 @@ TASKS: dict[str, Task] = {
         Task("text-generation", "AutoModelForCausalLM", "causal-lm", ("logits",)),
         Task("text2text-generation", "AutoModelForSeq2SeqLM", "seq2seq", ("last_hidden_state",)),
         Task("image-to-text", "AutoModelForImageTextToText", "vision-seq2seq", ("last_hidden_state",)),
+        Task("image-text-to-text", "AutoModelForImageTextToText", "vision-language", ("logits",)),
         Task(
             "automatic-speech-recognition",
             "AutoModelForSpeechSeq2Seq",
@@ -124,6 +126,7 @@ _MAPPINGS = (
     ("MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "automatic-speech-recognition"),
     ("MODEL_FOR_CTC_MAPPING_NAMES", "automatic-speech-recognition"),
     ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "text2text-generation"),
+    ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "image-text-to-text"),
     ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "text-generation"),
     ("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "fill-mask"),
     ("MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "audio-classification"),
@@ -144,9 +147,8 @@ _MAPPINGS = (
 
 
 # Mappings of tasks onnxport.hf does not export (their models combine parts it has no component
-# for: an image encoder feeding a language model, a vocoder), named in the error.
+# for: a vocoder), named in the error.
 _UNSUPPORTED = (
-    ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "image-text-to-text"),
     ("MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES", "text-to-audio"),
     ("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES", "text-to-audio"),
 )

@@ -1,0 +1,121 @@
+"""Vision-language models (``image-text-to-text``: LLaVA and the models built like it) as the
+three graphs transformers.js runs for them (``src/models.js``, ``LlavaForConditionalGeneration``:
+``vision_encoder``, ``embed_tokens``, ``decoder_model_merged``):
+
+- ``vision_encoder.onnx``: ``pixel_values`` ``[batch_size, C, H, W]`` (the processor's size) →
+  ``image_features`` ``[batch_size, image_tokens, hidden]`` (vision tower + projector,
+  transformers' ``get_image_features``);
+- ``embed_tokens.onnx``: ``input_ids`` → ``inputs_embeds``;
+- ``decoder_model_merged.onnx``: the language model from ``inputs_embeds`` with the KV cache
+  (:func:`onnxport.hf.inputs.causal_lm_component` with ``embeds=True``).
+
+The caller writes each image's feature rows at its image tokens (``image_token_id``) of the
+embeddings, as transformers' ``get_placeholder_mask`` + ``masked_scatter`` do, then decodes.
+Models whose image path needs more than ``pixel_values`` (image sizes or grids: LLaVA-NeXT,
+Qwen2-VL; patch masks: Idefics3) or whose decoder needs more than embeddings (token types for
+bidirectional image attention: PaliGemma, Gemma 3) are refused before any export.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, cast
+
+import torch
+
+from onnxport.errors import HFError
+from onnxport.hf import cache as wrappers
+from onnxport.hf.dims import BATCH, SEQUENCE
+from onnxport.hf.loading import LoadedModel
+from onnxport.hf.parts import Component, Sizes, image_size, token_ids
+from onnxport.hf.parts import generator as _generator
+
+IMAGE_FEATURES = "image_features"
+# Decoder inputs beyond embeddings, mask, positions and cache that change what eager computes.
+_DECODER_EXTRAS = ("token_type_ids", "mm_token_type_ids", "image_grid_thw", "rope_deltas")
+
+
+def _extra_image_inputs(model: torch.nn.Module) -> list[str]:
+    """Required parameters of ``get_image_features`` besides ``pixel_values``."""
+    params = inspect.signature(cast(Any, model).get_image_features).parameters.values()
+    return [p.name for p in params if p.name != "pixel_values" and p.default is inspect.Parameter.empty
+            and p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
+
+
+def check_model(model: torch.nn.Module) -> None:
+    """Refuse a vision-language model these graphs cannot express.
+
+    Raises:
+        HFError: No ``get_image_features``/``image_token_id``, image inputs beyond
+            ``pixel_values``, or decoder inputs beyond embeddings (named).
+    """
+    name = type(model).__name__
+    config = model.config
+    if not hasattr(model, "get_image_features") or getattr(config, "image_token_id", None) is None:
+        raise HFError(
+            f"{name} has no get_image_features/image_token_id: image-text-to-text exports LLaVA-style models "
+            "(image features written at image tokens). Export its parts with onnxport.export."
+        )
+    if getattr(config.get_text_config(), "is_encoder_decoder", False) or getattr(config, "is_encoder_decoder", False):
+        raise HFError(
+            f"{name} decodes with an encoder-decoder language model (Florence-2): image-text-to-text exports "
+            "decoder-only language models. Export its parts with onnxport.export."
+        )
+    extra = _extra_image_inputs(model)
+    forward = inspect.signature(model.forward).parameters
+    extras = [p for p in _DECODER_EXTRAS if p in forward]
+    if extra or extras:
+        raise HFError(
+            f"{name}'s image path needs more than pixel_values ({', '.join(extra + extras)}): image-text-to-text "
+            "exports models whose images are pixel_values of one size and whose decoder reads only embeddings "
+            "(LLaVA, Aya Vision, InternVL, Mistral3-style projectors). Export its parts with onnxport.export."
+        )
+
+
+def components(loaded: LoadedModel) -> list[Component]:
+    """The ``vision_encoder`` and ``embed_tokens`` components (module doc); the decoder is
+    :func:`onnxport.hf.inputs.causal_lm_component` with ``embeds=True``.
+
+    Raises:
+        HFError: See :func:`check_model`.
+    """
+    model = loaded.model
+    check_model(model)
+    vision_config = getattr(model.config, "vision_config", None)
+    height, width = image_size(loaded, vision_config)
+    channels = getattr(vision_config, "num_channels", 3)
+    text_config = model.config.get_text_config()
+
+    def images(sizes: Sizes) -> dict[str, Any]:
+        return {"pixel_values": torch.randn(sizes.batch, channels, height, width, generator=_generator(sizes))}
+
+    def tokens(sizes: Sizes) -> dict[str, Any]:
+        return {"input_ids": token_ids(text_config, sizes.batch, sizes.sequence, _generator(sizes))}
+
+    return [
+        Component("vision_encoder", wrappers.ImageFeatures(model), images, {"pixel_values": {0: BATCH}},
+                  ["pixel_values"], [IMAGE_FEATURES]),
+        Component("embed_tokens", wrappers.TokenEmbeddings(model), tokens, {"input_ids": {0: BATCH, 1: SEQUENCE}},
+                  ["input_ids"], ["inputs_embeds"]),
+    ]
+
+
+def merge(input_ids: torch.Tensor, inputs_embeds: torch.Tensor, image_features: torch.Tensor,
+          image_token_id: int) -> torch.Tensor:
+    """The decoder's ``inputs_embeds``: ``image_features`` rows (flattened, image after image)
+    written at the ``image_token_id`` positions of ``inputs_embeds``, as transformers'
+    ``masked_scatter`` does. Shapes: ids ``[B, S]``, embeds ``[B, S, H]``, features ``[..., H]``.
+
+    Raises:
+        HFError: The number of image tokens differs from the number of feature rows.
+    """
+    rows = image_features.reshape(-1, inputs_embeds.shape[-1])
+    where = input_ids == image_token_id
+    if int(where.sum()) != rows.shape[0]:
+        raise HFError(f"{int(where.sum())} image tokens in input_ids for {rows.shape[0]} image feature rows.")
+    merged = inputs_embeds.clone()
+    merged[where] = rows.to(merged.dtype)
+    return merged
+
+
+__all__ = ["IMAGE_FEATURES", "check_model", "components", "merge"]
