@@ -423,8 +423,7 @@ class ImageFeatures(torch.nn.Module):
         self.model = model
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
-        with _batch_kept_whole(self.model):
-            out = cast(Any, self.model).get_image_features(pixel_values=pixel_values)
+        out = cast(Any, self.model).get_image_features(pixel_values=pixel_values)
         features = getattr(out, "pooler_output", out)
         if isinstance(features, (list, tuple)):
             features = torch.stack(list(features))
@@ -432,28 +431,31 @@ class ImageFeatures(torch.nn.Module):
 
 
 @contextlib.contextmanager
-def _batch_kept_whole(model: torch.nn.Module) -> Iterator[None]:
-    """Within the block, ``list(tensor)`` in the modules defining ``get_image_features`` returns
-    the tensor: transformers splits the projected batch into one tensor per image
-    (``image_features = list(image_features)``, modeling_llava.py), which fixes the number of
-    images of a capture; the graph returns the batch whole instead. ``list`` of anything else is
-    the builtin."""
-    modules = {sys.modules[type(m).__module__] for m in model.modules() if "get_image_features" in vars(type(m))}
+def image_batch_kept_whole(module: torch.nn.Module) -> Iterator[None]:
+    """For an :class:`ImageFeatures` ``module``: within the block, ``list(tensor)`` in the modules
+    defining ``get_image_features`` returns the tensor. transformers splits the projected batch
+    into one tensor per image (``image_features = list(image_features)``, modeling_llava.py),
+    which fixes the number of images of a capture; the graph returns the batch whole instead.
+    ``list`` of anything else is the builtin; any other module: nothing changes. Used around the
+    capture (:func:`onnxport.hf.component.export_component`), outside the traced code."""
+    model = module.model if isinstance(module, ImageFeatures) else None
+    modules = ({sys.modules[type(m).__module__] for m in model.modules() if "get_image_features" in vars(type(m))}
+               if isinstance(model, torch.nn.Module) else set())
 
     def keep(value: Any = ()) -> Any:
         return value if isinstance(value, torch.Tensor) else builtins.list(value)
 
-    saved = {module: vars(module).get("list") for module in modules}
+    saved = {source: vars(source).get("list") for source in modules}
     try:
-        for module in modules:
-            module.list = keep  # type: ignore[attr-defined]  # a module global shadows the builtin
+        for source in modules:
+            vars(source)["list"] = keep  # a module global shadows the builtin
         yield
     finally:
-        for module, previous in saved.items():
+        for source, previous in saved.items():
             if previous is None:
-                del module.list  # type: ignore[attr-defined]
+                vars(source).pop("list", None)
             else:
-                module.list = previous  # type: ignore[attr-defined]
+                vars(source)["list"] = previous
 
 
 class Seq2SeqEncoder(torch.nn.Module):

@@ -8,6 +8,7 @@ from typing import Any
 
 from onnxport._export import export as export_program
 from onnxport.capture.strategies import uncached_fake_tensors
+from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import moe
 from onnxport.hf.parts import module_caches_kept
@@ -20,9 +21,10 @@ def export_component(part: hf_inputs.Component, opset_version: int | None, optim
     FakeTensor cache (:func:`~onnxport.capture.strategies.uncached_fake_tensors`) and with the
     modules' own dict caches restored after it (:func:`~onnxport.hf.parts.module_caches_kept`); for the
     onnxruntime target its mixture-of-experts layers become ``com.microsoft.MoE``
-    (:mod:`onnxport.hf.moe`)."""
+    (:mod:`onnxport.hf.moe`); a vision encoder keeps its image batch whole
+    (:func:`onnxport.hf.cache.image_batch_kept_whole`)."""
     fused = moe.fused_experts(part.module) if target == "onnxruntime" else contextlib.nullcontext()
-    with fused, uncached_fake_tensors(), module_caches_kept(part.module):
+    with fused, uncached_fake_tensors(), module_caches_kept(part.module), wrappers.image_batch_kept_whole(part.module):
         program = export_program(
             part.module,
             (),

@@ -100,8 +100,19 @@ class CacheEntry:
 
 
 def _heads_dim(tensor: torch.Tensor | None) -> tuple[int, int] | None:
-    """``(heads, head_dim)`` of a ``[B, heads, length, head_dim]`` cache tensor."""
-    return None if tensor is None else (int(tensor.shape[1]), int(tensor.shape[3]))
+    """``(heads, head_dim)`` of a ``[B, heads, length, head_dim]`` cache tensor.
+
+    Raises:
+        HFError: The tensor has another rank (a layer caching something else than attention keys).
+    """
+    if tensor is None:
+        return None
+    if tensor.dim() != 4:
+        raise HFError(
+            f"A cache layer holds a tensor of shape {list(tensor.shape)} where keys/values of shape "
+            "[batch, heads, length, head_dim] were expected: this cache cannot be exported."
+        )
+    return int(tensor.shape[1]), int(tensor.shape[3])
 
 
 def cache_shapes(run: Callable[[], Any]) -> list[LayerCache]:

@@ -12,7 +12,7 @@ three graphs transformers.js runs for them (``src/models.js``, ``LlavaForConditi
 The caller writes each image's feature rows at its image tokens (``image_token_id``) of the
 embeddings, as transformers' ``get_placeholder_mask`` + ``masked_scatter`` do, then decodes.
 Models whose image path needs more than ``pixel_values`` (image sizes or grids: LLaVA-NeXT,
-Qwen2-VL; patch masks: Idefics3) or whose decoder needs more than embeddings (token types for
+Qwen2-VL; several images per row with a patch mask: Idefics3, SmolVLM) or whose decoder needs more than embeddings (token types for
 bidirectional image attention: PaliGemma, Gemma 3) are refused before any export.
 """
 
@@ -35,10 +35,18 @@ IMAGE_FEATURES = "image_features"
 _DECODER_EXTRAS = ("token_type_ids", "mm_token_type_ids", "image_grid_thw", "rope_deltas")
 
 
+# Optional parameters of ``get_image_features`` that mean another image layout: Idefics2/3 and
+# SmolVLM take ``pixel_values`` ``[batch, images, C, H, W]`` with a patch mask and drop padding images
+# by value (a data-dependent shape).
+_IMAGE_LAYOUTS = ("pixel_attention_mask", "patch_attention_mask", "spatial_shapes")
+
+
 def _extra_image_inputs(model: torch.nn.Module) -> list[str]:
-    """Required parameters of ``get_image_features`` besides ``pixel_values``."""
+    """Parameters of ``get_image_features`` besides ``pixel_values`` that the image path needs:
+    the required ones and those of :data:`_IMAGE_LAYOUTS`."""
     params = inspect.signature(cast(Any, model).get_image_features).parameters.values()
-    return [p.name for p in params if p.name != "pixel_values" and p.default is inspect.Parameter.empty
+    return [p.name for p in params if p.name != "pixel_values"
+            and (p.name in _IMAGE_LAYOUTS or p.default is inspect.Parameter.empty)
             and p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
 
 
@@ -50,7 +58,7 @@ def check_model(model: torch.nn.Module) -> None:
             ``pixel_values``, or decoder inputs beyond embeddings (named).
     """
     name = type(model).__name__
-    config = model.config
+    config: Any = model.config
     if not hasattr(model, "get_image_features") or getattr(config, "image_token_id", None) is None:
         raise HFError(
             f"{name} has no get_image_features/image_token_id: image-text-to-text exports LLaVA-style models "
@@ -58,7 +66,7 @@ def check_model(model: torch.nn.Module) -> None:
         )
     if getattr(config.get_text_config(), "is_encoder_decoder", False) or getattr(config, "is_encoder_decoder", False):
         raise HFError(
-            f"{name} decodes with an encoder-decoder language model (Florence-2): image-text-to-text exports "
+            f"{name} decodes with an encoder-decoder language model (as Florence-2, T5Gemma 2): image-text-to-text exports "
             "decoder-only language models. Export its parts with onnxport.export."
         )
     extra = _extra_image_inputs(model)
