@@ -26,6 +26,9 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
   ``AutoModelForVision2Seq.generate`` of a tiny ViT + TrOCR ``VisionEncoderDecoderModel`` (one
   image), 10 greedy tokens each, through ``encoder_model.onnx`` + ``decoder_model_merged.onnx`` (whose cross-attention
   cache transformers.js feeds back with ``use_cache_branch``), vs transformers' ``generate``;
+- ``LlavaForConditionalGeneration.generate`` of a tiny LLaVA (``vision_encoder.onnx``,
+  ``embed_tokens.onnx``, ``decoder_model_merged.onnx``; one 32x32 image, 10 greedy tokens) vs
+  transformers' ``generate`` with the image;
 - one forward of a tiny wav2vec2 CTC model and a tiny w2v-BERT 2.0 CTC model (``AutoModelForCTC``,
   ``input_values`` / ``input_features``), a tiny CLIP (``AutoModel``) and a tiny Depth Anything
   (``AutoModelForDepthEstimation``, a 70x84 image) against eager PyTorch: the max abs difference of
@@ -153,6 +156,10 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
     for name, model in encoder_decoders.items():
         model.save_pretrained(work / f"{name}-src")
         onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
+    llava = tiny_models.build("llava")
+    llava.save_pretrained(work / "llava-src")
+    onnxport.hf.export(work / "llava-src", output_dir=work / "llava")
+    image_text = image_text_inputs()
     forward_models = forward_checks()
     for name, (model, _, _) in forward_models.items():
         model.save_pretrained(work / f"{name}-src")
@@ -168,6 +175,7 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
         "max_new_tokens": NEW_TOKENS,
         "seq2seq": {name: {k: v.tolist() for k, v in inputs[name].items()} for name in encoder_decoders},
         "seq2seq_new_tokens": SEQ2SEQ_NEW_TOKENS,
+        "image_text": {"llava": {k: _tensor_json(v) for k, v in image_text.items()}},
     }
     (work / "request.json").write_text(json.dumps(request))
     script = scratch / "transformers_js_check.mjs"
@@ -213,6 +221,16 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
             "generated": generated.tolist(),
             "reference": reference.tolist(),
         }
+    with torch.no_grad():
+        reference = llava.generate(**image_text, max_new_tokens=SEQ2SEQ_NEW_TOKENS, min_new_tokens=SEQ2SEQ_NEW_TOKENS,
+                                   do_sample=False, pad_token_id=0)
+    generated = torch.tensor(result["image_text"]["llava"])
+    generation["llava"] = {
+        "tokens_equal": generated.shape == reference.shape and bool((generated == reference).all()),
+        "new_tokens": generated.shape[1] - image_text["input_ids"].shape[1],
+        "generated": generated.tolist(),
+        "reference": reference.tolist(),
+    }
     forward = {}
     for name, (model, _, inputs) in forward_models.items():
         with torch.no_grad():  # ties in ONNX TopK's order (RT-DETR)
@@ -227,6 +245,15 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
         "embedding_shape": tuple(actual.shape), "min_cosine": cosine.min().item(), "generation": generation,
         "forward": forward,
     }  # fmt: skip
+
+
+def image_text_inputs() -> dict[str, torch.Tensor]:
+    """A prompt around 16 image tokens (the tiny LLaVA's one image) and a random 32x32 image."""
+    g = torch.Generator().manual_seed(3)
+    text = torch.randint(0, 99, (1, 5), generator=g)
+    ids = torch.cat([text[:, :2], torch.full((1, 16), tiny_models.LLAVA_IMAGE_TOKEN), text[:, 2:]], dim=1)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+            "pixel_values": torch.randn(1, 3, 32, 32, generator=g)}
 
 
 FORWARD_OUTPUTS = ("logits", "logits_per_image", "text_embeds", "image_embeds", "predicted_depth", "pred_boxes",

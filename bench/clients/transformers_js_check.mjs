@@ -5,11 +5,13 @@
 // input_features; image: pixel_values), generated greedily with AutoModelForSeq2SeqLM /
 // AutoModelForSpeechSeq2Seq / AutoModelForVision2Seq.
 // request.forward: folder name → {auto, inputs: {name: {dtype, dims, data}}}: one forward, every output returned.
+// request.image_text: VLM folder name → its inputs (input_ids, attention_mask, pixel_values), generated greedily.
 import fs from 'node:fs';
 import {
     env, pipeline, AutoModel, AutoModelForCausalLM, AutoModelForCTC, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq,
     AutoModelForVision2Seq, AutoModelForDepthEstimation, AutoModelForObjectDetection, AutoModelForZeroShotObjectDetection,
-    AutoModelForImageSegmentation, AutoModelForUniversalSegmentation, AutoModelForImageToImage, Tensor,
+    AutoModelForImageSegmentation, AutoModelForUniversalSegmentation, AutoModelForImageToImage, LlavaForConditionalGeneration,
+    Tensor,
 } from '@huggingface/transformers';
 
 const [root, minilm, requestPath, resultPath, ...decoders] = process.argv.slice(2);
@@ -65,6 +67,18 @@ for (const [name, inputs] of Object.entries(request.seq2seq ?? {})) {
         });
     }
     result.seq2seq[name] = output.tolist().map((row) => row.map((v) => Number(v)));
+}
+result.image_text = {};
+for (const [name, inputs] of Object.entries(request.image_text ?? {})) {
+    const model = await LlavaForConditionalGeneration.from_pretrained(name, { dtype: 'fp32' });
+    const feeds = {};
+    for (const [key, { dtype, dims, data }] of Object.entries(inputs)) {
+        const values = dtype === 'int64' ? BigInt64Array.from(data.map((v) => BigInt(v))) : Float32Array.from(data);
+        feeds[key] = new Tensor(dtype, values, dims);
+    }
+    const steps = { max_new_tokens: request.seq2seq_new_tokens, min_new_tokens: request.seq2seq_new_tokens, do_sample: false };
+    const output = await model.generate({ ...feeds, ...steps });
+    result.image_text[name] = output.tolist().map((row) => row.map((v) => Number(v)));
 }
 const autos = {
     AutoModel, AutoModelForCTC, AutoModelForDepthEstimation, AutoModelForObjectDetection,

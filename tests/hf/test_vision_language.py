@@ -12,25 +12,14 @@ import transformers
 import onnxport.hf as ohf
 from onnxport.errors import HFError
 from onnxport.hf.generate import greedy_image_text
+from onnxport.testing import tiny_models
 
-IMAGE_TOKEN = 100
-
-
-def tiny_llava(seed: int = 0) -> transformers.LlavaForConditionalGeneration:
-    torch.manual_seed(seed)
-    text = transformers.LlamaConfig(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                                    num_key_value_heads=2, vocab_size=120, max_position_embeddings=256)
-    vision = transformers.CLIPVisionConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                                           num_attention_heads=4, image_size=32, patch_size=8)
-    config = transformers.LlavaConfig(vision_config=vision, text_config=text, image_token_index=IMAGE_TOKEN,
-                                      projector_hidden_act="gelu", vision_feature_layer=-1)
-    config.text_config.initializer_range = 0.2  # random weights that decode several distinct tokens
-    return transformers.LlavaForConditionalGeneration(config).eval()
+IMAGE_TOKEN = tiny_models.LLAVA_IMAGE_TOKEN
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[transformers.PreTrainedModel, ohf.HFExport]:
-    model = tiny_llava()
+    model = tiny_models.build("llava")
     return model, ohf.export(model, output_dir=tmp_path_factory.mktemp("llava") / "out")
 
 

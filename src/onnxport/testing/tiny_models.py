@@ -409,7 +409,29 @@ def _trocr(**overrides: Any) -> Any:
     return transformers.VisionEncoderDecoderModel(config).eval()
 
 
+LLAVA_IMAGE_TOKEN = 100
+
+
+def _llava(**overrides: Any) -> Any:
+    """A ``LlavaForConditionalGeneration``: a 2-layer CLIP vision tower (32x32 images of 16 patches)
+    and a 2-layer Llama whose random weights decode several distinct tokens; image token 100."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    text = transformers.LlamaConfig(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                                    num_key_value_heads=2, vocab_size=120, max_position_embeddings=256,
+                                    initializer_range=0.2)
+    vision = transformers.CLIPVisionConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                                           num_attention_heads=4, image_size=32, patch_size=8)
+    config = transformers.LlavaConfig(vision_config=vision, text_config=text, image_token_index=LLAVA_IMAGE_TOKEN,
+                                      projector_hidden_act="gelu", vision_feature_layer=-1)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.LlavaForConditionalGeneration(config).eval()
+
+
 ZOO.append(Entry("bert2bert", "text2text-generation", _bert2bert))
+ZOO.append(Entry("llava", "image-text-to-text", _llava))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
 
