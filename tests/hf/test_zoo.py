@@ -45,8 +45,10 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
         assert len(per_set) == len(CHECK_SIZES)  # fresh input sets per component, none of the export's shapes
     onnx_files = sorted(p.name for p in (out / "onnx").glob("*.onnx"))  # hub layout
     seq2seq = entry.task in ("text2text-generation", "automatic-speech-recognition", "image-to-text") and "ctc" not in entry.name
+    vlm = ["decoder_model_merged.onnx", "embed_tokens.onnx", "vision_encoder.onnx"]
     assert onnx_files == (
-        ["decoder_model_merged.onnx", "encoder_model.onnx"] if seq2seq else ["model.onnx"]
+        vlm if entry.task == "image-text-to-text"
+        else ["decoder_model_merged.onnx", "encoder_model.onnx"] if seq2seq else ["model.onnx"]
     )
     assert (out / "config.json").is_file()
     assert (out / "genai_config.json").is_file() == (entry.task == "text-generation")
@@ -58,6 +60,14 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
             for value in [*proto.graph.input, *proto.graph.output]
         }
         flag = dims.pop("use_cache_branch", None)  # Optimum's merged decoder: bool[1]
+        if entry.task == "image-text-to-text":  # transformers.js' three graphs of a LLaVA
+            assert flag is None and all(shape[0] == "batch_size" for shape in dims.values()), dims
+            if name == "decoder_model_merged.onnx":
+                assert dims["inputs_embeds"] == ["batch_size", "sequence_length", 64]
+                assert dims["past_key_values.0.key"][2] == "past_sequence_length"
+                assert dims["present.0.key"][2] == "total_sequence_length"
+                assert dims["attention_mask"][1] == "total_sequence_length"
+            continue
         if entry.task == "zero-shot-image-classification":  # texts and images in batches of their own
             assert dims["input_ids"] == ["text_batch_size", "sequence_length"]
             assert dims["pixel_values"][0] == "image_batch_size"
