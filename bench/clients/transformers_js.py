@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ok = figures["min_cosine"] >= 0.99999
     for name, gen in figures["generation"].items():
-        kind = "encoder-decoder" if name in SEQ2SEQ else "text-generation"
+        kind = "encoder-decoder" if name in SEQ2SEQ else "image-text-to-text" if name == "llava" else "text-generation"
         print(
             f"{kind} (tiny {name}): {gen['new_tokens']} greedy tokens: "
             f"{'equal to' if gen['tokens_equal'] else 'DIFFERENT from'} transformers.generate"
