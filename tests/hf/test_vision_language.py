@@ -4,6 +4,9 @@ and greedy generation through them equal to transformers' generate with the imag
 
 from __future__ import annotations
 
+import pathlib
+from typing import Any
+
 import onnxruntime as ort
 import pytest
 import torch
@@ -40,18 +43,32 @@ def test_three_graphs_in_the_transformers_js_layout(exported: tuple) -> None:
 
 def test_greedy_generation_with_an_image_equals_transformers(exported: tuple) -> None:
     model, result = exported
-    folder = result.output_dir / "onnx"
+    _check_generation(model, result.output_dir, IMAGE_TOKEN, 16)
+
+
+def test_gemma3_image_blocks_attend_both_ways(tmp_path: pathlib.Path) -> None:
+    # Gemma 3: token_type_ids (1 at image tokens) make the image block bidirectional on the first step
+    model = tiny_models.build("gemma3-vlm")
+    result = ohf.export(model, output_dir=tmp_path / "out")
+    decoder = result.programs["decoder_model"].model.graph
+    assert [v.name for v in decoder.inputs][:3] == ["inputs_embeds", "token_type_ids", "attention_mask"]
+    _check_generation(model, result.output_dir, tiny_models.GEMMA3_IMAGE_TOKEN, 4, types=True)
+
+
+def _check_generation(model: Any, out: pathlib.Path, image_token: int, tokens: int, types: bool = False) -> None:
+    folder = out / "onnx"
     sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
                 for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
     g = torch.Generator().manual_seed(3)
     pixel_values = torch.randn(2, 3, 32, 32, generator=g)
     text = torch.randint(0, 99, (2, 5), generator=g)
-    input_ids = torch.cat([text[:, :2], torch.full((2, 16), IMAGE_TOKEN), text[:, 2:]], dim=1)
+    input_ids = torch.cat([text[:, :2], torch.full((2, tokens), image_token), text[:, 2:]], dim=1)
     attention_mask = torch.ones_like(input_ids)
     attention_mask[1, :2] = 0  # the second row left-padded
+    extra = {"token_type_ids": (input_ids == image_token).long()} if types else {}
     want = model.generate(input_ids=input_ids, attention_mask=attention_mask, pixel_values=pixel_values,
-                          max_new_tokens=12, do_sample=False, pad_token_id=0)
-    got = greedy_image_text(sessions, input_ids, attention_mask, pixel_values, IMAGE_TOKEN, 12, pad_token_id=0)
+                          max_new_tokens=12, do_sample=False, pad_token_id=0, **extra)
+    got = greedy_image_text(sessions, input_ids, attention_mask, pixel_values, image_token, 12, pad_token_id=0)
     assert got.tolist() == want.tolist()
     assert len(set(got[0, input_ids.shape[1]:].tolist())) >= 3  # not a degenerate repetition
 

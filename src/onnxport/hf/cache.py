@@ -401,6 +401,26 @@ class EmbedsLMWithCache(CausalLMWithCache):
         return (logits, *flatten_cache(cache))
 
 
+class EmbedsTypesLMWithCache(CausalLMWithCache):
+    """:class:`EmbedsLMWithCache` with ``token_type_ids`` ``[batch, sequence]`` (1 at image tokens):
+    Gemma 3 and PaliGemma let image tokens attend both ways on the first step."""
+
+    def forward(  # type: ignore[override]
+        self,
+        inputs_embeds: torch.Tensor,
+        token_type_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        past_key_values: list[tuple[torch.Tensor, ...]],
+    ) -> tuple[torch.Tensor, ...]:
+        cache = fill_cache(new_cache(self.model.config), past_key_values)
+        logits, cache = run_with_cache(
+            self.model, cache, inputs_embeds=inputs_embeds, token_type_ids=token_type_ids,
+            attention_mask=attention_mask, position_ids=position_ids,
+        )
+        return (logits, *flatten_cache(cache))
+
+
 class TokenEmbeddings(torch.nn.Module):
     """``input_ids`` → ``inputs_embeds`` through the model's input embeddings (scaled ones, as
     Gemma's, included): transformers.js' ``embed_tokens`` graph."""

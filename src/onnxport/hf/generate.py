@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from onnxport.hf.vision_language import merge
+from onnxport.hf.vision_language import TOKEN_TYPES, merge, token_types
 
 
 def _ids(value: Any) -> set[int]:
@@ -129,7 +129,8 @@ def greedy_image_text(
     images through ``vision_encoder``, the prompt through ``embed_tokens``, the image features
     written at the ``image_token_id`` positions, then ``decoder_model_merged`` step by step (each
     new token embedded by ``embed_tokens``), as transformers.js' ``LlavaForConditionalGeneration``
-    runs the three graphs.
+    runs the three graphs. A decoder with ``token_type_ids`` (Gemma 3) gets 1 at the prompt's
+    image tokens on the first step and zeros after, as transformers' ``generate`` feeds them.
 
     Args:
         sessions: onnxruntime sessions of ``vision_encoder``, ``embed_tokens`` and
@@ -150,7 +151,10 @@ def greedy_image_text(
     mask = attention_mask.numpy().astype(np.int64)
     batch = merged.shape[0]
     eos = _ids(eos_token_id)
+    typed = any(i.name == TOKEN_TYPES for i in decoder.get_inputs())
     feeds: dict[str, np.ndarray] = {"inputs_embeds": merged, **empty_cache(decoder, batch)}
+    if typed:
+        feeds[TOKEN_TYPES] = token_types(input_ids, image_token_id).numpy()
     sequences = input_ids.numpy().astype(np.int64)
     unfinished = np.ones(batch, dtype=bool)
     for _ in range(max_new_tokens):
@@ -165,6 +169,8 @@ def greedy_image_text(
         mask = np.concatenate([mask, np.ones((batch, 1), dtype=np.int64)], axis=1)
         step = embed.run(None, {"input_ids": tokens[:, None]})[0]
         feeds = {"inputs_embeds": step, **next_cache(decoder, outputs)}
+        if typed:
+            feeds[TOKEN_TYPES] = np.zeros((batch, 1), dtype=np.int64)
     return torch.from_numpy(sequences)
 
 

@@ -224,8 +224,15 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
             torch.randn(sizes.batch, sizes.sequence, hidden, generator=gen, dtype=dtype) if embeds
             else token_ids(config, sizes.batch, sizes.sequence, gen)
         )
+        types = {}
+        if typed:  # an image block inside each prompt of several tokens; decode steps are text
+            kinds = torch.zeros(sizes.batch, sizes.sequence, dtype=torch.int64)
+            if sizes.sequence > 2:
+                kinds[:, 1 : sizes.sequence - 1] = 1
+            types = {vision_language.TOKEN_TYPES: kinds}
         return {
             first_name: first,
+            **types,
             "attention_mask": mask,
             "position_ids": position_ids_from_mask(mask, sizes.sequence),
             "past_key_values": past,
@@ -233,17 +240,21 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
 
     first_name = "inputs_embeds" if embeds else "input_ids"
     hidden = config.get_text_config().hidden_size if embeds else 0
+    typed = embeds and vision_language.takes_token_types(model)
     dynamic = {
         first_name: {0: BATCH, 1: SEQUENCE},
+        **({vision_language.TOKEN_TYPES: {0: BATCH, 1: SEQUENCE}} if typed else {}),
         "attention_mask": {0: BATCH, 1: TOTAL},
         "position_ids": {0: BATCH, 1: SEQUENCE},
         "past_key_values": [tuple(e.axes() for e in layer) for layer in entries],
     }
     flat = [e for layer in entries for e in layer]
-    names = [first_name, "attention_mask", "position_ids", *(e.past for e in flat)]
+    types_name = [vision_language.TOKEN_TYPES] if typed else []
+    names = [first_name, *types_name, "attention_mask", "position_ids", *(e.past for e in flat)]
     outputs = ["logits", *(e.present for e in flat)]
     if embeds:
-        return Component("decoder_model", wrappers.EmbedsLMWithCache(model), make, dynamic, names, outputs)
+        module = wrappers.EmbedsTypesLMWithCache(model) if typed else wrappers.EmbedsLMWithCache(model)
+        return Component("decoder_model", module, make, dynamic, names, outputs)
     return Component("model", wrappers.CausalLMWithCache(model), make, dynamic, names, outputs)
 
 

@@ -7,13 +7,14 @@ three graphs transformers.js runs for them (``src/models.js``, ``LlavaForConditi
   transformers' ``get_image_features``);
 - ``embed_tokens.onnx``: ``input_ids`` → ``inputs_embeds``;
 - ``decoder_model_merged.onnx``: the language model from ``inputs_embeds`` with the KV cache
-  (:func:`onnxport.hf.inputs.causal_lm_component` with ``embeds=True``).
+  (:func:`onnxport.hf.inputs.causal_lm_component` with ``embeds=True``), and ``token_type_ids``
+  for models whose image tokens attend both ways on the first step (Gemma 3, PaliGemma).
 
 The caller writes each image's feature rows at its image tokens (``image_token_id``) of the
 embeddings, as transformers' ``get_placeholder_mask`` + ``masked_scatter`` do, then decodes.
 Models whose image path needs more than ``pixel_values`` (image sizes or grids: LLaVA-NeXT,
-Qwen2-VL; several images per row with a patch mask: Idefics3, SmolVLM) or whose decoder needs more than embeddings (token types for
-bidirectional image attention: PaliGemma, Gemma 3) are refused before any export.
+Qwen2-VL; several images per row with a patch mask: Idefics3, SmolVLM) or whose decoder needs more
+than embeddings and token types (multimodal rotary positions) are refused before any export.
 """
 
 from __future__ import annotations
@@ -32,7 +33,21 @@ from onnxport.hf.parts import generator as _generator
 
 IMAGE_FEATURES = "image_features"
 # Decoder inputs beyond embeddings, mask, positions and cache that change what eager computes.
-_DECODER_EXTRAS = ("token_type_ids", "mm_token_type_ids", "image_grid_thw", "rope_deltas")
+_DECODER_EXTRAS = ("mm_token_type_ids", "image_grid_thw", "rope_deltas")
+# The decoder input marking image tokens (1) among text (0) for models whose image tokens attend to
+# each other both ways on the first step (Gemma 3's image blocks, PaliGemma's prefix).
+TOKEN_TYPES = "token_type_ids"
+
+
+def takes_token_types(model: torch.nn.Module) -> bool:
+    """Whether the model's forward reads :data:`TOKEN_TYPES` (the decoder graph then takes them)."""
+    return TOKEN_TYPES in inspect.signature(model.forward).parameters
+
+
+def token_types(input_ids: torch.Tensor, image_token_id: int) -> torch.Tensor:
+    """:data:`TOKEN_TYPES` of a prompt: 1 at the image tokens, else 0 (int64, the ids' shape), as
+    Gemma 3's and PaliGemma's processors make them for the first step; later steps feed zeros."""
+    return (input_ids == image_token_id).to(torch.int64)
 
 
 # Optional parameters of ``get_image_features`` that mean another image layout: Idefics2/3 and
@@ -126,4 +141,4 @@ def merge(input_ids: torch.Tensor, inputs_embeds: torch.Tensor, image_features: 
     return merged
 
 
-__all__ = ["IMAGE_FEATURES", "check_model", "components", "merge"]
+__all__ = ["IMAGE_FEATURES", "TOKEN_TYPES", "check_model", "components", "merge", "takes_token_types", "token_types"]

@@ -430,7 +430,32 @@ def _llava(**overrides: Any) -> Any:
     return transformers.LlavaForConditionalGeneration(config).eval()
 
 
+GEMMA3_IMAGE_TOKEN = 262
+
+
+def _gemma3_vlm(**overrides: Any) -> Any:
+    """A ``Gemma3ForConditionalGeneration``: a 2-layer SigLIP tower (32x32 images pooled to 4
+    tokens) and a 2-layer Gemma 3 text model (a sliding-window layer, then a full one) whose image
+    tokens (262) attend both ways on the first step (``token_type_ids``)."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    text = transformers.Gemma3TextConfig(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, vocab_size=300, max_position_embeddings=256, sliding_window=8, initializer_range=0.02,
+        layer_types=["sliding_attention", "full_attention"],
+    )
+    vision = transformers.SiglipVisionConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                                             num_attention_heads=4, image_size=32, patch_size=8)
+    config = transformers.Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4,
+                                       image_token_index=GEMMA3_IMAGE_TOKEN, boi_token_index=260, eoi_token_index=261)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.Gemma3ForConditionalGeneration(config).eval()
+
+
 ZOO.append(Entry("bert2bert", "text2text-generation", _bert2bert))
+ZOO.append(Entry("gemma3-vlm", "image-text-to-text", _gemma3_vlm))
 ZOO.append(Entry("llava", "image-text-to-text", _llava))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
