@@ -66,3 +66,6 @@ def test_random_ops_lower_the_default_opset_to_one_onnxruntime_runs() -> None:
     noise, uniform = program(torch.zeros(200, 5))
     assert noise.shape == (200, 5) and abs(float(noise.mean())) < 0.2 and 0.8 < float(noise.std()) < 1.2
     assert uniform.shape == (200, 3) and 0.0 <= float(uniform.min()) and float(uniform.max()) < 1.0
+    # dropout at inference (train=False) draws nothing: the default opset stays
+    program = onnxport.export(torch.nn.Dropout(0.1).eval(), (x,))
+    assert program.model.opset_imports[""] == DEFAULT_OPSET

@@ -44,10 +44,23 @@ def call_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
     ]
 
 
+def _draws(node: torch.fx.Node) -> bool:
+    """The node's op draws random numbers: its schema tag ``nondeterministic_seeded`` (rand,
+    randn_like, bernoulli, ...), unless a ``train`` argument is False (dropout at inference)."""
+    target = node.target
+    if torch.Tag.nondeterministic_seeded not in getattr(target, "tags", ()):
+        return False
+    names = [a.name for a in target._schema.arguments]  # type: ignore[union-attr]
+    if "train" in names:
+        index = names.index("train")
+        train = node.kwargs.get("train", node.args[index] if index < len(node.args) else True)
+        return train is not False
+    return True
+
+
 def draws_random(ep: ExportedProgram) -> bool:
-    """Whether an op of the program draws random numbers (its schema tag
-    ``nondeterministic_seeded``: rand, randn_like, bernoulli, native_dropout in training, ...)."""
-    return any(torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()) for node in call_nodes(ep))
+    """Whether an op of the program draws random numbers (:func:`_draws`)."""
+    return any(_draws(node) for node in call_nodes(ep))
 
 
 def needs_decomposition(ep: ExportedProgram, translated: frozenset[Any]) -> bool:
