@@ -49,6 +49,11 @@ def test_bad_half_precision_compute_and_names() -> None:
         ExportOptions.create(input_names="x")
 
 
+class _Attend(torch.nn.Module):
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+
 class _Noisy(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return x + torch.randn_like(x), torch.rand(x.shape[0], 3)
@@ -68,4 +73,7 @@ def test_random_ops_lower_the_default_opset_to_one_onnxruntime_runs() -> None:
     assert uniform.shape == (200, 3) and 0.0 <= float(uniform.min()) and float(uniform.max()) < 1.0
     # dropout at inference (train=False) draws nothing: the default opset stays
     program = onnxport.export(torch.nn.Dropout(0.1).eval(), (x,))
+    assert program.model.opset_imports[""] == DEFAULT_OPSET
+    # nor does attention with dropout_p=0 (scaled_dot_product_attention is tagged as seeded)
+    program = onnxport.export(_Attend(), (torch.randn(1, 2, 4, 8),))
     assert program.model.opset_imports[""] == DEFAULT_OPSET

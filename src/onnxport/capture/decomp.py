@@ -46,16 +46,22 @@ def call_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
 
 def _draws(node: torch.fx.Node) -> bool:
     """The node's op draws random numbers: its schema tag ``nondeterministic_seeded`` (rand,
-    randn_like, bernoulli, ...), unless a ``train`` argument is False (dropout at inference)."""
+    randn_like, bernoulli, ...), unless its ``train``/``training`` argument is False (dropout and
+    RNN ops at inference) or its ``dropout_p`` is 0 (``scaled_dot_product_attention``'s default)."""
     target = node.target
     if torch.Tag.nondeterministic_seeded not in getattr(target, "tags", ()):
         return False
-    names = [a.name for a in target._schema.arguments]  # type: ignore[union-attr]
-    if "train" in names:
-        index = names.index("train")
-        train = node.kwargs.get("train", node.args[index] if index < len(node.args) else True)
-        return train is not False
-    return True
+    arguments = target._schema.arguments  # type: ignore[union-attr]
+
+    def value(name: str) -> Any:
+        index = next(i for i, a in enumerate(arguments) if a.name == name)
+        default = arguments[index].default_value if arguments[index].has_default_value() else None
+        return node.kwargs.get(name, node.args[index] if index < len(node.args) else default)
+
+    names = {a.name for a in arguments}
+    if any(value(name) is False for name in ("train", "training") if name in names):
+        return False
+    return not ("dropout_p" in names and value("dropout_p") == 0)
 
 
 def draws_random(ep: ExportedProgram) -> bool:
