@@ -71,9 +71,14 @@ def test_explicit_asr_task_of_a_ctc_model_is_ctc() -> None:
 
 
 def test_unsupported_task_is_named() -> None:
-    config = transformers.LlavaConfig(architectures=["LlavaForConditionalGeneration"])
-    with pytest.raises(HFError, match="LlavaForConditionalGeneration is an image-text-to-text model.*onnxport.export"):
+    config = transformers.SpeechT5Config(architectures=["SpeechT5ForTextToSpeech"])
+    with pytest.raises(HFError, match="SpeechT5ForTextToSpeech is a text-to-audio model.*onnxport.export"):
         infer_task(config)
+
+
+def test_llava_is_image_text_to_text() -> None:
+    config = transformers.LlavaConfig(architectures=["LlavaForConditionalGeneration"])
+    assert (infer_task(config).name, infer_task(config).kind) == ("image-text-to-text", "vision-language")
 
 
 def test_vision_encoder_decoder_is_image_to_text() -> None:

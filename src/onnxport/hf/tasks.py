@@ -256,7 +256,7 @@ def infer_task(config: Any) -> Task:
             f"{arch} is {'an' if unsupported[0] in 'aeiou' else 'a'} {unsupported} model, a task onnxport.hf "
             "does not export yet (it exports: "
             f"{', '.join(TASKS)}). Export its parts with onnxport.export (a module and example inputs: "
-            "the language model, the vision tower), or pass --task if one of the above applies."
+            "the acoustic model, the vocoder), or pass --task if one of the above applies."
         )
     for suffix, task in _SUFFIXES:
         if arch.endswith(suffix):
