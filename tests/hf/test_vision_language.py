@@ -83,3 +83,14 @@ def test_models_needing_more_than_pixel_values_are_refused() -> None:
     model = transformers.LlavaNextForConditionalGeneration(config).eval()
     with pytest.raises(HFError, match="image_sizes"):
         ohf.export(model, "image-text-to-text")
+
+
+@pytest.mark.parametrize(("name", "fused"), [("llava", 2), ("gemma3-vlm", 0)])
+def test_onnxruntime_target_fuses_only_causal_attention(name: str, fused: int) -> None:
+    # LLaVA's decoder is causal: GroupQueryAttention (causal=1), int4 MatMulNBits; Gemma 3's image
+    # blocks attend both ways (a mask from token_type_ids), which the kernel cannot express: its
+    # attention stays standard, and both validate against eager
+    result = ohf.export(tiny_models.build(name), target="onnxruntime", quantize="int4")
+    assert result.passed
+    ops = [n.op_type for n in result.programs["decoder_model"].model.graph]
+    assert ops.count("GroupQueryAttention") == fused and ops.count("MatMulNBits") > 0

@@ -139,6 +139,32 @@ def _bshd_source(bnsh: ir.Value | None) -> ir.Value | None:
     return x if x is not None and x.shape is not None and x.shape.rank() == 4 else None
 
 
+# A mask computed from this graph input may open attention both ways (Gemma 3's image blocks,
+# PaliGemma's prefix: onnxport.hf.vision_language), which the kernel's causal=1 cannot express.
+_BIDIRECTIONAL_MASK_INPUTS = frozenset({"token_type_ids"})
+
+
+def _reads_token_types(mask: ir.Value | None) -> bool:
+    """Whether ``mask`` is computed from a :data:`_BIDIRECTIONAL_MASK_INPUTS` graph input (through
+    values, not only its shape): such an attention keeps the standard ops."""
+    seen: set[int] = set()
+    stack: list[ir.Value | None] = [mask]
+    while stack:
+        value = stack.pop()
+        if value is None or id(value) in seen:
+            continue
+        seen.add(id(value))
+        node = value.producer()
+        if node is None:
+            if str(value.name) in _BIDIRECTIONAL_MASK_INPUTS:
+                return True
+            continue
+        if node.op_type == "Shape":
+            continue
+        stack.extend(node.inputs)
+    return False
+
+
 class GroupQueryAttentionPass(ir.passes.InPlacePass):
     """Fuse every matching Attention (see the module docstring).
 
@@ -168,7 +194,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
         found = (match_attention(n) for n in list(graph))
-        matches = [m for m in found if m is not None]
+        matches = [m for m in found if m is not None and not _reads_token_types(m.mask)]
         if not has_kernel("GroupQueryAttention"):
             matches = []
         if self.shared_buffer:
