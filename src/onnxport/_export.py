@@ -292,7 +292,7 @@ def _capture_relaxed(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
         f"whose ranges the code narrows ({str(error).splitlines()[1].strip(' -')} ...). The ONNX "
         "dims stay symbolic; the runtime check runs the graph where the code's guards are false.",
         UserWarning,
-        stacklevel=4,
+        stacklevel=5,  # the user's onnxport.export call
     )
     return ep
 
