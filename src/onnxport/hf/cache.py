@@ -369,12 +369,14 @@ class CausalLMWithCache(torch.nn.Module):
         position_ids: torch.Tensor,
         past_key_values: list[tuple[torch.Tensor, ...]],
     ) -> tuple[torch.Tensor, ...]:
+        return self.step(past_key_values, input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids)
+
+    def step(self, past_key_values: list[tuple[torch.Tensor, ...]], **inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """One step of the model on keyword ``inputs`` with the past filled into a fresh cache."""
         if self.fused:
             past_key_values = [tuple(kv.unsqueeze(1).chunk(2, dim=-1)) for (kv,) in past_key_values]
         cache = fill_cache(new_cache(self.model.config), past_key_values)
-        logits, cache = run_with_cache(
-            self.model, cache, input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids
-        )
+        logits, cache = run_with_cache(self.model, cache, **inputs)
         present = flatten_cache(cache)
         if self.fused:
             present = [torch.cat([k, v], dim=-1).squeeze(1) for k, v in zip(present[::2], present[1::2], strict=True)]
@@ -383,42 +385,24 @@ class CausalLMWithCache(torch.nn.Module):
 
 class EmbedsLMWithCache(CausalLMWithCache):
     """The language model of a vision-language model, one step from embeddings:
-    ``(inputs_embeds, attention_mask, position_ids, past)`` → ``(logits, present...)``, with
-    ``inputs_embeds`` ``[batch, sequence, hidden]`` (text embeddings with the image features
-    written at the image tokens), as transformers.js' ``decoder_model_merged`` of a VLM takes it."""
+    ``(inputs_embeds, [token_type_ids], attention_mask, position_ids, past)`` → ``(logits,
+    present...)``, with ``inputs_embeds`` ``[batch, sequence, hidden]`` (text embeddings with the
+    image features written at the image tokens), as transformers.js' ``decoder_model_merged`` of a
+    VLM takes it. ``token_type_ids`` ``[batch, sequence]`` (1 at image tokens) for the models whose
+    image tokens attend both ways on the first step (Gemma 3, PaliGemma); left out otherwise."""
 
     def forward(  # type: ignore[override]
         self,
         inputs_embeds: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        *,
         attention_mask: torch.Tensor,
         position_ids: torch.Tensor,
         past_key_values: list[tuple[torch.Tensor, ...]],
     ) -> tuple[torch.Tensor, ...]:
-        cache = fill_cache(new_cache(self.model.config), past_key_values)
-        logits, cache = run_with_cache(
-            self.model, cache, inputs_embeds=inputs_embeds, attention_mask=attention_mask, position_ids=position_ids
-        )
-        return (logits, *flatten_cache(cache))
-
-
-class EmbedsTypesLMWithCache(CausalLMWithCache):
-    """:class:`EmbedsLMWithCache` with ``token_type_ids`` ``[batch, sequence]`` (1 at image tokens):
-    Gemma 3 and PaliGemma let image tokens attend both ways on the first step."""
-
-    def forward(  # type: ignore[override]
-        self,
-        inputs_embeds: torch.Tensor,
-        token_type_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        position_ids: torch.Tensor,
-        past_key_values: list[tuple[torch.Tensor, ...]],
-    ) -> tuple[torch.Tensor, ...]:
-        cache = fill_cache(new_cache(self.model.config), past_key_values)
-        logits, cache = run_with_cache(
-            self.model, cache, inputs_embeds=inputs_embeds, token_type_ids=token_type_ids,
-            attention_mask=attention_mask, position_ids=position_ids,
-        )
-        return (logits, *flatten_cache(cache))
+        types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        return self.step(past_key_values, inputs_embeds=inputs_embeds, **types, attention_mask=attention_mask,
+                         position_ids=position_ids)
 
 
 class TokenEmbeddings(torch.nn.Module):

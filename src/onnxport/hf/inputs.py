@@ -253,8 +253,7 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
     names = [first_name, *types_name, "attention_mask", "position_ids", *(e.past for e in flat)]
     outputs = ["logits", *(e.present for e in flat)]
     if embeds:
-        module = wrappers.EmbedsTypesLMWithCache(model) if typed else wrappers.EmbedsLMWithCache(model)
-        return Component("decoder_model", module, make, dynamic, names, outputs)
+        return Component("decoder_model", wrappers.EmbedsLMWithCache(model), make, dynamic, names, outputs)
     return Component("model", wrappers.CausalLMWithCache(model), make, dynamic, names, outputs)
 
 
