@@ -9,7 +9,7 @@ their token ids can be compared with ``model.generate(..., do_sample=False)``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -91,26 +91,42 @@ def greedy_causal_lm(
         ``(batch, prompt + generated)`` ids, as ``model.generate`` returns them.
     """
     ids = input_ids.numpy().astype(np.int64)
+    return _decode(session, {"input_ids": ids}, ids, attention_mask, max_new_tokens,
+                   lambda tokens: {"input_ids": tokens}, _ids(eos_token_id), pad_token_id)
+
+
+def _decode(
+    decoder: Any,
+    first: dict[str, np.ndarray],
+    prompt: np.ndarray,
+    attention_mask: torch.Tensor,
+    max_new_tokens: int,
+    step: Callable[[np.ndarray], dict[str, np.ndarray]],
+    eos: set[int],
+    pad: int | None,
+) -> torch.Tensor:
+    """The decode loop of a decoder step graph with a concatenated cache: ``first`` feeds the
+    prompt (its first entry has the prompt's length on axis 1), ``step(tokens)`` the new
+    ``(batch, 1)`` tokens; positions from the grown attention mask as transformers computes them.
+    Returns ``(batch, prompt + generated)`` ids."""
     mask = attention_mask.numpy().astype(np.int64)
-    batch = ids.shape[0]
-    eos = _ids(eos_token_id)
-    feeds: dict[str, np.ndarray] = {
-        "input_ids": ids,
-        **empty_cache(session, batch),
-    }
-    sequences = ids
+    batch = prompt.shape[0]
+    feeds: dict[str, np.ndarray] = {**first, **empty_cache(decoder, batch)}
+    length = next(iter(first.values())).shape[1]
+    sequences = prompt
     unfinished = np.ones(batch, dtype=bool)
     for _ in range(max_new_tokens):
         positions = np.cumsum(mask, -1) - 1
-        positions = np.where(mask == 0, 1, positions)[:, -feeds["input_ids"].shape[1] :]
+        positions = np.where(mask == 0, 1, positions)[:, -length:]
         feeds.update(attention_mask=mask, position_ids=positions.astype(np.int64))
-        outputs = session.run(None, feeds)
-        tokens, unfinished = _choose(outputs[0], unfinished, eos, pad_token_id)
+        outputs = decoder.run(None, feeds)
+        tokens, unfinished = _choose(outputs[0], unfinished, eos, pad)
         sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
         if not unfinished.any():
             break
         mask = np.concatenate([mask, np.ones((batch, 1), dtype=np.int64)], axis=1)
-        feeds = {"input_ids": tokens[:, None], **next_cache(session, outputs)}
+        feeds = {**step(tokens[:, None]), **next_cache(decoder, outputs)}
+        length = 1
     return torch.from_numpy(sequences)
 
 
@@ -148,30 +164,17 @@ def greedy_image_text(
     features = torch.from_numpy(vision.run(None, {"pixel_values": pixel_values.numpy()})[0])
     embeds = torch.from_numpy(embed.run(None, {"input_ids": input_ids.numpy().astype(np.int64)})[0])
     merged = merge(input_ids, embeds, features, image_token_id).numpy()
-    mask = attention_mask.numpy().astype(np.int64)
-    batch = merged.shape[0]
-    eos = _ids(eos_token_id)
     typed = any(i.name == TOKEN_TYPES for i in decoder.get_inputs())
-    feeds: dict[str, np.ndarray] = {"inputs_embeds": merged, **empty_cache(decoder, batch)}
-    if typed:
-        feeds[TOKEN_TYPES] = token_types(input_ids, image_token_id).numpy()
-    sequences = input_ids.numpy().astype(np.int64)
-    unfinished = np.ones(batch, dtype=bool)
-    for _ in range(max_new_tokens):
-        positions = np.cumsum(mask, -1) - 1
-        positions = np.where(mask == 0, 1, positions)[:, -feeds["inputs_embeds"].shape[1] :]
-        feeds.update(attention_mask=mask, position_ids=positions.astype(np.int64))
-        outputs = decoder.run(None, feeds)
-        tokens, unfinished = _choose(outputs[0], unfinished, eos, pad_token_id)
-        sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
-        if not unfinished.any():
-            break
-        mask = np.concatenate([mask, np.ones((batch, 1), dtype=np.int64)], axis=1)
-        step = embed.run(None, {"input_ids": tokens[:, None]})[0]
-        feeds = {"inputs_embeds": step, **next_cache(decoder, outputs)}
-        if typed:
-            feeds[TOKEN_TYPES] = np.zeros((batch, 1), dtype=np.int64)
-    return torch.from_numpy(sequences)
+    first = {"inputs_embeds": merged}
+    if typed:  # 1 at the prompt's image tokens on the first step, zeros after
+        first[TOKEN_TYPES] = token_types(input_ids, image_token_id).numpy()
+
+    def step(tokens: np.ndarray) -> dict[str, np.ndarray]:
+        feeds = {"inputs_embeds": embed.run(None, {"input_ids": tokens})[0]}
+        return {**feeds, TOKEN_TYPES: np.zeros_like(tokens)} if typed else feeds
+
+    return _decode(decoder, first, input_ids.numpy().astype(np.int64), attention_mask, max_new_tokens, step,
+                   _ids(eos_token_id), pad_token_id)
 
 
 def greedy_seq2seq(
