@@ -27,30 +27,13 @@ from onnxport.verify.compare import (
     VerificationResult,
     compare_outputs,
 )
-from onnxport.verify.ties import index_ordered
-
-
-def _eager(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any], program: Any = None) -> list[torch.Tensor]:
-    """Eager outputs flattened to tensors (pytree order); Python numbers as 0-d tensors.
-    ``program``: the ExportedProgram of the reference (for :func:`~onnxport.verify.ties.index_ordered`)."""
-    if isinstance(reference, ExportedProgram):
-        flat = reference._graph_module_flat_inputs(args, kwargs)
-        with torch.no_grad():
-            results = index_ordered(lambda: reference.graph_module(*flat), reference)
-        specs = reference.graph_signature.output_specs
-        out: Any = [r for r, s in zip(results, specs) if s.kind.name == "USER_OUTPUT"]
-    else:
-        with torch.no_grad():
-            out = index_ordered(lambda: reference(*args, **kwargs), program)
-    # numbers are graph outputs too (0-d tensors, as the translation makes them); None is dropped
-    return [x if isinstance(x, torch.Tensor) else torch.tensor(x)
-            for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, bool, int, float))]
+from onnxport.verify.ties import eager_outputs
 
 
 def _rerun(reference: Any, ep: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> referee.Rerun:
-    """The reference as :mod:`onnxport.verify.referee` runs it again (flattened like :func:`_eager`)."""
+    """The reference as :mod:`onnxport.verify.referee` runs it again (flattened as the check's)."""
     module = reference.module() if isinstance(reference, ExportedProgram) else reference
-    return referee.Rerun(module, args, kwargs, lambda m, a, k: _eager(m, a, k, ep))
+    return referee.Rerun(module, args, kwargs, lambda m, a, k: eager_outputs(m, a, k, ep))
 
 
 def _run(session: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
@@ -150,7 +133,7 @@ def verify(
                 eager_values, expected = localize_mod.eager_values(ep, a, k, wanted)
                 onnx_values = _run(session, a, k)
             else:
-                expected = _eager(reference, a, k, ep)
+                expected = eager_outputs(reference, a, k, ep)
                 onnx_values = _run(session, a, k, output_names)
         except InputError:
             raise

@@ -59,7 +59,7 @@ from onnxport.verify.inputs import (
     second_input_set_from_onnx,
     symbol_bounds,
 )
-from onnxport.verify.ties import index_ordered
+from onnxport.verify.ties import eager_outputs
 from onnxport.weights.save import missing_weights
 
 # Operator domains onnxruntime implements itself (the ONNX standard, ML and its contrib ops).
@@ -301,15 +301,6 @@ def _specialization_error(names: Mapping[Any, str], example: Mapping[Any, int], 
     )
 
 
-def _leaves(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], ep: Any) -> list[torch.Tensor]:
-    """The model's outputs in eager mode, flattened (numbers as 0-d tensors); ``ep``: its
-    ExportedProgram (:func:`~onnxport.verify.ties.index_ordered`)."""
-    with torch.no_grad():
-        out = index_ordered(lambda: model(*args, **kwargs), ep)
-    return [x if isinstance(x, torch.Tensor) else torch.tensor(x)
-            for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, bool, int, float))]
-
-
 def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Mapping[str, Any]],
            found: tuple[dict[Any, int], dict[Any, str], SizeChoice]) -> str:
     """Whether the guards false at the first choice of sizes matter for the ONNX model: run it
@@ -328,7 +319,7 @@ def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Map
     args, kwargs = inputs
     args1, kwargs1 = resized_inputs(ep, tuple(args), kwargs, choice.first)
     try:
-        expected = _leaves(model, args1, kwargs1, ep)
+        expected = eager_outputs(model, args1, kwargs1, ep)
     except Exception:  # the model's own code rejects these sizes: the guards restate that
         return "requirement"
     try:
@@ -340,7 +331,7 @@ def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Map
         results = compare_outputs(onnx_names, expected, list(actual))
     except VerificationError as e:
         raise _specialization_error(names, example, choice, str(e)) from e
-    referee.settle(results, expected, list(actual), referee.Rerun(model, args1, dict(kwargs1), lambda m, a, k: _leaves(m, a, k, ep)))
+    referee.settle(results, expected, list(actual), referee.Rerun(model, args1, dict(kwargs1), lambda m, a, k: eager_outputs(m, a, k, ep)))
     bad = [r for r in results if not r.passed]
     if bad:
         r = bad[0]

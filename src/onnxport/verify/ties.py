@@ -8,11 +8,13 @@ query selection on random weights: every masked anchor scores the same) then giv
 eager than in any ONNX graph, whose own order is the specified one. Eager references are computed
 under :func:`index_ordered`, where ``aten.topk`` is a stable sort cut to ``k``: the same values,
 the same indices where there are no ties, and the ONNX order where there are.
+:func:`eager_outputs` runs a reference that way and flattens its outputs (``onnxport.verify``,
+the runtime check).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import torch
@@ -58,3 +60,27 @@ def index_ordered(run: Callable[[], T], program: Any = None) -> T:
         return run()
     with _IndexOrderedTopK():
         return run()
+
+
+def eager_outputs(reference: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], program: Any = None) -> list[torch.Tensor]:
+    """An eager reference's outputs under :func:`index_ordered`, without grad, flattened to tensors
+    (pytree order; Python numbers as 0-d tensors, as the translation makes them; ``None`` dropped).
+
+    Args:
+        reference: The user's ``nn.Module`` or an ExportedProgram (its graph module runs, user
+            outputs kept).
+        args, kwargs: The inputs.
+        program: The reference's ExportedProgram when ``reference`` is a module (higher-order
+            operators: :func:`index_ordered`).
+    """
+    if isinstance(reference, torch.export.ExportedProgram):
+        flat = reference._graph_module_flat_inputs(args, kwargs)
+        with torch.no_grad():
+            results = index_ordered(lambda: reference.graph_module(*flat), reference)
+        specs = reference.graph_signature.output_specs
+        out: Any = [r for r, s in zip(results, specs) if s.kind.name == "USER_OUTPUT"]
+    else:
+        with torch.no_grad():
+            out = index_ordered(lambda: reference(*args, **kwargs), program)
+    return [x if isinstance(x, torch.Tensor) else torch.tensor(x)
+            for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, bool, int, float))]
