@@ -35,7 +35,7 @@ from onnxport.hf.validate import (
     compare_outputs,
     describe,
     eager,
-    rerun,
+    eager_rerun,
 )
 from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
 
@@ -315,7 +315,7 @@ def validate_component(
         expected = eager(part.module, feeds)
         checks += compare_outputs(
             (part.name, describe(feeds)), part.output_names, actual, expected, atol,
-            rerun(part.module, feeds),
+            eager_rerun(part.module, feeds),
         )
     return checks
 

@@ -19,7 +19,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import inputs as hf_inputs
-from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager, rerun
+from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager, eager_rerun
 
 KV_CACHE_MODES = ("concat", "shared")
 # Config fields that limit attention beyond causality; the shared-buffer graph drops the mask
@@ -110,5 +110,5 @@ def validate_shared(
         actual = trim_presents(part.output_names, program(**buffers), total)
         expected = eager(part.module, plain)
         where = (part.name, describe(plain) + f", buffer {total + SPARE_ROWS}")
-        checks += compare_outputs(where, part.output_names, actual, expected, atol, rerun(part.module, plain))
+        checks += compare_outputs(where, part.output_names, actual, expected, atol, eager_rerun(part.module, plain))
     return checks

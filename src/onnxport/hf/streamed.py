@@ -59,8 +59,8 @@ from onnxport.hf.validate import (
     compare_outputs,
     describe,
     eager,
+    eager_rerun,
     refusal,
-    rerun,
 )
 from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
 from onnxport.runtime import available_memory, run_session, to_numpy
@@ -287,7 +287,7 @@ def _check_part(
         expected = [_cast(t, rule.dtype) for t in eager(part.module, feeds)]
         where = describe(feeds) + (f", buffer {total + shared_cache.SPARE_ROWS}" if rule.shared_buffer else "")
         checks += compare_outputs((label, where), part.output_names, actual, expected, rule.atol,
-                                  rerun(part.module, feeds))
+                                  eager_rerun(part.module, feeds))
     return checks
 
 

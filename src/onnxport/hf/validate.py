@@ -66,7 +66,7 @@ def compare_outputs(
     rerun: referee.Rerun | None = None,
 ) -> list[OutputCheck]:
     """One :class:`OutputCheck` per output of component ``where[0]`` on input set ``where[1]``;
-    with ``rerun`` (:func:`rerun`), a float32 output beyond tolerance is refereed
+    with ``rerun`` (:func:`eager_rerun`), a float32 output beyond tolerance is refereed
     (:mod:`onnxport.verify.referee`: is the difference float32 rounding?).
 
     Raises:
@@ -83,7 +83,7 @@ def compare_outputs(
             for c, a in zip(comparisons, actual)]
 
 
-def rerun(module: torch.nn.Module, inputs: dict[str, Any]) -> referee.Rerun:
+def eager_rerun(module: torch.nn.Module, inputs: dict[str, Any]) -> referee.Rerun:
     """The ``rerun`` of :func:`compare_outputs`: ``module`` on ``inputs`` again, through :func:`eager`."""
     return referee.Rerun(module, (), inputs, lambda m, _, k: eager(m, k))
 
