@@ -68,16 +68,16 @@ for (const [name, inputs] of Object.entries(request.seq2seq ?? {})) {
     }
     result.seq2seq[name] = output.tolist().map((row) => row.map((v) => Number(v)));
 }
+// {name: {dtype, dims, data}} (bench/clients/transformers_js.py _tensor_json) → {name: Tensor}
+const tensors = (inputs) => Object.fromEntries(Object.entries(inputs).map(([key, { dtype, dims, data }]) => [
+    key,
+    new Tensor(dtype, dtype === 'int64' ? BigInt64Array.from(data.map((v) => BigInt(v))) : Float32Array.from(data), dims),
+]));
 result.image_text = {};
 for (const [name, inputs] of Object.entries(request.image_text ?? {})) {
     const model = await LlavaForConditionalGeneration.from_pretrained(name, { dtype: 'fp32' });
-    const feeds = {};
-    for (const [key, { dtype, dims, data }] of Object.entries(inputs)) {
-        const values = dtype === 'int64' ? BigInt64Array.from(data.map((v) => BigInt(v))) : Float32Array.from(data);
-        feeds[key] = new Tensor(dtype, values, dims);
-    }
     const steps = { max_new_tokens: request.seq2seq_new_tokens, min_new_tokens: request.seq2seq_new_tokens, do_sample: false };
-    const output = await model.generate({ ...feeds, ...steps });
+    const output = await model.generate({ ...tensors(inputs), ...steps });
     result.image_text[name] = output.tolist().map((row) => row.map((v) => Number(v)));
 }
 const autos = {
@@ -88,12 +88,7 @@ const autos = {
 result.forward = {};
 for (const [name, { auto, inputs }] of Object.entries(request.forward ?? {})) {
     const model = await autos[auto].from_pretrained(name, { dtype: 'fp32' });
-    const feeds = {};
-    for (const [key, { dtype, dims, data }] of Object.entries(inputs)) {
-        const values = dtype === 'int64' ? BigInt64Array.from(data.map((v) => BigInt(v))) : Float32Array.from(data);
-        feeds[key] = new Tensor(dtype, values, dims);
-    }
-    const outputs = await model(feeds);
+    const outputs = await model(tensors(inputs));
     result.forward[name] = Object.fromEntries(
         Object.entries(outputs).map(([key, t]) => [key, { dims: t.dims, data: Array.from(t.data, Number) }]),
     );

@@ -241,16 +241,15 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
     first_name = "inputs_embeds" if embeds else "input_ids"
     hidden = config.get_text_config().hidden_size if embeds else 0
     typed = embeds and vision_language.takes_token_types(model)
+    tokens = [first_name, *([vision_language.TOKEN_TYPES] if typed else [])]  # [batch_size, sequence_length]
     dynamic = {
-        first_name: {0: BATCH, 1: SEQUENCE},
-        **({vision_language.TOKEN_TYPES: {0: BATCH, 1: SEQUENCE}} if typed else {}),
+        **{name: {0: BATCH, 1: SEQUENCE} for name in tokens},
         "attention_mask": {0: BATCH, 1: TOTAL},
         "position_ids": {0: BATCH, 1: SEQUENCE},
         "past_key_values": [tuple(e.axes() for e in layer) for layer in entries],
     }
     flat = [e for layer in entries for e in layer]
-    types_name = [vision_language.TOKEN_TYPES] if typed else []
-    names = [first_name, *types_name, "attention_mask", "position_ids", *(e.past for e in flat)]
+    names = [*tokens, "attention_mask", "position_ids", *(e.past for e in flat)]
     outputs = ["logits", *(e.present for e in flat)]
     if embeds:
         return Component("decoder_model", wrappers.EmbedsLMWithCache(model), make, dynamic, names, outputs)
