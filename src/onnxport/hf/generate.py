@@ -92,7 +92,7 @@ def greedy_causal_lm(
     """
     ids = input_ids.numpy().astype(np.int64)
     return _decode(session, {"input_ids": ids}, ids, attention_mask, max_new_tokens,
-                   lambda tokens: {"input_ids": tokens}, _ids(eos_token_id), pad_token_id)
+                   lambda tokens: {"input_ids": tokens}, eos=_ids(eos_token_id), pad=pad_token_id)
 
 
 def _decode(
@@ -102,6 +102,7 @@ def _decode(
     attention_mask: torch.Tensor,
     max_new_tokens: int,
     step: Callable[[np.ndarray], dict[str, np.ndarray]],
+    *,
     eos: set[int],
     pad: int | None,
 ) -> torch.Tensor:
@@ -174,7 +175,7 @@ def greedy_image_text(
         return {**feeds, TOKEN_TYPES: np.zeros_like(tokens)} if typed else feeds
 
     return _decode(decoder, first, input_ids.numpy().astype(np.int64), attention_mask, max_new_tokens, step,
-                   _ids(eos_token_id), pad_token_id)
+                   eos=_ids(eos_token_id), pad=pad_token_id)
 
 
 def greedy_seq2seq(
