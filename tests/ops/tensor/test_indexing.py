@@ -74,3 +74,32 @@ def test_boolean_mask_indexing_is_its_nonzero_coordinates() -> None:
         for got, want in zip(program(*inputs), _Masks()(*inputs), strict=True):
             assert got.shape == want.shape and got.dtype == want.dtype
             torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+class _ArangeIndices(torch.nn.Module):
+    """Index tensors that are aranges of dynamic sizes: transformers' padding-mask lookup
+    ``mask[batch_arange[:, None, None, None], kv_arange[None, None, None, :]]``, the same after a
+    leading slice-all dim, a shorter range than the dim, and the aranges' dims swapped (not a
+    slice: it stays GatherND)."""
+
+    def forward(self, mask: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        b, t = torch.arange(mask.shape[0]), torch.arange(mask.shape[1])
+        rows, cols = torch.arange(x.shape[1]), torch.arange(x.shape[2] - 1)
+        return (mask[b[:, None, None, None], t[None, None, None, :]],
+                x[:, rows[:, None], cols[None, :]],
+                x[:, rows[None, :, None], cols[None, None, :]],
+                x[:, rows[None, :], cols[:, None]])
+
+
+def test_arange_indices_are_a_slice() -> None:
+    g = torch.Generator().manual_seed(0)
+    args = (torch.rand(2, 7, generator=g) > 0.3, torch.randn(3, 4, 5, generator=g))
+    dims = ({0: "batch", 1: "length"}, {0: "n", 1: "rows", 2: "cols"})
+    program = onnxport.export(_ArangeIndices(), args, dynamic_shapes=dims)
+    ops = [n.op_type for n in program.model.graph]
+    assert ops.count("GatherND") == 1 and "Slice" in ops, ops  # the swapped dims only
+    others = (torch.rand(5, 3, generator=g) > 0.5, torch.randn(2, 6, 9, generator=g))
+    for inputs in (args, others):
+        for got, want in zip(program(*inputs), _ArangeIndices()(*inputs), strict=True):
+            assert got.shape == want.shape and got.dtype == want.dtype
+            torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -63,6 +63,9 @@ def aten_index(ctx: Ctx, self: ir.Value, indices: Sequence[ir.Value | None]) -> 
     r = rank(self)
     if len(positions) == 1:
         return ctx.op.Gather(self, indices[positions[0]], axis=positions[0])
+    sliced = _aranges_as_slice(ctx, self, indices, positions)
+    if sliced is not None:
+        return sliced
     rest = [i for i in range(r) if i not in positions]
     x = self if positions == list(range(len(positions))) else ctx.op.Transpose(self, perm=positions + rest)
     idx = [indices[i] for i in positions]
@@ -87,6 +90,78 @@ def aten_index(ctx: Ctx, self: ir.Value, indices: Sequence[ir.Value | None]) -> 
         range(idx_rank + before, idx_rank + len(rest))
     )
     return ctx.op.Transpose(out, perm=perm)
+
+
+def _aranges_as_slice(
+    ctx: Ctx, self: ir.Value, indices: Sequence[ir.Value | None], positions: list[int]
+) -> ir.Value | None:
+    """``x[arange(n0)[:, None], arange(n1)[None, :]]`` as a ``Slice`` of ``x[:n0, :n1]`` and an
+    ``Unsqueeze``, or ``None`` when the indices are not such aranges.
+
+    Applies when the indexed dims are adjacent and every index is ``arange(0, n, 1)`` (an ONNX
+    ``Range``: a dynamic ``n``) seen through ``Unsqueeze``, varying along its own dim of the
+    broadcast index shape, those dims in the order of the indexed dims. NumPy's rule then gives
+    ``result[..., b_0, .., b_R-1, ...] = x[..., b_p0, .., b_pm-1, ...]``: the slice with 1-dims
+    inserted. transformers' mask builders index the padding mask this way
+    (``attention_mask[batch_arange, kv_arange]``) at every decoder step; GatherND over broadcast
+    coordinates cost ~8 nodes there. An ``n`` beyond the dim is an index error in eager and is
+    clamped by ``Slice``.
+    """
+    if positions != list(range(positions[0], positions[0] + len(positions))):
+        return None
+    found = [_arange_along(indices[i]) for i in positions]
+    if any(f is None for f in found):
+        return None
+    broadcast_rank = max(rank(indices[i]) for i in positions)  # type: ignore[arg-type]
+    axes = [axis + broadcast_rank - rank(indices[i]) for (_, axis), i in zip(found, positions)]  # type: ignore[misc, arg-type]
+    if axes != sorted(set(axes)):
+        return None
+    # A range as long as its dim (the same symbolic dim) takes all of it: no slice there.
+    cut = [(limit, p) for (limit, axis), p in zip(found, positions)  # type: ignore[misc]
+           if not _same_dim(indices[p].shape[axis], self.shape[p])]  # type: ignore[union-attr]
+    out = self
+    if cut:
+        ends = ctx.op.Concat(*[ctx.op.Reshape(n, ctx.const([1])) for n, _ in cut], axis=0)
+        out = ctx.op.Slice(self, ctx.const([0] * len(cut)), ends, ctx.const([p for _, p in cut]))
+    ones = [positions[0] + j for j in range(broadcast_rank) if j not in axes]
+    return ctx.op.Unsqueeze(out, ctx.const(ones)) if ones else ctx.op.Identity(out)
+
+
+def _same_dim(a: int | ir.SymbolicDim, b: int | ir.SymbolicDim | None) -> bool:
+    """Two dims known equal: the same int, or the same named symbolic dim."""
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    return b is not None and a.value is not None and a.value == b.value
+
+
+def _arange_along(value: ir.Value | None) -> tuple[ir.Value, int] | None:
+    """``(n, axis)`` when ``value`` is ``arange(0, n, 1)`` (INT64 ``Range`` with constant 0 and 1)
+    put through ``Unsqueeze`` (or ``+ 0``: transformers' ``kv_arange + kv_offset``), its one dim
+    that is not a static 1 being ``axis``."""
+    if value is None or value.shape is None or value.dtype != ir.DataType.INT64:
+        return None
+    varying = [i for i, d in enumerate(value.shape) if d != 1]
+    if len(varying) != 1:
+        return None
+    node = value.producer()
+    while node is not None and node.domain == "" and (
+        node.op_type in ("Unsqueeze", "Identity")
+        or (node.op_type == "Add" and _scalar_constant(node.inputs[1]) == 0)
+    ):
+        node = node.inputs[0].producer()  # type: ignore[union-attr]
+    if node is None or node.op_type != "Range" or node.domain != "":
+        return None
+    start, limit, delta = node.inputs
+    if _scalar_constant(start) != 0 or _scalar_constant(delta) != 1 or limit is None:
+        return None
+    return limit, varying[0]
+
+
+def _scalar_constant(value: ir.Value | None) -> float | None:
+    tensor = None if value is None else value.const_value
+    if tensor is None or tensor.size != 1:
+        return None
+    return float(tensor.numpy().reshape(()))
 
 
 def _masks_as_positions(ctx: Ctx, indices: Sequence[ir.Value | None]) -> list[ir.Value | None]:
