@@ -31,6 +31,7 @@ import onnx.helper
 import onnx_ir as ir
 import torch
 
+from onnxport import draws
 from onnxport.errors import InputError, MissingWeightsError, ModelCheckError
 from onnxport.metadata import complex_outputs
 
@@ -150,6 +151,7 @@ def create_session(
     providers: Iterable[str] = ("CPUExecutionProvider",),
     tempdir_owner: Any = None,
     initializer: Callable[[str | bytes], Any] | None = None,
+    draws_at_mean: bool = False,
 ) -> Any:
     """Serialize once, optionally run the full ONNX checker, and load the model in onnxruntime.
 
@@ -164,6 +166,8 @@ def create_session(
         initializer: Builds the session from the model bytes or path instead of
             ``onnxruntime.InferenceSession(data, options, providers)`` (seed 003's
             ``initialize_inference_session(initializer=...)``).
+        draws_at_mean: Load the model with its normal and uniform draws at their mean
+            (:func:`onnxport.draws.onnx_draws_at_mean`: verification of a model that draws noise).
 
     Returns:
         The ``onnxruntime.InferenceSession``.
@@ -189,7 +193,8 @@ def create_session(
     data: Any
     handed = [] if check or initializer is not None or on_disk(model) else _in_memory_weights(model)
     to_file = initializer_bytes(model) - sum(t.nbytes for _, t in handed) >= PROTOBUF_LIMIT or on_disk(model)
-    with _with_outputs(model, extra_outputs), _data_elsewhere(handed):
+    at_mean = draws.onnx_draws_at_mean(model) if draws_at_mean else contextlib.nullcontext()
+    with _with_outputs(model, extra_outputs), at_mean, _data_elsewhere(handed):
         if to_file:
             # Past 2 GB, or weights in another file: write the model once (weights streamed).
             tmp = tempfile.TemporaryDirectory(prefix="onnxport-")

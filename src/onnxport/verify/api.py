@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch.export import ExportedProgram
 
-from onnxport import runtime
+from onnxport import draws, runtime
 from onnxport.errors import InputError, VerificationError
 from onnxport.program import ONNXProgramBase
 from onnxport.status import Step
@@ -120,10 +120,12 @@ def verify(
     skipped = 0
     if localize:
         nodes, extra, skipped = localize_mod.candidates(ep, program.model)
+    # A model that draws noise is compared with its draws at their mean on both sides (onnxport.draws).
+    at_mean = draws.has_draws(program.model)
     session = runtime.create_session(
-        program.model, check=True, extra_outputs=extra, checks=checks, tempdir_owner=program
+        program.model, check=True, extra_outputs=extra, checks=checks, tempdir_owner=program, draws_at_mean=at_mean
     )
-    if not extra:
+    if not extra and not at_mean:
         program._session = session  # later program(...) calls reuse the checked session
     result = VerificationResult([], checks, sessions=1)
     for i, (label, (a, k)) in enumerate(sets):

@@ -9,7 +9,8 @@ eager than in any ONNX graph, whose own order is the specified one. Eager refere
 under :func:`index_ordered`, where ``aten.topk`` is a stable sort cut to ``k``: the same values,
 the same indices where there are no ties, and the ONNX order where there are.
 :func:`eager_outputs` runs a reference that way and flattens its outputs (``onnxport.verify``,
-the runtime check).
+the runtime check). The same references draw normal and uniform noise at its mean
+(:class:`onnxport.draws.EagerDrawsAtMean`), as verification loads the ONNX graph.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any, TypeVar
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from onnxport.draws import EagerDrawsAtMean
 
 aten = torch.ops.aten
 T = TypeVar("T")
@@ -49,7 +52,8 @@ def has_higher_order_ops(program: Any) -> bool:
 
 def index_ordered(run: Callable[[], T], program: Any = None) -> T:
     """``run()`` with ``aten.topk`` (``torch.topk``, ``Tensor.topk``, an ExportedProgram's node)
-    ordering tied values by index (module docstring); everything else runs unchanged.
+    ordering tied values by index and normal / uniform draws at their mean (module docstring);
+    everything else runs unchanged.
 
     When ``program`` (the model's ExportedProgram) calls a higher-order operator, ``run()`` runs
     without the mode, in torch's tie order: ``torch.cond`` refuses to run under a dispatch mode
@@ -58,7 +62,7 @@ def index_ordered(run: Callable[[], T], program: Any = None) -> T:
     """
     if program is not None and has_higher_order_ops(program):
         return run()
-    with _IndexOrderedTopK():
+    with EagerDrawsAtMean(), _IndexOrderedTopK():
         return run()
 
 

@@ -88,6 +88,14 @@ def sym_truediv(ctx: Ctx, a: Any, b: Any) -> ir.Value:
     return ctx.op.Div(_operand(ctx, a, ir.DataType.FLOAT), _operand(ctx, b, ir.DataType.FLOAT))
 
 
+@translates(operator.pow)
+def sym_pow(ctx: Ctx, a: Any, b: Any) -> ir.Value:
+    """a ** b on symbolic scalars: INT64 for integer operands (ONNX ``Pow`` has int64 kernels in
+    onnxruntime), FLOAT when either is a float."""
+    dtype = _dtype_of(a, b)
+    return ctx.op.Pow(_operand(ctx, a, dtype), _operand(ctx, b, dtype))
+
+
 @translates(operator.neg)
 def sym_neg(ctx: Ctx, a: Any) -> ir.Value:
     """-a on a SymInt."""

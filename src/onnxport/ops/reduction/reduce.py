@@ -83,6 +83,20 @@ def aten_any(ctx: Ctx, self: ir.Value, dim: Any = None, keepdim: bool = False) -
     return _bool_reduce(ctx, "ReduceMax", self, dim, keepdim)
 
 
+@translates(aten._is_any_true.default)
+def aten_is_any_true(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """_is_any_true(Tensor self) -> Tensor: a 0-d bool, any element of a bool tensor true (the
+    operand of ``torch._assert_async`` that a ``torch._check`` on a tensor leaves)."""
+    return _bool_reduce(ctx, "ReduceMax", self, None, False)
+
+
+@translates(aten._is_all_true.default)
+def aten_is_all_true(ctx: Ctx, self: ir.Value) -> ir.Value:
+    """_is_all_true(Tensor self) -> Tensor: a 0-d bool, every element of a bool tensor true
+    (transformers' VITS spline checks its bins this way)."""
+    return _bool_reduce(ctx, "ReduceMin", self, None, False)
+
+
 @translates(aten.all.dim, aten.all.dims, aten.all.default)
 def aten_all(ctx: Ctx, self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
     """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"""

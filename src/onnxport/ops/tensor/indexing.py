@@ -109,16 +109,20 @@ def _aranges_as_slice(
     """
     if positions != list(range(positions[0], positions[0] + len(positions))):
         return None
-    found = [_arange_along(indices[i]) for i in positions]
-    if any(f is None for f in found):
-        return None
-    broadcast_rank = max(rank(indices[i]) for i in positions)  # type: ignore[arg-type]
-    axes = [axis + broadcast_rank - rank(indices[i]) for (_, axis), i in zip(found, positions)]  # type: ignore[misc, arg-type]
+    ranges: list[tuple[ir.Value, int, ir.Value]] = []  # (n, the index's varying axis, the index)
+    for i in positions:
+        index = indices[i]
+        found = _arange_along(index)
+        if found is None or index is None or index.shape is None:
+            return None
+        ranges.append((*found, index))
+    broadcast_rank = max(rank(index) for _, _, index in ranges)
+    axes = [axis + broadcast_rank - rank(index) for _, axis, index in ranges]
     if axes != sorted(set(axes)):
         return None
     # A range as long as its dim (the same symbolic dim) takes all of it: no slice there.
-    cut = [(limit, p) for (limit, axis), p in zip(found, positions)  # type: ignore[misc]
-           if not _same_dim(indices[p].shape[axis], self.shape[p])]  # type: ignore[union-attr]
+    cut = [(limit, p) for (limit, axis, index), p in zip(ranges, positions)
+           if not _same_dim(index.shape[axis], None if self.shape is None else self.shape[p])]  # type: ignore[index]
     out = self
     if cut:
         ends = ctx.op.Concat(*[ctx.op.Reshape(n, ctx.const([1])) for n, _ in cut], axis=0)
