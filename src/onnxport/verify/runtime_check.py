@@ -303,7 +303,7 @@ def _specialization_error(names: Mapping[Any, str], example: Mapping[Any, int], 
     )
 
 
-def _run_at_mean(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[Any]:
+def run_at_mean(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[Any]:
     """``program(*args, **kwargs)``; for a program that draws noise, with its draws at their mean in
     a session of its own, as the eager reference draws (:mod:`onnxport.draws`)."""
     if not draws.has_draws(program.model):
@@ -335,7 +335,7 @@ def _judge(program: Any, model: Any, ep: Any, inputs: tuple[tuple[Any, ...], Map
     except Exception:  # the model's own code rejects these sizes: the guards restate that
         return "requirement"
     try:
-        actual = _run_at_mean(program, args1, kwargs1)
+        actual = run_at_mean(program, args1, kwargs1)
     except Exception as e:  # onnxruntime's own exception types, or onnxport's for bad feeds
         raise _specialization_error(names, example, choice, f"fails in onnxruntime ({refusal_parts(e)[0]})") from e
     onnx_names = [o.name for o in program.model.graph.outputs]
