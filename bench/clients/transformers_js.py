@@ -31,8 +31,9 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
   transformers' ``generate`` with the image;
 - one forward of a tiny wav2vec2 CTC model and a tiny w2v-BERT 2.0 CTC model (``AutoModelForCTC``,
   ``input_values`` / ``input_features``), a tiny CLIP (``AutoModel``) and a tiny Depth Anything
-  (``AutoModelForDepthEstimation``, a 70x84 image) against eager PyTorch: the max abs difference of
-  every output (``< 1e-4``).
+  (``AutoModelForDepthEstimation``, a 70x84 image), the image tasks of :func:`forward_checks` and a
+  tiny VITS (``AutoModelForTextToWaveform``, its noise scales at 0) against eager PyTorch: the max
+  abs difference of every output (``< 1e-4``).
 
 Prints the figures; exit status 1 when a check fails. Needs node >= 18 and npm.
 """
@@ -257,7 +258,7 @@ def image_text_inputs() -> dict[str, torch.Tensor]:
 
 
 FORWARD_OUTPUTS = ("logits", "logits_per_image", "text_embeds", "image_embeds", "predicted_depth", "pred_boxes",
-                   "pred_masks", "class_queries_logits", "masks_queries_logits", "reconstruction")
+                   "pred_masks", "class_queries_logits", "masks_queries_logits", "reconstruction", "waveform")
 
 
 def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Tensor]]]:
@@ -265,7 +266,8 @@ def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Te
     A wav2vec2 CTC model (raw waveform in, per-frame logits out, batch 2), CLIP (zero-shot:
     2 texts, the second padded, against 3 images), and the image tasks: depth, detection (RT-DETR
     at sides the export did not see), zero-shot detection (OWL-ViT), segmentation (DETR panoptic,
-    MaskFormer), super-resolution (Swin2SR)."""
+    MaskFormer), super-resolution (Swin2SR), text-to-audio (VITS, its waveform's length set by the
+    predicted durations)."""
     gen = torch.Generator().manual_seed(5)
     ids = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
     clip_inputs = {
@@ -292,6 +294,9 @@ def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Te
                        {"pixel_values": torch.randn(1, 3, 72, 88, generator=gen)}),
         "swin2sr": (tiny_models.build("swin2sr"), "AutoModelForImageToImage",
                     {"pixel_values": torch.randn(1, 3, 36, 44, generator=gen)}),
+        # text-to-audio; its noise scales at 0 so that both runtimes draw the same (no) noise
+        "vits": (tiny_models.build("vits", noise_scale=0.0, noise_scale_duration=0.0), "AutoModelForTextToWaveform",
+                 {"input_ids": torch.tensor([[3, 7, 1, 12, 5, 9, 2]]), "attention_mask": torch.ones(1, 7, dtype=torch.int64)}),
     }  # fmt: skip
 
 

@@ -19,12 +19,12 @@ from .zoo import BY_NAME, ZOO, save
 
 pytest.importorskip("transformers")
 
-FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskformer", "mask2former", "swin2sr", "owlvit", "owlv2", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian"}
+FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskformer", "mask2former", "swin2sr", "owlvit", "owlv2", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian", "vits"}
 # Architectures also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
 STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "whisper-audio", "ast", "detr", "rt-detr", "segformer", "depth-anything", "levit", "clip", "bert-choice", "marian", "m2m100",
-            "bert2bert", "trocr"]
-STREAMED_FAST = {"detr", "rt-detr", "marian", "parakeet-ctc", "depth-anything", "levit"}
+            "bert2bert", "trocr", "vits"]
+STREAMED_FAST = {"detr", "rt-detr", "marian", "parakeet-ctc", "depth-anything", "levit", "vits"}
 
 
 @pytest.mark.parametrize(
@@ -77,6 +77,12 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
             assert dims["input_ids"] == dims["attention_mask"] == ["text_batch_size", "sequence_length"]
             assert dims["pixel_values"] == [1, 3, 64, 64]
             assert dims["logits"] == [1, 16, "text_batch_size"] and dims["pred_boxes"] == [1, 16, 4]
+            continue
+        if entry.task == "text-to-audio":  # VITS: one text, a waveform as long as its predicted durations
+            assert dims["input_ids"] == dims["attention_mask"] == [1, "sequence_length"]
+            assert list(dims) == ["input_ids", "attention_mask", "waveform", "spectrogram"]
+            assert dims["waveform"][0] == 1 and isinstance(dims["waveform"][1], str)
+            assert "RandomNormalLike" in {n.op_type for n in proto.graph.node}  # the noise stays in the graph
             continue
         assert all(shape[0] == "batch_size" for shape in dims.values()), dims
         if entry.name == "detr-panoptic":  # transformers.js's image-segmentation reads these

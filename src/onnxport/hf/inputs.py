@@ -16,7 +16,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
-from onnxport.hf import vision_language
+from onnxport.hf import speech, vision_language
 from onnxport.hf.dims import BATCH, ENCODER_SEQUENCE, SEQUENCE, TOTAL_SEQUENCE
 from onnxport.hf.dims import PAST_SEQUENCE as PAST
 from onnxport.hf.eager import run as run_eager
@@ -432,6 +432,8 @@ def components(loaded: LoadedModel) -> list[Component]:
         return [causal_lm_component(loaded)]
     if kind == "vision-language":
         return [*vision_language.components(loaded), causal_lm_component(loaded, embeds=True)]
+    if kind == "text-to-waveform":
+        return [speech.waveform_component(loaded)]
     return seq2seq_components(loaded)
 
 

@@ -41,8 +41,11 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+import onnx
+import onnx_ir as ir
 import torch
 
+from onnxport import draws
 from onnxport.errors import HFError, InputError, OnnxportError, VerificationError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
@@ -241,12 +244,27 @@ def slice_config(config: Any, layers: int = SLICE_LAYERS) -> Any | None:
     return cut
 
 
+def _draws_at_mean(path: Path) -> bytes | None:
+    """The saved model's bytes with its normal / uniform draws at their mean
+    (:func:`onnxport.draws.onnx_draws_at_mean`, as the eager reference draws), or ``None`` when
+    its graph draws nothing. The weights are read into memory: only models that draw noise at
+    inference (VITS) take this path."""
+    header = onnx.load(str(path), load_external_data=False)
+    if not any(node.op_type.startswith("Random") for node in header.graph.node):
+        return None
+    model = ir.load(path)
+    ir.external_data.load_to_model(model)
+    with draws.onnx_draws_at_mean(model):
+        return ir.serde.serialize_model(model).SerializeToString()
+
+
 def session(path: Path) -> Any:
     """An onnxruntime CPU session on a saved model whose external data stays memory-mapped:
     no graph optimization and no prepacking, either of which copies weights into anonymous
     memory (onnxruntime maps aligned external data from the file), and no CPU memory arena, so
     the intermediate tensors of a run (a half-precision graph's float32 casts of its weights) are
-    freed as soon as they are used instead of kept at their peak by the arena."""
+    freed as soon as they are used instead of kept at their peak by the arena. A model that draws
+    noise is loaded with its draws at their mean (:func:`_draws_at_mean`)."""
     import onnxruntime as ort  # heavy: imported only when the validation runs
 
     options = ort.SessionOptions()
@@ -255,7 +273,8 @@ def session(path: Path) -> Any:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.add_session_config_entry("session.disable_prepacking", "1")
     try:
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        at_mean = _draws_at_mean(path)
+        return ort.InferenceSession(str(path) if at_mean is None else at_mean, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime's own exception types
         raise HFError(f"onnxruntime could not load {path}: {type(e).__name__}: {e}") from e
 

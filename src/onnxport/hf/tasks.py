@@ -21,7 +21,8 @@ class Task:
             ``"multiple-choice"``, ``"vision"`` (``pixel_values``), ``"audio"`` (``input_values``),
             ``"text-vision"`` (CLIP-style: ``input_ids`` + ``pixel_values``), ``"causal-lm"``,
             ``"seq2seq"``, ``"speech-seq2seq"``, ``"vision-seq2seq"`` (``VisionEncoderDecoderModel``)
-            or ``"vision-language"`` (LLaVA-style: :mod:`onnxport.hf.vision_language`).
+            ``"vision-language"`` (LLaVA-style: :mod:`onnxport.hf.vision_language`) or
+            ``"text-to-waveform"`` (VITS: :mod:`onnxport.hf.speech`).
         outputs: Graph output names of the (first) exported component.
     """
 
@@ -72,6 +73,7 @@ TASKS: dict[str, Task] = {
             ("logits", "pred_boxes", "text_embeds", "image_embeds"),
         ),
         Task("audio-classification", "AutoModelForAudioClassification", "audio", ("logits",)),
+        Task("text-to-audio", "AutoModelForTextToWaveform", "text-to-waveform", ("waveform", "spectrogram")),
         Task("text-generation", "AutoModelForCausalLM", "causal-lm", ("logits",)),
         Task("text2text-generation", "AutoModelForSeq2SeqLM", "seq2seq", ("last_hidden_state",)),
         Task("image-to-text", "AutoModelForImageTextToText", "vision-seq2seq", ("last_hidden_state",)),
@@ -142,16 +144,14 @@ _MAPPINGS = (
     ("MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES", "image-to-image"),
     ("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES", "zero-shot-image-classification"),
     ("MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES", "zero-shot-object-detection"),
+    ("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES", "text-to-audio"),  # VITS (onnxport.hf.speech)
     ("MODEL_MAPPING_NAMES", "feature-extraction"),
 )
 
 
 # Mappings of tasks onnxport.hf does not export (their models combine parts it has no component
 # for: a vocoder), named in the error.
-_UNSUPPORTED = (
-    ("MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES", "text-to-audio"),
-    ("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES", "text-to-audio"),
-)
+_UNSUPPORTED = (("MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES", "text-to-audio"),)
 
 
 def _mapped_task(arch: str, mappings: tuple[tuple[str, str], ...] = _MAPPINGS) -> str | None:
@@ -253,10 +253,10 @@ def infer_task(config: Any) -> Task:
     unsupported = _mapped_task(arch, _UNSUPPORTED)
     if unsupported is not None:
         raise HFError(
-            f"{arch} is {'an' if unsupported[0] in 'aeiou' else 'a'} {unsupported} model, a task onnxport.hf "
-            "does not export yet (it exports: "
-            f"{', '.join(TASKS)}). Export its parts with onnxport.export (a module and example inputs: "
-            "the acoustic model, the vocoder), or pass --task if one of the above applies."
+            f"{arch} is {'an' if unsupported[0] in 'aeiou' else 'a'} {unsupported} model that predicts a "
+            "spectrogram for a separate vocoder, which onnxport.hf does not export (its text-to-audio task "
+            "exports VITS, text to waveform in one graph). Export its parts with onnxport.export (a module and "
+            f"example inputs: the acoustic model, the vocoder), or pass --task with one of: {', '.join(TASKS)}."
         )
     for suffix, task in _SUFFIXES:
         if arch.endswith(suffix):

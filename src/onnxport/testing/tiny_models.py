@@ -336,6 +336,15 @@ ZOO += [
         "Swin2SRConfig", "Swin2SRForImageSuperResolution", image_size=32, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
         window_size=4, upscale=2,
     )),
+    # text-to-audio (MMS-TTS): noise drawn at inference (verified at its mean), a waveform whose
+    # length the predicted durations set at run time
+    Entry("vits", "text-to-audio", _make(
+        "VitsConfig", "VitsModel", hidden_size=16, num_hidden_layers=1, num_attention_heads=2, ffn_dim=24, flow_size=8,
+        spectrogram_bins=9, upsample_initial_channel=16, upsample_rates=[2, 2], upsample_kernel_sizes=[4, 4],
+        resblock_kernel_sizes=[3], resblock_dilation_sizes=[[1]], prior_encoder_num_wavenet_layers=1,
+        posterior_encoder_num_wavenet_layers=1, prior_encoder_num_flows=1, duration_predictor_filter_channels=16,
+        depth_separable_num_layers=1, duration_predictor_num_flows=1, vocab_size=30,
+    )),
     Entry("segformer", "semantic-segmentation", _make(
         "SegformerConfig", "SegformerForSemanticSegmentation", num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
         hidden_sizes=[8, 16], num_attention_heads=[1, 2], decoder_hidden_size=16, patch_sizes=[7, 3], strides=[4, 2],
