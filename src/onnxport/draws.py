@@ -34,7 +34,7 @@ _NORMAL_FUNCTIONAL = {aten.normal.Tensor_float, aten.normal.float_Tensor, aten.n
                       aten.normal.float_float}
 
 
-def eager_mean(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _eager_mean(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The mean of the draw ``func(*args, **kwargs)`` (same shape and dtype), or ``NotImplemented``
     for an op that is not a normal or uniform draw."""
     if func in _NORMAL or func in _UNIFORM:
@@ -61,7 +61,7 @@ class EagerDrawsAtMean(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        out = eager_mean(func, args, kwargs)
+        out = _eager_mean(func, args, kwargs)
         return func(*args, **kwargs) if out is NotImplemented else out
 
 
