@@ -73,8 +73,11 @@ def aten_amin(ctx: Ctx, self: ir.Value, dim: Sequence[int] = (), keepdim: bool =
 
 
 def _bool_reduce(ctx: Ctx, op: str, self: ir.Value, dim: Any, keepdim: bool) -> ir.Value:
+    """any / all as ReduceMax / ReduceMin over 0/1, then ``> 0``: over no elements ONNX's
+    ReduceMax gives the lowest INT32 (any → False) and ReduceMin the highest (all → True), as
+    ``torch.any`` / ``torch.all`` of an empty tensor."""
     as_int = ctx.op.Cast(self if self.dtype == ir.DataType.BOOL else ctx.op.Cast(self, to=ir.DataType.BOOL), to=ir.DataType.INT32)
-    return ctx.op.Cast(_reduce(ctx, op, as_int, dim, keepdim), to=ir.DataType.BOOL)
+    return ctx.op.Greater(_reduce(ctx, op, as_int, dim, keepdim), ctx.const(0, ir.DataType.INT32))
 
 
 @translates(aten.any.dim, aten.any.dims, aten.any.default)
