@@ -249,8 +249,8 @@ def _draws_at_mean(path: Path) -> bytes | None:
     (:func:`onnxport.draws.onnx_draws_at_mean`, as the eager reference draws), or ``None`` when
     its graph draws nothing. The weights are read into memory: only models that draw noise at
     inference (VITS) take this path."""
-    header = onnx.load(str(path), load_external_data=False)
-    if not any(node.op_type.startswith("Random") for node in header.graph.node):
+    header = ir.serde.deserialize_model(onnx.load(str(path), load_external_data=False))
+    if not draws.has_draws(header):  # the one rule of what is a draw taken at its mean
         return None
     model = ir.load(path)
     ir.external_data.load_to_model(model)
