@@ -70,6 +70,7 @@ import torch
 from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
 from onnxport.capture.selective_scan import selective_scan
+from onnxport.capture.windows import window_patches
 
 
 def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dilate: bool) -> torch.Tensor:
@@ -333,7 +334,8 @@ def _calls_int(path: str) -> bool:
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
     """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`,
-    :func:`diffusers_patches`, :func:`symbolic_constructor_patches`, :func:`symbolic_int_builtin` and
+    :func:`diffusers_patches`, :func:`symbolic_constructor_patches`,
+    :func:`onnxport.capture.windows.window_patches`, :func:`symbolic_int_builtin` and
     :func:`transformers_method_caches_off` to the modules already imported; restore them on exit."""
     saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
@@ -342,7 +344,7 @@ def library_patches() -> Iterator[None]:
     try:
         for owner, attribute, replacement in [
             *targets, *position_interpolation_patches(), *torch_int_patches(), *diffusers_patches(),
-            *symbolic_constructor_patches(),
+            *symbolic_constructor_patches(), *window_patches(),
         ]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))

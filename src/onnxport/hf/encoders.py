@@ -17,6 +17,7 @@ import torch
 from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
+from onnxport.capture import windows
 from onnxport.errors import HFError
 
 try:  # optional dependency (extra hf): the pad token of a folder's tokenizer.json
@@ -127,13 +128,12 @@ def _tokenizer_pad_id(folder: Path) -> int | None:
 
 def interpolates(model: torch.nn.Module) -> bool:
     """Whether a patch model resamples its position embeddings to the input's size: on request
-    (its forward takes ``interpolate_pos_encoding``: ViT, DeiT, BEiT, CLIP and SigLIP towers) or
-    always (an embeddings module with an ``interpolate_pos_encoding`` method its forward calls
-    without such a flag: DINOv2).
+    (its forward takes ``interpolate_pos_encoding``: ViT, DeiT, BEiT, CLIP and SigLIP towers) or always (an embeddings module with an ``interpolate_pos_encoding``
+    method its forward calls without such a flag: DINOv2).
 
     Swin-style models (a ``maybe_pad`` method) are left out: they branch on ``H % patch`` and the
-    window size, so a dynamic H/W captured at a multiple holds only that path (a
-    DynamicShapesError); they keep the configured size.
+    window size; those whose branches the capture takes at every size are resizable by
+    :func:`onnxport.capture.windows.any_size` instead.
     """
     if any(hasattr(m, "maybe_pad") for m in model.modules()):
         return False
@@ -167,9 +167,10 @@ _SMALLEST_SIDE = 33
 
 def vision_component(loaded: LoadedModel) -> Component:
     """``pixel_values`` dynamic in batch, and in height/width for convolutional models (no
-    ``patch_size``) and for patch models that interpolate their position embeddings
+    ``patch_size``), for patch models that interpolate their position embeddings
     (:func:`interpolates`; called with ``interpolate_pos_encoding=True``, which at the configured
-    size gives the table unchanged). Other patch models check the image size, so only the batch
+    size gives the table unchanged) and for those that pad to their windows (:func:`onnxport.capture.windows.any_size`:
+    Swin). Other patch models check the image size, so only the batch
     is dynamic; so it is for models that fail in eager at a size other than the configured one
     (:func:`_runs`: PVT reshapes its position table to the configured grid).
 
@@ -183,18 +184,25 @@ def vision_component(loaded: LoadedModel) -> Component:
     patch = getattr(config, "patch_size", None)
     patch = None if patch == 1 else patch  # 1-pixel patches (Swin2SR) are a convolution: any size
     interpolate = patch is not None and interpolates(loaded.model)
-    resizable = patch is None or interpolate
-    step = patch if isinstance(patch, int) and interpolate else 8
+    resizable = patch is None or interpolate or windows.any_size(loaded.model)
+    step = patch if isinstance(patch, int) and resizable else 8
+
+    windowed = windows.any_size(loaded.model)
+
+    def sides(seed: int) -> tuple[int, int]:
+        if windowed:  # captured at twice the configured size, validated at it and above twice
+            # (at the configured size Swin's last stage is often one window, and torch.export
+            # specializes a count of 1: the graph would hold only that), off the patch multiples
+            grow = (step + 1) * max(seed - 1, 0)
+            return (height, width) if seed == 1 else (2 * height + grow, 2 * width + grow)
+        # an interpolating model is captured a patch below the configured size, validated at it and above
+        grow = step * (seed - int(interpolate))
+        return height + grow, width + grow
 
     def make(sizes: Sizes, resized: bool | None = None) -> dict[str, Any]:
         gen = _generator(sizes)
-        # an interpolating model is captured a patch below the configured size, validated at it and above
-        grow = step * (sizes.seed - int(interpolate)) if (resizable if resized is None else resized) else 0
-        return {
-            "pixel_values": torch.randn(
-                sizes.batch, channels, height + grow, width + grow, generator=gen
-            )
-        }
+        side_h, side_w = sides(sizes.seed) if (resizable if resized is None else resized) else (height, width)
+        return {"pixel_values": torch.randn(sizes.batch, channels, side_h, side_w, generator=gen)}
 
     interpolating = interpolate and _takes(loaded.model, "interpolate_pos_encoding")
     panoptic = loaded.task.name == "image-segmentation" and type(loaded.model).__name__.endswith("ForSegmentation")

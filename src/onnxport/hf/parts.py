@@ -19,6 +19,7 @@ from onnxport.errors import HFError
 from onnxport.hf import meta
 from onnxport.hf.dims import ENCODER_SEQUENCE_OUT
 from onnxport.hf.loading import LoadedModel
+from onnxport.verify.ties import kept_state
 
 DEFAULT_IMAGE = 64
 
@@ -156,9 +157,11 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     so that transformers skips its data-dependent shortcuts (``padding_mask.all()`` in
     ``masking_utils``) as under torch.export; transformers' method caches off in both
     (:func:`onnxport.capture.patches.transformers_method_caches_off`: a probe on fake tensors
-    would leave them holding fake outputs)."""
+    would leave them holding fake outputs); the model's Python-number state restored after
+    (:func:`onnxport.verify.ties.kept_state`: a Swin probe at a small image kept its shift off)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(module_caches_kept(model))
+        stack.enter_context(kept_state(model))
         stack.enter_context(transformers_method_caches_off())
         if any(p.device.type == "meta" for p in model.parameters()):
             stack.enter_context(meta.all_on_meta(model))

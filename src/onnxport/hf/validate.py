@@ -20,7 +20,7 @@ from onnxport.metadata import KEY_STACK_TRACE
 from onnxport.runtime import refusal_parts
 from onnxport.verify import referee
 from onnxport.verify.compare import OutputComparison, compare_tensors
-from onnxport.verify.ties import index_ordered
+from onnxport.verify.ties import index_ordered, kept_state
 
 # The hf exporter's default: the shared table (float32: rtol 1e-3, atol 1e-4).
 DEFAULT_ATOL: float | None = None
@@ -94,8 +94,9 @@ def eager(module: torch.nn.Module, inputs: dict[str, Any]) -> list[torch.Tensor]
     Raises:
         HFError: The module raised (:func:`onnxport.hf.eager.run`).
     """
-    # ties in ONNX TopK's order (onnxport.verify.ties)
-    out = run_eager(f"on the validation inputs ({describe(inputs)})", lambda: index_ordered(lambda: module(**inputs)))
+    # ties in ONNX TopK's order, from the model's state before the run (onnxport.verify.ties)
+    with kept_state(module):
+        out = run_eager(f"on the validation inputs ({describe(inputs)})", lambda: index_ordered(lambda: module(**inputs)))
     return [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
 
 

@@ -42,6 +42,7 @@ import torch
 
 from onnxport.runtime import available_memory
 from onnxport.verify.compare import OutputComparison
+from onnxport.verify.ties import kept_state
 
 # torch._dynamo.utils.same: multiplier 2.0 for float32, 3.0 for tensors under 1000 elements.
 RMSE_MULTIPLIER = 2.0
@@ -99,7 +100,7 @@ def float64_outputs(rerun: Rerun) -> list[torch.Tensor] | None:
         def call(*args: Any, **kwargs: Any) -> Any:
             return torch.func.functional_call(module, state, args, kwargs)
 
-        with torch.no_grad():
+        with torch.no_grad(), kept_state(module):  # ``call`` is no module: rerun.run cannot keep its state
             return list(rerun.run(call, a64, k64))
     except Exception:  # the model cannot run in float64 (it mixes dtypes it fixes itself): no referee
         return None

@@ -10,12 +10,14 @@ under :func:`index_ordered`, where ``aten.topk`` is a stable sort cut to ``k``: 
 the same indices where there are no ties, and the ONNX order where there are.
 :func:`eager_outputs` runs a reference that way and flattens its outputs (``onnxport.verify``,
 the runtime check). The same references draw normal and uniform noise at its mean
-(:class:`onnxport.draws.EagerDrawsAtMean`), as verification loads the ONNX graph.
+(:class:`onnxport.draws.EagerDrawsAtMean`), as verification loads the ONNX graph, and each runs
+from the model's state before it (:func:`kept_state`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import torch
@@ -66,6 +68,39 @@ def index_ordered(run: Callable[[], T], program: Any = None) -> T:
         return run()
 
 
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, _SCALARS) or (isinstance(value, tuple) and all(isinstance(v, _SCALARS) for v in value))
+
+
+@contextlib.contextmanager
+def kept_state(module: Any) -> Iterator[None]:
+    """The Python-number attributes of ``module``'s submodules (ints, floats, bools, strings,
+    ``None`` and tuples of them) as they were before the block, restored after it.
+
+    Some modules change such state in their forward and keep it: transformers' Swin layers drop
+    their shift (``shift_size = 0``) on a forward at a grid no larger than their window and keep
+    it dropped, so eager's result at one size depended on the sizes run before. The eager
+    references of verification and the runtime check run at several sizes; under this each is
+    the model's forward from the state the user exported, and the model is left in it. Anything
+    else (tensors, parameters, buffers, caches in containers) is not saved.
+    """
+    if not isinstance(module, torch.nn.Module):
+        yield
+        return
+    saved = [(m, {k: v for k, v in vars(m).items() if _scalar(v)}) for m in module.modules()]
+    try:
+        yield
+    finally:
+        for m, attributes in saved:
+            state = vars(m)
+            for name, value in attributes.items():
+                if state.get(name) is not value:
+                    state[name] = value
+
+
 def eager_outputs(reference: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], program: Any = None) -> list[torch.Tensor]:
     """An eager reference's outputs under :func:`index_ordered`, without grad, flattened to tensors
     (pytree order; Python numbers as 0-d tensors, as the translation makes them; ``None`` dropped).
@@ -75,7 +110,8 @@ def eager_outputs(reference: Any, args: tuple[Any, ...], kwargs: Mapping[str, An
             outputs kept).
         args, kwargs: The inputs.
         program: The reference's ExportedProgram when ``reference`` is a module (higher-order
-            operators: :func:`index_ordered`).
+            operators: :func:`index_ordered`). The module's Python-number state is restored
+            after the run (:func:`kept_state`).
     """
     if isinstance(reference, torch.export.ExportedProgram):
         flat = reference._graph_module_flat_inputs(args, kwargs)
@@ -84,7 +120,7 @@ def eager_outputs(reference: Any, args: tuple[Any, ...], kwargs: Mapping[str, An
         specs = reference.graph_signature.output_specs
         out: Any = [r for r, s in zip(results, specs) if s.kind.name == "USER_OUTPUT"]
     else:
-        with torch.no_grad():
+        with torch.no_grad(), kept_state(reference):
             out = index_ordered(lambda: reference(*args, **kwargs), program)
     return [x if isinstance(x, torch.Tensor) else torch.tensor(x)
             for x in torch.utils._pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, bool, int, float))]
