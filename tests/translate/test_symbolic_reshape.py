@@ -8,6 +8,8 @@ in tests/models/test_zoo.py (``mamba2`` at lengths 7 and 12, chunk size 4).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx_ir as ir
 import onnxruntime as ort
@@ -74,3 +76,24 @@ def test_padded_chunk_view_at_lengths_off_the_chunk_size() -> None:
     for shape in [(2, 7, 3), (3, 12, 3), (1, 5, 3)]:
         x = torch.randn(*shape)
         torch.testing.assert_close(program(x)[0], model(x))
+
+
+class _SquareGrid(torch.nn.Module):
+    """DPT's neck: an image's patches (flattened) back to their grid, ``side = int(n ** 0.5)``
+    (square images only, as in DPT)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        patches = x.flatten(2).transpose(1, 2)  # (batch, height * width, channels)
+        side = math.trunc(patches.shape[1] ** 0.5)  # a SymFloat truncated: math.trunc in the graph
+        return patches.reshape(x.shape[0], side, side, x.shape[1]).sum(dim=2)
+
+
+def test_truncated_square_root_of_a_dim() -> None:
+    dyn = torch.export.Dim.DYNAMIC
+    program = onnxport.export(_SquareGrid(), (torch.randn(2, 3, 4, 4),), dynamic_shapes=({0: dyn, 2: dyn, 3: dyn},))
+    for side in (4, 7, 10):
+        x = torch.randn(3, 3, side, side)
+        (actual,) = program(x)
+        expected = _SquareGrid()(x)
+        assert actual.shape == expected.shape == (3, side, 3)
+        torch.testing.assert_close(actual, expected)

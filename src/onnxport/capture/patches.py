@@ -344,7 +344,7 @@ def library_patches() -> Iterator[None]:
     try:
         for owner, attribute, replacement in [
             *targets, *position_interpolation_patches(), *torch_int_patches(), *diffusers_patches(),
-            *symbolic_constructor_patches(), *window_patches(),
+            *symbolic_constructor_patches(), *window_patches(_transformers_models()),
         ]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))

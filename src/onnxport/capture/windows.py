@@ -17,14 +17,14 @@ identity when nothing needs padding, so the replacements take the padding path a
   forward always crops back to ``[:height, :width]``.
 
 Swin's layers also drop their shift where the input's grid is no larger than the window
-(``set_shift_and_window_size``, on every forward, a branch on the grid). During capture a shifted
-layer computes both: the shifted map and mask are kept where the grid is larger than the window
-(``torch.where`` on a 0-d condition from the symbolic sizes), the unshifted map and a zero mask
-elsewhere. Rolling by 0 and a zero mask are not needed as such: at an unshifted grid eager skips
-the roll and the mask, and the ``where`` gives exactly that. (transformers keeps the dropped
-shift on the module afterwards, so eager's result at one size depends on the sizes it ran at
-before; onnxport's eager references run from the model's current state each time:
-:func:`onnxport.verify.ties.kept_state`.)
+(``set_shift_and_window_size``, on every forward, a branch on the grid; a grid smaller than the
+window fails in eager anyway: the attention's position bias is sized for the window). During
+capture a shifted layer computes the shifted path (roll and mask) and selects, with
+``torch.where`` on a 0-d condition from the symbolic grid, between it and the unshifted map with a
+zero mask (adding zeros to the scores is exact), which is what eager computes at a grid no larger
+than the window. transformers keeps the dropped shift on the module afterwards, so eager's result
+at one size depends on the sizes it ran at before; onnxport's eager references run from the
+model's current state each time (:func:`onnxport.verify.ties.kept_state`).
 
 Each replacement runs the original when the sizes are plain ints (a static capture).
 """
@@ -32,7 +32,6 @@ Each replacement runs the original when the sizes are plain ints (a static captu
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -154,20 +153,18 @@ _METHODS: tuple[tuple[str, str, Callable[[Callable[..., Any]], Callable[..., Any
 _SHIFT_METHODS = ("set_shift_and_window_size", "cyclic_shift", "get_attn_mask", "forward")
 
 
-def window_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
-    """``(class, method name, replacement)`` for the ``maybe_pad`` and ``set_shift_and_window_size``
-    methods of the imported transformers models' classes named ``*PatchEmbeddings``,
-    ``*PatchMerging`` and ``*Layer`` that define them (Swin, Swin V2, Donut-Swin, MaskFormer-Swin,
-    CLAP, Swin2SR, FocalNet), and the shift methods of the ``*Layer`` classes that set their shift
+def window_patches(modules: list[tuple[str, Any]]) -> list[tuple[Any, str, Callable[..., Any]]]:
+    """``(class, method name, replacement)`` for the ``maybe_pad`` methods of the classes named
+    ``*PatchEmbeddings``, ``*PatchMerging`` and ``*Layer`` of ``modules`` (the imported
+    ``transformers.models.*`` modules, by name: Swin, Swin V2, Donut-Swin, MaskFormer-Swin, CLAP,
+    Swin2SR, FocalNet), and for the shift methods of the ``*Layer`` classes that set their shift
     per forward in ``set_shift_and_window_size`` and apply it in ``cyclic_shift`` and
     ``get_attn_mask`` (Swin; Donut-Swin and CLAP roll inline in their forward: their shift stays
     as the example's grid sets it). A ``*Layer`` is patched only if its ``maybe_pad`` pads to
     ``window_size`` by the remainder (DiNAT's pads maps smaller than its kernel up to it, with
     ``max``: left alone)."""
     patches: list[tuple[Any, str, Callable[..., Any]]] = []
-    for module_name, module in list(sys.modules.items()):
-        if not module_name.startswith("transformers.models.") or module is None:
-            continue
+    for module_name, module in modules:
         for cls in list(vars(module).values()):
             if not isinstance(cls, type) or cls.__module__ != module_name:
                 continue

@@ -129,7 +129,7 @@ def _tokenizer_pad_id(folder: Path) -> int | None:
 def interpolates(model: torch.nn.Module) -> bool:
     """Whether a patch model resamples its position embeddings to the input's size: on request
     (its forward takes ``interpolate_pos_encoding``: ViT, DeiT, BEiT, CLIP and SigLIP towers) or always (an embeddings module with an ``interpolate_pos_encoding``
-    method its forward calls without such a flag: DINOv2).
+    method its forward calls without such a flag: DINOv2; DPT's ``_resize_pos_embed``).
 
     Swin-style models (a ``maybe_pad`` method) are left out: they branch on ``H % patch`` and the
     window size; those whose branches the capture takes at every size are resizable by
@@ -138,7 +138,8 @@ def interpolates(model: torch.nn.Module) -> bool:
     if any(hasattr(m, "maybe_pad") for m in model.modules()):
         return False
     return _takes(model, "interpolate_pos_encoding") or any(
-        callable(getattr(m, "interpolate_pos_encoding", None)) and not _takes(m, "interpolate_pos_encoding")
+        (callable(getattr(m, "interpolate_pos_encoding", None)) and not _takes(m, "interpolate_pos_encoding"))
+        or (callable(getattr(m, "_resize_pos_embed", None)) and not _takes(m, "interpolate_pos_encoding"))
         for m in model.modules()
     )
 
@@ -184,16 +185,17 @@ def vision_component(loaded: LoadedModel) -> Component:
     patch = getattr(config, "patch_size", None)
     patch = None if patch == 1 else patch  # 1-pixel patches (Swin2SR) are a convolution: any size
     interpolate = patch is not None and interpolates(loaded.model)
-    resizable = patch is None or interpolate or windows.any_size(loaded.model)
-    step = patch if isinstance(patch, int) and resizable else 8
-
     windowed = windows.any_size(loaded.model)
+    resizable = patch is None or interpolate or windowed
+    step = patch if isinstance(patch, int) and resizable else 8
+    multiple: int | None = 1  # of the sides (a convolutional model's, searched below)
 
     def sides(seed: int) -> tuple[int, int]:
         if windowed:  # captured at twice the configured size, validated at it and above twice
             # (at the configured size Swin's last stage is often one window, and torch.export
             # specializes a count of 1: the graph would hold only that), off the patch multiples
-            grow = (step + 1) * max(seed - 1, 0)
+            # unless the sides are multiples (Swin2SR: of its window)
+            grow = (step + int(multiple == 1)) * max(seed - 1, 0)
             return (height, width) if seed == 1 else (2 * height + grow, 2 * width + grow)
         # an interpolating model is captured a patch below the configured size, validated at it and above
         grow = step * (seed - int(interpolate))

@@ -116,6 +116,11 @@ ZOO = [
             num_labels=5,
         ),
     ),
+    # shifted windows over 3 stages, the last one window at the configured 64x64 (capture/windows.py)
+    Entry("swin", "image-classification", _make(
+        "SwinConfig", "SwinForImageClassification", image_size=64, patch_size=4, embed_dim=16, depths=[2, 2, 2],
+        num_heads=[1, 2, 2], window_size=4, num_labels=5,
+    )),
     Entry(
         "convnext",
         "image-classification",

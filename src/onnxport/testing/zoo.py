@@ -333,7 +333,7 @@ CASES: list[Case] = [
            ((2, 32, 32), (3, 40, 48))),
     vision("swin", _hf("SwinConfig", "SwinForImageClassification", image_size=32, patch_size=4, embed_dim=16,
                        depths=[1, 1], num_heads=[2, 2], window_size=4, num_labels=5),
-           ((2, 32, 32), (3, 32, 32)), BATCH),
+           ((2, 32, 32), (3, 41, 52))),
     vision("segformer", _hf("SegformerConfig", "SegformerForSemanticSegmentation", num_encoder_blocks=2,
                             depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32], num_attention_heads=[1, 2],
                             decoder_hidden_size=32, num_labels=3, initializer_range=0.2),
@@ -342,7 +342,7 @@ CASES: list[Case] = [
                             num_hidden_layers=4, num_attention_heads=4, intermediate_size=37,
                             backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[8, 16, 32, 32],
                             fusion_hidden_size=16, head_hidden_size=8, initializer_range=0.13),
-           ((2, 32, 32), (3, 32, 32)), BATCH),
+           ((2, 32, 32), (3, 48, 48))),  # square: its neck reshapes to sqrt(patches) per side
     vision("detr", _hf("DetrConfig", "DetrForObjectDetection", use_timm_backbone=False, use_pretrained_backbone=False,
                        backbone_config={"model_type": "resnet", "embedding_size": 16, "hidden_sizes": [16, 32],
                                         "depths": [1, 1], "out_features": ["stage2"]},

@@ -3,6 +3,7 @@ torch.export emits for dynamic dims. A SymInt is a 0-D INT64 value."""
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -106,6 +107,18 @@ def sym_neg(ctx: Ctx, a: Any) -> ir.Value:
 def sym_float(ctx: Ctx, a: Any) -> ir.Value:
     """sym_float(a): a SymInt as a float scalar."""
     return _operand(ctx, a, ir.DataType.FLOAT)
+
+
+@translates(math.trunc)
+@translates(torch.sym_int)
+def sym_trunc(ctx: Ctx, a: Any) -> ir.Value:
+    """math.trunc(a) / sym_int(a) of a SymFloat: rounded toward zero (Python's ``math.trunc``), as
+    INT64: ``Sign(a) * Floor(|a|)`` then ``Cast``, which the ONNX spec leaves exact for integral
+    floats (DPT's ``torch_int(sequence_length ** 0.5)``, a patch grid's side)."""
+    if not isinstance(a, ir.Value):
+        return ctx.const(math.trunc(a))
+    x = _operand(ctx, a, ir.DataType.FLOAT)
+    return ctx.op.Cast(ctx.op.Mul(ctx.op.Sign(x), ctx.op.Floor(ctx.op.Abs(x))), to=ir.DataType.INT64)
 
 
 @translates(torch.sym_ite)
