@@ -292,6 +292,9 @@ def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Te
                           {"pixel_values": torch.randn(1, 3, 72, 88, generator=gen)}),
         "maskformer": (tiny_models.build("maskformer"), "AutoModelForUniversalSegmentation",
                        {"pixel_values": torch.randn(1, 3, 72, 88, generator=gen)}),
+        # shifted windows at a size off the patch and window multiples (exported at 128x128)
+        "swin": (tiny_models.build("swin"), "AutoModelForImageClassification",
+                 {"pixel_values": torch.randn(2, 3, 70, 90, generator=gen)}),
         "swin2sr": (tiny_models.build("swin2sr"), "AutoModelForImageToImage",
                     {"pixel_values": torch.randn(1, 3, 36, 44, generator=gen)}),
         # text-to-audio; its noise scales at 0 so that both runtimes draw the same (no) noise

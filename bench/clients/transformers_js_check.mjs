@@ -11,7 +11,7 @@ import {
     env, pipeline, AutoModel, AutoModelForCausalLM, AutoModelForCTC, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq,
     AutoModelForVision2Seq, AutoModelForDepthEstimation, AutoModelForObjectDetection, AutoModelForZeroShotObjectDetection,
     AutoModelForImageSegmentation, AutoModelForUniversalSegmentation, AutoModelForImageToImage, AutoModelForTextToWaveform,
-    LlavaForConditionalGeneration, Tensor,
+    AutoModelForImageClassification, LlavaForConditionalGeneration, Tensor,
 } from '@huggingface/transformers';
 
 const [root, minilm, requestPath, resultPath, ...decoders] = process.argv.slice(2);
@@ -83,7 +83,7 @@ for (const [name, inputs] of Object.entries(request.image_text ?? {})) {
 const autos = {
     AutoModel, AutoModelForCTC, AutoModelForDepthEstimation, AutoModelForObjectDetection,
     AutoModelForZeroShotObjectDetection, AutoModelForImageSegmentation, AutoModelForUniversalSegmentation,
-    AutoModelForImageToImage, AutoModelForTextToWaveform,
+    AutoModelForImageToImage, AutoModelForTextToWaveform, AutoModelForImageClassification,
 };
 result.forward = {};
 for (const [name, { auto, inputs }] of Object.entries(request.forward ?? {})) {

@@ -19,7 +19,7 @@ from .zoo import BY_NAME, ZOO, save
 
 pytest.importorskip("transformers")
 
-FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskformer", "mask2former", "swin2sr", "swin", "owlvit", "owlv2", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian", "vits"}
+FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskformer", "mask2former", "swin2sr", "swin", "convnext", "owlvit", "owlv2", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian", "vits"}
 # Architectures also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
 STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "whisper-audio", "ast", "detr", "rt-detr", "segformer", "depth-anything", "levit", "clip", "bert-choice", "marian", "m2m100",
@@ -94,7 +94,7 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
         if entry.name == "swin2sr":  # 2x: the output's sides are twice the input's multiples of the window
             assert dims["pixel_values"] == ["batch_size", 3, "4*height", "4*width"]
             assert dims["reconstruction"] == ["batch_size", 3, "8*height", "8*width"]
-        if entry.name == "swin":  # any size (capture/windows.py)
+        if entry.name in ("swin", "convnext"):  # any size (capture/windows.py; a patch stem is a convolution)
             assert dims["pixel_values"] == ["batch_size", 3, "height", "width"]
         if entry.name == "rt-detr":  # sides in multiples of the backbone's stride (encoders._size_multiple)
             assert dims["pixel_values"] == ["batch_size", 3, "32*height", "32*width"]

@@ -97,3 +97,24 @@ def test_truncated_square_root_of_a_dim() -> None:
         expected = _SquareGrid()(x)
         assert actual.shape == expected.shape == (3, side, 3)
         torch.testing.assert_close(actual, expected)
+
+
+class _CeilPad(torch.nn.Module):
+    """MobileViT's size to the next patch multiple, ``int(math.ceil(height / patch) * patch)``, and
+    a floor of the same ratio."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        up = math.ceil(x.shape[2] / 4) * 4
+        down = math.floor(x.shape[2] / 4) * 4
+        padded = torch.nn.functional.pad(x, (0, 0, 0, up - x.shape[2]))
+        return torch.cat([padded, x[:, :, :down]], dim=2)
+
+
+def test_ceil_and_floor_of_a_dim_ratio() -> None:
+    program = onnxport.export(_CeilPad(), (torch.randn(2, 3, 8, 5),), dynamic_shapes=({2: torch.export.Dim.DYNAMIC},))
+    for height in (8, 9, 13):
+        x = torch.randn(2, 3, height, 5)
+        (actual,) = program(x)
+        expected = _CeilPad()(x)
+        assert actual.shape == expected.shape == (2, 3, -(-height // 4) * 4 + height // 4 * 4, 5)
+        torch.testing.assert_close(actual, expected)

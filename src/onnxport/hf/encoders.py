@@ -167,28 +167,32 @@ _SMALLEST_SIDE = 33
 
 
 def vision_component(loaded: LoadedModel) -> Component:
-    """``pixel_values`` dynamic in batch, and in height/width for convolutional models (no
-    ``patch_size``), for patch models that interpolate their position embeddings
-    (:func:`interpolates`; called with ``interpolate_pos_encoding=True``, which at the configured
-    size gives the table unchanged) and for those that pad to their windows (:func:`onnxport.capture.windows.any_size`:
-    Swin). Other patch models check the image size, so only the batch
-    is dynamic; so it is for models that fail in eager at a size other than the configured one
-    (:func:`_runs`: PVT reshapes its position table to the configured grid).
+    """``pixel_values`` dynamic in batch, and in height/width for patch models that interpolate
+    their position embeddings (:func:`interpolates`; called with ``interpolate_pos_encoding=True``,
+    which at the configured size gives the table unchanged), for those that pad to their windows
+    (:func:`onnxport.capture.windows.any_size`: Swin), and for other models (convolutional ones,
+    convolutional stems with a ``patch_size``: ConvNeXt) that run at other sizes: any size, or
+    multiples of some ``m`` (:func:`_size_multiple`), as ``m*height``, ``m*width``. A model that
+    fails at other sizes (a fake-tensor probe, else eager: ViT without interpolation checks the
+    size, PVT reshapes its position table to the configured grid) keeps its height and width.
 
-    The size is the image processor's or the config's, else 64; a model that does not run there
-    takes the first of :data:`_LARGER_IMAGES` it runs at (RT-DETR, D-FINE: ``topk`` of 300 queries
-    over the encoder's anchors, 84 at 64x64). A convolutional model that runs only at sides that
-    are multiples of some ``m`` (:func:`_size_multiple`) gets them as ``m*height``, ``m*width``."""
+    The size is the image processor's or the config's (its ``vision_config``'s for a classifier
+    over a CLIP-style tower), else 64; a model that does not run there takes the first of
+    :data:`_LARGER_IMAGES` it runs at (RT-DETR, D-FINE: ``topk`` of 300 queries over the
+    encoder's anchors, 84 at 64x64)."""
     config = loaded.model.config
-    height, width = image_size(loaded)
-    channels = getattr(config, "num_channels", 3)
-    patch = getattr(config, "patch_size", None)
-    patch = None if patch == 1 else patch  # 1-pixel patches (Swin2SR) are a convolution: any size
+    vision = getattr(config, "vision_config", None) or config
+    height, width = image_size(loaded, vision)
+    channels = getattr(vision, "num_channels", 3)
+    patch = getattr(vision, "patch_size", None)
+    patch = None if patch == 1 else patch  # 1-pixel patches (Swin2SR) are a convolution
     interpolate = patch is not None and interpolates(loaded.model)
     windowed = windows.any_size(loaded.model)
-    resizable = patch is None or interpolate or windowed
-    step = patch if isinstance(patch, int) and resizable else 8
-    multiple: int | None = 1  # of the sides (a convolutional model's, searched below)
+    # sides searched by _size_multiple; not MobileViT's (an ``unfolding`` method resamples its
+    # maps to patch multiples under a branch on their size: the graph would hold one side of it)
+    probed = patch is None or not (interpolate or windowed or any(hasattr(m, "unfolding") for m in loaded.model.modules()))
+    step = patch if isinstance(patch, int) else 8
+    multiple: int | None = 1  # of the sides (a probed model's, searched below)
 
     def sides(seed: int) -> tuple[int, int]:
         if windowed:  # captured at twice the configured size, validated at it and above twice
@@ -200,6 +204,8 @@ def vision_component(loaded: LoadedModel) -> Component:
         # an interpolating model is captured a patch below the configured size, validated at it and above
         grow = step * (seed - int(interpolate))
         return height + grow, width + grow
+
+    resizable = True
 
     def make(sizes: Sizes, resized: bool | None = None) -> dict[str, Any]:
         gen = _generator(sizes)
@@ -215,18 +221,18 @@ def vision_component(loaded: LoadedModel) -> Component:
         fits = (side for side in _LARGER_IMAGES if side > max(height, width)
                 and _runs(probe, {"pixel_values": torch.randn(1, channels, side, side)}))
         height = width = smallest = next(fits, height)  # smaller sides do not run: the least side
+    axes: dict[int, Any] = {0: BATCH, 2: HEIGHT, 3: WIDTH}
+    if probed:  # any size, or multiples of what it divides by, or none
+        multiple = _size_multiple(probe, channels, height, width)
+        if multiple is None:
+            resizable = False
+        else:  # make() grows by the new step (a patch stem's validation sizes off its multiples)
+            step, axes = max(step if patch is None else 1, multiple), image_sides(multiple, smallest)
+    elif not (interpolate or windowed) or not _runs(probe, make(Sizes(batch=1, seed=2), resized=True)):
+        resizable = False
     if loaded.task.name == "feature-extraction" and _pooled(loaded.model, make):
         outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
     module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
-    axes: dict[int, Any] = {0: BATCH, 2: HEIGHT, 3: WIDTH}
-    if resizable and patch is None:  # convolutional: any size, or multiples of what it divides by
-        multiple = _size_multiple(module, channels, height, width)
-        if multiple is None:
-            resizable = False
-        else:  # make() grows by the new step
-            step, axes = max(step, multiple), image_sides(multiple, smallest)
-    elif resizable and not _runs(module, make(Sizes(batch=1, seed=2), resized=True)):
-        resizable = False
     return Component("model", module, make, {"pixel_values": axes if resizable else {0: BATCH}}, None, outputs)
 
 

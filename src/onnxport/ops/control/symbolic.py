@@ -121,6 +121,23 @@ def sym_trunc(ctx: Ctx, a: Any) -> ir.Value:
     return ctx.op.Cast(ctx.op.Mul(ctx.op.Sign(x), ctx.op.Floor(ctx.op.Abs(x))), to=ir.DataType.INT64)
 
 
+@translates(math.ceil)
+def sym_ceil(ctx: Ctx, a: Any) -> ir.Value:
+    """math.ceil(a) of a SymFloat, as INT64 (ONNX ``Ceil`` then ``Cast`` of an integral float:
+    MobileViT's ``int(math.ceil(orig_height / patch_height) * patch_height)``)."""
+    if not isinstance(a, ir.Value):
+        return ctx.const(math.ceil(a))
+    return ctx.op.Cast(ctx.op.Ceil(_operand(ctx, a, ir.DataType.FLOAT)), to=ir.DataType.INT64)
+
+
+@translates(math.floor)
+def sym_floor(ctx: Ctx, a: Any) -> ir.Value:
+    """math.floor(a) of a SymFloat, as INT64 (ONNX ``Floor`` then ``Cast``)."""
+    if not isinstance(a, ir.Value):
+        return ctx.const(math.floor(a))
+    return ctx.op.Cast(ctx.op.Floor(_operand(ctx, a, ir.DataType.FLOAT)), to=ir.DataType.INT64)
+
+
 @translates(torch.sym_ite)
 def sym_ite(ctx: Ctx, b: Any, t: Any, f: Any) -> ir.Value:
     """sym_ite(b, t, f): t if b else f, on symbolic scalars."""
