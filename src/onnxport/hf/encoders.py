@@ -188,9 +188,7 @@ def vision_component(loaded: LoadedModel) -> Component:
     patch = None if patch == 1 else patch  # 1-pixel patches (Swin2SR) are a convolution
     interpolate = patch is not None and interpolates(loaded.model)
     windowed = windows.any_size(loaded.model)
-    # sides searched by _size_multiple; not MobileViT's (an ``unfolding`` method resamples its
-    # maps to patch multiples under a branch on their size: the graph would hold one side of it)
-    probed = patch is None or not (interpolate or windowed or any(hasattr(m, "unfolding") for m in loaded.model.modules()))
+    probed = patch is None or not (interpolate or windowed or _resamples_to_patches(loaded.model))
     step = patch if isinstance(patch, int) else 8
     multiple: int | None = 1  # of the sides (a probed model's, searched below)
 
@@ -234,6 +232,14 @@ def vision_component(loaded: LoadedModel) -> Component:
         outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
     module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     return Component("model", module, make, {"pixel_values": axes if resizable else {0: BATCH}}, None, outputs)
+
+
+def _resamples_to_patches(model: torch.nn.Module) -> bool:
+    """Whether a module's ``unfolding`` resamples its map to patch multiples (MobileViT:
+    ``nn.functional.interpolate`` under a branch on the map's size, whose side the graph would
+    hold; MobileViT V2's ``unfolding`` is an ``unfold`` without a branch). Such models keep their size."""
+    return any("interpolate" in getattr(getattr(getattr(m, "unfolding", None), "__code__", None), "co_names", ())
+               for m in model.modules())
 
 
 def _size_multiple(module: torch.nn.Module, channels: int, height: int, width: int) -> int | None:
