@@ -67,3 +67,24 @@ def test_higher_order_operators_run_without_the_tie_order() -> None:
         np.testing.assert_allclose(program(inputs)[0], _Branches()(inputs).numpy(), rtol=1e-6)
     assert ties.has_higher_order_ops(program.exported_program)
     assert torch.equal(index_ordered(lambda: _Branches()(x), program.exported_program), _Branches()(x))
+
+
+class MaskPatches(torch.nn.Module):
+    """ViT-MAE's random masking in small: keep the patches of the lowest noise (``argsort``)."""
+
+    def forward(self, patches: torch.Tensor) -> torch.Tensor:
+        noise = torch.rand(patches.shape[0], patches.shape[1])  # at its mean in verification: all ties
+        keep = torch.argsort(noise, dim=1)[:, : patches.shape[1] // 2]
+        return torch.gather(patches, 1, keep.unsqueeze(-1).expand(-1, -1, patches.shape[-1]))
+
+
+def test_sort_among_ties_is_stable_in_the_reference() -> None:
+    x = torch.tensor([[1.0, 0.0, 1.0, 0.0, 1.0, 0.0] * 50])
+    values, indices = index_ordered(lambda: torch.sort(x, dim=1, descending=True))
+    assert indices[0, :6].tolist() == [0, 2, 4, 6, 8, 10] and values[0, :150].eq(1.0).all()
+    assert index_ordered(lambda: torch.argsort(x, dim=1))[0, :3].tolist() == [1, 3, 5]
+    patches = torch.arange(2 * 64 * 3, dtype=torch.float32).reshape(2, 64, 3)  # torch's argsort of 64 ties: 48, 33, ...
+    program = onnxport.export(MaskPatches(), (patches,), verify=True)  # the first half, as ONNX's TopK
+    assert program.status.verification is not None
+    expected = index_ordered(lambda: MaskPatches()(patches))
+    torch.testing.assert_close(expected, patches[:, :32])

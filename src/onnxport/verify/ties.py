@@ -1,4 +1,4 @@
-"""Eager references whose ``topk`` returns tied values in index order, as ONNX's TopK does.
+"""Eager references whose ``topk`` and ``sort`` return tied values in index order, as ONNX's TopK does.
 
 ONNX's TopK returns, of equal elements, the one with the lower index first (ONNX operator spec,
 TopK), and onnxruntime's CPU kernel does. PyTorch's CPU ``topk`` leaves the order of equal
@@ -7,7 +7,9 @@ indices 5346, 5336, 5337, ... (torch 2.13). A model that selects by ``topk`` amo
 query selection on random weights: every masked anchor scores the same) then gives other rows in
 eager than in any ONNX graph, whose own order is the specified one. Eager references are computed
 under :func:`index_ordered`, where ``aten.topk`` is a stable sort cut to ``k``: the same values,
-the same indices where there are no ties, and the ONNX order where there are.
+the same indices where there are no ties, and the ONNX order where there are; ``aten.sort`` is
+the stable sort (onnxport translates sort and argsort to TopK: ViT-MAE's random masking argsorts
+noise that verification draws at its mean, all ties).
 :func:`eager_outputs` runs a reference that way and flattens its outputs (``onnxport.verify``,
 the runtime check). The same references draw normal and uniform noise at its mean
 (:class:`onnxport.draws.EagerDrawsAtMean`), as verification loads the ONNX graph, and each runs
@@ -39,6 +41,11 @@ class _IndexOrderedTopK(TorchDispatchMode):
         kwargs = kwargs or {}
         if func is aten.topk.default and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
             return _topk(*args, **kwargs)
+        if func is aten.sort.default:  # sort(self, dim, descending): ties in index order, as TopK
+            names = ("dim", "descending")
+            return aten.sort.stable(args[0], stable=True, **dict(zip(names, args[1:])), **kwargs)
+        if func is aten.sort.stable and not kwargs.get("stable"):
+            return aten.sort.stable(*args, **{**kwargs, "stable": True})
         return func(*args, **kwargs)
 
 
