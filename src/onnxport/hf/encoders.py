@@ -128,8 +128,9 @@ def _tokenizer_pad_id(folder: Path) -> int | None:
 
 def interpolates(model: torch.nn.Module) -> bool:
     """Whether a patch model resamples its position embeddings to the input's size: on request
-    (its forward takes ``interpolate_pos_encoding``: ViT, DeiT, BEiT, CLIP and SigLIP towers) or always (an embeddings module with an ``interpolate_pos_encoding``
-    method its forward calls without such a flag: DINOv2; DPT's ``_resize_pos_embed``).
+    (its forward takes ``interpolate_pos_encoding``: ViT, DeiT, BEiT, CLIP and SigLIP towers) or
+    always (an embeddings module with an ``interpolate_pos_encoding`` method its forward calls
+    without such a flag: DINOv2; DPT's ``_resize_pos_embed``).
 
     Swin-style models (a ``maybe_pad`` method) are left out: they branch on ``H % patch`` and the
     window size; those whose branches the capture takes at every size are resizable by
