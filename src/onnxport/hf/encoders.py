@@ -139,8 +139,8 @@ def interpolates(model: torch.nn.Module) -> bool:
     if any(hasattr(m, "maybe_pad") for m in model.modules()):
         return False
     return _takes(model, "interpolate_pos_encoding") or any(
-        (callable(getattr(m, "interpolate_pos_encoding", None)) and not _takes(m, "interpolate_pos_encoding"))
-        or (callable(getattr(m, "_resize_pos_embed", None)) and not _takes(m, "interpolate_pos_encoding"))
+        any(callable(getattr(m, name, None)) for name in ("interpolate_pos_encoding", "_resize_pos_embed"))
+        and not _takes(m, "interpolate_pos_encoding")
         for m in model.modules()
     )
 
