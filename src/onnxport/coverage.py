@@ -49,7 +49,8 @@ ARCHITECTURES_RUN = (
     "mobilenet-v2 was re-run alone on 2026-11-24 (load ~1) after its batch norms were calibrated "
     "(`_calibrated`: its outputs had been ~1e-25, so no comparison could fail). The 17 cases "
     "from bloom to ast were added and run with `--merge` on 2026-11-24 (load ~2–3, while other "
-    "tests ran)."
+    "tests ran). unet2d-condition was re-run with `--merge` on 2026-11-28 (load ~1) after its second "
+    "size became odd (9x13 latents, capture/upsampling.py)."
 )
 DTYPE_ORDER = ("float32", "float16", "bfloat16", "int32", "int64", "bool")
 SAMPLES_PER_CASE = 3

@@ -77,7 +77,7 @@ def test_sdxl_pipeline_exports_and_denoises_like_eager(tmp_path: pathlib.Path) -
     assert [o.name for o in s["text_encoder"].get_outputs()] == ["last_hidden_state", "pooler_output", *hidden]
     assert [o.name for o in s["text_encoder_2"].get_outputs()] == ["text_embeds", "last_hidden_state", *hidden]
     assert [(i.name, i.shape) for i in s["unet"].get_inputs()] == [
-        ("sample", ["batch_size", 4, "2*height", "2*width"]), ("timestep", []),
+        ("sample", ["batch_size", 4, "height", "width"]), ("timestep", []),
         ("encoder_hidden_states", ["batch_size", "sequence_length", 64]), ("text_embeds", ["batch_size", 16]),
         ("time_ids", ["batch_size", 6]),
     ]  # fmt: skip
@@ -85,8 +85,8 @@ def test_sdxl_pipeline_exports_and_denoises_like_eager(tmp_path: pathlib.Path) -
     # The SDXL pipeline's use of the parts: penultimate hidden states of both encoders side by side,
     # the second's projection pooled, (height, width, crop, target) time ids, 3 Euler steps.
     ids = np.random.default_rng(0).integers(3, 99, (2, 9)).astype(np.int64)
-    latents = np.random.default_rng(1).standard_normal((2, 4, 6, 10)).astype(np.float32)  # a 12x20 image
-    time_ids = np.array([[12, 20, 0, 0, 12, 20]] * 2, dtype=np.float32)
+    latents = np.random.default_rng(1).standard_normal((2, 4, 7, 9)).astype(np.float32)  # odd sides, a 14x18 image
+    time_ids = np.array([[14, 18, 0, 0, 14, 18]] * 2, dtype=np.float32)
 
     def generate(encode, denoise, decode) -> np.ndarray:  # noqa: ANN001
         first, second = encode(ids)
@@ -120,7 +120,7 @@ def test_sdxl_pipeline_exports_and_denoises_like_eager(tmp_path: pathlib.Path) -
 
     expected = generate(eager_encode, eager_denoise, lambda z: parts["vae"].decode(torch.from_numpy(z)).sample.detach().numpy())
     actual = generate(onnx_encode, onnx_denoise, lambda z: run(s["vae_decoder"], latent_sample=z)[0])
-    assert actual.shape == expected.shape == (2, 3, 12, 20)
+    assert actual.shape == expected.shape == (2, 3, 14, 18)
     np.testing.assert_allclose(actual, expected, rtol=1e-3, atol=1e-4)
 
 

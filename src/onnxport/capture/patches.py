@@ -51,6 +51,8 @@ the user already imported (no library is imported here).
   RT-DETR, D-FINE, ... ~30 models) is bypassed, as transformers itself does under Dynamo: a cache
   filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
   same sizes got back (:func:`transformers_method_caches_off`).
+- diffusers' UNets resize their up-sampled maps to the skip connections' sizes at every latent
+  size, not only off multiples of ``2**num_upsamplers`` (:mod:`onnxport.capture.upsampling`).
 - diffusers' ``PatchEmbed.forward`` (DiT, PixArt): the same shortcut at the configured sample size,
   without a guard; run with its configured grid hidden so the sin-cos table is always recomputed
   (:func:`always_interpolating`).
@@ -70,6 +72,7 @@ import torch
 from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
 from onnxport.capture.selective_scan import selective_scan
+from onnxport.capture.upsampling import upsampling_patches
 from onnxport.capture.windows import window_patches
 
 
@@ -335,7 +338,8 @@ def _calls_int(path: str) -> bool:
 def library_patches() -> Iterator[None]:
     """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`,
     :func:`diffusers_patches`, :func:`symbolic_constructor_patches`,
-    :func:`onnxport.capture.windows.window_patches`, :func:`symbolic_int_builtin` and
+    :func:`onnxport.capture.windows.window_patches`,
+    :func:`onnxport.capture.upsampling.upsampling_patches`, :func:`symbolic_int_builtin` and
     :func:`transformers_method_caches_off` to the modules already imported; restore them on exit."""
     saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
@@ -344,7 +348,7 @@ def library_patches() -> Iterator[None]:
     try:
         for owner, attribute, replacement in [
             *targets, *position_interpolation_patches(), *torch_int_patches(), *diffusers_patches(),
-            *symbolic_constructor_patches(), *window_patches(_transformers_models()),
+            *symbolic_constructor_patches(), *window_patches(_transformers_models()), *upsampling_patches(),
         ]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))

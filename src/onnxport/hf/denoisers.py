@@ -4,8 +4,9 @@ Optimum's ONNX configs (``optimum/exporters/onnx/model_configs.py`` in optimum-o
 Runtime pipelines (``optimum/onnxruntime/modeling_diffusion.py``: ``ORTUnet``, ``ORTTransformer``)
 feed them by name:
 
-- ``unet/model.onnx`` (``UNet2DConditionModel``): ``sample`` ``[batch_size, C, s*height, s*width]``
-  float32 (``s`` = 2 per down-sampling stage), ``timestep`` a float32 scalar (0-d, as Optimum's
+- ``unet/model.onnx`` (``UNet2DConditionModel``): ``sample`` ``[batch_size, C, height, width]``
+  float32, any latent size (the up-sampling stages resize to their skip connections:
+  :mod:`onnxport.capture.upsampling`), ``timestep`` a float32 scalar (0-d, as Optimum's
   current config; diffusers broadcasts it to the batch), ``encoder_hidden_states``
   ``[batch_size, sequence_length, cross_attention_dim]``; SDXL's UNets
   (``addition_embed_type="text_time"``) also ``text_embeds`` ``[batch_size, D]`` and ``time_ids``
@@ -128,13 +129,14 @@ def unet_component(unet: Any, index: dict[str, Any]) -> Component:
             "Stable Diffusion 1.x/2.x, SDXL (addition_embed_type='text_time') and latent-consistency models. Export it "
             "with onnxport.export and its conditioning as inputs."
         )
+    # the checked latents (seed > 0) are off the multiples of the down-sampling factor
     scale = 2 ** (len(config.block_out_channels) - 1)
     xl = _time_ids(config, bool(index.get("requires_aesthetics_score"))) if addition == "text_time" else None
     cond = getattr(config, "time_cond_proj_dim", None)
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
-        side = scale * (2 + sizes.seed)
+        side = scale * (2 + sizes.seed) + sizes.seed
         feeds = {
             "sample": torch.randn(sizes.batch, config.in_channels, side, side + scale, generator=gen),
             "timestep": torch.rand((), generator=gen) * 999 + 1,
@@ -147,7 +149,7 @@ def unet_component(unet: Any, index: dict[str, Any]) -> Component:
             feeds["timestep_cond"] = torch.randn(sizes.batch, cond, generator=gen)
         return feeds
 
-    dynamic: dict[str, Any] = {"sample": image_sides(scale), "timestep": None, "encoder_hidden_states": {0: BATCH, 1: SEQUENCE}}
+    dynamic: dict[str, Any] = {"sample": image_sides(1), "timestep": None, "encoder_hidden_states": {0: BATCH, 1: SEQUENCE}}
     if xl is not None:
         dynamic |= {"text_embeds": {0: BATCH}, "time_ids": {0: BATCH}}
     if cond:

@@ -39,9 +39,8 @@ WIDTH = DimName("width", min=1)
 
 def image_sides(scale: int, smallest: int = 1) -> dict[int, Any]:
     """Dynamic shapes of an NCHW image: batch, and height/width as multiples of ``scale``
-    (``scale * Dim("height")``, so the graph dims read ``8*height``). A UNet's and VAE's
-    down/up-sampling stages need sides divisible by 2 per stage (diffusers' ``forward_upsample_size``
-    branch otherwise), SD3's patch embedding by ``patch_size``, a detector whose feature pyramid
+    (``scale * Dim("height")``, so the graph dims read ``8*height``). A VAE's
+    down-sampling stages need sides divisible by 2 per stage, SD3's patch embedding by ``patch_size``, a detector whose feature pyramid
     adds maps upsampled 2x by 32 (RT-DETR, D-FINE); a plain dim would make torch.export guard on
     the remainder. Sides are at least ``smallest`` pixels (rounded up to the multiple)."""
     if scale == 1:

@@ -385,7 +385,7 @@ CASES: list[Case] = [
                              mamba_chunk_size=4),
          text, TEXT_SIZES, TEXT_DYNAMIC),
     # diffusion
-    Case("unet2d-condition", "diffusion", _Unet, unet_inputs, ((2, 8, 8, 5), (3, 16, 24, 7)),
+    Case("unet2d-condition", "diffusion", _Unet, unet_inputs, ((2, 8, 8, 5), (3, 9, 13, 7)),
          ({0: "batch_size", 2: "height", 3: "width"}, {0: "batch_size"},
           {0: "batch_size", 1: "sequence_length"})),
     Case("autoencoder-kl", "diffusion", _Vae, lambda size: ((images(size)[1]["pixel_values"],), {}),
