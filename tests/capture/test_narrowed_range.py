@@ -16,6 +16,13 @@ class Bounded(torch.nn.Module):
         return x * 2
 
 
+class Branching(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[0] >= 64:  # diffusers' Upsample2D: a layout change for large batches
+            x = x.contiguous()
+        return x * 2
+
+
 class Free(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.cumsum(1)
@@ -33,6 +40,15 @@ def _narrowing_warnings(model: torch.nn.Module) -> list[str]:
 def test_a_bounded_axis_is_named_with_its_bound() -> None:
     (message,) = _narrowing_warnings(Bounded())
     assert "'sequence_length'" in message and "only up to 64" in message and "axis 1" in message
+
+
+def test_the_guard_that_narrowed_the_axis_is_named_with_its_source_line() -> None:
+    (message,) = _narrowing_warnings(Branching())
+    assert "'batch_size'" in message and "only up to 63" in message
+    assert "bounds it with `" in message and "< 64` (" in message
+    assert "test_narrowed_range.py" in message and "if x.shape[0] >= 64:" in message
+    # a torch._check is named the same way
+    assert "torch._check(x.shape[1] <= 64)" in _narrowing_warnings(Bounded())[0]
 
 
 def test_an_unbounded_axis_gives_no_warning() -> None:

@@ -139,13 +139,36 @@ def warn_narrowed(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames]], 
             if int(bound.upper) in declared:  # the user's own Dim(max=...)
                 continue
             seen.add((name, int(bound.upper)))
+            guard = _bounding_guard(dim, int(bound.upper))
+            cause = (
+                f"The code bounds it with `{guard.expr}` ({expr} is that axis) at\n  {guard_source(guard)}\n"
+                "If that is a branch whose other side computes the same values (a layout change such as "
+                ".contiguous()), larger inputs run too."
+                if guard is not None else
+                "If the model is not limited to that size, its code fixed a size derived from this axis."
+            )
             warnings.warn(
                 f"Input {path!r} axis {axis} ({name!r}) is dynamic, but the captured program supports it "
                 f"only up to {int(bound.upper)} (torch.export narrowed its range to [{bound.lower}, "
-                f"{int(bound.upper)}]): onnxruntime may fail on larger inputs. If the model is not "
-                "limited to that size, its code fixed a size derived from this axis.",
+                f"{int(bound.upper)}]): onnxruntime may fail on larger inputs. {cause}",
                 stacklevel=2,
             )
+
+
+def _bounding_guard(dim: torch.SymInt, upper: int) -> Any:
+    """The ShapeEnv guard in ``dim``'s symbol alone that is false one past ``upper`` (the branch
+    that narrowed the range, with its source location), or ``None``."""
+    symbol = dim.node.expr
+    for guard in getattr(dim.node.shape_env, "guards", ()):
+        if guard.expr.free_symbols != {symbol}:
+            continue
+        try:
+            result = guard.expr.subs(symbol, upper + 1)
+        except (TypeError, ValueError):  # sympy could not substitute: not this one
+            continue
+        if result == sympy.false:
+            return guard
+    return None
 
 
 __all__ = ["check_specialized", "guard_source", "warn_narrowed"]
