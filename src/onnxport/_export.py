@@ -45,6 +45,7 @@ from onnxport.passes.opset_conversion import convert_opset
 from onnxport.report.markdown import write_report
 from onnxport.runtime import initializer_bytes
 from onnxport.status import ExportStatus, ProgressCallback, Step
+from onnxport.torch_onnx_args import torch_onnx_arguments
 from onnxport.translate import graph as graph_mod
 from onnxport.translate import preflight
 from onnxport.translate.opset_check import check_opset as check_graph_opset
@@ -113,6 +114,18 @@ def export(
     half_precision_compute: str | None = "float32",
     verbose: bool | None = None,
     progress: ProgressCallback | None = None,
+    dynamo: bool = True,
+    keep_initializers_as_inputs: bool = False,
+    custom_translation_table: Any = None,
+    profile: bool = False,
+    dump_exported_program: bool = False,
+    artifacts_dir: str | os.PathLike[str] = ".",
+    export_modules_as_functions: Any = False,
+    training: Any = None,
+    operator_export_type: Any = None,
+    do_constant_folding: bool = True,
+    custom_opsets: Mapping[str, int] | None = None,
+    autograd_inlining: bool = True,
 ) -> ONNXProgram:
     """Export a PyTorch model to ONNX; parameters mean what they mean in ``torch.onnx.export``.
 
@@ -161,6 +174,12 @@ def export(
         verbose: Accepted for torch.onnx compatibility; see ``progress``.
         progress: Called with each step's name as it starts (``capture``, ``translate``, ...;
             the CLI shows them).
+        dynamo, keep_initializers_as_inputs, custom_translation_table, profile,
+            dump_exported_program, artifacts_dir, export_modules_as_functions, training,
+            operator_export_type, do_constant_folding, custom_opsets, autograd_inlining:
+            ``torch.onnx.export``'s, so that a call written for it runs unchanged; how each maps
+            (or is ignored, with a warning when it asks for something else) is in
+            :mod:`onnxport.torch_onnx_args`.
 
     Returns:
         The :class:`ONNXProgram`.
@@ -183,6 +202,16 @@ def export(
     del verbose
     if isinstance(kwargs, (str, os.PathLike)):  # torch.onnx.export(model, args, f) call style
         f, kwargs = kwargs, None
+    compat = torch_onnx_arguments(
+        type(model).__name__, report=report, modules_as_functions=modules_as_functions, dynamo=dynamo,
+        keep_initializers_as_inputs=keep_initializers_as_inputs, custom_translation_table=custom_translation_table,
+        profile=profile, dump_exported_program=dump_exported_program, artifacts_dir=artifacts_dir,
+        export_modules_as_functions=export_modules_as_functions,
+        deprecated={"training": training, "operator_export_type": operator_export_type,
+                    "do_constant_folding": do_constant_folding, "custom_opsets": custom_opsets,
+                    "autograd_inlining": autograd_inlining},
+    )
+    report = compat.report
     status = ExportStatus(progress=progress)
     program: ONNXProgram | None = None
     try:
@@ -192,7 +221,9 @@ def export(
             input_names=input_names, output_names=output_names, optimize=optimize, verify=verify,
             check_runtime=check_runtime, f=f,
             export_params=export_params, external_data=external_data, report=report,
-            modules_as_functions=modules_as_functions, half_precision_compute=half_precision_compute,
+            modules_as_functions=compat.modules_as_functions, half_precision_compute=half_precision_compute,
+            keep_initializers_as_inputs=compat.keep_initializers_as_inputs,
+            dump_exported_program=compat.dump_exported_program,
         )
         program = run(model, args, kwargs, options, status)
         return program
@@ -223,6 +254,8 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
     """
     args, kwargs = _normalize_inputs(args, kwargs)
     ep, spec = capture_stage(model, args, kwargs, options, status)
+    if options.dump_exported_program is not None:
+        _dump_exported_program(ep, options.dump_exported_program)
     ep = decompose_stage(ep, options, status)
     options = options.for_random_ops(decomp.draws_random(ep))
     model_ir = translate_stage(ep, spec, options, status)
@@ -438,14 +471,24 @@ def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatu
         SaveError: The destination cannot be written.
     """
     assert options.f is not None
-    if not isinstance(options.f, (str, os.PathLike)):  # a binary file object (io.BytesIO)
-        with status.step("save"):
-            status.files = program.save(options.f, include_initializers=options.export_params,
-                                        external_data=options.external_data)
-        return
     with status.step("save"):
         status.files = program.save(options.f, include_initializers=options.export_params,
+                                    keep_initializers_as_inputs=options.keep_initializers_as_inputs,
                                     external_data=options.external_data)
+
+
+def _dump_exported_program(ep: ExportedProgram, path: os.PathLike[str]) -> None:
+    """``dump_exported_program=True``: ``torch.export.save`` of the captured program, a debugging
+    artefact whose failure only warns (``UserWarning``), as a report's does."""
+    try:
+        torch.export.save(ep, path)
+    except Exception as e:  # any failure of the dump only warns; the export goes on
+        warnings.warn(
+            f"onnxport could not save the ExportedProgram to {os.fspath(path)!r}: {type(e).__name__}: {e}. "
+            "The export goes on; give artifacts_dir= an existing, writable folder.",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def _required_weight(value: ir.Value) -> bool:

@@ -71,6 +71,8 @@ class ExportOptions:
             default one plus ``custom_translations``).
         f: The file to save to (``None``: not saved).
         report: ``False``, ``True`` or the report's path.
+        keep_initializers_as_inputs: With ``f``: the weights are graph inputs too.
+        dump_exported_program: Where to save the captured ExportedProgram (``None``: not saved).
     """
 
     opset: int = DEFAULT_OPSET
@@ -90,6 +92,8 @@ class ExportOptions:
     report: bool | str | os.PathLike[str] = False
     modules_as_functions: Any = None
     half_precision_compute: str | None = "float32"
+    keep_initializers_as_inputs: bool = False
+    dump_exported_program: os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
         if self.half_precision_compute not in HALF_PRECISION_COMPUTE:

@@ -1,0 +1,126 @@
+"""A call written for ``torch.onnx.export`` runs unchanged with ``onnxport.export``: the seed
+documents' examples with ``dynamo=True``, the TorchScript-era options (reference 001), and what
+each torch.onnx-only parameter does (``onnxport/torch_onnx_args.py``)."""
+
+from __future__ import annotations
+
+import pathlib
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+
+import onnxport
+from onnxport.errors import InputError
+
+
+class MLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc0 = torch.nn.Linear(8, 4)
+        self.fc1 = torch.nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc1(torch.sigmoid(self.fc0(x)))
+
+
+def _no_warnings(fn):  # noqa: ANN001, ANN202
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return fn()
+
+
+def test_the_seed_documents_call_with_dynamo_true(tmp_path: pathlib.Path) -> None:
+    # reference 003: torch.onnx.export(model, (tensor_x,), dynamo=True), then save
+    model, x = MLP().eval(), torch.rand(97, 8)
+    program = _no_warnings(lambda: onnxport.export(model, (x,), dynamo=True))
+    program.save(tmp_path / "mlp.onnx")
+    (actual,) = ort.InferenceSession(str(tmp_path / "mlp.onnx")).run(None, {"x": x.numpy()})
+    np.testing.assert_allclose(actual, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_torchscript_era_options_are_accepted_and_the_defaults_do_not_warn(tmp_path: pathlib.Path) -> None:
+    # reference 001's call: opset, do_constant_folding, names, dynamic_axes, training=EVAL, verbose
+    model, x = MLP().eval(), torch.rand(3, 8)
+    path = tmp_path / "m.onnx"
+    _no_warnings(lambda: onnxport.export(
+        model, args=(x,), f=str(path), opset_version=18, do_constant_folding=True, input_names=["input"],
+        output_names=["output"], dynamic_axes={"input": {0: "batch"}}, training=torch.onnx.TrainingMode.EVAL,
+        verbose=False, operator_export_type=torch.onnx.OperatorExportTypes.ONNX, custom_opsets={},
+        autograd_inlining=True, export_modules_as_functions=False, profile=False, dump_exported_program=False,
+    ))  # fmt: skip
+    session = ort.InferenceSession(str(path))
+    assert [(i.name, i.shape) for i in session.get_inputs()] == [("input", ["batch", 8])]
+    x5 = torch.rand(5, 8)
+    np.testing.assert_allclose(session.run(None, {"input": x5.numpy()})[0], model(x5).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_options_asking_for_something_else_warn_and_are_ignored() -> None:
+    model, x = MLP().eval(), torch.rand(2, 8)
+    with pytest.warns(UserWarning, match="TorchScript exporter") as caught:
+        onnxport.export(model, (x,), dynamo=False, training=torch.onnx.TrainingMode.TRAINING,
+                        do_constant_folding=False)  # fmt: skip
+    messages = [str(w.message) for w in caught]
+    (ignored,) = [m for m in messages if "deprecated in torch.onnx" in m]
+    assert "training=<TrainingMode.TRAINING" in ignored and "do_constant_folding=False" in ignored
+
+
+def test_keep_initializers_as_inputs_with_f(tmp_path: pathlib.Path) -> None:
+    model, x = MLP().eval(), torch.rand(2, 8)
+    onnxport.export(model, (x,), f=tmp_path / "m.onnx", keep_initializers_as_inputs=True)
+    proto = onnx.load(tmp_path / "m.onnx")
+    weights = {i.name for i in proto.graph.initializer}
+    assert weights == {"fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias"}
+    inputs = [i.name for i in proto.graph.input]
+    assert inputs[0] == "x" and set(inputs[1:]) == weights
+    # overriding a weight at run time changes the output
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"))
+    zero_bias = np.zeros(2, np.float32)
+    (out,) = session.run(None, {"x": x.numpy(), "fc1.bias": zero_bias})
+    expected = (model(x) - model.fc1.bias).detach().numpy()
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_profile_and_dump_write_into_artifacts_dir(tmp_path: pathlib.Path) -> None:
+    model, x = MLP().eval(), torch.rand(2, 8)
+    onnxport.export(model, (x,), profile=True, dump_exported_program=True, artifacts_dir=tmp_path)
+    report = (tmp_path / "onnxport_report_MLP.md").read_text()
+    assert "capture" in report and "translate" in report
+    ep = torch.export.load(tmp_path / "onnxport_MLP.pt2")
+    torch.testing.assert_close(ep.module()(x), model(x))
+
+
+def test_export_modules_as_functions_is_modules_as_functions() -> None:
+    class Two(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = MLP(), MLP()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.a(x) + self.b(x)
+
+    model, x = Two().eval(), torch.rand(2, 8)
+    program = onnxport.export(model, (x,), export_modules_as_functions={MLP})
+    proto = program.model_proto
+    assert len(proto.functions) == 1 and [n.op_type for n in proto.graph.node].count(proto.functions[0].name) == 2
+    (actual,) = program(x)
+    torch.testing.assert_close(actual, model(x))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"custom_translation_table": {torch.ops.aten.add.Tensor: lambda a, b: a}}, "custom_translations="),
+        ({"export_modules_as_functions": True}, "modules_as_functions="),
+        ({"dynamo": "yes"}, "dynamo must be True or False"),
+        ({"keep_initializers_as_inputs": 1}, "keep_initializers_as_inputs must be True or False"),
+        ({"artifacts_dir": 3}, "artifacts_dir must be a folder path"),
+    ],
+)
+def test_unsupported_or_bad_values_are_input_errors(kwargs: dict, match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        onnxport.export(MLP(), (torch.rand(2, 8),), **kwargs)
