@@ -124,3 +124,57 @@ def test_export_modules_as_functions_is_modules_as_functions() -> None:
 def test_unsupported_or_bad_values_are_input_errors(kwargs: dict, match: str) -> None:
     with pytest.raises(InputError, match=match):
         onnxport.export(MLP(), (torch.rand(2, 8),), **kwargs)
+
+
+# ---- torch.onnx.ONNXProgram's methods: rename_axes, compute_values, call_reference, apply_weights(state_dict=)
+
+
+class Attention(torch.nn.Module):
+    def forward(self, x: torch.Tensor, past: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        total = torch.cat([past, x], dim=1)  # [batch, past + seq, 4]
+        return (x @ total.transpose(1, 2)).softmax(-1), total
+
+
+def test_rename_axes_renames_dims_and_expressions() -> None:
+    dims = {"x": {0: "s0", 1: "s1"}, "past": {0: "s0", 1: "s11"}}
+    program = onnxport.export(Attention(), (torch.rand(2, 3, 4), torch.rand(2, 5, 4)), dynamic_shapes=dims)
+    batch = program.model.graph.inputs[0].shape[0]
+    program.rename_axes({batch: "batch_size", "s1": "sequence_length", "s11": "past_sequence_length"})
+    shapes = {v.name: [str(d) for d in v.shape] for v in [*program.model.graph.inputs, *program.model.graph.outputs]}
+    assert shapes["x"] == ["batch_size", "sequence_length", "4"]
+    assert shapes["past"] == ["batch_size", "past_sequence_length", "4"]
+    # torch.export's "s1 + s11": each identifier renamed, "s1" not inside "s11"
+    assert shapes["softmax"] == ["batch_size", "sequence_length", "sequence_length + past_sequence_length"]
+    assert shapes["cat"] == ["batch_size", "sequence_length + past_sequence_length", "4"]
+    inner = [str(d) for n in program.model.graph for v in n.outputs if v.shape is not None for d in v.shape]
+    assert not {"s0", "s1", "s11"} & set(inner)
+    x, past = torch.rand(3, 2, 4), torch.rand(3, 6, 4)
+    torch.testing.assert_close(program(x, past)[0], Attention()(x, past)[0])
+    with pytest.raises(InputError, match="rename_axes"):
+        program.rename_axes({"s1": 3})
+
+
+def test_compute_values_returns_intermediates_and_restores_the_outputs() -> None:
+    model, x = MLP().eval(), torch.rand(2, 8)
+    program = onnxport.export(model, (x,))
+    node = next(n for n in program.model.graph if n.op_type == "Sigmoid")
+    outputs = [o.name for o in program.model.graph.outputs]
+    (hidden,) = program.compute_values([node.outputs[0].name], (x,))
+    torch.testing.assert_close(hidden, torch.sigmoid(model.fc0(x)))
+    assert [o.name for o in program.model.graph.outputs] == outputs
+    torch.testing.assert_close(program(x)[0], model(x))
+    with pytest.raises(InputError, match="not a value"):
+        program.compute_values(["nope"], (x,))
+
+
+def test_call_reference_and_apply_weights_by_keyword() -> None:
+    model, x = MLP().eval(), torch.rand(2, 8)
+    program = onnxport.export(model, (x,))
+    (reference,) = program.call_reference(x)
+    torch.testing.assert_close(reference, model(x), rtol=1e-5, atol=1e-6)
+    other = MLP()
+    with torch.no_grad():
+        for p in other.parameters():
+            p.mul_(-1)
+    program.apply_weights(state_dict=other.state_dict())
+    torch.testing.assert_close(program(x)[0], other(x))

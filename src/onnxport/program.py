@@ -5,11 +5,14 @@ and running it in onnxruntime (through :mod:`onnxport.runtime`)."""
 from __future__ import annotations
 
 import os
+import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import numpy as np
+import onnx.reference
 import onnx_ir as ir
 import torch
 from torch.export import ExportedProgram
@@ -142,12 +145,12 @@ class ONNXProgramBase:
         """Names of the initializers without data yet (a fake-mode or meta-device export)."""
         return missing_weights(self.model)
 
-    def apply_weights(self, weights: Any, *, strict: bool = True) -> None:
-        """Use ``weights`` for the initializers, by the module's own state_dict names (seed 003's
+    def apply_weights(self, state_dict: Any, *, strict: bool = True) -> None:
+        """Use ``state_dict`` for the initializers, by the module's own state_dict names (seed 003's
         ``torch.onnx.ONNXProgram.apply_weights``). Lazy: nothing is read until save or run.
 
         Args:
-            weights: A state_dict (name → ``torch.Tensor``/``numpy.ndarray``; meta/fake tensors
+            state_dict: A state_dict (name → ``torch.Tensor``/``numpy.ndarray``; meta/fake tensors
                 keep the weight missing), a ``.safetensors`` file, a folder of safetensors shards
                 (``model.safetensors.index.json``) or that index file. Tied weights may be given
                 under any of their names.
@@ -160,7 +163,37 @@ class ONNXProgramBase:
             InputError: The file or folder cannot be read.
         """
         self.release()
-        weights_mod.apply(self.weights, self.model, weights, strict=strict)
+        weights_mod.apply(self.weights, self.model, state_dict, strict=strict)
+
+    # -- names -------------------------------------------------------------------------------
+    def rename_axes(self, rename_mapping: Mapping[str | ir.SymbolicDim, str]) -> None:
+        """Rename symbolic dims everywhere in the model (``torch.onnx.ONNXProgram.rename_axes``):
+        graph inputs, outputs, intermediate values, subgraphs and functions. A dim whose name is a
+        key is renamed; in a dim that is an expression (``2*s1``, ``s1 + s11``) each whole
+        identifier that is a key is replaced.
+
+        Args:
+            rename_mapping: Old name (a string, or an ``onnx_ir.SymbolicDim`` read from the model,
+                ``program.model.graph.inputs[0].shape[0]``) → new name.
+
+        Raises:
+            InputError: A key or value is not a string (or a named ``SymbolicDim`` key).
+        """
+        mapping: dict[str, str] = {}
+        for key, new in rename_mapping.items():
+            old = key.value if isinstance(key, ir.SymbolicDim) else key
+            if not isinstance(old, str) or not isinstance(new, str) or not new:
+                raise InputError(
+                    f"rename_axes maps dim names to new names: got {key!r} -> {new!r}. Keys are strings or "
+                    "named onnx_ir.SymbolicDim (program.model.graph.inputs[0].shape[0]), values non-empty strings."
+                )
+            mapping[old] = new
+        self.release()
+        for value in _every_value(self.model):
+            shape = value.shape
+            if shape is None or not any(isinstance(d, ir.SymbolicDim) and d.value for d in shape.dims):
+                continue
+            value.shape = ir.Shape([_renamed(d, mapping) for d in shape.dims])
 
     # -- save --------------------------------------------------------------------------------
     def save(
@@ -284,6 +317,53 @@ class ONNXProgramBase:
             raise kind(f"onnxruntime could not run the model on these inputs: {type(e).__name__}: {e}") from e
         return runtime.restore_complex(self.model, outputs)
 
+    def compute_values(self, value_names: Sequence[str], args: Any = (), kwargs: Mapping[str, Any] | None = None) -> list[torch.Tensor]:
+        """Run the model in onnxruntime and return the named values of the main graph
+        (``torch.onnx.ONNXProgram.compute_values``): graph inputs, initializers or node outputs,
+        in the order asked. The graph's outputs are restored afterwards.
+
+        Raises:
+            InputError: A name is not a value of the main graph (the names are listed), or the
+                inputs do not match the graph (as :meth:`__call__`).
+            OnnxportError: onnxruntime failed while running the model.
+        """
+        values = {v.name: v for v in (*self.model.graph.inputs, *self.model.graph.initializers.values(),
+                                      *(out for node in self.model.graph for out in node.outputs))}
+        unknown = [name for name in value_names if name not in values]
+        if unknown or not value_names:
+            raise InputError(
+                f"compute_values: {unknown or 'no names'} {'are' if len(unknown) > 1 else 'is'} not a value of the "
+                "main graph: name graph inputs, initializers or node outputs (program.model.graph)."
+            )
+        outputs = list(self.model.graph.outputs)
+        self.release()
+        self.model.graph.outputs.clear()
+        self.model.graph.outputs.extend(values[name] for name in value_names)
+        try:
+            return self(*args, **dict(kwargs or {}))
+        finally:
+            self.release()
+            self.model.graph.outputs.clear()
+            self.model.graph.outputs.extend(outputs)
+
+    def call_reference(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
+        """Run the model with onnx's reference evaluator (``onnx.reference.ReferenceEvaluator``,
+        pure Python, slow; ``torch.onnx.ONNXProgram.call_reference``): torch tensors in, out.
+
+        Raises:
+            MissingWeightsError: Weights have no data yet.
+            InputError: The number of tensors does not match the graph inputs.
+            OnnxportError: The evaluator failed (an op it lacks, such as com.microsoft's).
+        """
+        proto = self.model_proto
+        names = [i.name for i in proto.graph.input if i.name not in {t.name for t in proto.graph.initializer}]
+        inputs = runtime.feeds(names, args, kwargs)
+        try:
+            outputs = onnx.reference.ReferenceEvaluator(proto).run(None, inputs)
+        except Exception as e:  # the evaluator raises whatever its op implementations raise
+            raise OnnxportError(f"onnx's reference evaluator could not run the model: {type(e).__name__}: {e}") from e
+        return runtime.restore_complex(self.model, [torch.from_numpy(np.asarray(out)) for out in outputs])
+
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:
         """Load an ONNX file (external data included) as a program without ExportedProgram.
@@ -309,6 +389,29 @@ class ONNXProgramBase:
         if self._tempdir is not None:
             self._tempdir.cleanup()
             self._tempdir = None
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _renamed(dim: Any, mapping: Mapping[str, str]) -> Any:
+    """``dim`` with its name (or the identifiers of its expression) renamed by ``mapping``."""
+    if not isinstance(dim, ir.SymbolicDim) or not dim.value:
+        return dim
+    if dim.value in mapping:
+        return mapping[dim.value]
+    return _IDENTIFIER.sub(lambda m: mapping.get(m.group(0), m.group(0)), dim.value)
+
+
+def _every_value(model: ir.Model) -> list[ir.Value]:
+    """Every value of the model: graph inputs, outputs and initializers, node outputs of the main
+    graph, its subgraphs and its functions."""
+    graph = model.graph
+    values = [*graph.inputs, *graph.outputs, *graph.initializers.values()]
+    for function in model.functions.values():
+        values += [*function.inputs, *function.outputs, *(v for n in function.all_nodes() for v in n.outputs)]
+    values += [v for node in graph.all_nodes() for v in node.outputs]
+    return values
 
 
 __all__ = ["ONNXProgramBase", "external_data_problems", "read_onnx_file"]
