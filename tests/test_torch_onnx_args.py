@@ -114,7 +114,6 @@ def test_export_modules_as_functions_is_modules_as_functions() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"custom_translation_table": {torch.ops.aten.add.Tensor: lambda a, b: a}}, "custom_translations="),
         ({"export_modules_as_functions": True}, "modules_as_functions="),
         ({"dynamo": "yes"}, "dynamo must be True or False"),
         ({"keep_initializers_as_inputs": 1}, "keep_initializers_as_inputs must be True or False"),
@@ -178,3 +177,54 @@ def test_call_reference_and_apply_weights_by_keyword() -> None:
             p.mul_(-1)
     program.apply_weights(state_dict=other.state_dict())
     torch.testing.assert_close(program(x)[0], other(x))
+
+
+# ---- custom_translation_table: torch.onnx's onnxscript functions (translate/onnxscript_table.py)
+
+
+class AddMul(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.add(x, y, alpha=2.0) * 3
+
+
+def test_custom_translation_table_of_onnxscript_functions() -> None:
+    from onnxscript import opset18 as op
+
+    calls = []
+
+    # torch.onnx's documented example: aten.add.Tensor with its alpha attribute
+    def custom_aten_add(self, other, alpha: float = 1.0):  # noqa: ANN001, ANN202
+        calls.append(alpha)
+        if alpha != 1.0:
+            alpha = op.CastLike(alpha, other)
+            other = op.Mul(other, alpha)
+        return op.Sub(self, op.Neg(other))  # x + alpha*y, spelled so that the graph shows it is ours
+
+    x, y = torch.rand(2, 3), torch.rand(2, 3)
+    program = onnxport.export(AddMul(), (x, y), dynamo=True,
+                              custom_translation_table={torch.ops.aten.add.Tensor: custom_aten_add})  # fmt: skip
+    assert calls == [2.0]
+    assert {"Sub", "Neg", "CastLike"} <= {n.op_type for n in program.model.graph}
+    torch.testing.assert_close(program(x, y)[0], AddMul()(x, y))
+
+
+def test_custom_translation_table_constants_take_the_input_dtype_and_scripted_functions_inline() -> None:
+    import onnxscript
+    from onnxscript import opset18 as op
+
+    @onnxscript.script()
+    def scaled_tanh(x, scale: float):  # noqa: ANN001, ANN202
+        return op.Mul(op.Tanh(x), op.CastLike(scale, x))
+
+    def translate(x, scale):  # noqa: ANN001, ANN202
+        return op.Add(scaled_tanh(x, scale), 1.0)  # 1.0: a constant of x's dtype (float16 here)
+
+    class Tanh(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.ops.aten.tanh.default(x)
+
+    x = torch.rand(4, 5, dtype=torch.float16)
+    program = onnxport.export(Tanh(), (x,), custom_translation_table={torch.ops.aten.tanh.default: lambda x: translate(x, 0.5)})
+    (actual,) = program(x)
+    assert actual.dtype == torch.float16
+    torch.testing.assert_close(actual, torch.tanh(x) * 0.5 + 1, rtol=2e-3, atol=2e-3)

@@ -48,6 +48,7 @@ from onnxport.status import ExportStatus, ProgressCallback, Step
 from onnxport.torch_onnx_args import torch_onnx_arguments
 from onnxport.translate import graph as graph_mod
 from onnxport.translate import preflight
+from onnxport.translate.onnxscript_table import translations_from_table
 from onnxport.translate.opset_check import check_opset as check_graph_opset
 from onnxport.translate.registry import Registry
 from onnxport.verify.api import ONNXProgram, verify_export
@@ -204,8 +205,7 @@ def export(
         f, kwargs = kwargs, None
     compat = torch_onnx_arguments(
         type(model).__name__, report=report, modules_as_functions=modules_as_functions, dynamo=dynamo,
-        keep_initializers_as_inputs=keep_initializers_as_inputs, custom_translation_table=custom_translation_table,
-        profile=profile, dump_exported_program=dump_exported_program, artifacts_dir=artifacts_dir,
+        keep_initializers_as_inputs=keep_initializers_as_inputs, profile=profile, dump_exported_program=dump_exported_program, artifacts_dir=artifacts_dir,
         export_modules_as_functions=export_modules_as_functions,
         deprecated={"training": training, "operator_export_type": operator_export_type,
                     "do_constant_folding": do_constant_folding, "custom_opsets": custom_opsets,
@@ -215,8 +215,11 @@ def export(
     status = ExportStatus(progress=progress)
     program: ONNXProgram | None = None
     try:
+        translations = registry_for_export(registry, custom_translations)
+        if custom_translation_table:
+            translations = registry_for_export(translations, translations_from_table(custom_translation_table))
         options = ExportOptions.create(
-            opset_version, registry=registry_for_export(registry, custom_translations),
+            opset_version, registry=translations,
             dynamic_shapes=dynamic_shapes, dynamic_axes=dynamic_axes, dynamic=dynamic,
             input_names=input_names, output_names=output_names, optimize=optimize, verify=verify,
             check_runtime=check_runtime, f=f,

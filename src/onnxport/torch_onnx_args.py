@@ -16,9 +16,8 @@ The meaning of each comes from ``torch.onnx.export``'s docstring (torch 2.13,
 - ``artifacts_dir``: where ``report=True``, ``profile`` and ``dump_exported_program`` write.
 - ``export_modules_as_functions``: a collection of module types is onnxport's
   ``modules_as_functions``.
-- ``custom_translation_table``: torch.onnx's values are onnxscript functions; onnxport's
-  translations are ``fn(ctx, ...)`` returning ``ctx.op.<Op>(...)`` (``custom_translations``), so a
-  table is an :class:`~onnxport.errors.InputError` saying so.
+- ``custom_translation_table`` (op → onnxscript function) is translated by
+  :mod:`onnxport.translate.onnxscript_table` and used as ``custom_translations`` are.
 - ``training``, ``operator_export_type``, ``do_constant_folding``, ``custom_opsets``,
   ``autograd_inlining``: deprecated in torch.onnx and ignored by its ``dynamo=True`` path; onnxport
   ignores them too, with a ``UserWarning`` when one is not its default (the model is exported in
@@ -81,7 +80,6 @@ def torch_onnx_arguments(
     modules_as_functions: Any,
     dynamo: Any = True,
     keep_initializers_as_inputs: Any = False,
-    custom_translation_table: Any = None,
     profile: Any = False,
     dump_exported_program: Any = False,
     artifacts_dir: Any = ".",
@@ -101,9 +99,8 @@ def torch_onnx_arguments(
         The values the export uses.
 
     Raises:
-        InputError: A flag is not a bool, ``artifacts_dir`` is not a path,
-            ``custom_translation_table`` is not empty, or ``export_modules_as_functions=True``
-            (every module), which onnxport does not do.
+        InputError: A flag is not a bool, ``artifacts_dir`` is not a path, or
+            ``export_modules_as_functions=True`` (every module), which onnxport does not do.
     """
     if not _flag("dynamo", dynamo):
         warnings.warn(
@@ -111,12 +108,6 @@ def torch_onnx_arguments(
             "torch.export (dynamo=True) and ignores it. dynamic_axes are converted to dynamic_shapes.",
             UserWarning,
             stacklevel=3,
-        )
-    if custom_translation_table:
-        raise InputError(
-            "custom_translation_table takes onnxscript functions in torch.onnx; onnxport's translations are "
-            "functions fn(ctx, *args) returning ctx.op.<OnnxOp>(...): pass them as custom_translations="
-            "{torch.ops.<ns>.<op>.<overload>: fn} (README, 'Custom ops')."
         )
     if export_modules_as_functions is True:
         raise InputError(
