@@ -102,6 +102,10 @@ def test_genai_config_from_graph_and_errors() -> None:
     assert content["search"]["top_k"] == 5 and content["search"]["max_length"] == 64
     with pytest.raises(HFError, match="lacks vocab_size"):
         genai_config(_decoder_graph(TOTAL_SEQUENCE), {"n_embd": 32, "n_head": 4}, None, "m.onnx")
+    # BartForCausalLM's config keeps the encoder-decoder names (d_model, decoder_attention_heads)
+    bart = {"model_type": "bart", "vocab_size": 99, "d_model": 32, "decoder_attention_heads": 4, "encoder_attention_heads": 8}
+    decoder = genai_config(_decoder_graph(TOTAL_SEQUENCE), bart, None, "m.onnx")["model"]["decoder"]
+    assert (decoder["hidden_size"], decoder["num_attention_heads"]) == (32, 4)
     no_past = _decoder_graph(TOTAL_SEQUENCE)
     no_past.graph.inputs.pop()
     with pytest.raises(HFError, match="needs a decoder graph"):

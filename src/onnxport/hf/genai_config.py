@@ -179,7 +179,9 @@ def write_genai_config(folder: Path, content: Mapping[str, Any]) -> Path:
 # The attribute_map aliases of configs that spell the usual names their own way (GPT-2, OPT, MPT ...).
 _ALIASES = {
     "hidden_size": ("hidden_size", "n_embd", "d_model"),
-    "num_attention_heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
+    # decoder_attention_heads: the decoder-only heads of encoder-decoder families (BartForCausalLM,
+    # Blenderbot, BigBird-Pegasus, ...), whose configs keep the encoder-decoder names
+    "num_attention_heads": ("num_attention_heads", "n_head", "num_heads", "n_heads", "decoder_attention_heads"),
     "max_position_embeddings": ("max_position_embeddings", "n_positions", "max_seq_len"),
     "vocab_size": ("vocab_size",),
     "n_ctx": ("n_ctx",),
