@@ -51,6 +51,8 @@ the user already imported (no library is imported here).
   RT-DETR, D-FINE, ... ~30 models) is bypassed, as transformers itself does under Dynamo: a cache
   filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
   same sizes got back (:func:`transformers_method_caches_off`).
+- MiniMax's lightning attention without a cache is one expression for any sequence length, not a
+  loop over the example's blocks (:mod:`onnxport.capture.lightning`).
 - diffusers' UNets resize their up-sampled maps to the skip connections' sizes at every latent
   size, not only off multiples of ``2**num_upsamplers`` (:mod:`onnxport.capture.upsampling`).
 - diffusers' ``PatchEmbed.forward`` (DiT, PixArt): the same shortcut at the configured sample size,
@@ -71,6 +73,7 @@ import torch
 
 from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
+from onnxport.capture.lightning import lightning_patches
 from onnxport.capture.selective_scan import selective_scan
 from onnxport.capture.upsampling import upsampling_patches
 from onnxport.capture.windows import window_patches
@@ -339,7 +342,8 @@ def library_patches() -> Iterator[None]:
     """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`,
     :func:`diffusers_patches`, :func:`symbolic_constructor_patches`,
     :func:`onnxport.capture.windows.window_patches`,
-    :func:`onnxport.capture.upsampling.upsampling_patches`, :func:`symbolic_int_builtin` and
+    :func:`onnxport.capture.upsampling.upsampling_patches`,
+    :func:`onnxport.capture.lightning.lightning_patches`, :func:`symbolic_int_builtin` and
     :func:`transformers_method_caches_off` to the modules already imported; restore them on exit."""
     saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
@@ -349,6 +353,7 @@ def library_patches() -> Iterator[None]:
         for owner, attribute, replacement in [
             *targets, *position_interpolation_patches(), *torch_int_patches(), *diffusers_patches(),
             *symbolic_constructor_patches(), *window_patches(_transformers_models()), *upsampling_patches(),
+            *lightning_patches(),
         ]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))

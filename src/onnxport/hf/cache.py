@@ -200,13 +200,16 @@ class TextModel(torch.nn.Module):
     """
 
     def __init__(
-        self, model: torch.nn.Module, outputs: Sequence[str], pooling: dict[str, Any] | None
+        self, model: torch.nn.Module, outputs: Sequence[str], pooling: dict[str, Any] | None,
+        *, use_cache: bool | None = None,
     ) -> None:
         super().__init__()
         self.model = model
         self.outputs = tuple(outputs)
         self.normalize = bool(pooling and pooling.get("normalize"))
         self.pooling = pooling["mode"] if pooling is not None else None
+        # a decoder exported without its cache (``CacheFormatError``) is called with use_cache=False
+        self.call_options = {} if use_cache is None else {"use_cache": use_cache}
 
     def forward(
         self,
@@ -215,7 +218,7 @@ class TextModel(torch.nn.Module):
         token_type_ids: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, ...]:
         extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra, **self.call_options)
         result = [out[name] for name in self.outputs]
         if self.pooling:
             result.append(sentence_pooling(out["last_hidden_state"], attention_mask, self.pooling, self.normalize))
@@ -307,6 +310,11 @@ class TextVisionModel(torch.nn.Module):
         return tuple(out[name] for name in self.outputs)
 
 
+class CacheFormatError(HFError):
+    """A decoder whose cache cannot be graph inputs and outputs (kept in a format of its own, or
+    not returned); ``onnxport.hf`` then exports the decoder without its cache."""
+
+
 def cache_argument(forward: Callable[..., Any]) -> str | None:
     """The name under which ``forward`` takes a transformers cache: ``past_key_values``,
     ``cache_params`` (transformers' pure state-space models), or ``None`` (no cache argument)."""
@@ -322,7 +330,7 @@ def run_with_cache(model: torch.nn.Module, cache: Any, **inputs: Any) -> tuple[t
     """
     name = cache_argument(model.forward)
     if name is None:
-        raise HFError(
+        raise CacheFormatError(
             f"{type(model).__name__}.forward takes neither past_key_values nor cache_params: the model keeps "
             "its recurrent state in a format of its own (RWKV, xLSTM...), whose export as a cache is not supported."
         )
@@ -331,7 +339,7 @@ def run_with_cache(model: torch.nn.Module, cache: Any, **inputs: Any) -> tuple[t
     out = model(**inputs, **{name: cache}, use_cache=True)
     updated = getattr(out, name, None)
     if updated is None or not hasattr(updated, "layers"):
-        raise HFError(
+        raise CacheFormatError(
             f"{type(model).__name__} returned {type(updated).__name__} as its {name}, not the transformers Cache it "
             "was given: the model keeps its cache in a format of its own (MiniMax, RecurrentGemma...), whose "
             "export is not supported."

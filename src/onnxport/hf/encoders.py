@@ -46,14 +46,15 @@ def _choices(sizes: Sizes) -> int:
     return 2 + sizes.seed % 3
 
 
-def text_component(loaded: LoadedModel) -> Component:
+def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Component:
     """``input_ids``/``attention_mask`` (``[token_type_ids]``) → the task's outputs; for
-    multiple-choice each of them is ``(batch_size, num_choices, sequence_length)``."""
+    multiple-choice each of them is ``(batch_size, num_choices, sequence_length)``. ``use_cache``:
+    passed to the model when not ``None`` (``False`` for a decoder exported without its cache)."""
     config = loaded.model.config
     if loaded.task.name == "text-classification" and getattr(config, "pad_token_id", 0) is None and _pools_last_token(loaded.model):
         config.pad_token_id = _pad_token_id(loaded)
     outputs = list(loaded.task.outputs)
-    module = wrappers.TextModel(loaded.model, outputs, loaded.pooling)
+    module = wrappers.TextModel(loaded.model, outputs, loaded.pooling, use_cache=use_cache)
     forward = inspect.signature(loaded.model.forward).parameters
     with_types = "token_type_ids" in forward and bool(getattr(config, "type_vocab_size", 0))
     choice = loaded.task.kind == "multiple-choice"

@@ -8,6 +8,7 @@ the validation fresh ones (another batch, sequence and past length, including an
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,16 @@ def cache_shapes(run: Callable[[], Any]) -> list[LayerCache]:
     return layers
 
 
+def _runs_without_cache(model: torch.nn.Module) -> bool:
+    """Whether ``model`` runs eagerly on a 2-token probe with ``use_cache=False``."""
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.zeros(1, 2, dtype=torch.int64), use_cache=False)
+    except Exception:  # any failure: the model does not run without a cache either
+        return False
+    return True
+
+
 def past_names(layers: int, prefix: str, part: str = "") -> list[str]:
     """``prefix.{i}[.part].key`` / ``.value`` for every layer."""
     middle = f".{part}" if part else ""
@@ -195,13 +206,23 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
         return wrappers.run_with_cache(model, wrappers.new_cache(config), input_ids=ids)[1]
 
     with probe_mode(model):
-        layers = cache_shapes(probe)
+        try:
+            layers = cache_shapes(probe)
+        except wrappers.CacheFormatError:
+            raise
+        except HFError as e:
+            if not _runs_without_cache(model):
+                raise
+            raise wrappers.CacheFormatError(
+                f"{type(model).__name__} runs without a cache but not with a transformers Cache "
+                f"({str(e).splitlines()[0]}): the model keeps its cache in a format of its own."
+            ) from e
     restarting = sorted({
         type(m).__name__ for m in model.modules()
         if type(m).__module__ in _ZERO_STATE_SCANS and type(m).__name__.endswith("Mixer")
     })  # fmt: skip
     if restarting and any(layer.states for layer in layers):
-        raise HFError(
+        raise wrappers.CacheFormatError(
             f"The cache of {type(model).__name__} cannot be exported yet: its Mamba (v1) layers "
             f"({', '.join(restarting)}) restart the selective scan from a zero state for every input "
             "of several tokens (transformers' torch path continues the cached state only one token at a "
@@ -429,7 +450,16 @@ def components(loaded: LoadedModel) -> list[Component]:
     if kind == "text-vision":
         return [text_vision_component(loaded)]
     if kind == "causal-lm":
-        return [causal_lm_component(loaded)]
+        try:
+            return [causal_lm_component(loaded)]
+        except wrappers.CacheFormatError as e:
+            warnings.warn(
+                f"{e} onnxport exports it without its cache: model.onnx takes the whole sequence (input_ids, "
+                "attention_mask) and returns logits, and the folder has no genai_config.json.",
+                UserWarning,
+                stacklevel=2,
+            )
+            return [text_component(loaded, use_cache=False)]
     if kind == "vision-language":
         return [*vision_language.components(loaded), causal_lm_component(loaded, embeds=True)]
     if kind == "text-to-waveform":

@@ -1,0 +1,48 @@
+"""A decoder whose cache cannot be graph inputs and outputs (MiniMax keeps its own cache class;
+a BERT LM head without ``is_decoder`` returns none) is exported without its cache, with a warning:
+``model.onnx`` maps the whole sequence to logits, as eager does (``hf/inputs.components``)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+
+import onnxport.hf
+
+transformers = pytest.importorskip("transformers")
+
+
+def _minimax(folder: pathlib.Path) -> torch.nn.Module:
+    config = transformers.MiniMaxConfig(
+        vocab_size=99, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, num_local_experts=2, num_experts_per_tok=1, block_size=4,
+        layer_types=["linear_attention", "full_attention"], max_position_embeddings=64,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.MiniMaxForCausalLM(config).eval()
+    model.save_pretrained(folder)
+    return model
+
+
+def test_a_decoder_with_its_own_cache_class_is_exported_without_its_cache(tmp_path: pathlib.Path) -> None:
+    model = _minimax(tmp_path / "ckpt")
+    with pytest.warns(UserWarning, match="without its cache"):
+        result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out")
+    assert result.task == "text-generation" and result.passed
+    assert not (tmp_path / "out" / "genai_config.json").exists()
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    assert [(i.name, i.shape) for i in session.get_inputs()] == [
+        ("input_ids", ["batch_size", "sequence_length"]), ("attention_mask", ["batch_size", "sequence_length"]),
+    ]  # fmt: skip
+    assert [o.name for o in session.get_outputs()] == ["logits"]
+    ids = torch.randint(3, 99, (2, 11), generator=torch.Generator().manual_seed(3))
+    mask = torch.ones_like(ids)
+    (logits,) = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})
+    with torch.no_grad():
+        expected = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+    assert logits.shape == (2, 11, 99)
+    np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-4, atol=1e-5)
