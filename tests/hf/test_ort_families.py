@@ -202,3 +202,38 @@ def test_multi_query_gpt_bigcode_cache_is_one_key_value_per_layer(target: str | 
     gqa = collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"]
     assert gqa == (2 if target == "onnxruntime" else 0)
     assert_greedy_equals_transformers(model, program)
+
+
+def _gemma4(**extra: Any) -> Any:
+    return _make(
+        "Gemma4TextConfig", "Gemma4ForCausalLM", vocab_size=DECODER["vocab_size"], hidden_size=64, intermediate_size=64,
+        num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        vocab_size_per_layer_input=DECODER["vocab_size"], hidden_size_per_layer_input=8, sliding_window=4,
+        max_position_embeddings=64, bos_token_id=1, eos_token_id=2, pad_token_id=0, **extra,
+    )  # fmt: skip
+
+
+def test_gemma4_kv_shared_layers_keep_standard_attention(tmp_path: Path) -> None:
+    """Gemma 4 with ``num_kv_shared_layers=2``: the last two layers attend over the cache of the
+    last earlier layer of their type, so one Concat feeds two attentions. GroupQueryAttention
+    appends its own new keys to its past, so those attentions stay standard (the fused graph gave
+    logits 0.33 off eager); the layers with caches of their own are fused."""
+    types = ["sliding_attention", "sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+             "full_attention"]  # fmt: skip
+    model = _gemma4(layer_types=types, num_kv_shared_layers=2, per_layer_config={"2": {"head_dim": 32}, "5": {"head_dim": 32}})()
+    result = onnxport.hf.export(model, target="onnxruntime")
+    assert result.passed
+    ops = collections.Counter(n.op_type for n in result.programs["model"].model.graph)
+    assert ops["GroupQueryAttention"] == 2, ops  # layers 0 and 1: layer 2's and 3's caches are shared
+    assert_greedy_equals_transformers(model, result.programs["model"])
+
+
+def test_gemma4_int4_folder_validates_the_whole_float_model(tmp_path: Path) -> None:
+    """Gemma 4's per-layer embedding tables are sized by the layer count, so the 2-layer slice the
+    quantized export validates does not fit the checkpoint; a model that fits in memory is
+    validated whole instead (``hf/streamed._check_slice``)."""
+    _gemma4(layer_types=["sliding_attention"] * 5 + ["full_attention"], per_layer_config={"5": {"head_dim": 32}})().save_pretrained(tmp_path / "ckpt")
+    result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out", target="onnxruntime", quantize="int4", stream=True)
+    assert result.passed
+    assert any("whole, before quantization" in c.component for c in result.checks)
+    assert any("int4, runs" in c.component for c in result.checks)

@@ -46,7 +46,7 @@ import onnx_ir as ir
 import torch
 
 from onnxport import draws
-from onnxport.errors import HFError, InputError, OnnxportError, VerificationError
+from onnxport.errors import HFError, InputError, OnnxportError, VerificationError, WeightsError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
@@ -377,13 +377,10 @@ def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck]
     folder = staging / SLICE_FOLDER
     folder.mkdir()
     float_build = dataclasses.replace(spec.build, quantize=None)
-    label = f"slice ({SLICE_LAYERS} of {total} layers)" if cut is not None else "full"
-    short = "slice" if cut is not None else "whole"
-    if spec.build.quantize is None:
-        checks = _check_folder(spec, cut, folder, float_build, short)
-    else:
-        label += ", before quantization"
-        checks = _check_folder(spec, cut or spec.config, folder, float_build, f"{short}, before quantization")
+    before = "" if spec.build.quantize is None else ", before quantization"
+    checks, cut = _check_slice(spec, cut, folder, float_build, before, fits)
+    label = (f"slice ({SLICE_LAYERS} of {total} layers)" if cut is not None else "full") + before
+    if spec.build.quantize is not None:
         if fits:  # the quantized files run: eager's shapes, dtypes, finite values (module docstring)
             real = _reference(spec, spec.config)
             bits = f"int{spec.build.quantize.bits}"
@@ -394,6 +391,31 @@ def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck]
             label += f"; the {bits} model ran"
     shutil.rmtree(folder)
     return checks, label
+
+
+def _check_slice(spec: _Spec, cut: Any, folder: Path, build: _Build, before: str, fits: bool) -> tuple[list[OutputCheck], Any]:
+    """The float checks of ``cut`` (a slice config) exported into ``folder``, or of the whole model
+    when there is no slice or, for a model that fits in memory, when the slice cannot be built or
+    its weights do not fit the checkpoint (Gemma 4's per-layer embedding tables are sized by the
+    layer count; its shared-KV layers refuse a cut ``layer_types``): a genuine failure repeats on
+    the whole model.
+    Returns the checks and the config checked (``None``: the whole model).
+
+    Raises:
+        HFError: The slice's weights do not fit and the model does not fit in memory.
+    """
+    if cut is not None:
+        try:
+            return _check_folder(spec, cut, folder, build, f"slice{before}"), cut
+        except (WeightsError, HFError) as e:
+            if not fits:
+                raise HFError(
+                    f"A slice of {SLICE_LAYERS} layers cannot be validated ({str(e).splitlines()[0]}), and the model "
+                    "is too large to validate whole in memory. Pass validate=False (--no-validate)."
+                ) from e
+            shutil.rmtree(folder)
+            folder.mkdir()
+    return _check_folder(spec, spec.config, folder, build, f"whole{before}"), None
 
 
 @dataclasses.dataclass

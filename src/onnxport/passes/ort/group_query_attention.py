@@ -61,6 +61,10 @@ path; the kernel's causal mask over the first ``seqlens_k + 1`` buffer rows repl
 mask (no ``attention_bias``), so rows must not be left-padded. Every attention must fuse, else
 :class:`~onnxport.errors.InputError`.
 
+An attention over another layer's cache (Gemma 3n's and Gemma 4's KV-shared layers: one cache
+Concat feeds several attentions) is not fused, nor is the attention owning that cache: the kernel
+appends its own new keys to its past (:func:`_own_caches`).
+
 onnxruntime-genai's model builder (src/python/py/models/builders/base.py, ``make_group_query_attention``)
 emits the same op with the rotary fused; its input layout was read there, nothing copied.
 The fusion applies only when the installed onnxruntime has the CPU kernel.
@@ -165,6 +169,18 @@ def _reads_token_types(mask: ir.Value | None) -> bool:
     return False
 
 
+def _own_caches(matches: list[Match]) -> list[Match]:
+    """The matches whose cache Concats serve no other attention. Gemma 3n's and Gemma 4's
+    KV-shared layers attend over an earlier layer's cache (``num_kv_shared_layers``): one Concat
+    feeds several attentions, and the kernel, which appends its own new keys to its past, fits
+    only the layer that owns the cache; those attentions keep the standard ops."""
+    users: dict[int, int] = {}
+    for m in matches:
+        for concat in {id(m.key_concat), id(m.value_concat)}:
+            users[concat] = users.get(concat, 0) + 1
+    return [m for m in matches if users[id(m.key_concat)] == 1 and users[id(m.value_concat)] == 1]
+
+
 class GroupQueryAttentionPass(ir.passes.InPlacePass):
     """Fuse every matching Attention (see the module docstring).
 
@@ -195,6 +211,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         graph = model.graph
         found = (match_attention(n) for n in list(graph))
         matches = [m for m in found if m is not None and not _reads_token_types(m.mask)]
+        matches = _own_caches(matches)
         if not has_kernel("GroupQueryAttention"):
             matches = []
         if self.shared_buffer:
