@@ -7,6 +7,7 @@ from __future__ import annotations
 import pathlib
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 import torch
@@ -46,3 +47,29 @@ def test_a_decoder_with_its_own_cache_class_is_exported_without_its_cache(tmp_pa
         expected = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
     assert logits.shape == (2, 11, 99)
     np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_recurrent_gemma_runs_at_any_length_without_its_cache(tmp_path: pathlib.Path) -> None:
+    """RecurrentGemma's cache is its own (a ``DynamicCache`` is refused), and its RG-LRU loops over
+    the sequence: captured as a ``scan`` (capture/rg_lru.py), the graph runs at any length."""
+    config = transformers.RecurrentGemmaConfig(
+        vocab_size=99, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=1, lru_width=32, attention_window_size=4, conv1d_width=4, head_dim=8,
+        block_types=["recurrent", "recurrent", "attention"],
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.RecurrentGemmaForCausalLM(config).eval()
+    model.save_pretrained(tmp_path / "ckpt")
+    with pytest.warns(UserWarning, match="without its cache"):
+        result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out")
+    assert result.passed
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    graph = onnx.load(str(tmp_path / "out" / "onnx" / "model.onnx"), load_external_data=False).graph
+    assert "Scan" in {n.op_type for n in graph.node}
+    for length in (1, 6, 13):
+        ids = torch.randint(3, 99, (2, length), generator=torch.Generator().manual_seed(length))
+        mask = torch.ones_like(ids)
+        (logits,) = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})
+        with torch.no_grad():
+            expected = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-4, atol=1e-5)

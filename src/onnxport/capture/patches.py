@@ -51,6 +51,7 @@ the user already imported (no library is imported here).
   RT-DETR, D-FINE, ... ~30 models) is bypassed, as transformers itself does under Dynamo: a cache
   filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
   same sizes got back (:func:`transformers_method_caches_off`).
+- RecurrentGemma's RG-LRU recurrence as a ``scan`` op (:mod:`onnxport.capture.rg_lru`).
 - GPT-Neo's attention mask is built from positions, not sliced from its stored table with
   symbolic bounds (:mod:`onnxport.capture.causal_buffers`).
 - MiniMax's lightning attention without a cache is one expression for any sequence length, not a
@@ -77,6 +78,7 @@ from onnxport.capture.causal_buffers import causal_buffer_patches
 from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
 from onnxport.capture.lightning import lightning_patches
+from onnxport.capture.rg_lru import rg_lru_patches
 from onnxport.capture.selective_scan import selective_scan
 from onnxport.capture.upsampling import upsampling_patches
 from onnxport.capture.windows import window_patches
@@ -347,7 +349,8 @@ def library_patches() -> Iterator[None]:
     :func:`onnxport.capture.windows.window_patches`,
     :func:`onnxport.capture.upsampling.upsampling_patches`,
     :func:`onnxport.capture.lightning.lightning_patches`,
-    :func:`onnxport.capture.causal_buffers.causal_buffer_patches`, :func:`symbolic_int_builtin` and
+    :func:`onnxport.capture.causal_buffers.causal_buffer_patches`,
+    :func:`onnxport.capture.rg_lru.rg_lru_patches`, :func:`symbolic_int_builtin` and
     :func:`transformers_method_caches_off` to the modules already imported; restore them on exit."""
     saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
@@ -357,7 +360,7 @@ def library_patches() -> Iterator[None]:
         for owner, attribute, replacement in [
             *targets, *position_interpolation_patches(), *torch_int_patches(), *diffusers_patches(),
             *symbolic_constructor_patches(), *window_patches(_transformers_models()), *upsampling_patches(),
-            *lightning_patches(), *causal_buffer_patches(),
+            *lightning_patches(), *causal_buffer_patches(), *rg_lru_patches(),
         ]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))

@@ -1,33 +1,58 @@
 """Give every graph output its own value: a model returning one tensor twice gets an Identity.
 
 onnx_ir's identity elimination merges ``y = Identity(x)`` into ``x`` when ``y`` is a graph output,
-which can leave the same value listed as two outputs with one name; this pass splits them again.
+which can leave the same value listed as two outputs with one name; this pass splits them again,
+in the main graph and in every subgraph. In a ``Scan`` body the merge also happened: a step
+returning its new carry and ``carry.clone()`` as the scanned output (RecurrentGemma's RG-LRU,
+``capture/rg_lru.py``) listed one value as both, and onnxruntime 1.31 then computed wrong values
+for both outputs (max abs diff 3.0 on a 7-step recurrence) instead of refusing the model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import onnx_ir as ir
 
 
+def _graphs(graph: ir.Graph) -> Iterator[ir.Graph]:
+    """``graph`` and every subgraph under it (If branches, Loop and Scan bodies), depth first."""
+    yield graph
+    for node in graph:
+        for attr in node.attributes.values():
+            if attr.type == ir.AttributeType.GRAPH:
+                yield from _graphs(attr.as_graph())
+            elif attr.type == ir.AttributeType.GRAPHS:
+                for sub in attr.as_graphs():
+                    yield from _graphs(sub)
+
+
+def _split_repeats(graph: ir.Graph) -> bool:
+    seen: set[int] = set()
+    modified = False
+    for i, value in enumerate(list(graph.outputs)):
+        if id(value) in seen:
+            copy = ir.Node("", "Identity", [value], num_outputs=1)
+            producer = value.producer()
+            if producer is not None:
+                copy.metadata_props.update(producer.metadata_props)
+            graph.append(copy)
+            out = copy.outputs[0]
+            out.type, out.shape = value.type, value.shape
+            out.metadata_props.update(value.metadata_props)
+            out.name = f"{value.name}_{i}"
+            graph.outputs[i] = out
+            modified = True
+        seen.add(id(value))
+    return modified
+
+
 class DistinctOutputsPass(ir.passes.InPlacePass):
-    """Repeated graph outputs become distinct Identity outputs named ``<name>_<i>``."""
+    """Repeated outputs of the graph or of a subgraph become distinct Identity outputs named
+    ``<name>_<i>``."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
-        graph = model.graph
-        seen: set[int] = set()
         modified = False
-        for i, value in enumerate(list(graph.outputs)):
-            if id(value) in seen:
-                copy = ir.Node("", "Identity", [value], num_outputs=1)
-                producer = value.producer()
-                if producer is not None:
-                    copy.metadata_props.update(producer.metadata_props)
-                graph.append(copy)
-                out = copy.outputs[0]
-                out.type, out.shape = value.type, value.shape
-                out.metadata_props.update(value.metadata_props)
-                out.name = f"{value.name}_{i}"
-                graph.outputs[i] = out
-                modified = True
-            seen.add(id(value))
+        for graph in list(_graphs(model.graph)):
+            modified |= _split_repeats(graph)
         return ir.passes.PassResult(model, modified)
