@@ -18,7 +18,7 @@ import onnxport.hf
 import onnxport.inference
 from _generation import assert_greedy_equals_transformers
 from onnxport.capture.chunk_scan import chunk_scan
-from onnxport.errors import HFError
+from onnxport.errors import DynamicShapesError
 from onnxport.testing.tiny_models import _make
 
 transformers = pytest.importorskip("transformers")
@@ -98,14 +98,20 @@ def test_cache_states_are_inputs_and_generation_equals_transformers(name: str, t
         assert got.tolist() == want.tolist()
 
 
-def test_mamba_v1_cache_is_refused_with_the_reason() -> None:
+def test_mamba_v1_cache_is_left_out_with_the_reason() -> None:
+    """Jamba's Mamba (v1) layers restart their scan for every input of several tokens, so no graph
+    serves prompt and steps with a cache: the model is exported without it (hf/inputs.components)."""
     model = _make(
         "JambaConfig", "JambaForCausalLM", **TINY, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
         expert_layer_offset=1, num_experts=4, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=4,
         use_mamba_kernels=False,
     )(initializer_range=0.2)  # fmt: skip
-    with pytest.raises(HFError, match=r"Mamba \(v1\) layers \(JambaMambaMixer\) restart the selective scan"):
-        onnxport.hf.export(model)
+    with pytest.warns(UserWarning, match=r"Mamba \(v1\) layers \(JambaMambaMixer\) restart the selective scan"):
+        result = onnxport.hf.export(model)
+    assert result.passed
+    graph = result.programs["model"].model.graph
+    assert [i.name for i in graph.inputs] == ["input_ids", "attention_mask"]
+    assert [o.name for o in graph.outputs] == ["logits"]
 
 
 def _scan_inputs(length: int, with_state: bool) -> tuple[tuple[torch.Tensor, ...], dict[str, Any]]:
@@ -163,14 +169,17 @@ def test_chunk_scan_one_position_equals_transformers_step() -> None:
     np.testing.assert_allclose(got_state.numpy(), state.numpy(), rtol=1e-4, atol=1e-5)  # updated in place
 
 
-def test_cache_of_its_own_is_refused_with_the_reason() -> None:
-    """RWKV's forward takes its recurrent state as ``state``, not a transformers Cache."""
+def test_cache_of_its_own_is_named_and_the_sequence_loop_refused() -> None:
+    """RWKV's forward takes its recurrent state as ``state``, not a transformers Cache: the export
+    goes on without the cache (a warning names why), and then stops on RWKV's Python loop over the
+    sequence, which fixes its length."""
     model = _make(
         "RwkvConfig", "RwkvForCausalLM", vocab_size=99, hidden_size=32, num_hidden_layers=2, attention_hidden_size=32,
         intermediate_size=64, context_length=64,
     )()  # fmt: skip
-    with pytest.raises(HFError, match="takes neither past_key_values nor cache_params"):
-        onnxport.hf.export(model)
+    with pytest.warns(UserWarning, match="takes neither past_key_values nor cache_params"):
+        with pytest.raises(DynamicShapesError, match="sequence_length"):
+            onnxport.hf.export(model)
 
 
 @pytest.mark.parametrize("name", ["qwen3-next", "qwen3.5"])
