@@ -22,6 +22,7 @@ from onnxport import weights as weights_mod
 from onnxport.errors import InputError, OnnxportError, SaveError
 from onnxport.options import check_destination
 from onnxport.passes import optimize as run_passes
+from onnxport.passes.graphs import all_values
 from onnxport.weights.save import (
     check_weights_present,
     initializer_layout,
@@ -189,7 +190,7 @@ class ONNXProgramBase:
                 )
             mapping[old] = new
         self.release()
-        for value in _every_value(self.model):
+        for value in all_values(self.model):
             shape = value.shape
             if shape is None or not any(isinstance(d, ir.SymbolicDim) and d.value for d in shape.dims):
                 continue
@@ -401,17 +402,6 @@ def _renamed(dim: Any, mapping: Mapping[str, str]) -> Any:
     if dim.value in mapping:
         return mapping[dim.value]
     return _IDENTIFIER.sub(lambda m: mapping.get(m.group(0), m.group(0)), dim.value)
-
-
-def _every_value(model: ir.Model) -> list[ir.Value]:
-    """Every value of the model: graph inputs, outputs and initializers, node outputs of the main
-    graph, its subgraphs and its functions."""
-    graph = model.graph
-    values = [*graph.inputs, *graph.outputs, *graph.initializers.values()]
-    for function in model.functions.values():
-        values += [*function.inputs, *function.outputs, *(v for n in function.all_nodes() for v in n.outputs)]
-    values += [v for node in graph.all_nodes() for v in node.outputs]
-    return values
 
 
 __all__ = ["ONNXProgramBase", "external_data_problems", "read_onnx_file"]

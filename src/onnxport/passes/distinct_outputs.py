@@ -10,21 +10,9 @@ for both outputs (max abs diff 3.0 on a 7-step recurrence) instead of refusing t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import onnx_ir as ir
 
-
-def _graphs(graph: ir.Graph) -> Iterator[ir.Graph]:
-    """``graph`` and every subgraph under it (If branches, Loop and Scan bodies), depth first."""
-    yield graph
-    for node in graph:
-        for attr in node.attributes.values():
-            if attr.type == ir.AttributeType.GRAPH:
-                yield from _graphs(attr.as_graph())
-            elif attr.type == ir.AttributeType.GRAPHS:
-                for sub in attr.as_graphs():
-                    yield from _graphs(sub)
+from onnxport.passes.graphs import all_graphs
 
 
 def _split_repeats(graph: ir.Graph) -> bool:
@@ -48,11 +36,11 @@ def _split_repeats(graph: ir.Graph) -> bool:
 
 
 class DistinctOutputsPass(ir.passes.InPlacePass):
-    """Repeated outputs of the graph or of a subgraph become distinct Identity outputs named
-    ``<name>_<i>``."""
+    """Repeated outputs of the graph, a function or a subgraph become distinct Identity outputs
+    named ``<name>_<i>``."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         modified = False
-        for graph in list(_graphs(model.graph)):
+        for graph in list(all_graphs(model)):
             modified |= _split_repeats(graph)
         return ir.passes.PassResult(model, modified)

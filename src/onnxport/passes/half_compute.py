@@ -25,12 +25,14 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import onnx
 import onnx_ir as ir
+
+from onnxport.passes.graphs import all_graphs, all_values
 
 HALF_TYPES = frozenset({ir.DataType.BFLOAT16, ir.DataType.FLOAT16})
 
@@ -188,9 +190,9 @@ class HalfComputePass(ir.passes.InPlacePass):
     """bfloat16/float16 nodes without an onnxruntime CPU kernel compute in float32 (see module doc)."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
-        self._names = {v.name for v in _all_values(model) if v.name}
+        self._names = {v.name for v in all_values(model) if v.name}
         self._graph_outputs: dict[int, list[tuple[ir.Graph, int]]] = {}
-        for g in _all_graphs(model):
+        for g in all_graphs(model):
             for k, v in enumerate(g.outputs):
                 self._graph_outputs.setdefault(id(v), []).append((g, k))
         self._count = 0
@@ -363,25 +365,6 @@ def _half_constraints(
     if _kernels(node.op_type, since) and not has_kernel(node.op_type, since, in_float):
         return {}  # no float kernel either: casting would not help
     return half
-
-
-def _all_graphs(model: ir.Model) -> Iterator[ir.Graph]:
-    for top in [model.graph, *(f.graph for f in model.functions.values())]:
-        yield top
-        for node in ir.traversal.RecursiveGraphIterator(top):
-            for attr in node.attributes.values():
-                if attr.type == ir.AttributeType.GRAPH:
-                    yield attr.value
-                elif attr.type == ir.AttributeType.GRAPHS:
-                    yield from attr.value
-
-
-def _all_values(model: ir.Model) -> Iterator[ir.Value]:
-    for g in _all_graphs(model):
-        yield from g.inputs
-        yield from g.initializers.values()
-        for node in g:
-            yield from node.outputs
 
 
 if __name__ == "__main__":
