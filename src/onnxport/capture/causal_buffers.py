@@ -20,7 +20,6 @@ the original does). Within ``max_position_embeddings`` the two masks are the sam
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -51,12 +50,3 @@ def positional_mask(attn: Callable[..., Any]) -> Callable[..., Any]:
         return torch.matmul(weights, value), weights
 
     return wrapper
-
-
-def causal_buffer_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
-    """``(GPTNeoSelfAttention, "_attn", replacement)`` when transformers' GPT-Neo is imported."""
-    module = sys.modules.get("transformers.models.gpt_neo.modeling_gpt_neo")
-    cls = getattr(module, "GPTNeoSelfAttention", None)
-    if cls is None or "_attn" not in vars(cls):
-        return []
-    return [(cls, "_attn", positional_mask(vars(cls)["_attn"]))]

@@ -24,7 +24,6 @@ output gate) is the original's. Eager runs, and a capture with a cache, use the 
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -50,9 +49,11 @@ def _decayed_attention(self: Any, hidden_states: torch.Tensor, attention_mask: A
     return self.out_proj(output), state
 
 
-def whole_sequence(forward: Callable[..., Any], pad: Callable[..., Any]) -> Callable[..., Any]:
+def whole_sequence(forward: Callable[..., Any]) -> Callable[..., Any]:
     """``forward`` of MiniMax's lightning attention computing the closed form (module docstring)
-    when the sequence length is symbolic and there is no cache; the original otherwise."""
+    when the sequence length is symbolic and there is no cache; the original otherwise. The
+    padding mask is the one the original calls (``apply_mask_to_padding_states`` of its module)."""
+    pad = forward.__globals__["apply_mask_to_padding_states"]
 
     @functools.wraps(forward)
     def wrapper(self: Any, hidden_states: torch.Tensor, position_embeddings: Any, attention_mask: Any,
@@ -62,13 +63,3 @@ def whole_sequence(forward: Callable[..., Any], pad: Callable[..., Any]) -> Call
         return _decayed_attention(self, hidden_states, attention_mask, pad)
 
     return wrapper
-
-
-def lightning_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
-    """``(MiniMaxLightningAttention, "forward", replacement)`` when transformers' MiniMax is imported."""
-    module = sys.modules.get("transformers.models.minimax.modeling_minimax")
-    cls = getattr(module, "MiniMaxLightningAttention", None)
-    pad = getattr(module, "apply_mask_to_padding_states", None)
-    if cls is None or pad is None or "forward" not in vars(cls):
-        return []
-    return [(cls, "forward", whole_sequence(vars(cls)["forward"], pad))]

@@ -74,11 +74,11 @@ from typing import Any
 
 import torch
 
-from onnxport.capture.causal_buffers import causal_buffer_patches
+from onnxport.capture.causal_buffers import positional_mask
 from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
-from onnxport.capture.lightning import lightning_patches
-from onnxport.capture.rg_lru import rg_lru_patches
+from onnxport.capture.lightning import whole_sequence
+from onnxport.capture.rg_lru import rnn_scan
 from onnxport.capture.selective_scan import selective_scan
 from onnxport.capture.upsampling import upsampling_patches
 from onnxport.capture.windows import window_patches
@@ -206,11 +206,25 @@ def always_interpolating(forward: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def diffusers_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
-    """``(class, method name, replacement)`` for diffusers' ``PatchEmbed`` when it is imported."""
-    module = sys.modules.get("diffusers.models.embeddings")
-    cls = getattr(module, "PatchEmbed", None) if module is not None else None
-    return [] if cls is None else [(cls, "forward", always_interpolating(cls.forward))]
+# Methods replaced on classes of optional libraries when their module is imported:
+# (module, class, method, the replacement made from the original).
+METHOD_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]], ...] = (
+    ("diffusers.models.embeddings", "PatchEmbed", "forward", always_interpolating),
+    ("transformers.models.minimax.modeling_minimax", "MiniMaxLightningAttention", "forward", whole_sequence),
+    ("transformers.models.gpt_neo.modeling_gpt_neo", "GPTNeoSelfAttention", "_attn", positional_mask),
+    ("transformers.models.recurrent_gemma.modeling_recurrent_gemma", "RecurrentGemmaRglru", "_rnn_scan",
+     lambda _original: rnn_scan),
+)
+
+
+def method_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
+    """``(class, method name, replacement)`` of :data:`METHOD_PATCHES` whose module is imported."""
+    patches = []
+    for module_name, class_name, method, replacement in METHOD_PATCHES:
+        cls = getattr(sys.modules.get(module_name), class_name, None)
+        if isinstance(cls, type) and method in vars(cls):
+            patches.append((cls, method, replacement(vars(cls)[method])))
+    return patches
 
 
 _SYMBOLIC = (torch.SymInt, torch.SymFloat)
@@ -345,12 +359,9 @@ def _calls_int(path: str) -> bool:
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
     """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`,
-    :func:`diffusers_patches`, :func:`symbolic_constructor_patches`,
+    :func:`method_patches`, :func:`symbolic_constructor_patches`,
     :func:`onnxport.capture.windows.window_patches`,
-    :func:`onnxport.capture.upsampling.upsampling_patches`,
-    :func:`onnxport.capture.lightning.lightning_patches`,
-    :func:`onnxport.capture.causal_buffers.causal_buffer_patches`,
-    :func:`onnxport.capture.rg_lru.rg_lru_patches`, :func:`symbolic_int_builtin` and
+    :func:`onnxport.capture.upsampling.upsampling_patches`, :func:`symbolic_int_builtin` and
     :func:`transformers_method_caches_off` to the modules already imported; restore them on exit."""
     saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
@@ -358,9 +369,8 @@ def library_patches() -> Iterator[None]:
     ]
     try:
         for owner, attribute, replacement in [
-            *targets, *position_interpolation_patches(), *torch_int_patches(), *diffusers_patches(),
+            *targets, *position_interpolation_patches(), *torch_int_patches(), *method_patches(),
             *symbolic_constructor_patches(), *window_patches(_transformers_models()), *upsampling_patches(),
-            *lightning_patches(), *causal_buffer_patches(), *rg_lru_patches(),
         ]:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))

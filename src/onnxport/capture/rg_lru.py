@@ -17,8 +17,6 @@ branch is then the scan.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -59,12 +57,3 @@ def rnn_scan(
 
     last, outputs = scan(step, initial, (gate.transpose(0, 1), hidden_states.transpose(0, 1)))
     return outputs.transpose(0, 1), last
-
-
-def rg_lru_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
-    """``(RecurrentGemmaRglru, "_rnn_scan", rnn_scan)`` when transformers' RecurrentGemma is imported."""
-    module = sys.modules.get("transformers.models.recurrent_gemma.modeling_recurrent_gemma")
-    cls = getattr(module, "RecurrentGemmaRglru", None)
-    if cls is None or "_rnn_scan" not in vars(cls):
-        return []
-    return [(cls, "_rnn_scan", rnn_scan)]
