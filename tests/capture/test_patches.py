@@ -71,3 +71,31 @@ def test_tensors_built_from_symbolic_sizes_stay_dynamic() -> None:
     with library_patches():  # outside a capture they are torch's own
         assert torch.equal(torch.linspace(0.5, 3.5, 4), torch.tensor([0.5, 1.5, 2.5, 3.5]))
         assert torch.as_tensor([(2, 3)]).dtype == torch.int64
+
+
+def test_torch_caches_keep_the_real_constructors(tmp_path) -> None:  # noqa: ANN001
+    """A ``with torch.device(...)`` block first entered during a capture used to cache the
+    replaced ``torch.tensor`` in torch's device-constructor table: afterwards ``torch.tensor`` ignored
+    device contexts for the whole process, and transformers' ``from_pretrained`` (built under
+    ``torch.device("meta")``) left BERT's non-persistent ``position_ids`` uninitialized."""
+    import torch.utils._device as device_context
+    import transformers
+
+    config = transformers.BertConfig(
+        vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=37,
+        max_position_embeddings=64,
+    )
+    transformers.BertForMaskedLM(config).save_pretrained(tmp_path)
+    device_context._device_constructors.cache_clear()  # as in a fresh process
+    try:
+        with library_patches(), torch.device("meta"):  # a model that builds tensors on a device context
+            assert torch.tensor([1.0]).device.type == "meta"
+        with torch.device("meta"):
+            assert torch.tensor([]).device.type == "meta"
+        with torch.device("cpu"):  # memory the buffer would be given without initialization
+            junk = [torch.full((64,), 7, dtype=torch.int64) for _ in range(256)]
+        del junk
+        loaded = transformers.BertForMaskedLM.from_pretrained(tmp_path)
+        assert loaded.bert.embeddings.position_ids.tolist() == [list(range(64))]
+    finally:
+        device_context._device_constructors.cache_clear()

@@ -73,6 +73,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+import torch.utils._device
 
 from onnxport.capture.causal_buffers import positional_mask
 from onnxport.capture.chunk_scan import chunk_scan
@@ -356,13 +357,41 @@ def _calls_int(path: str) -> bool:
         return False
 
 
+def _fill_torch_caches() -> None:
+    """Fill torch's lazily built, process-wide caches of its own functions before any is replaced.
+
+    Built while ``torch.tensor`` is :func:`symbolic_tensor`, such a cache keeps the replacement and
+    misses the real function for the rest of the process. ``torch.utils._device._device_constructors``
+    (the factories a ``with torch.device("meta"):`` block moves to its device) then lacked
+    ``torch.tensor``, so transformers' ``from_pretrained`` (which builds the model under
+    ``torch.device("meta")`` and checks ``torch.tensor([]).device``) built it on the CPU, skipped
+    the initialization of non-persistent buffers, and left BERT's ``position_ids`` as uninitialized
+    memory: every later Hugging Face export in that process failed its runtime check. The same
+    holds for ``torch.overrides``' function tables and Dynamo's special handlers of torch functions.
+    Private APIs: each is filled only where this torch has it."""
+    caches = [
+        getattr(torch.utils._device, "_device_constructors", None),
+        getattr(torch.overrides, "get_ignored_functions", None),
+        getattr(torch.overrides, "_get_overridable_functions", None),
+    ]
+    dynamo_torch = sys.modules.get("torch._dynamo.variables.torch")
+    handlers = getattr(getattr(dynamo_torch, "TorchInGraphFunctionVariable", None), "_get_handlers", None)
+    for fill in [*caches, handlers]:
+        if callable(fill):
+            fill()
+
+
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
     """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`,
     :func:`method_patches`, :func:`symbolic_constructor_patches`,
     :func:`onnxport.capture.windows.window_patches`,
     :func:`onnxport.capture.upsampling.upsampling_patches`, :func:`symbolic_int_builtin` and
-    :func:`transformers_method_caches_off` to the modules already imported; restore them on exit."""
+    :func:`transformers_method_caches_off` to the modules already imported; restore them on exit.
+
+    torch's caches keyed by function identity are filled first (:func:`_fill_torch_caches`), so
+    they hold the originals, never a replacement that is gone after the capture."""
+    _fill_torch_caches()
     saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
         (sys.modules.get(module_name), attribute, replacement) for module_name, attribute, replacement in PATCHES
