@@ -247,7 +247,10 @@ def test_summary_says_validation_off_for_an_in_memory_export(exported: tuple[Any
 #: with ``torch.tensor(..., device=attn_weights.device)`` (a lifted constant with no data on meta,
 #: once "missing" from the checkpoint); BioGPT builds its own all-ones mask, whose
 #: ``padding_mask.all()`` shortcut cannot read meta data in the cache-shape probe; GLM-4-MoE's
-#: router adds a buffer kept in memory (``e_score_correction_bias``) to an activation on meta.
+#: router adds a buffer kept in memory (``e_score_correction_bias``) to an activation on meta;
+#: XGLM indexes its sinusoidal table (a buffer, on meta) with positions made on ``input_ids.device``
+#: (the cache-shape probe once fed CPU ids: "found at least two devices, meta and cpu"), and names
+#: its head count ``attention_heads`` (``attribute_map``), which genai_config.json once lacked.
 META_EDGES = {
     "gpt-neo": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
         vocab_size=100, hidden_size=32, num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]],
@@ -259,6 +262,8 @@ META_EDGES = {
         vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=64, moe_intermediate_size=16, n_routed_experts=4, num_experts_per_tok=2, n_group=1,
         topk_group=1, first_k_dense_replace=1, head_dim=8, max_position_embeddings=64)),
+    "xglm": ("XGLMConfig", "XGLMForCausalLM", dict(
+        vocab_size=100, d_model=32, num_layers=2, attention_heads=4, ffn_dim=64, max_position_embeddings=64)),
 }  # fmt: skip
 
 
@@ -274,6 +279,8 @@ def test_streamed_export_of_models_reading_more_than_weights(name: str, tmp_path
     got = _run(find_model(tmp_path / "out"), _feeds())
     assert got.shape == want.shape == (2, 6, 100)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    genai = json.loads((tmp_path / "out" / "genai_config.json").read_text())
+    assert genai["model"]["decoder"]["num_attention_heads"] == 4
 
 
 def test_streamed_export_splits_fused_checkpoint_tensors(tmp_path: pathlib.Path) -> None:

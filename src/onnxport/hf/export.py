@@ -19,7 +19,7 @@ from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
-from onnxport.hf.genai_config import genai_config, genai_runs, write_genai_config
+from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
 from onnxport.hf.shared_cache import KV_CACHE_MODES, check_full_attention, validate_shared
 from onnxport.hf.streamed import (
@@ -444,7 +444,7 @@ def _write_genai_config(
     generation = getattr(loaded.model, "generation_config", None)
     content = genai_config(
         program.model,
-        loaded.model.config.to_dict(),
+        config_dict(loaded.model.config),
         generation.to_dict() if generation is not None else None,
         hf_layout.model_path("model", layout).as_posix(),
         past_present_share_buffer=shared_buffer,

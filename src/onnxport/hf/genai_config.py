@@ -188,6 +188,16 @@ _ALIASES = {
 }
 
 
+def config_dict(config: Any) -> dict[str, Any]:
+    """``config.to_dict()`` with the standard names a config maps to its own
+    (``PretrainedConfig.attribute_map``: XGLM's ``num_attention_heads`` is ``attention_heads``)."""
+    out = config.to_dict()
+    for standard, own in getattr(config, "attribute_map", {}).items():
+        if out.get(standard) is None and out.get(own) is not None:
+            out[standard] = out[own]
+    return out
+
+
 def _get(config: Mapping[str, Any], key: str) -> Any:
     for name in _ALIASES.get(key, (key,)):
         if config.get(name) is not None:

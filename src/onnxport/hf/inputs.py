@@ -202,7 +202,10 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
     config = model.config
 
     def probe() -> Any:
-        ids = torch.zeros(1, 2, dtype=torch.int64)
+        # on the model's device: a meta model's probe runs all on meta, as its capture does (XGLM
+        # indexes its sinusoidal table, on meta, with positions made on input_ids.device)
+        device = next(model.parameters()).device
+        ids = torch.zeros(1, 2, dtype=torch.int64, device=device)
         return wrappers.run_with_cache(model, wrappers.new_cache(config), input_ids=ids)[1]
 
     with probe_mode(model):

@@ -54,7 +54,7 @@ from onnxport.hf import meta, moe, repeat, shared_cache
 from onnxport.hf.checkpoint import Checkpoint, read_checkpoint
 from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
-from onnxport.hf.genai_config import genai_config, genai_runs, write_genai_config
+from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import (
@@ -542,7 +542,7 @@ def export_streamed(
             generation_file = folder / "generation_config.json"
             generation = json.loads(generation_file.read_text()) if generation_file.is_file() else None
             content = genai_config(
-                programs["model"].model, config.to_dict(), generation, hf_layout.model_path("model", layout).as_posix(),
+                programs["model"].model, config_dict(config), generation, hf_layout.model_path("model", layout).as_posix(),
                 past_present_share_buffer=shared_buffer,
             )
             result.files.append(write_genai_config(staging, content).relative_to(staging))
