@@ -356,3 +356,13 @@ def test_streamed_export_of_a_model_indexing_with_python_lists(tmp_path: pathlib
     got = session.run(["logits"], feeds)[0]
     assert got.shape == want.shape == (2, 6, 64)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_slice_config_of_a_config_refusing_num_hidden_layers() -> None:
+    """ProphetNet's ``num_hidden_layers`` setter raises ``NotImplementedError`` (encoder and decoder
+    counts are set apart): no slice (the validation runs the whole model), not an unexpected error."""
+    config = transformers.ProphetNetConfig(num_encoder_layers=6, num_decoder_layers=6)
+    assert config.num_hidden_layers == 6
+    assert streamed.slice_config(config) is None
+    llama = transformers.LlamaConfig(num_hidden_layers=6)
+    assert streamed.slice_config(llama).num_hidden_layers == streamed.SLICE_LAYERS

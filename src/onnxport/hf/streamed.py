@@ -229,12 +229,17 @@ def _save_parts(
 
 def slice_config(config: Any, layers: int = SLICE_LAYERS) -> Any | None:
     """``config`` with ``layers`` hidden layers (per-layer lists cut too), or ``None`` when the
-    config has no ``num_hidden_layers`` or already has at most ``layers``."""
+    config has no ``num_hidden_layers``, already has at most ``layers``, or refuses to set it
+    (ProphetNet's ``num_hidden_layers`` raises ``NotImplementedError``: its encoder and decoder
+    counts are set apart)."""
     count = getattr(config, "num_hidden_layers", None)
     if not isinstance(count, int) or count <= layers:
         return None
     cut = config.__class__.from_dict(config.to_dict())
-    cut.num_hidden_layers = layers
+    try:
+        cut.num_hidden_layers = layers
+    except (NotImplementedError, AttributeError):
+        return None
     for attr in ("encoder_layers", "decoder_layers"):
         if isinstance(getattr(cut, attr, None), int):
             setattr(cut, attr, min(getattr(cut, attr), layers))
