@@ -30,25 +30,28 @@ def _is_square_of(node: ir.Node | None, x: ir.Value) -> bool:
     return False
 
 
-def _inverse_root(value: ir.Value | None) -> ir.Node | None:
-    """The ``Add`` under ``value = 1/√add``: ``Reciprocal(Sqrt(add))`` or ``Pow(add, -0.5)``."""
+def _inverse_root(value: ir.Value | None) -> tuple[ir.Node, list[ir.Node]] | None:
+    """``(add, nodes)`` when ``value = 1/√add``: ``Reciprocal(Sqrt(add))`` (nodes: the Sqrt and
+    the Reciprocal) or ``Pow(add, -0.5)`` (nodes: the Pow)."""
     recip = producer(value, "Reciprocal")
     if recip is not None:
         sqrt = producer(recip.inputs[0], "Sqrt")
-        return producer(sqrt.inputs[0], "Add") if sqrt is not None else None
+        add = producer(sqrt.inputs[0], "Add") if sqrt is not None else None
+        return (add, [sqrt, recip]) if add is not None and sqrt is not None else None
     power = producer(value, "Pow")
     if power is not None and scalar(power.inputs[1]) == -0.5:
-        return producer(power.inputs[0], "Add")
+        add = producer(power.inputs[0], "Add")
+        return (add, [power]) if add is not None else None
     return None
 
 
 def _match_normed(mul_x: ir.Node) -> tuple[ir.Value, float, list[ir.Node]] | None:
     """(x, epsilon, matched nodes from the square to ``mul_x``) when ``mul_x = x · 1/√(mean(x²) + ε)``."""
     for x_index in (0, 1):
-        x, inv = mul_x.inputs[x_index], mul_x.inputs[1 - x_index]
-        add = _inverse_root(inv)
-        if add is None or x is None or inv is None:
+        x, root = mul_x.inputs[x_index], _inverse_root(mul_x.inputs[1 - x_index])
+        if root is None or x is None:
             continue
+        add, between = root
         for m_index in (0, 1):
             mean = producer(add.inputs[m_index], "ReduceMean")
             eps = scalar(add.inputs[1 - m_index])
@@ -62,12 +65,7 @@ def _match_normed(mul_x: ir.Node) -> tuple[ir.Value, float, list[ir.Node]] | Non
             square = mean.inputs[0].producer()
             if not _is_square_of(square, x):
                 continue
-            between = []  # Reciprocal and Sqrt, or the Pow
-            node = inv.producer()
-            while node is not None and node is not add:
-                between.append(node)
-                node = node.inputs[0].producer() if node.inputs[0] is not None else None
-            return x, eps, [square, mean, add, *reversed(between), mul_x]  # type: ignore[list-item]
+            return x, eps, [square, mean, add, *between, mul_x]  # type: ignore[list-item]
     return None
 
 
@@ -75,8 +73,9 @@ def _weight(value: ir.Value | None) -> bool:
     return value is not None and value.const_value is not None and value.shape is not None and len(value.shape) == 1
 
 
-def _match(mul_w: ir.Node) -> tuple[ir.Value, ir.Value, float, list[ir.Node]] | None:
-    """(x, weight, epsilon, matched nodes) when ``mul_w`` ends an RMS norm."""
+def _match(mul_w: ir.Node) -> tuple[ir.Value, ir.Value | None, float, list[ir.Node]] | None:
+    """(x, weight, epsilon, matched nodes) when ``mul_w`` ends an RMS norm: scaled, or ``mul_w``
+    is the ``x · r`` of a norm without a scale (weight ``None``) whose one use is not a scale."""
     for w_index in (0, 1):
         weight, normed = mul_w.inputs[w_index], mul_w.inputs[1 - w_index]
         if not _weight(weight):
@@ -85,8 +84,11 @@ def _match(mul_w: ir.Node) -> tuple[ir.Value, ir.Value, float, list[ir.Node]] | 
         match = _match_normed(mul_x) if mul_x is not None else None
         if match is not None:
             x, eps, nodes = match
-            return x, weight, eps, nodes  # type: ignore[return-value]
-    return None
+            return x, weight, eps, [*nodes, mul_w]
+    if _scaled_later(mul_w):
+        return None  # fused from its scale's Mul
+    match = _match_normed(mul_w)
+    return None if match is None else (match[0], None, match[1], match[2])
 
 
 def _scaled_later(mul_x: ir.Node) -> bool:
@@ -99,6 +101,22 @@ def _scaled_later(mul_x: ir.Node) -> bool:
     return any(_weight(v) for v in user.inputs if v is not mul_x.outputs[0])
 
 
+_FLOATS = (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE)
+
+
+def _unit_scale(graph: ir.Graph, x: ir.Value) -> ir.Value | None:
+    """The initializer of ones over ``x``'s static last dimension in ``x``'s float dtype, one per
+    dtype and size in the graph; ``None`` when that dimension is symbolic or ``x`` is not float."""
+    dim = x.shape[-1] if x.shape is not None else None
+    if not isinstance(dim, int) or x.dtype not in _FLOATS:
+        return None
+    name = f"rms_norm.unit_scale.{x.dtype.name.lower()}.{dim}"
+    if name not in graph.initializers:
+        ones = ir.tensor(np.ones(dim, dtype=x.dtype.numpy()), dtype=x.dtype, name=name)
+        graph.register_initializer(ir.Value(name=name, shape=ir.Shape([dim]), type=ir.TensorType(x.dtype), const_value=ones))
+    return graph.initializers[name]
+
+
 class RMSNormFusionPass(NodeRewritePass):
     """Replace the RMS-norm subgraph by one RMSNormalization node (opset ≥ 23)."""
 
@@ -108,45 +126,21 @@ class RMSNormFusionPass(NodeRewritePass):
     def rewrite(self, graph: ir.Graph, node: ir.Node) -> bool:
         match = _match(node)
         if match is None:
-            match = self._unscaled(graph, node)
-        if match is None:
             return False
-        x, weight, eps, inner = match
+        x, weight, eps, inner = match  # inner: the square, ..., node
         if any(len(n.outputs[0].uses()) != 1 or n.outputs[0].is_graph_output() for n in inner[1:-1]):
             return False  # an intermediate is used elsewhere
-        if inner[-1] is not node and (len(inner[-1].outputs[0].uses()) != 1 or inner[-1].outputs[0].is_graph_output()):
+        weight = weight if weight is not None else _unit_scale(graph, x)
+        if weight is None:
             return False
-        if weight.producer() is None and not weight.is_initializer() and weight.const_value is not None:
-            graph.register_initializer(weight)  # the scale of ones made for a norm without one
         fused = ir.Node(
             "", "RMSNormalization", [x, weight],
             attributes=[ir.AttrInt64("axis", -1), ir.AttrFloat32("epsilon", eps)], num_outputs=1,
         )
         substitute(graph, fused, node, node.outputs[0])
         square = inner[0]
-        removable = [node, *reversed([n for n in inner[1:] if n is not node])]
+        removable = list(reversed(inner[1:]))
         if len(square.outputs[0].uses()) == 1:
             removable.append(square)
         graph.remove(removable, safe=True)
         return True
-
-    @staticmethod
-    def _unscaled(graph: ir.Graph, node: ir.Node) -> tuple[ir.Value, ir.Value, float, list[ir.Node]] | None:
-        """The match of a norm without a scale ending at ``node``, with a scale of ones of
-        ``x``'s static last dimension (float types only)."""
-        if _scaled_later(node):
-            return None
-        match = _match_normed(node)
-        if match is None:
-            return None
-        x, eps, nodes = match
-        dim = x.shape[-1] if x.shape is not None else None
-        if not isinstance(dim, int) or x.dtype not in (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE):
-            return None
-        taken = {v.name for v in graph.initializers.values()}
-        name, k = f"{x.name or 'rms'}.unit_scale", 0
-        while name in taken:
-            k, name = k + 1, f"{x.name or 'rms'}.unit_scale.{k + 1}"
-        ones = ir.tensor(np.ones(dim, dtype=x.dtype.numpy()), dtype=x.dtype, name=name)
-        scale = ir.Value(name=name, shape=ir.Shape([dim]), type=ir.TensorType(x.dtype), const_value=ones)
-        return x, scale, eps, nodes
