@@ -13,7 +13,7 @@ import onnxport.hf
 from onnxport.cli import app
 from onnxport.errors import HFError
 from onnxport.hf.dims import TOTAL_SEQUENCE, name_total_sequence
-from onnxport.hf.genai_config import genai_config, genai_type
+from onnxport.hf.genai_config import config_dict, genai_config, genai_type
 from onnxport.hf.layout import find_model, model_path, usage_lines
 
 from .zoo import BY_NAME, save
@@ -139,3 +139,13 @@ def test_pipeline_usage_lines_name_the_denoiser(tmp_path: pathlib.Path) -> None:
     lines = usage_lines(tmp_path, "text-to-image", "pipeline", False)
     assert f"InferenceSession({str(tmp_path / 'transformer' / 'model.onnx')!r}), and text_encoder/, text_encoder_2/, vae_decoder/ alike" in lines[1]
     assert "ORTDiffusionPipeline.from_pretrained" in lines[2]
+
+
+def test_config_dict_adds_mapped_names_only_where_no_alias_is_set() -> None:
+    """XGLM's head count is only under its own name (``attribute_map``); a Bart CLM keeps its
+    decoder's heads (the ``decoder_attention_heads`` alias), not the encoder's ``attribute_map``
+    target."""
+    transformers = pytest.importorskip("transformers")
+    assert config_dict(transformers.XGLMConfig(attention_heads=4))["num_attention_heads"] == 4
+    bart = config_dict(transformers.BartConfig(encoder_attention_heads=8, decoder_attention_heads=4))
+    assert "num_attention_heads" not in bart and bart["decoder_attention_heads"] == 4

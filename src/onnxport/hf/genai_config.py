@@ -190,10 +190,12 @@ _ALIASES = {
 
 def config_dict(config: Any) -> dict[str, Any]:
     """``config.to_dict()`` with the standard names a config maps to its own
-    (``PretrainedConfig.attribute_map``: XGLM's ``num_attention_heads`` is ``attention_heads``)."""
+    (``PretrainedConfig.attribute_map``: XGLM's ``num_attention_heads`` is ``attention_heads``),
+    for the names none of whose :data:`_ALIASES` is set: Bart maps ``num_attention_heads`` to the
+    encoder's heads, while its CLM's alias ``decoder_attention_heads`` is the decoder's."""
     out = config.to_dict()
     for standard, own in getattr(config, "attribute_map", {}).items():
-        if out.get(standard) is None and out.get(own) is not None:
+        if _get(out, standard) is None and out.get(own) is not None:
             out[standard] = out[own]
     return out
 
