@@ -52,8 +52,11 @@ def _decayed_attention(self: Any, hidden_states: torch.Tensor, attention_mask: A
 def whole_sequence(forward: Callable[..., Any]) -> Callable[..., Any]:
     """``forward`` of MiniMax's lightning attention computing the closed form (module docstring)
     when the sequence length is symbolic and there is no cache; the original otherwise. The
-    padding mask is the one the original calls (``apply_mask_to_padding_states`` of its module)."""
-    pad = forward.__globals__["apply_mask_to_padding_states"]
+    padding mask is the one the original calls (``apply_mask_to_padding_states`` of its module);
+    a transformers without it keeps the original forward."""
+    pad = getattr(forward, "__globals__", {}).get("apply_mask_to_padding_states")
+    if pad is None:
+        return forward
 
     @functools.wraps(forward)
     def wrapper(self: Any, hidden_states: torch.Tensor, position_embeddings: Any, attention_mask: Any,
