@@ -49,6 +49,26 @@ def test_a_decoder_with_its_own_cache_class_is_exported_without_its_cache(tmp_pa
     np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-4, atol=1e-5)
 
 
+def _runs_at_any_length(model: torch.nn.Module, folder: pathlib.Path) -> None:
+    """Export ``model`` without its cache; the graph has a ``Scan`` and gives eager's logits at
+    lengths other than the capture's."""
+    model.save_pretrained(folder / "ckpt")
+    with pytest.warns(UserWarning, match="without its cache"):
+        result = onnxport.hf.export(folder / "ckpt", output_dir=folder / "out")
+    assert result.passed
+    session = ort.InferenceSession(str(folder / "out" / "onnx" / "model.onnx"))
+    graph = onnx.load(str(folder / "out" / "onnx" / "model.onnx"), load_external_data=False).graph
+    assert "Scan" in {n.op_type for n in graph.node}
+    for length in (1, 6, 13):
+        ids = torch.randint(3, 99, (2, length), generator=torch.Generator().manual_seed(length))
+        mask = torch.ones_like(ids)
+        (logits,) = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})
+        with torch.no_grad():
+            expected = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        assert logits.shape == (2, length, 99)
+        np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_recurrent_gemma_runs_at_any_length_without_its_cache(tmp_path: pathlib.Path) -> None:
     """RecurrentGemma's cache is its own (a ``DynamicCache`` is refused), and its RG-LRU loops over
     the sequence: captured as a ``scan`` (capture/rg_lru.py), the graph runs at any length."""
@@ -58,18 +78,21 @@ def test_recurrent_gemma_runs_at_any_length_without_its_cache(tmp_path: pathlib.
         block_types=["recurrent", "recurrent", "attention"],
     )  # fmt: skip
     torch.manual_seed(0)
-    model = transformers.RecurrentGemmaForCausalLM(config).eval()
-    model.save_pretrained(tmp_path / "ckpt")
-    with pytest.warns(UserWarning, match="without its cache"):
-        result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out")
-    assert result.passed
-    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
-    graph = onnx.load(str(tmp_path / "out" / "onnx" / "model.onnx"), load_external_data=False).graph
-    assert "Scan" in {n.op_type for n in graph.node}
-    for length in (1, 6, 13):
-        ids = torch.randint(3, 99, (2, length), generator=torch.Generator().manual_seed(length))
-        mask = torch.ones_like(ids)
-        (logits,) = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})
-        with torch.no_grad():
-            expected = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-        np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-4, atol=1e-5)
+    _runs_at_any_length(transformers.RecurrentGemmaForCausalLM(config).eval(), tmp_path)
+
+
+def test_rwkv_runs_at_any_length_without_its_cache(tmp_path: pathlib.Path) -> None:
+    """RWKV keeps its state in a format of its own, and its WKV attention loops over the sequence:
+    captured as a ``scan`` (capture/wkv.py), the graph runs at any length (before, the capture
+    fixed the sequence length to the example's)."""
+    config = transformers.RwkvConfig(
+        vocab_size=99, hidden_size=32, num_hidden_layers=2, attention_hidden_size=32, intermediate_size=64,
+        context_length=64,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.RwkvForCausalLM(config).eval()
+    with torch.no_grad():  # random time_decay/time_first of both signs, as trained checkpoints have
+        for name, p in model.named_parameters():
+            if "time_decay" in name or "time_first" in name:
+                p.copy_(torch.randn(p.shape))
+    _runs_at_any_length(model, tmp_path)

@@ -52,6 +52,7 @@ the user already imported (no library is imported here).
   filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
   same sizes got back (:func:`transformers_method_caches_off`).
 - RecurrentGemma's RG-LRU recurrence as a ``scan`` op (:mod:`onnxport.capture.rg_lru`).
+- RWKV's WKV recurrence (``rwkv_linear_attention``) as a ``scan`` op (:mod:`onnxport.capture.wkv`).
 - GPT-Neo's attention mask is built from positions, not sliced from its stored table with
   symbolic bounds (:mod:`onnxport.capture.causal_buffers`).
 - MiniMax's lightning attention without a cache is one expression for any sequence length, not a
@@ -83,6 +84,7 @@ from onnxport.capture.rg_lru import rnn_scan
 from onnxport.capture.selective_scan import selective_scan
 from onnxport.capture.upsampling import upsampling_patches
 from onnxport.capture.windows import window_patches
+from onnxport.capture.wkv import wkv_scan
 
 
 def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dilate: bool) -> torch.Tensor:
@@ -113,6 +115,7 @@ PATCHES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
       for name in ("mamba2", "bamba", "granitemoehybrid", "nemotron_h", "zamba2", "falcon_h1")),
     *((f"transformers.models.{name}.modeling_{name}", "torch_chunk_gated_delta_rule", chunk_gated_delta_rule)
       for name in ("qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen4_exp", "olmo_hybrid")),
+    ("transformers.models.rwkv.modeling_rwkv", "rwkv_linear_attention", wkv_scan),
     ("transformers.models.mobilenet_v2.modeling_mobilenet_v2", "apply_tf_padding",
      functools.partial(tf_same_padding, dilate=True)),
     ("transformers.models.mobilenet_v1.modeling_mobilenet_v1", "apply_tf_padding",
