@@ -99,3 +99,21 @@ def test_torch_caches_keep_the_real_constructors(tmp_path) -> None:  # noqa: ANN
         assert loaded.bert.embeddings.position_ids.tolist() == [list(range(64))]
     finally:
         device_context._device_constructors.cache_clear()
+
+
+
+def test_a_module_cast_to_its_own_dtype_on_fake_parameters() -> None:
+    """NLLB-MoE's router casts its classifier to its own dtype in every forward; on the fake
+    parameters of a streamed model's capture, ``Module.to`` failed ("Couldn't swap")."""
+    mode = FakeTensorMode()
+    layer = torch.nn.Linear(4, 3)
+    with mode:
+        for name, p in list(layer.named_parameters()):
+            setattr(layer, name, torch.nn.Parameter(mode.from_tensor(p), requires_grad=False))
+        with library_patches():
+            assert layer.to(torch.float32) is layer
+            assert isinstance(layer.weight, FakeTensor) and layer.weight.dtype == torch.float32
+    assert torch.nn.Module.to.__module__ == "torch.nn.modules.module"  # restored
+    real = torch.nn.Linear(4, 3)
+    with library_patches():  # a cast that changes the dtype still casts
+        assert real.to(torch.float64).weight.dtype == torch.float64

@@ -19,7 +19,7 @@ from .zoo import BY_NAME, ZOO, save
 
 pytest.importorskip("transformers")
 
-FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskformer", "mask2former", "swin2sr", "swin", "convnext", "owlvit", "owlv2", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian", "vits"}
+FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskformer", "mask2former", "swin2sr", "swin", "convnext", "owlvit", "owlv2", "wav2vec2-ctc", "w2v-bert-ctc", "whisper-audio", "depth-anything", "clip", "marian", "nllb-moe", "vits"}
 # Architectures also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
 STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "whisper-audio", "ast", "detr", "rt-detr", "segformer", "depth-anything", "levit", "clip", "bert-choice", "marian", "m2m100",

@@ -57,6 +57,8 @@ the user already imported (no library is imported here).
   symbolic bounds (:mod:`onnxport.capture.causal_buffers`).
 - MiniMax's lightning attention without a cache is one expression for any sequence length, not a
   loop over the example's blocks (:mod:`onnxport.capture.lightning`).
+- SwitchTransformers' and NLLB-MoE's experts, a loop over the experts their tokens hit (a
+  ``nonzero``), computed densely over every expert (:mod:`onnxport.capture.expert_loops`).
 - diffusers' UNets resize their up-sampled maps to the skip connections' sizes at every latent
   size, not only off multiples of ``2**num_upsamplers`` (:mod:`onnxport.capture.upsampling`).
 - diffusers' ``PatchEmbed.forward`` (DiT, PixArt): the same shortcut at the configured sample size,
@@ -79,6 +81,7 @@ import torch.utils._device
 from onnxport.capture.causal_buffers import positional_mask
 from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
+from onnxport.capture.expert_loops import EXPERT_LOOP_PATCHES
 from onnxport.capture.lightning import whole_sequence
 from onnxport.capture.rg_lru import rnn_scan
 from onnxport.capture.selective_scan import selective_scan
@@ -218,6 +221,7 @@ METHOD_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]],
     ("transformers.models.gpt_neo.modeling_gpt_neo", "GPTNeoSelfAttention", "_attn", positional_mask),
     ("transformers.models.recurrent_gemma.modeling_recurrent_gemma", "RecurrentGemmaRglru", "_rnn_scan",
      lambda _original: rnn_scan),
+    *EXPERT_LOOP_PATCHES,
 )
 
 
@@ -284,6 +288,28 @@ def symbolic_constructor_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     ``torch.as_tensor`` of the feature maps' sizes and reference points with
     ``torch.linspace(0.5, height - 0.5, height)``: the graph held the example's grid)."""
     return [(torch, "tensor", symbolic_tensor), (torch, "as_tensor", symbolic_as_tensor), (torch, "linspace", symbolic_linspace)]
+
+
+_MODULE_TO = torch.nn.Module.to
+
+
+def unchanged_module_to(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    """``torch.nn.Module.to`` that returns the module as it is when no parameter or buffer would
+    change (the dtype and device they already have, no memory format). ``Module.to`` then changes
+    nothing in eager, but on the fake parameters of a streamed (meta-device) model's capture its
+    ``_apply`` swaps every parameter for itself and fails ("_apply(): Couldn't swap
+    Linear.weight"): NLLB-MoE's and
+    SwitchTransformers' routers cast their classifier to the router dtype in every forward
+    (``self.classifier = self.classifier.to(self.dtype)``). Any other call is the original."""
+    device, dtype, _, memory_format = torch._C._nn._parse_to(*args, **kwargs)
+    tensors = [*self.parameters(), *self.buffers()]
+    if memory_format is None and all(
+        (device is None or t.device == device)
+        and (dtype is None or t.dtype == dtype or not (t.is_floating_point() or t.is_complex()))
+        for t in tensors
+    ):
+        return self
+    return _MODULE_TO(self, *args, **kwargs)
 
 
 def symbolic_torch_int(x: Any) -> Any:
@@ -386,7 +412,8 @@ def _fill_torch_caches() -> None:
 
 @contextlib.contextmanager
 def library_patches() -> Iterator[None]:
-    """Apply :data:`PATCHES`, :func:`position_interpolation_patches`, :func:`torch_int_patches`,
+    """Apply :data:`PATCHES`, :func:`unchanged_module_to`, :func:`position_interpolation_patches`,
+    :func:`torch_int_patches`,
     :func:`method_patches`, :func:`symbolic_constructor_patches`,
     :func:`onnxport.capture.windows.window_patches`,
     :func:`onnxport.capture.upsampling.upsampling_patches`, :func:`symbolic_int_builtin` and
@@ -401,7 +428,8 @@ def library_patches() -> Iterator[None]:
     ]
     try:
         for owner, attribute, replacement in [
-            *targets, *position_interpolation_patches(), *torch_int_patches(), *method_patches(),
+            *targets, (torch.nn.Module, "to", unchanged_module_to), *position_interpolation_patches(),
+            *torch_int_patches(), *method_patches(),
             *symbolic_constructor_patches(), *window_patches(_transformers_models()), *upsampling_patches(),
         ]:
             if owner is not None and attribute in vars(owner):

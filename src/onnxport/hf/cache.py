@@ -571,13 +571,15 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
 def encoder_outputs(hidden: torch.Tensor, mask: torch.Tensor | None = None) -> Any:
     """The ``encoder_outputs`` given to an encoder-decoder: a ``BaseModelOutput``, not a tuple
     (NLLB-MoE reads ``encoder_outputs.last_hidden_state``), that also answers ``attention_mask``
-    (Moonshine's decoder reads ``encoder_outputs.attention_mask``)."""
+    (Moonshine's decoder reads ``encoder_outputs.attention_mask``) and ``router_logits`` as
+    ``None`` (NLLB-MoE's model copies ``encoder_outputs.router_logits`` into its output)."""
     from transformers.modeling_outputs import (  # heavy optional dependency (onnxport[hf])
         BaseModelOutput,
     )
 
     out = BaseModelOutput(last_hidden_state=hidden)
     out.attention_mask = mask
+    out.router_logits = None
     return out
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from onnxport.capture.expert_loops import dense_experts
 from onnxport.capture.patches import transformers_method_caches_off
 from onnxport.errors import HFError
 from onnxport.hf import meta
@@ -158,7 +159,9 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     ``masking_utils``) as under torch.export; transformers' method caches off in both
     (:func:`onnxport.capture.patches.transformers_method_caches_off`: a probe on fake tensors
     would leave them holding fake outputs); the model's Python-number state restored after
-    (:func:`onnxport.verify.ties.kept_state`: a Swin probe at a small image kept its shift off)."""
+    (:func:`onnxport.verify.ties.kept_state`: a Swin probe at a small image kept its shift off);
+    on fake tensors, experts that loop over the experts hit run densely
+    (:func:`onnxport.capture.expert_loops.dense_experts`)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(module_caches_kept(model))
         stack.enter_context(kept_state(model))
@@ -166,6 +169,7 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
         if any(p.device.type == "meta" for p in model.parameters()):
             stack.enter_context(meta.all_on_meta(model))
             stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+            stack.enter_context(dense_experts())  # their nonzero cannot run on fake tensors
         yield
 
 

@@ -387,6 +387,9 @@ ZOO += [
           _make("MarianConfig", "MarianMTModel", **SEQ2SEQ, pad_token_id=VOCAB - 1, decoder_start_token_id=VOCAB - 1)),
     Entry("m2m100", "text2text-generation",
           _make("M2M100Config", "M2M100ForConditionalGeneration", **SEQ2SEQ, pad_token_id=1, decoder_start_token_id=2)),
+    Entry("nllb-moe", "text2text-generation",
+          _make("NllbMoeConfig", "NllbMoeForConditionalGeneration", **SEQ2SEQ, pad_token_id=1, decoder_start_token_id=2,
+                num_experts=4, expert_capacity=64, encoder_sparse_step=2, decoder_sparse_step=2)),
 ]  # fmt: skip
 
 

@@ -1,0 +1,106 @@
+"""Mixture-of-experts layers that loop over the experts their tokens hit, computed densely while
+captured.
+
+transformers' SwitchTransformers and NLLB-MoE experts (``SwitchTransformersExperts.forward``,
+``NllbMoeExperts.forward``, modules of ``expert_{i}`` feed-forwards) run::
+
+    expert_mask = ...                                       # (experts, k, tokens), 0/1
+    expert_hit = (expert_mask.sum((-1, -2)) > 0).nonzero()   # data-dependent
+    for e in expert_hit:
+        idx, top_x = torch.where(expert_mask[e].squeeze(0))  # data-dependent
+        out.index_add_(0, top_x, expert_e(x[top_x]) * weights[top_x, idx, None])
+
+The loop's trip count and the gathered token counts depend on the routing: torch.export stops at
+the ``nonzero`` (a data-dependent guard), and a meta-device probe cannot run it. During capture
+:func:`dense` computes the same sum over every expert and every token, each expert's output
+weighted by ``w[t, e] = sum_k expert_mask[e, k, t] * weights[t, k]``, which is 0 where the loop
+skips the pair (an expert hit by no token adds exact zeros). The per-expert product is taken in
+the same order (expert output times weight, then cast); only tokens routed to one expert twice
+(NLLB-MoE's mask, which the loop visits once per ``k``) sum their weights before the product, a
+rounding-level difference. The graph computes every expert for every token: exact for any
+routing, at the cost of ``experts`` times one expert's work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+
+def _dense_sum(
+    experts: Any, hidden_states: torch.Tensor, expert_mask: torch.Tensor, weights: torch.Tensor, scale: float
+) -> torch.Tensor:
+    """``sum_e expert_e(hidden_states) * w[:, e]`` (module docstring), each term times ``scale``.
+
+    Args:
+        experts: The ``expert_{i}`` module dict.
+        hidden_states: (tokens, hidden).
+        expert_mask: (experts, k, tokens) 0/1 routing mask.
+        weights: (tokens, k) routing weights.
+        scale: Factor on each expert's weighted output (NLLB-MoE's ``1 - moe_token_dropout``).
+    """
+    per_expert = torch.einsum("ekt,tk->te", expert_mask.to(weights.dtype), weights)
+    final = torch.zeros_like(hidden_states)
+    for e in range(expert_mask.shape[0]):
+        out = experts[f"expert_{e}"](hidden_states) * per_expert[:, e, None]
+        if scale != 1.0:
+            out = out * scale
+        final = final + out.to(hidden_states.dtype)
+    return final
+
+
+def switch_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
+    """``SwitchTransformersExperts.forward``: ``selected_experts`` (tokens, 1, experts) one-hot,
+    ``routing_weights`` (tokens, 1)."""
+
+    @functools.wraps(_original)
+    def forward(self: Any, hidden_states: torch.Tensor, selected_experts: torch.Tensor,
+                routing_weights: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        return _dense_sum(self, hidden_states, selected_experts.permute(2, 1, 0), routing_weights, 1.0)
+
+    return forward
+
+
+def nllb_moe_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
+    """``NllbMoeExperts.forward``: ``router_mask`` (tokens, experts), whose values the loop reads
+    as expert indices (``one_hot(router_mask, num_experts)``), ``router_probs`` (tokens, experts);
+    in eval mode each expert's output is scaled by ``1 - moe_token_dropout``."""
+
+    @functools.wraps(_original)
+    def forward(self: Any, hidden_states: torch.Tensor, router_mask: torch.Tensor,
+                router_probs: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        mask = torch.nn.functional.one_hot(router_mask, num_classes=self.num_experts).permute(2, 1, 0)
+        dropout = self.moe_token_dropout if self.moe_token_dropout > 0 and not self.training else 0.0
+        return _dense_sum(self, hidden_states, mask, router_probs, 1.0 - dropout)
+
+    return forward
+
+
+#: (module, class, method, replacement factory), as :data:`onnxport.capture.patches.METHOD_PATCHES`.
+EXPERT_LOOP_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]], ...] = (
+    ("transformers.models.switch_transformers.modeling_switch_transformers", "SwitchTransformersExperts", "forward",
+     switch_experts),
+    ("transformers.models.nllb_moe.modeling_nllb_moe", "NllbMoeExperts", "forward", nllb_moe_experts),
+)  # fmt: skip
+
+
+@contextlib.contextmanager
+def dense_experts() -> Iterator[None]:
+    """:data:`EXPERT_LOOP_PATCHES` applied to the classes whose module is imported (the shape
+    probes of a meta-device model run them on fake tensors, where ``nonzero`` cannot run)."""
+    saved = []
+    for module_name, class_name, method, replacement in EXPERT_LOOP_PATCHES:
+        cls = getattr(sys.modules.get(module_name), class_name, None)
+        if isinstance(cls, type) and method in vars(cls):
+            saved.append((cls, method, vars(cls)[method]))
+            setattr(cls, method, replacement(vars(cls)[method]))
+    try:
+        yield
+    finally:
+        for cls, method, original in reversed(saved):
+            setattr(cls, method, original)
