@@ -175,3 +175,23 @@ def test_fixed_size_model_keeps_its_image_size(stream: bool, tmp_path: pathlib.P
     proto = onnx.load(tmp_path / "onnx" / "onnx" / "model.onnx", load_external_data=False)
     dims = [d.dim_param or d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
     assert dims == ["batch_size", 3, 64, 64]
+
+
+def test_donut_swin_keeps_its_image_size(tmp_path: pathlib.Path) -> None:
+    """Donut-Swin's layers shrink their window to the grid where the grid is no larger than the
+    window, inline in their forward: eager runs at other sizes, but the graph held the example's
+    branch (a 32x32 model, whose last grid is one window, failed in onnxruntime at 48x48). Its
+    height and width stay fixed (dynamic batch); before, no file was written."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.DonutSwinConfig(
+        image_size=32, patch_size=4, embed_dim=8, depths=[2, 2], num_heads=[2, 2], window_size=4, num_labels=3,
+    )
+    transformers.DonutSwinForImageClassification(config).eval().save_pretrained(tmp_path / "donut")
+    result = onnxport.hf.export(tmp_path / "donut", output_dir=tmp_path / "onnx")
+    assert result.task == "image-classification" and result.passed
+    assert all(c.max_abs_diff < 1e-4 and c.shape_ok for c in result.checks)
+    proto = onnx.load(tmp_path / "onnx" / "onnx" / "model.onnx", load_external_data=False)
+    dims = [d.dim_param or d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch_size", 3, 32, 32]

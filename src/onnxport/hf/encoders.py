@@ -172,7 +172,8 @@ def vision_component(loaded: LoadedModel) -> Component:
     """``pixel_values`` dynamic in batch, and in height/width for patch models that interpolate
     their position embeddings (:func:`interpolates`; called with ``interpolate_pos_encoding=True``,
     which at the configured size gives the table unchanged), for those that pad to their windows
-    (:func:`onnxport.capture.windows.any_size`: Swin), and for other models (convolutional ones,
+    (:func:`onnxport.capture.windows.any_size`: Swin; Donut-Swin, whose window branches the capture
+    cannot take at every size, keeps its size), and for other models (convolutional ones,
     convolutional stems with a ``patch_size``: ConvNeXt) that run at other sizes: any size, or
     multiples of some ``m`` (:func:`_size_multiple`), as ``m*height``, ``m*width``. A model that
     fails at other sizes (a fake-tensor probe, else eager: ViT without interpolation checks the
@@ -190,7 +191,11 @@ def vision_component(loaded: LoadedModel) -> Component:
     patch = None if patch == 1 else patch  # 1-pixel patches (Swin2SR) are a convolution
     interpolate = patch is not None and interpolates(loaded.model)
     windowed = windows.any_size(loaded.model)
-    probed = patch is None or not (interpolate or windowed or _resamples_to_patches(loaded.model))
+    # Swin-style padding the capture cannot take at every size (Donut-Swin: its layers drop the
+    # shift and shrink the window where the grid is no larger than the window, inline): eager runs
+    # at other sizes, the graph holds the example's branch, so the configured size is kept
+    padded = any(callable(getattr(m, "maybe_pad", None)) for m in loaded.model.modules())
+    probed = patch is None or not (interpolate or windowed or padded or _resamples_to_patches(loaded.model))
     step = patch if isinstance(patch, int) else 8
     multiple: int | None = 1  # of the sides (a probed model's, searched below)
 
