@@ -1,5 +1,6 @@
 """Decoder sequence classifiers pool each row's last non-pad token, found from ``pad_token_id``;
-transformers refuses batches of more than one row when the config has none."""
+transformers refuses batches of more than one row when the config has none. BART-style
+classifiers pool each row's last ``<eos>``."""
 
 from __future__ import annotations
 
@@ -71,3 +72,30 @@ def test_the_tokenizers_pad_token_is_used_for_right_padded_rows(tmp_path: pathli
     with torch.no_grad():  # pooling the last position (the pad) would give other logits for row 0
         last = model(ids[:1], attention_mask=mask[:1]).logits[0]
     assert np.abs(got[0] - last.numpy()).max() > 1e-3
+
+
+def test_bart_classifier_pools_the_last_eos(tmp_path: pathlib.Path) -> None:
+    """BART's classifier selects ``hidden_states[input_ids == eos_token_id]``: example ids without
+    an ``<eos>`` made the capture hold an empty selection, and onnxruntime refused the graph ("idx=-1
+    must be within the inclusive range [0,-1]"), no file written. The example rows now end with
+    one; the graph pools the last ``<eos>`` wherever the rows have them."""
+    config = transformers.BartConfig(
+        vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64,
+        num_labels=3, bos_token_id=0, pad_token_id=1, eos_token_id=2,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.BartForSequenceClassification(config).eval()
+    model.save_pretrained(tmp_path / "ckpt")
+    result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out")
+    assert result.task == "text-classification" and result.passed
+    ids = torch.randint(3, VOCAB, (3, 9), generator=torch.Generator().manual_seed(1))
+    ids[:, 8], ids[0, 3], ids[1, 0], ids[2, 6] = 2, 2, 2, 2  # two <eos> per row, the last not always last
+    ids[2, 8] = 5
+    ids[2, 7] = 2
+    mask = torch.ones_like(ids)
+    got = _run(tmp_path / "out", ids, mask)
+    with torch.no_grad():
+        want = model(ids, attention_mask=mask).logits
+    assert got.shape == (3, 3)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)

@@ -58,14 +58,15 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
     forward = inspect.signature(loaded.model.forward).parameters
     with_types = "token_type_ids" in forward and bool(getattr(config, "type_vocab_size", 0))
     choice = loaded.task.kind == "multiple-choice"
+    eos = getattr(config, "eos_token_id", None) if _pools_eos(loaded.model) else None
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
         rows = sizes.batch * _choices(sizes) if choice else sizes.batch
-        inputs = {
-            "input_ids": token_ids(config, rows, sizes.sequence, gen),
-            "attention_mask": left_padded_mask(rows, sizes.sequence),
-        }
+        ids = token_ids(config, rows, sizes.sequence, gen)
+        if isinstance(eos, int):  # every row ends with one <eos>, as a tokenizer writes it
+            ids[:, -1] = eos
+        inputs = {"input_ids": ids, "attention_mask": left_padded_mask(rows, sizes.sequence)}
         if with_types:
             inputs["token_type_ids"] = torch.zeros(rows, sizes.sequence, dtype=torch.int64)
         if choice:
@@ -82,6 +83,17 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
 
 
 _NO_PAD_TOKEN = "no padding token is defined"  # transformers' *ForSequenceClassification of decoders
+
+
+def _pools_eos(model: torch.nn.Module) -> bool:
+    """Whether the classifier pools each row's last ``<eos>`` token (BART-style
+    ``*ForSequenceClassification``: BART, mBART, PLBart, MVP, BigBird-Pegasus, LED select
+    ``hidden_states[input_ids == eos_token_id]``): on ids without one, eager fails ("Each example
+    must contain at least one <eos> token") and a capture on them holds an empty selection."""
+    try:
+        return "eos_mask" in inspect.getsource(type(model).forward)
+    except (OSError, TypeError):
+        return False
 
 
 def _pools_last_token(model: torch.nn.Module) -> bool:

@@ -76,6 +76,29 @@ def test_boolean_mask_indexing_is_its_nonzero_coordinates() -> None:
             torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
+class _LastEos(torch.nn.Module):
+    """BART's sequence-classification pooling: the rows' ``<eos>`` states, viewed per row, the last."""
+
+    def forward(self, hidden: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        selected = hidden[ids.eq(2), :]
+        return selected.view(hidden.size(0), -1, hidden.size(-1))[:, -1, :]
+
+
+def test_masked_rows_viewed_by_a_symbolic_size() -> None:
+    # the view's checks on the data-dependent row count join SymBools with ``and``
+    # (operator.and_: ops/control/symbolic.py): it had no translation
+    g = torch.Generator().manual_seed(0)
+    dims = ({0: "batch_size", 1: "sequence_length"},) * 2
+    args = (torch.randn(2, 4, 8, generator=g), torch.tensor([[5, 6, 7, 2], [8, 9, 3, 2]]))
+    program = onnxport.export(_LastEos(), args, dynamic_shapes=dims)
+    other = (torch.randn(3, 5, 8, generator=g), torch.tensor([[5, 2, 7, 2, 4], [2, 9, 3, 2, 6], [1, 1, 2, 1, 2]]))
+    for inputs in (args, other):
+        (got,) = program(*inputs)
+        want = _LastEos()(*inputs)
+        assert got.shape == want.shape == (inputs[0].shape[0], 8)
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
 class _ArangeIndices(torch.nn.Module):
     """Index tensors that are aranges of dynamic sizes: transformers' padding-mask lookup
     ``mask[batch_arange[:, None, None, None], kv_arange[None, None, None, :]]``, the same after a

@@ -69,6 +69,22 @@ sym_max = translates(torch.sym_max)(_binary("Max"))
 sym_min = translates(torch.sym_min)(_binary("Min"))
 
 
+def _logical(logical: str, bitwise: str) -> Any:
+    def fn(ctx: Ctx, a: Any, b: Any) -> ir.Value:
+        dtype = _dtype_of(a, b)
+        op = logical if dtype == ir.DataType.BOOL else bitwise
+        return ctx.op.node(op, [_operand(ctx, a, dtype), _operand(ctx, b, dtype)], {})
+
+    fn.__qualname__ = fn.__name__ = f"sym_{logical}"
+    return fn
+
+
+# ``&``/``|`` of SymBools (conditions of data-dependent sizes: ``u0 >= 0 and u0 <= s0``) are ONNX
+# And/Or; of SymInts, Python's bitwise operators (BitwiseAnd/BitwiseOr).
+sym_and = translates(operator.and_)(_logical("And", "BitwiseAnd"))
+sym_or = translates(operator.or_)(_logical("Or", "BitwiseOr"))
+
+
 @translates(operator.floordiv)
 def sym_floordiv(ctx: Ctx, a: Any, b: Any) -> ir.Value:
     """a // b on SymInts: Python floor division (rounds toward −∞)."""
