@@ -49,7 +49,7 @@ def test_a_decoder_with_its_own_cache_class_is_exported_without_its_cache(tmp_pa
     np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-4, atol=1e-5)
 
 
-def _runs_at_any_length(model: torch.nn.Module, folder: pathlib.Path) -> None:
+def _runs_at_any_length(model: torch.nn.Module, folder: pathlib.Path, lengths: tuple[int, ...] = (1, 6, 13)) -> None:
     """Export ``model`` without its cache; the graph has a ``Scan`` and gives eager's logits at
     lengths other than the capture's."""
     model.save_pretrained(folder / "ckpt")
@@ -59,7 +59,7 @@ def _runs_at_any_length(model: torch.nn.Module, folder: pathlib.Path) -> None:
     session = ort.InferenceSession(str(folder / "out" / "onnx" / "model.onnx"))
     graph = onnx.load(str(folder / "out" / "onnx" / "model.onnx"), load_external_data=False).graph
     assert "Scan" in {n.op_type for n in graph.node}
-    for length in (1, 6, 13):
+    for length in lengths:
         ids = torch.randint(3, 99, (2, length), generator=torch.Generator().manual_seed(length))
         mask = torch.ones_like(ids)
         (logits,) = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})
@@ -96,3 +96,13 @@ def test_rwkv_runs_at_any_length_without_its_cache(tmp_path: pathlib.Path) -> No
             if "time_decay" in name or "time_first" in name:
                 p.copy_(torch.randn(p.shape))
     _runs_at_any_length(model, tmp_path)
+
+
+def test_xlstm_runs_at_any_length_without_its_cache(tmp_path: pathlib.Path) -> None:
+    """xLSTM's forward takes its own cache class (a ``DynamicCache`` is refused), and its mLSTM
+    loops over the sequence (chunks of 64 tokens, then one at a time): captured as a ``scan`` of
+    its step kernel (capture/mlstm.py), the graph runs at any length, past one chunk too (70),
+    where eager computes the chunk in parallel."""
+    config = transformers.xLSTMConfig(vocab_size=99, hidden_size=64, num_heads=4, num_blocks=2, embedding_dim=64)
+    torch.manual_seed(0)
+    _runs_at_any_length(transformers.xLSTMForCausalLM(config).eval(), tmp_path, lengths=(1, 6, 13, 70))

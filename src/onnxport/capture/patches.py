@@ -53,6 +53,7 @@ the user already imported (no library is imported here).
   same sizes got back (:func:`transformers_method_caches_off`).
 - RecurrentGemma's RG-LRU recurrence as a ``scan`` op (:mod:`onnxport.capture.rg_lru`).
 - RWKV's WKV recurrence (``rwkv_linear_attention``) as a ``scan`` op (:mod:`onnxport.capture.wkv`).
+- xLSTM's mLSTM cell in inference mode as a ``scan`` of its step kernel (:mod:`onnxport.capture.mlstm`).
 - GPT-Neo's attention mask is built from positions, not sliced from its stored table with
   symbolic bounds (:mod:`onnxport.capture.causal_buffers`).
 - MiniMax's lightning attention without a cache is one expression for any sequence length, not a
@@ -83,6 +84,7 @@ from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
 from onnxport.capture.expert_loops import EXPERT_LOOP_PATCHES
 from onnxport.capture.lightning import whole_sequence
+from onnxport.capture.mlstm import recurrent_inference
 from onnxport.capture.rg_lru import rnn_scan
 from onnxport.capture.selective_scan import selective_scan
 from onnxport.capture.upsampling import upsampling_patches
@@ -221,6 +223,7 @@ METHOD_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]],
     ("transformers.models.gpt_neo.modeling_gpt_neo", "GPTNeoSelfAttention", "_attn", positional_mask),
     ("transformers.models.recurrent_gemma.modeling_recurrent_gemma", "RecurrentGemmaRglru", "_rnn_scan",
      lambda _original: rnn_scan),
+    ("transformers.models.xlstm.modeling_xlstm", "xLSTMBackend", "forward", recurrent_inference),
     *EXPERT_LOOP_PATCHES,
 )
 
