@@ -155,15 +155,26 @@ def test_onnxruntime_refusal_in_validation_names_the_node_and_source_line(tmp_pa
     assert "No file was written" in message
 
 
-def test_speech_seq2seq_without_whisper_features_is_an_hf_error(tmp_path: pathlib.Path) -> None:
-    """Speech2Text's encoder takes (batch, frames, features) with a mask: an HFError saying what is
-    exported, not an AttributeError (``num_mel_bins``) from inside onnxport."""
-    import transformers
+def test_a_spectrogram_model_on_no_candidate_layout_is_an_hf_error() -> None:
+    """A speech model that runs on none of the spectrograms its config suggests (here a layer of
+    8 features, a config of 16 mel bins: 16, 32, 64, frames first or last): an HFError naming the
+    sizes tried, not the layer's RuntimeError."""
+    import types
 
-    config = transformers.Speech2TextConfig(
-        vocab_size=32, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16, conv_channels=8,
-    )
-    transformers.Speech2TextForConditionalGeneration(config).save_pretrained(tmp_path / "s2t")
-    with pytest.raises(HFError, match="Whisper-style models.*Speech2TextForConditionalGeneration's config has no num_mel_bins"):
-        onnxport.hf.export(tmp_path / "s2t", output_dir=tmp_path / "out")
+    import torch
+
+    from onnxport.hf.encoders import _feature_layout
+
+    class Speech(torch.nn.Module):
+        config = types.SimpleNamespace(num_mel_bins=16)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 4)
+
+        def forward(self, input_features: torch.Tensor) -> torch.Tensor:
+            return self.proj(input_features)
+
+    model = Speech()
+    with pytest.raises(HFError, match=r"Speech takes input_features.*feature sizes its config suggests \(16, 32, 64\)"):
+        _feature_layout(model, model, lambda layout: {"input_features": torch.zeros(1, 9, layout[0])})

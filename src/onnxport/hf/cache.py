@@ -492,6 +492,18 @@ class SpeechEncoder(torch.nn.Module):
         return self.encoder(input_features=input_features).last_hidden_state
 
 
+class MaskedSpeechEncoder(torch.nn.Module):
+    """Encoder of a speech encoder-decoder over a spectrogram of any length (Speech2Text, Canary):
+    ``(input_features, attention_mask)`` → ``last_hidden_state``."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.encoder = cast("Callable[[], torch.nn.Module]", model.get_encoder)()
+
+    def forward(self, input_features: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.encoder(input_features=input_features, attention_mask=attention_mask).last_hidden_state
+
+
 class WaveformEncoder(torch.nn.Module):
     """Encoder of a speech model on a raw waveform (Moonshine): ``input_values`` ``(batch,
     samples)`` → ``last_hidden_state``, its length following the samples."""

@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - installed with the hf extra
 from onnxport.hf import cache as wrappers
 from onnxport.hf.dims import (
     BATCH,
+    ENCODER_SEQUENCE,
     HEIGHT,
     IMAGE_BATCH,
     NUM_CHOICES,
@@ -369,11 +370,12 @@ def audio_component(loaded: LoadedModel) -> Component:
 
 
 def _feature_sizes(config: Any) -> list[int]:
-    """Candidate features per frame of a spectrogram model: w2v-BERT's
-    ``feature_projection_input_dim``, else ``num_mel_bins`` of the config or of its
-    ``encoder_config`` (Parakeet, LASR) times 1, 2 or 4 (Granite Speech 5 stacks delta-expanded
-    mel frames in pairs: ``4 * num_mel_bins``)."""
-    sizes = []
+    """Candidate features per frame of a spectrogram model: Speech2Text's
+    ``input_feat_per_channel * input_channels``, w2v-BERT's ``feature_projection_input_dim``, else
+    ``num_mel_bins`` of the config or of its ``encoder_config`` (Parakeet, LASR, Canary) times 1, 2
+    or 4 (Granite Speech 5 stacks delta-expanded mel frames in pairs: ``4 * num_mel_bins``)."""
+    per_channel, channels = getattr(config, "input_feat_per_channel", None), getattr(config, "input_channels", 1)
+    sizes = [per_channel * channels] if isinstance(per_channel, int) and isinstance(channels, int) else []
     for owner in (config, getattr(config, "encoder_config", None)):
         value = getattr(owner, "feature_projection_input_dim", None)
         if isinstance(value, int):
@@ -409,19 +411,8 @@ def _features_component(loaded: LoadedModel) -> Component:
             return (sizes.batch, features, fixed_frames or frames)
         return (sizes.batch, frames, features)
 
-    layouts = [(n, transposed) for transposed in (False, True) for n in _feature_sizes(config)]
-    probe = Sizes(batch=1)
-    fitting = next((layout for layout in layouts
-                    if _runs(module, {"input_features": torch.zeros(shape(probe, *layout))})), None)
-    if fitting is None:
-        suggested = ", ".join(str(n) for n, t in layouts if not t) or "none: no feature_projection_input_dim or num_mel_bins"
-        raise HFError(
-            f"{type(loaded.model).__name__} takes input_features, and it runs on an example spectrogram "
-            f"with none of the feature sizes its config suggests ({suggested}), frames first or features first: "
-            "onnxport cannot build its example inputs. Check that the model runs in eager PyTorch on "
-            "input_features of shape (batch, frames, features) or (batch, features, frames)."
-        )
-    features, transposed = fitting
+    features, transposed = _feature_layout(loaded.model, module, lambda layout: {
+        "input_features": torch.zeros(shape(Sizes(batch=1), *layout))})
 
     def make(sizes: Sizes) -> dict[str, Any]:
         return {"input_features": torch.randn(*shape(sizes, features, transposed), generator=_generator(sizes))}
@@ -431,6 +422,63 @@ def _features_component(loaded: LoadedModel) -> Component:
     else:
         axes = {0: BATCH} if fixed_frames else {0: BATCH, 2: SEQUENCE}
     return Component("model", module, make, {"input_features": axes}, None, list(loaded.task.outputs))
+
+
+def _feature_layout(
+    model: torch.nn.Module, module: torch.nn.Module, inputs: Callable[[tuple[int, bool]], dict[str, Any]]
+) -> tuple[int, bool]:
+    """``(features, transposed)``: the first candidate of :func:`_feature_sizes`, frames first
+    then features first (``transposed``), on which ``module`` runs ``inputs(layout)``.
+
+    Raises:
+        HFError: ``module`` runs on none of them.
+    """
+    layouts = [(n, transposed) for transposed in (False, True) for n in _feature_sizes(model.config)]
+    fitting = next((layout for layout in layouts if _runs(module, inputs(layout))), None)
+    if fitting is None:
+        suggested = ", ".join(str(n) for n, t in layouts if not t) or "none: no feature_projection_input_dim or num_mel_bins"
+        raise HFError(
+            f"{type(model).__name__} takes input_features, and it runs on an example spectrogram "
+            f"with none of the feature sizes its config suggests ({suggested}), frames first or features first: "
+            "onnxport cannot build its example inputs. Check that the model runs in eager PyTorch on "
+            "input_features of shape (batch, frames, features) or (batch, features, frames)."
+        )
+    return fitting
+
+
+def masked_speech_encoder(loaded: LoadedModel) -> Component:
+    """``encoder_model`` of a speech encoder-decoder whose encoder takes a spectrogram of any length
+    with its mask (Speech2Text, Canary, Cohere ASR: not Whisper's fixed 30 s): ``input_features``
+    in the first layout of :func:`_feature_sizes` the encoder runs on, ``(batch_size,
+    encoder_sequence_length, features)`` or ``(batch_size, features, encoder_sequence_length)``
+    float32, and ``attention_mask`` ``(batch_size, encoder_sequence_length)`` INT64 (1 for a frame,
+    0 for padding at the end, as feature extractors pad) → ``last_hidden_state`` ``(batch_size,
+    frames after subsampling, hidden)``. Optimum's ``Speech2TextOnnxConfig`` has the same encoder
+    inputs; its decoder takes the encoder's output without a mask, as onnxport's does.
+
+    Raises:
+        HFError: The encoder runs on none of the candidate layouts.
+    """
+    module = wrappers.MaskedSpeechEncoder(loaded.model)
+    dtype = next(loaded.model.parameters()).dtype
+
+    def spectrogram(batch: int, frames: int, features: int, transposed: bool, gen: Any = None) -> dict[str, Any]:
+        shape = (batch, features, frames) if transposed else (batch, frames, features)
+        mask = torch.ones(batch, frames, dtype=torch.int64)
+        if batch > 1:
+            mask[0, frames - frames // 4:] = 0  # the first row padded at the end
+        return {"input_features": torch.randn(*shape, generator=gen, dtype=dtype), "attention_mask": mask}
+
+    features, transposed = _feature_layout(
+        loaded.model, module, lambda layout: spectrogram(1, 8 * _frames(Sizes(batch=1)) + 7, *layout))
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        # frames past the subsampling convolutions' kernels (8x in Canary), odd and even
+        return spectrogram(sizes.batch, 8 * _frames(sizes) + 7, features, transposed, _generator(sizes))
+
+    frames_axis = 2 if transposed else 1
+    dynamic = {"input_features": {0: BATCH, frames_axis: ENCODER_SEQUENCE}, "attention_mask": {0: BATCH, 1: ENCODER_SEQUENCE}}
+    return Component("encoder_model", module, make, dynamic, None, ["last_hidden_state"])
 
 
 def text_vision_component(loaded: LoadedModel) -> Component:

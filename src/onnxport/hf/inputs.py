@@ -23,6 +23,7 @@ from onnxport.hf.dims import PAST_SEQUENCE as PAST
 from onnxport.hf.eager import run as run_eager
 from onnxport.hf.encoders import (
     audio_component,
+    masked_speech_encoder,
     text_component,
     text_vision_component,
     vision_component,
@@ -294,7 +295,11 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     vision = loaded.task.kind == "vision-seq2seq"
     # Moonshine: a raw waveform of any length, no mask; its encoder's output length follows it
     waveform = speech and getattr(model, "main_input_name", None) == "input_values"
-    fixed = (speech or vision) and not waveform  # the encoder's output length is fixed
+    # Whisper: input_features of num_mel_bins x 2 * max_source_positions frames (30 s); any other
+    # spectrogram model takes frames of any length with their mask (Speech2Text, Canary)
+    whisper = all(isinstance(getattr(config, k, None), int) for k in ("num_mel_bins", "max_source_positions"))
+    spectrogram = speech and not waveform and not whisper
+    fixed = (speech or vision) and not (waveform or spectrogram)  # the encoder's output length is fixed
     masked = not (speech or vision)  # the encoder (and the decoder's cross-attention) take a mask
     dtype = next(model.parameters()).dtype
 
@@ -318,17 +323,14 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
             return {"input_values": torch.randn(sizes.batch, samples, generator=gen, dtype=dtype)}
 
         encoder_dynamic = {"input_values": {0: BATCH, 1: SEQUENCE}}
+    elif spectrogram:
+        part = masked_speech_encoder(loaded)
+        encoder, encoder_dynamic = part.module, part.dynamic_shapes
+
+        def make_encoder(sizes: Sizes) -> dict[str, Any]:
+            return part.make_inputs(sizes)
     elif speech:
-        mels, positions = getattr(config, "num_mel_bins", None), getattr(config, "max_source_positions", None)
-        if not isinstance(mels, int) or not isinstance(positions, int):
-            raise HFError(
-                f"automatic-speech-recognition of an encoder-decoder is exported for Whisper-style models, "
-                f"whose encoder takes input_features (batch, num_mel_bins, 2 * max_source_positions), and for "
-                f"raw-waveform models (Moonshine: input_values); "
-                f"{type(model).__name__}'s config has no {'num_mel_bins' if not isinstance(mels, int) else 'max_source_positions'} "
-                "(its encoder takes a variable-length input with a mask, which onnxport does not export yet)."
-            )
-        frames = 2 * positions
+        mels, frames = config.num_mel_bins, 2 * config.max_source_positions
         encoder = wrappers.SpeechEncoder(model)
 
         def make_encoder(sizes: Sizes) -> dict[str, Any]:
