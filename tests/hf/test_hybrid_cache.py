@@ -18,7 +18,6 @@ import onnxport.hf
 import onnxport.inference
 from _generation import assert_greedy_equals_transformers
 from onnxport.capture.chunk_scan import chunk_scan
-from onnxport.errors import DynamicShapesError
 from onnxport.testing.tiny_models import _make
 
 transformers = pytest.importorskip("transformers")
@@ -169,17 +168,22 @@ def test_chunk_scan_one_position_equals_transformers_step() -> None:
     np.testing.assert_allclose(got_state.numpy(), state.numpy(), rtol=1e-4, atol=1e-5)  # updated in place
 
 
-def test_cache_of_its_own_is_named_and_the_sequence_loop_refused() -> None:
+def test_cache_of_its_own_is_named_and_the_model_exported_without_it() -> None:
     """RWKV's forward takes its recurrent state as ``state``, not a transformers Cache: the export
-    goes on without the cache (a warning names why), and then stops on RWKV's Python loop over the
-    sequence, which fixes its length."""
+    goes on without the cache (a warning names why), its loop over the sequence captured as a
+    ``scan`` (capture/wkv.py; before, the loop fixed the length and the export stopped with a
+    DynamicShapesError). tests/hf/test_no_cache.py checks its logits at several lengths."""
     model = _make(
         "RwkvConfig", "RwkvForCausalLM", vocab_size=99, hidden_size=32, num_hidden_layers=2, attention_hidden_size=32,
         intermediate_size=64, context_length=64,
     )()  # fmt: skip
     with pytest.warns(UserWarning, match="takes neither past_key_values nor cache_params"):
-        with pytest.raises(DynamicShapesError, match="sequence_length"):
-            onnxport.hf.export(model)
+        result = onnxport.hf.export(model)
+    assert result.passed
+    session = ort.InferenceSession(result.programs["model"].model_proto.SerializeToString())
+    assert [(i.name, i.shape) for i in session.get_inputs()] == [
+        ("input_ids", ["batch_size", "sequence_length"]), ("attention_mask", ["batch_size", "sequence_length"]),
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ["qwen3-next", "qwen3.5"])
