@@ -34,14 +34,14 @@ def recurrent_inference(forward: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(forward)
     def wrapper(self: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, igate: torch.Tensor,
-                fgate: torch.Tensor, c_initial: torch.Tensor | None = None, n_initial: torch.Tensor | None = None,
-                m_initial: torch.Tensor | None = None, return_last_states: bool | None = None,
-                mode: str | None = None) -> Any:  # fmt: skip
-        inference = "inference" in (mode or self.config.mode)
+                fgate: torch.Tensor, *, c_initial: torch.Tensor | None = None, n_initial: torch.Tensor | None = None,
+                m_initial: torch.Tensor | None = None, **kwargs: Any) -> Any:  # fmt: skip
+        # transformers' xLSTMLayer passes every argument by keyword; kwargs: return_last_states, mode
+        inference = "inference" in (kwargs.get("mode") or self.config.mode)
         step_kernel = getattr(self, "step_kernel_fn", None)
         if not inference or step_kernel is None or not isinstance(query.shape[2], torch.SymInt):
-            return forward(self, query, key, value, igate, fgate, c_initial, n_initial, m_initial,
-                           return_last_states, mode)  # fmt: skip
+            return forward(self, query, key, value, igate, fgate, c_initial=c_initial, n_initial=n_initial,
+                           m_initial=m_initial, **kwargs)  # fmt: skip
         batch, heads, _, dhqk = key.shape
         dhv = value.shape[-1]
         zeros = functools.partial(torch.zeros, device=key.device, dtype=torch.float32)
