@@ -196,3 +196,34 @@ def test_donut_swin_keeps_its_image_size(tmp_path: pathlib.Path) -> None:
     proto = onnx.load(tmp_path / "onnx" / "onnx" / "model.onnx", load_external_data=False)
     dims = [d.dim_param or d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
     assert dims == ["batch_size", 3, 32, 32]
+
+
+@pytest.mark.slow  # 13 s, one model's naming quirk: kept out of the default run's time budget
+def test_classifier_with_its_scores_as_last_hidden_state(tmp_path: pathlib.Path) -> None:
+    """PP-LCNet's ``*ForImageClassification`` returns its class scores as ``last_hidden_state``
+    (no ``logits``): exported as ``logits``, the image-classification output; before, the capture
+    failed with ``KeyError: 'logits'``."""
+    import numpy as np
+    import onnxruntime as ort
+    import transformers
+
+    config = transformers.PPLCNetConfig(scale=0.25, class_expand=64, num_labels=4)
+    model = transformers.PPLCNetForImageClassification(config).eval()
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # weights and batch-norm statistics that give scores of order 1
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+        for name, b in model.named_buffers():
+            if name.endswith("running_var"):
+                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
+    model.save_pretrained(tmp_path / "lcnet")
+    result = onnxport.hf.export(tmp_path / "lcnet", output_dir=tmp_path / "onnx")
+    assert result.task == "image-classification" and result.passed
+    session = ort.InferenceSession(str(tmp_path / "onnx" / "onnx" / "model.onnx"))
+    assert [o.name for o in session.get_outputs()] == ["logits"]
+    x = torch.randn(2, 3, 96, 112, generator=g)
+    (got,) = session.run(None, {"pixel_values": x.numpy()})
+    with torch.no_grad():
+        want = model(pixel_values=x).last_hidden_state.numpy()
+    assert got.shape == (2, 4) and np.abs(want).max() > 1e-2
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

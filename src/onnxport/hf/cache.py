@@ -252,17 +252,28 @@ def sentence_pooling(hidden: torch.Tensor, attention_mask: torch.Tensor, mode: s
 
 class VisionModel(torch.nn.Module):
     """Image model: ``pixel_values`` → the task's outputs (``interpolate``: called with
-    ``interpolate_pos_encoding=True``, so a patch model takes any image size)."""
+    ``interpolate_pos_encoding=True``, so a patch model takes any image size).
+
+    A ``*ForImageClassification`` whose output has no ``logits`` but a ``last_hidden_state``
+    (PP-LCNet's head returns its class scores under that name; its docstring takes
+    ``outputs.last_hidden_state.argmax(-1)`` as the label) gives that as ``logits``, the name
+    transformers.js' image-classification pipeline reads."""
 
     def __init__(self, model: torch.nn.Module, outputs: Sequence[str], *, interpolate: bool = False) -> None:
         super().__init__()
         self.model = model
         self.outputs = tuple(outputs)
         self.extra = {"interpolate_pos_encoding": True} if interpolate else {}
+        self.classifier = type(model).__name__.endswith("ForImageClassification")
 
     def forward(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
         out = self.model(pixel_values=pixel_values, **self.extra)
-        return tuple(out[name] for name in self.outputs)
+        return tuple(self._output(out, name) for name in self.outputs)
+
+    def _output(self, out: Any, name: str) -> torch.Tensor:
+        if name == "logits" and self.classifier and "logits" not in out and "last_hidden_state" in out:
+            return out["last_hidden_state"]  # type: ignore[no-any-return]
+        return out[name]  # type: ignore[no-any-return]
 
 
 class AudioModel(torch.nn.Module):
