@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import onnxport
-from onnxport.capture.expert_loops import dense_experts
+from onnxport.capture.patches import dense_experts
 
 transformers = pytest.importorskip("transformers")
 switch = pytest.importorskip("transformers.models.switch_transformers.modeling_switch_transformers")

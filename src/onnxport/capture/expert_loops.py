@@ -12,7 +12,7 @@ transformers' SwitchTransformers and NLLB-MoE experts (``SwitchTransformersExper
 
 The loop's trip count and the gathered token counts depend on the routing: torch.export stops at
 the ``nonzero`` (a data-dependent guard), and a meta-device probe cannot run it. During capture
-:func:`dense` computes the same sum over every expert and every token, each expert's output
+:func:`_dense_sum` computes the same sum over every expert and every token, each expert's output
 weighted by ``w[t, e] = sum_k expert_mask[e, k, t] * weights[t, k]``, which is 0 where the loop
 skips the pair (an expert hit by no token adds exact zeros). The per-expert product is taken in
 the same order (expert output times weight, then cast); only tokens routed to one expert twice
@@ -23,10 +23,8 @@ routing, at the cost of ``experts`` times one expert's work.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -81,26 +79,11 @@ def nllb_moe_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
     return forward
 
 
-#: (module, class, method, replacement factory), as :data:`onnxport.capture.patches.METHOD_PATCHES`.
+#: (module, class, method, replacement factory), as :data:`onnxport.capture.patches.METHOD_PATCHES`
+#: (applied there during capture, and by :func:`onnxport.capture.patches.dense_experts` in probes).
 EXPERT_LOOP_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]], ...] = (
     ("transformers.models.switch_transformers.modeling_switch_transformers", "SwitchTransformersExperts", "forward",
      switch_experts),
     ("transformers.models.nllb_moe.modeling_nllb_moe", "NllbMoeExperts", "forward", nllb_moe_experts),
 )  # fmt: skip
 
-
-@contextlib.contextmanager
-def dense_experts() -> Iterator[None]:
-    """:data:`EXPERT_LOOP_PATCHES` applied to the classes whose module is imported (the shape
-    probes of a meta-device model run them on fake tensors, where ``nonzero`` cannot run)."""
-    saved = []
-    for module_name, class_name, method, replacement in EXPERT_LOOP_PATCHES:
-        cls = getattr(sys.modules.get(module_name), class_name, None)
-        if isinstance(cls, type) and method in vars(cls):
-            saved.append((cls, method, vars(cls)[method]))
-            setattr(cls, method, replacement(vars(cls)[method]))
-    try:
-        yield
-    finally:
-        for cls, method, original in reversed(saved):
-            setattr(cls, method, original)

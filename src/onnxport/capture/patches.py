@@ -228,10 +228,13 @@ METHOD_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]],
 )
 
 
-def method_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
-    """``(class, method name, replacement)`` of :data:`METHOD_PATCHES` whose module is imported."""
+def method_patches(
+    entries: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]], ...] = METHOD_PATCHES,
+) -> list[tuple[Any, str, Callable[..., Any]]]:
+    """``(class, method name, replacement)`` of ``entries`` (:data:`METHOD_PATCHES`) whose module
+    is imported."""
     patches = []
-    for module_name, class_name, method, replacement in METHOD_PATCHES:
+    for module_name, class_name, method, replacement in entries:
         cls = getattr(sys.modules.get(module_name), class_name, None)
         if isinstance(cls, type) and method in vars(cls):
             patches.append((cls, method, replacement(vars(cls)[method])))
@@ -301,8 +304,7 @@ def unchanged_module_to(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any
     change (the dtype and device they already have, no memory format). ``Module.to`` then changes
     nothing in eager, but on the fake parameters of a streamed (meta-device) model's capture its
     ``_apply`` swaps every parameter for itself and fails ("_apply(): Couldn't swap
-    Linear.weight"): NLLB-MoE's and
-    SwitchTransformers' routers cast their classifier to the router dtype in every forward
+    Linear.weight"): NLLB-MoE's and SwitchTransformers' routers cast their classifier to the router dtype in every forward
     (``self.classifier = self.classifier.to(self.dtype)``). Any other call is the original."""
     device, dtype, _, memory_format = torch._C._nn._parse_to(*args, **kwargs)
     tensors = [*self.parameters(), *self.buffers()]
@@ -420,26 +422,41 @@ def library_patches() -> Iterator[None]:
     :func:`method_patches`, :func:`symbolic_constructor_patches`,
     :func:`onnxport.capture.windows.window_patches`,
     :func:`onnxport.capture.upsampling.upsampling_patches`, :func:`symbolic_int_builtin` and
-    :func:`transformers_method_caches_off` to the modules already imported; restore them on exit.
+    :func:`transformers_method_caches_off` to the modules already imported (:func:`replaced`);
+    restore them on exit.
 
     torch's caches keyed by function identity are filled first (:func:`_fill_torch_caches`), so
     they hold the originals, never a replacement that is gone after the capture."""
     _fill_torch_caches()
-    saved = []
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
         (sys.modules.get(module_name), attribute, replacement) for module_name, attribute, replacement in PATCHES
     ]
+    with replaced([
+        *targets, (torch.nn.Module, "to", unchanged_module_to), *position_interpolation_patches(),
+        *torch_int_patches(), *method_patches(),
+        *symbolic_constructor_patches(), *window_patches(_transformers_models()), *upsampling_patches(),
+    ]), symbolic_int_builtin(), transformers_method_caches_off():
+        yield
+
+
+@contextlib.contextmanager
+def replaced(patches: list[tuple[Any, str, Callable[..., Any]]]) -> Iterator[None]:
+    """Each ``(owner, attribute, replacement)`` set while the context is active (an owner that is
+    ``None`` or lacks the attribute is skipped), the originals restored on exit."""
+    saved = []
     try:
-        for owner, attribute, replacement in [
-            *targets, (torch.nn.Module, "to", unchanged_module_to), *position_interpolation_patches(),
-            *torch_int_patches(), *method_patches(),
-            *symbolic_constructor_patches(), *window_patches(_transformers_models()), *upsampling_patches(),
-        ]:
+        for owner, attribute, replacement in patches:
             if owner is not None and attribute in vars(owner):
                 saved.append((owner, attribute, vars(owner)[attribute]))
                 setattr(owner, attribute, replacement)
-        with symbolic_int_builtin(), transformers_method_caches_off():
-            yield
+        yield
     finally:
         for owner, attribute, original in reversed(saved):
             setattr(owner, attribute, original)
+
+
+def dense_experts() -> contextlib.AbstractContextManager[None]:
+    """:data:`onnxport.capture.expert_loops.EXPERT_LOOP_PATCHES` applied to the classes whose
+    module is imported: the shape probes of a meta-device model run them on fake tensors, where
+    their ``nonzero`` cannot run."""
+    return replaced(method_patches(EXPERT_LOOP_PATCHES))

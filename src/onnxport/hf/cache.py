@@ -493,26 +493,17 @@ class Seq2SeqEncoder(torch.nn.Module):
 
 
 class SpeechEncoder(torch.nn.Module):
-    """Encoder of a Whisper-style model: ``input_features`` → ``last_hidden_state``."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        super().__init__()
-        self.encoder = cast("Callable[[], torch.nn.Module]", model.get_encoder)()
-
-    def forward(self, input_features: torch.Tensor) -> torch.Tensor:
-        return self.encoder(input_features=input_features).last_hidden_state
-
-
-class MaskedSpeechEncoder(torch.nn.Module):
-    """Encoder of a speech encoder-decoder over a spectrogram of any length (Speech2Text, Canary):
-    ``(input_features, attention_mask)`` → ``last_hidden_state``."""
+    """Encoder of a speech encoder-decoder on a spectrogram: ``input_features`` (Whisper's fixed
+    30 s) or ``(input_features, attention_mask)`` (a spectrogram of any length with its mask:
+    Speech2Text, Canary) → ``last_hidden_state``. The mask is passed only when given."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
         self.encoder = cast("Callable[[], torch.nn.Module]", model.get_encoder)()
 
     def forward(self, input_features: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        return self.encoder(input_features=input_features, attention_mask=attention_mask).last_hidden_state
+        mask = {} if attention_mask is None else {"attention_mask": attention_mask}
+        return self.encoder(input_features=input_features, **mask).last_hidden_state
 
 
 class WaveformEncoder(torch.nn.Module):

@@ -86,25 +86,28 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
 _NO_PAD_TOKEN = "no padding token is defined"  # transformers' *ForSequenceClassification of decoders
 
 
+def _forward_reads(model: torch.nn.Module, text: str) -> bool:
+    """Whether the source of ``model``'s class ``forward`` contains ``text`` (``False`` when the
+    source is not available)."""
+    try:
+        return text in inspect.getsource(type(model).forward)
+    except (OSError, TypeError):
+        return False
+
+
 def _pools_eos(model: torch.nn.Module) -> bool:
     """Whether the classifier pools each row's last ``<eos>`` token (BART-style
     ``*ForSequenceClassification``: BART, mBART, PLBart, MVP, BigBird-Pegasus, LED select
     ``hidden_states[input_ids == eos_token_id]``): on ids without one, eager fails ("Each example
     must contain at least one <eos> token") and a capture on them holds an empty selection."""
-    try:
-        return "eos_mask" in inspect.getsource(type(model).forward)
-    except (OSError, TypeError):
-        return False
+    return _forward_reads(model, "eos_mask")
 
 
 def _pools_last_token(model: torch.nn.Module) -> bool:
     """Whether the classifier pools each row's last non-pad token, found from ``pad_token_id``
     (``GenericForSequenceClassification``, GPT-2, ...): without one, transformers refuses a batch
     of more than one row ("Cannot handle batch sizes > 1 if no padding token is defined")."""
-    try:
-        return _NO_PAD_TOKEN in inspect.getsource(type(model).forward)
-    except (OSError, TypeError):
-        return False
+    return _forward_reads(model, _NO_PAD_TOKEN)
 
 
 def _pad_token_id(loaded: LoadedModel) -> int:
@@ -459,7 +462,7 @@ def masked_speech_encoder(loaded: LoadedModel) -> Component:
     Raises:
         HFError: The encoder runs on none of the candidate layouts.
     """
-    module = wrappers.MaskedSpeechEncoder(loaded.model)
+    module = wrappers.SpeechEncoder(loaded.model)
     dtype = next(loaded.model.parameters()).dtype
 
     def spectrogram(batch: int, frames: int, features: int, transposed: bool, gen: Any = None) -> dict[str, Any]:

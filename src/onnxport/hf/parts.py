@@ -14,8 +14,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from onnxport.capture.expert_loops import dense_experts
-from onnxport.capture.patches import transformers_method_caches_off
+from onnxport.capture.patches import dense_experts, transformers_method_caches_off
 from onnxport.errors import HFError
 from onnxport.hf import meta
 from onnxport.hf.dims import ENCODER_SEQUENCE_OUT
@@ -161,7 +160,7 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     would leave them holding fake outputs); the model's Python-number state restored after
     (:func:`onnxport.verify.ties.kept_state`: a Swin probe at a small image kept its shift off);
     on fake tensors, experts that loop over the experts hit run densely
-    (:func:`onnxport.capture.expert_loops.dense_experts`)."""
+    (:func:`onnxport.capture.patches.dense_experts`)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(module_caches_kept(model))
         stack.enter_context(kept_state(model))

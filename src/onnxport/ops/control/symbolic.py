@@ -70,10 +70,10 @@ sym_min = translates(torch.sym_min)(_binary("Min"))
 
 
 def _logical(logical: str, bitwise: str) -> Any:
+    on_bools, on_ints = _binary(logical), _binary(bitwise)
+
     def fn(ctx: Ctx, a: Any, b: Any) -> ir.Value:
-        dtype = _dtype_of(a, b)
-        op = logical if dtype == ir.DataType.BOOL else bitwise
-        return ctx.op.node(op, [_operand(ctx, a, dtype), _operand(ctx, b, dtype)], {})
+        return (on_bools if _dtype_of(a, b) == ir.DataType.BOOL else on_ints)(ctx, a, b)
 
     fn.__qualname__ = fn.__name__ = f"sym_{logical}"
     return fn
