@@ -100,12 +100,12 @@ def test_pipeline_exports_and_generates_like_eager(tmp_path: pathlib.Path) -> No
 
 
 def test_unknown_denoiser_is_refused_before_loading(tmp_path: pathlib.Path) -> None:
-    folder = tmp_path / "pixart"
+    folder = tmp_path / "hunyuan"
     folder.mkdir()
-    index = {"_class_name": "PixArtAlphaPipeline", "text_encoder": ["transformers", "T5EncoderModel"],
-             "transformer": ["diffusers", "PixArtTransformer2DModel"]}  # fmt: skip
+    index = {"_class_name": "HunyuanDiTPipeline", "text_encoder": ["transformers", "BertModel"],
+             "transformer": ["diffusers", "HunyuanDiT2DModel"]}  # fmt: skip
     (folder / "model_index.json").write_text(json.dumps(index))  # no component folders: nothing may load
-    with pytest.raises(HFError, match="denoiser is PixArtTransformer2DModel.*SD3Transformer2DModel.*onnxport.export"):
+    with pytest.raises(HFError, match="denoiser is HunyuanDiT2DModel.*SD3Transformer2DModel.*onnxport.export"):
         onnxport.hf.export(folder, output_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
 

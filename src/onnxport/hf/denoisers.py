@@ -25,8 +25,19 @@ feed them by name:
   no batch axis), ``guidance`` ``[batch_size]`` when ``guidance_embeds`` (FLUX.1-dev). Output
   ``out_hidden_states`` ``[batch_size, packed_height_width, out_channels]``.
 
+- ``transformer/model.onnx``, Sana and PixArt-α/Σ (``SanaTransformer2DModel``,
+  ``PixArtTransformer2DModel``; optimum-onnx ``SanaTransformerOnnxConfig``): ``hidden_states``
+  ``[batch_size, C, p*height, p*width]``, ``encoder_hidden_states`` ``[batch_size,
+  sequence_length, caption_channels]``, ``encoder_attention_mask`` ``[batch_size,
+  sequence_length]`` int64 (1 for the prompt's tokens, 0 for padding: the text encoder's mask, as
+  the pipelines pass it), ``timestep`` ``[batch_size]`` float32; a Sana transformer with
+  ``guidance_embeds`` (Sana-Sprint) also ``guidance`` ``[batch_size]``, a PixArt-α transformer with
+  ``use_additional_conditions`` (the 1024 px models) ``resolution`` ``[batch_size, 2]`` and
+  ``aspect_ratio`` ``[batch_size, 1]`` float32 (``PixArtAlphaPipeline``'s ``added_cond_kwargs``).
+  Output ``out_hidden_states`` ``[batch_size, out_channels, p*height, p*width]``.
+
 Other conditionings (``class_embed_type``, ``addition_embed_type`` other than ``text_time``) and
-other transformer denoisers (PixArt, Sana, ...) are refused with an ``HFError`` naming them.
+other transformer denoisers (HunyuanDiT, Lumina, ...) are refused with an ``HFError`` naming them.
 """
 
 from __future__ import annotations
@@ -43,7 +54,9 @@ from onnxport.hf.parts import generator as _generator
 
 # Optimum's name of the packed latent sequence of Flux (``FluxTransformerOnnxConfig``).
 PACKED = DimName("packed_height_width", min=1)
-TRANSFORMERS = ("SD3Transformer2DModel", "FluxTransformer2DModel")
+TRANSFORMERS = ("SD3Transformer2DModel", "FluxTransformer2DModel", "SanaTransformer2DModel", "PixArtTransformer2DModel")
+# The transformers conditioned on a padded caption and its mask (no pooled projection).
+MASKED = ("SanaTransformer2DModel", "PixArtTransformer2DModel")
 
 
 class UNet(torch.nn.Module):
@@ -93,6 +106,39 @@ class Transformer(torch.nn.Module):
         return self.transformer(
             hidden_states=hidden_states, encoder_hidden_states=encoder_hidden_states, pooled_projections=pooled_projections,
             timestep=timestep, return_dict=False, **extra,
+        )[0]  # fmt: skip
+
+
+class MaskedTransformer(torch.nn.Module):
+    """Sana's and PixArt's denoiser: the keyword inputs above → ``out_hidden_states``."""
+
+    def __init__(self, transformer: torch.nn.Module) -> None:
+        super().__init__()
+        self.transformer = transformer
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        encoder_hidden_states: torch.Tensor,
+        encoder_attention_mask: torch.Tensor,
+        timestep: torch.Tensor,
+        *,
+        guidance: torch.Tensor | None = None,
+        resolution: torch.Tensor | None = None,
+        aspect_ratio: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        # Every input's batch is the latents' (one batch_size dim). torch.export keeps one symbol per
+        # input until its guards join them, and diffusers' prepare_attention_mask (the mask) and
+        # PixArt's size embedding (resolution) reshape by the latents' batch before anything does.
+        for tensor in (encoder_hidden_states, encoder_attention_mask, timestep, guidance, resolution, aspect_ratio):
+            if tensor is not None:
+                torch._check(tensor.shape[0] == hidden_states.shape[0])
+        extra: dict[str, Any] = {} if guidance is None else {"guidance": guidance}
+        if resolution is not None:
+            extra["added_cond_kwargs"] = {"resolution": resolution, "aspect_ratio": aspect_ratio}
+        return self.transformer(
+            hidden_states=hidden_states, encoder_hidden_states=encoder_hidden_states,
+            encoder_attention_mask=encoder_attention_mask, timestep=timestep, return_dict=False, **extra,
         )[0]  # fmt: skip
 
 
@@ -163,13 +209,55 @@ def check_transformer(cls: str) -> None:
     if cls not in TRANSFORMERS:
         raise HFError(
             f"The pipeline's denoiser is {cls}: onnxport.hf exports the UNets of Stable Diffusion 1.x/2.x/XL and the "
-            f"transformers of Stable Diffusion 3 and Flux ({', '.join(TRANSFORMERS)}). Export it with onnxport.export."
+            f"transformers of Stable Diffusion 3, Flux, Sana and PixArt ({', '.join(TRANSFORMERS)}). Export it with "
+            "onnxport.export."
         )
 
 
+def masked_transformer_component(transformer: Any) -> Component:
+    """The transformer denoiser of a Sana or PixArt pipeline (module docstring)."""
+    config = transformer.config
+    patch = int(config.patch_size)
+    guided = bool(getattr(config, "guidance_embeds", False))
+    conditioned = bool(getattr(transformer, "use_additional_conditions", False))
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        gen = _generator(sizes)
+        rows, cols = 2 + sizes.seed, 3 + sizes.seed
+        mask = torch.ones(sizes.batch, sizes.sequence, dtype=torch.int64)
+        mask[0, sizes.sequence // 2 + 1 :] = 0  # a padded caption
+        feeds: dict[str, Any] = {
+            "hidden_states": torch.randn(sizes.batch, config.in_channels, patch * rows, patch * cols, generator=gen),
+            "encoder_hidden_states": torch.randn(sizes.batch, sizes.sequence, config.caption_channels, generator=gen),
+            "encoder_attention_mask": mask,
+            "timestep": torch.rand(sizes.batch, generator=gen) * 1000.0,
+        }
+        if guided:
+            feeds["guidance"] = torch.full((sizes.batch,), 4.5) + torch.rand(sizes.batch, generator=gen)
+        if conditioned:
+            feeds["resolution"] = torch.tensor([[1024.0, 768.0]]).repeat(sizes.batch, 1)
+            feeds["aspect_ratio"] = torch.full((sizes.batch, 1), 0.75)
+        return feeds
+
+    dynamic: dict[str, Any] = {
+        "hidden_states": image_sides(patch),
+        "encoder_hidden_states": {0: BATCH, 1: SEQUENCE},
+        "encoder_attention_mask": {0: BATCH, 1: SEQUENCE},
+        "timestep": {0: BATCH},
+    }
+    if guided:
+        dynamic["guidance"] = {0: BATCH}
+    if conditioned:
+        dynamic |= {"resolution": {0: BATCH}, "aspect_ratio": {0: BATCH}}
+    return Component("transformer", MaskedTransformer(transformer), make, dynamic, None, ["out_hidden_states"])
+
+
 def transformer_component(transformer: Any, cls: str) -> Component:
-    """The transformer denoiser of a Stable Diffusion 3 or Flux pipeline (module docstring);
-    ``cls`` is one of :data:`TRANSFORMERS` (:func:`check_transformer`, before the weights load)."""
+    """The transformer denoiser of a Stable Diffusion 3, Flux, Sana or PixArt pipeline (module
+    docstring); ``cls`` is one of :data:`TRANSFORMERS` (:func:`check_transformer`, before the
+    weights load)."""
+    if cls in MASKED:
+        return masked_transformer_component(transformer)
     config = transformer.config
     flux = cls == "FluxTransformer2DModel"
     patch = int(config.patch_size)

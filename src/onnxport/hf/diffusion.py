@@ -8,11 +8,16 @@ pipelines read it:
 - ``text_encoder/model.onnx`` (and ``text_encoder_2``, ``text_encoder_3``): ``input_ids``
   ``[batch_size, sequence_length]`` int64 → ``last_hidden_state`` and ``pooler_output`` (CLIP),
   ``text_embeds`` and ``last_hidden_state`` (CLIP with projection), ``last_hidden_state`` (T5
-  encoder); for SDXL and SD3 pipelines the CLIP encoders also return ``hidden_states.0`` ...
-  ``hidden_states.{num_hidden_layers}`` (the pipelines read the penultimate layer);
+  encoder, a decoder-only model such as Sana's Gemma 2); for SDXL and SD3 pipelines the CLIP
+  encoders also return ``hidden_states.0`` ... ``hidden_states.{num_hidden_layers}`` (the
+  pipelines read the penultimate layer); Sana and PixArt pipelines, which encode a padded
+  caption, also feed ``attention_mask`` ``[batch_size, sequence_length]`` int64 (optimum-onnx
+  ``Gemma2TextEncoderOnnxConfig``; ``ORTTextEncoder`` feeds it by name);
 - ``unet/model.onnx`` or ``transformer/model.onnx``: the denoiser (:mod:`onnxport.hf.denoisers`);
-- ``vae_encoder/model.onnx``: ``sample`` → ``latent_parameters`` (the Gaussian's mean and log
-  variance, concatenated on the channels);
+- ``vae_encoder/model.onnx``: ``sample`` → ``latent_parameters`` (``AutoencoderKL``: the
+  Gaussian's mean and log variance, concatenated on the channels) or ``latent_sample``
+  (``AutoencoderDC``, Sana's deep-compression autoencoder: the latent itself; optimum-onnx
+  ``DcaeEncoderOnnxConfig``);
 - ``vae_decoder/model.onnx``: ``latent_sample`` → ``sample``;
 
 each beside its component's ``config.json``, with ``model_index.json``, the scheduler, tokenizer
@@ -39,12 +44,15 @@ from onnxport.hf.parts import generator as _generator
 COPIED = ("scheduler", "tokenizer", "tokenizer_2", "tokenizer_3", "feature_extractor")
 # Pipelines whose CLIP text encoders also export every layer's hidden states (Optimum: is_sdxl, is_sd3).
 HIDDEN_STATES_PIPELINES = ("StableDiffusionXL", "StableDiffusion3")
+# Pipelines that pass the caption's attention mask to the text encoder (diffusers'
+# SanaPipeline._get_gemma_prompt_embeds, PixArtAlphaPipeline.encode_prompt).
+MASKED_TEXT_PIPELINES = ("Sana", "PixArt")
 TASK = "text-to-image"
 
 
 class TextEncoder(torch.nn.Module):
-    """``input_ids`` → the text model's outputs, by name, then every layer's hidden states when
-    ``hidden_states`` is set."""
+    """``input_ids`` (and ``attention_mask``) → the text model's outputs, by name, then every
+    layer's hidden states when ``hidden_states`` is set."""
 
     def __init__(self, model: torch.nn.Module, outputs: tuple[str, ...], hidden_states: bool) -> None:
         super().__init__()
@@ -52,13 +60,17 @@ class TextEncoder(torch.nn.Module):
         self.outputs = outputs
         self.hidden_states = hidden_states
 
-    def forward(self, input_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.model(input_ids=input_ids, output_hidden_states=self.hidden_states)
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        extra: dict[str, Any] = {} if attention_mask is None else {"attention_mask": attention_mask}
+        if getattr(self.model.config, "use_cache", None) is not None:
+            extra["use_cache"] = False  # a decoder-only encoder (Gemma 2): no cache to build
+        out = self.model(input_ids=input_ids, output_hidden_states=self.hidden_states, **extra)
         return tuple(out[name] for name in self.outputs) + (tuple(out["hidden_states"]) if self.hidden_states else ())
 
 
 class VaeEncoder(torch.nn.Module):
-    """``sample`` (an image) → ``latent_parameters`` (mean and log variance on the channels)."""
+    """``sample`` (an image) → ``latent_parameters`` (mean and log variance on the channels), or
+    the latent of a deterministic autoencoder (``AutoencoderDC``)."""
 
     def __init__(self, vae: torch.nn.Module) -> None:
         super().__init__()
@@ -66,7 +78,8 @@ class VaeEncoder(torch.nn.Module):
 
     def forward(self, sample: torch.Tensor) -> torch.Tensor:
         encode: Any = self.vae.encode
-        return encode(sample, return_dict=False)[0].parameters
+        latent = encode(sample, return_dict=False)[0]
+        return latent if isinstance(latent, torch.Tensor) else latent.parameters  # AutoencoderDC: the latent
 
 
 class VaeDecoder(torch.nn.Module):
@@ -113,25 +126,32 @@ def _load(folder: Path, name: str, library: str, cls: str) -> Any:
 
 def _text_encoder(name: str, model: Any, pipeline: str) -> Component:
     config = model.config
-    t5 = getattr(config, "is_encoder_decoder", False) or getattr(config, "model_type", None) in ("t5", "mt5", "umt5")
-    if t5:
-        outputs: tuple[str, ...] = ("last_hidden_state",)  # T5EncoderModel: no pooled output
-    elif hasattr(model, "text_projection"):
-        outputs = ("text_embeds", "last_hidden_state")
-    else:
+    clip = str(getattr(config, "model_type", "")).startswith("clip")
+    if hasattr(model, "text_projection"):
+        outputs: tuple[str, ...] = ("text_embeds", "last_hidden_state")
+    elif clip:
         outputs = ("last_hidden_state", "pooler_output")
-    hidden = not t5 and pipeline.startswith(HIDDEN_STATES_PIPELINES)  # Optimum: CLIP encoders of SDXL, SD3
+    else:
+        outputs = ("last_hidden_state",)  # T5EncoderModel, a decoder-only model: no pooled output
+    hidden = clip and pipeline.startswith(HIDDEN_STATES_PIPELINES)  # Optimum: CLIP encoders of SDXL, SD3
     names = list(outputs) + ([f"hidden_states.{i}" for i in range(config.num_hidden_layers + 1)] if hidden else [])
+    masked = pipeline.startswith(MASKED_TEXT_PIPELINES)
 
     def make(sizes: Sizes) -> dict[str, Any]:
-        return {"input_ids": token_ids(config, sizes.batch, sizes.sequence, _generator(sizes))}
+        feeds = {"input_ids": token_ids(config, sizes.batch, sizes.sequence, _generator(sizes))}
+        if masked:  # right-padded captions, as the pipelines' tokenizers pad them
+            feeds["attention_mask"] = torch.ones(sizes.batch, sizes.sequence, dtype=torch.int64)
+            feeds["attention_mask"][0, sizes.sequence // 2 + 1 :] = 0
+        return feeds
 
-    return Component(name, TextEncoder(model, outputs, hidden), make, {"input_ids": {0: BATCH, 1: SEQUENCE}}, None, names)
+    dynamic = {"input_ids": {0: BATCH, 1: SEQUENCE}} | ({"attention_mask": {0: BATCH, 1: SEQUENCE}} if masked else {})
+    return Component(name, TextEncoder(model, outputs, hidden), make, dynamic, None, names)
 
 
 def _vae(vae: Any) -> list[Component]:
     config = vae.config
-    scale = 2 ** (len(config.block_out_channels) - 1)
+    dc = hasattr(config, "encoder_block_out_channels")  # AutoencoderDC: one down-sampling per stage but the last
+    scale = 2 ** (len(config.encoder_block_out_channels if dc else config.block_out_channels) - 1)
 
     def make_image(sizes: Sizes) -> dict[str, Any]:
         side = scale * (2 + sizes.seed)
@@ -143,7 +163,8 @@ def _vae(vae: Any) -> list[Component]:
         return {"latent_sample": torch.randn(*shape, generator=_generator(sizes))}
 
     return [
-        Component("vae_encoder", VaeEncoder(vae), make_image, {"sample": image_sides(scale)}, None, ["latent_parameters"]),
+        Component("vae_encoder", VaeEncoder(vae), make_image, {"sample": image_sides(scale)}, None,
+                  ["latent_sample" if dc else "latent_parameters"]),
         Component("vae_decoder", VaeDecoder(vae), make_latent, {"latent_sample": {0: BATCH, 2: HEIGHT, 3: WIDTH}}, None, ["sample"]),
     ]
 

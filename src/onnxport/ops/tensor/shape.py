@@ -33,8 +33,12 @@ def aten_flatten(ctx: Ctx, self: ir.Value, start_dim: int = 0, end_dim: int = -1
 
 @translates(aten.unflatten.int)
 def aten_unflatten(ctx: Ctx, self: ir.Value, dim: int, sizes: Sequence[int | ir.Value]) -> ir.Value:
-    """unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)"""
-    return reshape_to(ctx, self, ctx.val().shape)
+    """unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a); ``sizes`` (SymInt values
+    such as a ``height, width`` split of a flattened grid) resolve the dims the recorded shape cannot."""
+    out_shape = ctx.val().shape
+    start = dim % rank(self)
+    full: list[int | ir.Value] = [-1] * start + list(sizes) + [-1] * (len(out_shape) - start - len(sizes))
+    return reshape_to(ctx, self, out_shape, full)
 
 
 @translates(aten.transpose.int)
