@@ -258,7 +258,8 @@ def image_text_inputs() -> dict[str, torch.Tensor]:
 
 
 FORWARD_OUTPUTS = ("logits", "logits_per_image", "text_embeds", "image_embeds", "predicted_depth", "pred_boxes",
-                   "pred_masks", "class_queries_logits", "masks_queries_logits", "reconstruction", "waveform")
+                   "pred_masks", "class_queries_logits", "masks_queries_logits", "reconstruction", "waveform",
+                   "iou_scores")
 
 
 def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Tensor]]]:
@@ -267,7 +268,8 @@ def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Te
     2 texts, the second padded, against 3 images), and the image tasks: depth, detection (RT-DETR
     at sides the export did not see), zero-shot detection (OWL-ViT), segmentation (DETR panoptic,
     MaskFormer), super-resolution (Swin2SR), text-to-audio (VITS, its waveform's length set by the
-    predicted durations)."""
+    predicted durations), mask generation (SAM: its ``SamModel`` runs both graphs, 2 prompts of 3
+    points, one a padding point)."""
     gen = torch.Generator().manual_seed(5)
     ids = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
     clip_inputs = {
@@ -300,6 +302,9 @@ def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Te
         # text-to-audio; its noise scales at 0 so that both runtimes draw the same (no) noise
         "vits": (tiny_models.build("vits", noise_scale=0.0, noise_scale_duration=0.0), "AutoModelForTextToWaveform",
                  {"input_ids": torch.tensor([[3, 7, 1, 12, 5, 9, 2]]), "attention_mask": torch.ones(1, 7, dtype=torch.int64)}),
+        "sam": (tiny_models.build("sam"), "AutoModel",
+                {"pixel_values": torch.randn(1, 3, 64, 64, generator=gen), "input_points": torch.rand(1, 2, 3, 2, generator=gen) * 64,
+                 "input_labels": torch.tensor([[[1, 0, 1], [1, 1, -10]]])}),
     }  # fmt: skip
 
 

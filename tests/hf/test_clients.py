@@ -37,7 +37,7 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
     Granite-4.0-H (Mamba2 conv/SSM states beside attention) and a multi-query StarCoder, and the
     encoder-decoders BART, Whisper and a TrOCR-style image-to-text model (cross-attention cache
     fed back with use_cache_branch), Moonshine and a LLaVA, and one forward of every model of the
-    client's ``forward_checks`` (CTC, CLIP, the image tasks, VITS) against eager."""
+    client's ``forward_checks`` (CTC, CLIP, the image tasks, VITS, SAM) against eager."""
     scratch = pathlib.Path(os.environ.get("ONNXPORT_JS_DIR", "/nonexistent"))
     if (
         shutil.which("node") is None
@@ -57,6 +57,7 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
     assert set(figures["forward"]) == set(client.forward_checks())
     assert figures["forward"]["wav2vec2-ctc"].keys() == {"logits"}
     assert figures["forward"]["vits"].keys() == {"waveform"}
+    assert figures["forward"]["sam"].keys() == {"iou_scores", "pred_masks"}
     assert figures["forward"]["clip"].keys() == {"logits_per_image", "text_embeds", "image_embeds"}
     for diffs in figures["forward"].values():
         assert all(d < 1e-4 for d in diffs.values()), diffs

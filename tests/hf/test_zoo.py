@@ -48,8 +48,10 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
     onnx_files = sorted(p.name for p in (out / "onnx").glob("*.onnx"))  # hub layout
     seq2seq = entry.task in ("text2text-generation", "automatic-speech-recognition", "image-to-text") and "ctc" not in entry.name
     vlm = ["decoder_model_merged.onnx", "embed_tokens.onnx", "vision_encoder.onnx"]
+    sam = ["prompt_encoder_mask_decoder.onnx", "vision_encoder.onnx"]  # Optimum's split SAM, transformers.js' sessions
     assert onnx_files == (
         vlm if entry.task == "image-text-to-text"
+        else sam if entry.task == "mask-generation"
         else ["decoder_model_merged.onnx", "encoder_model.onnx"] if seq2seq else ["model.onnx"]
     )
     assert (out / "config.json").is_file()
@@ -69,6 +71,11 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
                 assert dims["past_key_values.0.key"][2] == "past_sequence_length"
                 assert dims["present.0.key"][2] == "total_sequence_length"
                 assert dims["attention_mask"][1] == "total_sequence_length"
+            continue
+        if entry.task == "mask-generation":  # one image's embeddings for any number of prompts
+            assert flag is None and all(shape[0] == "batch_size" for shape in dims.values()), dims
+            if name == "prompt_encoder_mask_decoder.onnx":
+                assert dims["input_points"] == ["batch_size", "point_batch_size", "nb_points_per_image", 2]
             continue
         if entry.task == "zero-shot-image-classification":  # texts and images in batches of their own
             assert dims["input_ids"] == ["text_batch_size", "sequence_length"]

@@ -17,7 +17,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
-from onnxport.hf import speech, vision_language
+from onnxport.hf import segment_anything, speech, vision_language
 from onnxport.hf.dims import BATCH, ENCODER_SEQUENCE, SEQUENCE, TOTAL_SEQUENCE
 from onnxport.hf.dims import PAST_SEQUENCE as PAST
 from onnxport.hf.eager import run as run_eager
@@ -469,6 +469,8 @@ def components(loaded: LoadedModel) -> list[Component]:
         return [*vision_language.components(loaded), causal_lm_component(loaded, embeds=True)]
     if kind == "text-to-waveform":
         return [speech.waveform_component(loaded)]
+    if kind == "mask-generation":
+        return segment_anything.components(loaded)
     return seq2seq_components(loaded)
 
 

@@ -73,7 +73,8 @@ def find_model(folder: Path, component: str = "model") -> Path:
 
 # Task → transformers.js 4.3.1 pipeline name (``src/pipelines.js``, ``SUPPORTED_TASKS``) where it
 # differs; ``None``: no pipeline takes the task.
-_JS_PIPELINES: dict[str, str | None] = {"semantic-segmentation": "image-segmentation", "multiple-choice": None}
+_JS_PIPELINES: dict[str, str | None] = {"semantic-segmentation": "image-segmentation", "multiple-choice": None,
+                                       "mask-generation": None}
 
 
 def vision_features(folder: Path) -> bool:
@@ -108,7 +109,11 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
     seq2seq = (folder / model_path("encoder_model", layout)).is_file() or task == "text2text-generation"
     graph = folder / model_path("encoder_model" if seq2seq else "model", layout)
     lines = ["Load it:", f"  Python (onnxruntime): onnxruntime.InferenceSession({str(graph)!r})"]
-    if (folder / model_path("vision_encoder", layout)).is_file():  # onnxport.hf.vision_language
+    if task == "mask-generation":  # onnxport.hf.segment_anything
+        lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
+                    f"{', '.join(str(folder / model_path(n, layout)) for n in ('vision_encoder', 'prompt_encoder_mask_decoder'))}: "
+                    "the image embeddings once, then any prompts (input_points, input_labels)")
+    elif (folder / model_path("vision_encoder", layout)).is_file():  # onnxport.hf.vision_language
         lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
                     f"{', '.join(str(folder / model_path(n, layout)) for n in ('vision_encoder', 'embed_tokens', 'decoder_model'))}: "
                     "image_features are written at the image tokens of inputs_embeds (onnxport.hf.vision_language.merge)")
@@ -124,7 +129,13 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
     pipeline = _JS_PIPELINES.get(task, task)
     if vision_features(folder) and task == "feature-extraction":
         pipeline = "image-feature-extraction"
-    if pipeline is None:
+    if task == "mask-generation" and layout == "hub":  # transformers.js has no pipeline for it: SamModel
+        lines.append(
+            "  node (transformers.js): import { env, SamModel, AutoProcessor } from '@huggingface/transformers'; "
+            f"env.localModelPath = {str(folder.resolve().parent) + '/'!r}; env.allowRemoteModels = false; "
+            f"const model = await SamModel.from_pretrained({folder.name!r}, {{ dtype: 'fp32' }});"
+        )
+    elif pipeline is None:
         lines.append(f"  node (transformers.js): no pipeline for {task}; load the graph with onnxruntime-node")
     elif layout == "hub":
         parent, name = folder.resolve().parent, folder.name

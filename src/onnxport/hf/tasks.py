@@ -21,8 +21,9 @@ class Task:
             ``"multiple-choice"``, ``"vision"`` (``pixel_values``), ``"audio"`` (``input_values``),
             ``"text-vision"`` (CLIP-style: ``input_ids`` + ``pixel_values``), ``"causal-lm"``,
             ``"seq2seq"``, ``"speech-seq2seq"``, ``"vision-seq2seq"`` (``VisionEncoderDecoderModel``)
-            ``"vision-language"`` (LLaVA-style: :mod:`onnxport.hf.vision_language`) or
-            ``"text-to-waveform"`` (VITS: :mod:`onnxport.hf.speech`).
+            ``"vision-language"`` (LLaVA-style: :mod:`onnxport.hf.vision_language`),
+            ``"text-to-waveform"`` (VITS: :mod:`onnxport.hf.speech`) or ``"mask-generation"``
+            (Segment Anything: :mod:`onnxport.hf.segment_anything`).
         outputs: Graph output names of the (first) exported component.
     """
 
@@ -59,6 +60,13 @@ TASKS: dict[str, Task] = {
             ("class_queries_logits", "masks_queries_logits"),
         ),
         Task("image-to-image", "AutoModelForImageToImage", "vision", ("reconstruction",)),  # Swin2SR
+        # SAM: an image encoder and a prompt encoder + mask decoder (onnxport.hf.segment_anything)
+        Task(
+            "mask-generation",
+            "AutoModelForMaskGeneration",
+            "mask-generation",
+            ("image_embeddings", "image_positional_embeddings"),
+        ),
         Task(
             "zero-shot-image-classification",
             "AutoModelForZeroShotImageClassification",
@@ -142,6 +150,7 @@ _MAPPINGS = (
     ("MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES", "depth-estimation"),
     ("MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES", "image-segmentation"),
     ("MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES", "image-to-image"),
+    ("MODEL_FOR_MASK_GENERATION_MAPPING_NAMES", "mask-generation"),
     ("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES", "zero-shot-image-classification"),
     ("MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES", "zero-shot-object-detection"),
     ("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES", "text-to-audio"),  # VITS (onnxport.hf.speech)

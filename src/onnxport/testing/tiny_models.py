@@ -471,7 +471,30 @@ def _gemma3_vlm(**overrides: Any) -> Any:
     return transformers.Gemma3ForConditionalGeneration(config).eval()
 
 
+def _sam(**overrides: Any) -> Any:
+    """A ``SamModel``: a 2-layer vision transformer over 64x64 images (8x8 patches, a window layer
+    then a global one, neck of 16 channels), prompt encoder and 2-layer mask decoder of width 16.
+    Its weights are redrawn from N(0, 0.2): SAM's initialization leaves the mask logits near 1e-10 (0.05 now)."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    vision = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "image_size": 64, "patch_size": 8, "output_channels": 16, "window_size": 4, "global_attn_indexes": [1],
+              "mlp_dim": 37, "num_pos_feats": 8}  # fmt: skip
+    prompt = {"hidden_size": 16, "image_size": 64, "patch_size": 8, "mask_input_channels": 4}
+    decoder = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "mlp_dim": 32, "iou_head_hidden_dim": 16}
+    config = transformers.SamConfig(vision_config=vision, prompt_encoder_config=prompt, mask_decoder_config=decoder)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    model = transformers.SamModel(config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.normal_(0.0, 0.2)
+    return model
+
+
 ZOO.append(Entry("bert2bert", "text2text-generation", _bert2bert))
+ZOO.append(Entry("sam", "mask-generation", _sam))
 ZOO.append(Entry("gemma3-vlm", "image-text-to-text", _gemma3_vlm))
 ZOO.append(Entry("llava", "image-text-to-text", _llava))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))

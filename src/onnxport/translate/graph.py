@@ -122,6 +122,7 @@ class GraphTranslator:
         self.ctx.inline = self.run_body
         self.env: dict[torch.fx.Node, Any] = {}
         self.has_subgraphs = False
+        self.bodies = 0  # bodies inlined so far (run_body's default scope names)
 
     # -- values ------------------------------------------------------------------------------
     def set_meta(self, value: ir.Value, val: Any, name: str | None) -> None:
@@ -243,8 +244,8 @@ class GraphTranslator:
             assert isinstance(source, torch.fx.Node)  # getitem's source is always a node's output
             value = self.env[source][index]
             if isinstance(value, ir.Value) and value.producer() is not None:
-                if value.name is None or value.name.startswith(f"{source.name}_"):
-                    value.name = node.name
+                if value.name is None or value.name.startswith(f"{self.prefix}{source.name}_"):
+                    value.name = f"{self.prefix}{node.name}"
             self.env[node] = value
             return
         if node.target in INLINED_HOPS:
@@ -260,11 +261,22 @@ class GraphTranslator:
         index = next(i for i, a in enumerate(node.args) if isinstance(a, torch.fx.Node) and a.op == "get_attr")
         submodule = self.env[cast(torch.fx.Node, node.args[index])]
         operands = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args[index + 1 :]]
-        return self.run_body(submodule, operands)
+        return self.run_body(submodule, operands, node.name)
 
-    def run_body(self, module: torch.fx.GraphModule, operands: Sequence[Any]) -> tuple[Any, ...]:
+    def run_body(self, module: torch.fx.GraphModule, operands: Sequence[Any], scope: str | None = None) -> tuple[Any, ...]:
         """Translate ``module``'s nodes into this translator's graph, its placeholders bound to
-        ``operands`` in order; return its outputs."""
+        ``operands`` in order; return its outputs. Its values are named ``"<scope>/<fx node>"``
+        (``scope``: the HOP node inlined, else ``body<n>``): a body's FX names (``getitem``, ``add``)
+        repeat the outer graph's, and ONNX value names are unique."""
+        outer = self.prefix
+        self.bodies += 1
+        self.prefix = f"{outer}{scope or f'body{self.bodies}'}/"
+        try:
+            return self._run_body(module, operands)
+        finally:
+            self.prefix = outer
+
+    def _run_body(self, module: torch.fx.GraphModule, operands: Sequence[Any]) -> tuple[Any, ...]:
         placeholders = iter(operands)
         for sub in module.graph.nodes:
             if sub.op == "placeholder":
