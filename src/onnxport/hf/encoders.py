@@ -201,7 +201,10 @@ def vision_component(loaded: LoadedModel) -> Component:
     encoder's anchors, 84 at 64x64)."""
     config = loaded.model.config
     vision = getattr(config, "vision_config", None) or config
-    height, width = image_size(loaded, vision)
+    backbone = getattr(config, "backbone_config", None)
+    # ViTPose: the configured size is its backbone's (absolute position embeddings of that grid)
+    sized = vision if getattr(vision, "image_size", None) is not None or backbone is None else backbone
+    height, width = image_size(loaded, sized)
     channels = getattr(vision, "num_channels", 3)
     patch = getattr(vision, "patch_size", None)
     patch = None if patch == 1 else patch  # 1-pixel patches (Swin2SR) are a convolution

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from onnxport.errors import HFError
-from onnxport.hf.tasks import Task, get_task, infer_task
+from onnxport.hf.tasks import Task, get_task, infer_task, model_class
 
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
 
@@ -153,7 +153,7 @@ def load(folder: Path, task: str | None = None) -> LoadedModel:
     check_weights(folder)
     resolved = get_task(task, config) if task else infer_task(config)
     transformers = import_transformers()
-    auto = getattr(transformers, resolved.auto_class)
+    auto = model_class(transformers, resolved.auto_class, config)
     try:
         with _quiet(transformers):
             model = auto.from_pretrained(folder, local_files_only=True)

@@ -28,6 +28,7 @@ from torch.overrides import TorchFunctionMode
 
 from onnxport.errors import HFError
 from onnxport.hf.checkpoint import Checkpoint, MergedSource, merged_keys, model_keys
+from onnxport.hf.tasks import model_class
 from onnxport.weights.sources import CastSource, Source, torch_source
 
 
@@ -66,11 +67,13 @@ def build(config: Any, auto_class: str, dtype: torch.dtype | None) -> torch.nn.M
     """
     import transformers  # optional heavy dependency (the hf extra)
 
-    auto = getattr(transformers, auto_class)
+    auto = model_class(transformers, auto_class, config)
     kwargs = {"dtype": dtype} if dtype is not None else {}
     try:
         with parameters_on_meta():
-            model = auto.from_config(config, **kwargs)
+            # an auto class's from_config, else a model class's own (_from_config: PatchTSTForPrediction)
+            model = getattr(auto, "from_config", None) or auto._from_config
+            model = model(config, **kwargs)
     except ValueError as e:
         if "Unrecognized configuration class" in str(e):
             raise HFError(

@@ -23,7 +23,8 @@ class Task:
             ``"seq2seq"``, ``"speech-seq2seq"``, ``"vision-seq2seq"`` (``VisionEncoderDecoderModel``)
             ``"vision-language"`` (LLaVA-style: :mod:`onnxport.hf.vision_language`),
             ``"text-to-waveform"`` (VITS: :mod:`onnxport.hf.speech`) or ``"mask-generation"``
-            (Segment Anything: :mod:`onnxport.hf.segment_anything`).
+            (Segment Anything: :mod:`onnxport.hf.segment_anything`) or ``"time-series"``
+            (PatchTST: :mod:`onnxport.hf.time_series`).
         outputs: Graph output names of the (first) exported component.
     """
 
@@ -60,6 +61,16 @@ TASKS: dict[str, Task] = {
             ("class_queries_logits", "masks_queries_logits"),
         ),
         Task("image-to-image", "AutoModelForImageToImage", "vision", ("reconstruction",)),  # Swin2SR
+        # ViTPose: per-keypoint heatmaps of the person crops (Optimum's VitPoseOnnxConfig)
+        Task("keypoint-detection", "AutoModelForPoseEstimation", "vision", ("heatmaps",)),
+        # PatchTST, PatchTSMixer point forecasts (onnxport.hf.time_series); transformers' auto class
+        # lists neither, so they load by their architecture (loading.load)
+        Task(
+            "time-series-forecasting",
+            "AutoModelForTimeSeriesPrediction",
+            "time-series",
+            ("prediction_outputs",),
+        ),
         # SAM: an image encoder and a prompt encoder + mask decoder (onnxport.hf.segment_anything)
         Task(
             "mask-generation",
@@ -121,6 +132,7 @@ _SUFFIXES = (
     ("ForObjectDetection", "object-detection"),
     ("ForSemanticSegmentation", "semantic-segmentation"),
     ("ForDepthEstimation", "depth-estimation"),
+    ("ForPrediction", "time-series-forecasting"),  # PatchTSTForPrediction, PatchTSMixerForPrediction
     ("ForCausalLM", "text-generation"),
     ("LMHeadModel", "text-generation"),
     ("ForSpeechSeq2Seq", "automatic-speech-recognition"),
@@ -151,6 +163,7 @@ _MAPPINGS = (
     ("MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES", "image-segmentation"),
     ("MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES", "image-to-image"),
     ("MODEL_FOR_MASK_GENERATION_MAPPING_NAMES", "mask-generation"),
+    ("MODEL_FOR_POSE_ESTIMATION_MAPPING_NAMES", "keypoint-detection"),
     ("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES", "zero-shot-image-classification"),
     ("MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES", "zero-shot-object-detection"),
     ("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES", "text-to-audio"),  # VITS (onnxport.hf.speech)
@@ -197,6 +210,17 @@ def _is_ctc(config: Any) -> bool:
         model_type in modeling_auto.MODEL_FOR_CTC_MAPPING_NAMES
         and model_type not in modeling_auto.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
     )
+
+
+def model_class(transformers: Any, auto_class: str, config: Any) -> Any:
+    """The class whose ``from_pretrained``/``from_config`` builds ``config`` for ``auto_class``: the
+    auto class itself, or, for a forecaster no auto class lists (``PatchTSTForPrediction``,
+    ``PatchTSMixerForPrediction`` under ``AutoModelForTimeSeriesPrediction``, which lists TimesFM
+    only), its architecture's class."""
+    arch = (getattr(config, "architectures", None) or [""])[0]
+    if auto_class == "AutoModelForTimeSeriesPrediction" and arch.endswith("ForPrediction") and hasattr(transformers, arch):
+        return getattr(transformers, arch)
+    return getattr(transformers, auto_class)
 
 
 def get_task(name: str, config: Any = None) -> Task:

@@ -493,8 +493,32 @@ def _sam(**overrides: Any) -> Any:
     return model
 
 
+def _vitpose(**overrides: Any) -> Any:
+    """A ``VitPoseForPoseEstimation``: a 2-layer ViT backbone over 64x48 images (8x8 patches), the
+    simple decoder's heatmaps of 5 keypoints."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    backbone: dict[str, Any] = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                                "intermediate_size": 37, "image_size": [64, 48], "patch_size": [8, 8], "out_indices": [2]}  # fmt: skip
+    head: dict[str, Any] = {"num_labels": 5, **overrides}
+    config = transformers.VitPoseConfig(backbone_config=transformers.VitPoseBackboneConfig(**backbone), **head)
+    return transformers.VitPoseForPoseEstimation(config).eval()
+
+
 ZOO.append(Entry("bert2bert", "text2text-generation", _bert2bert))
 ZOO.append(Entry("sam", "mask-generation", _sam))
+# pose estimation: per-keypoint heatmaps from a ViT backbone over 64x48 person crops
+ZOO.append(Entry("vitpose", "keypoint-detection", _vitpose))
+# point forecasts of 3 series, 32 steps of context → 12 steps (Optimum's time-series-forecasting)
+ZOO.append(Entry("patchtst", "time-series-forecasting", _make(
+    "PatchTSTConfig", "PatchTSTForPrediction", num_input_channels=3, context_length=32, patch_length=8, patch_stride=8,
+    prediction_length=12, d_model=16, num_attention_heads=2, num_hidden_layers=2, ffn_dim=32,
+)))
+ZOO.append(Entry("patchtsmixer", "time-series-forecasting", _make(
+    "PatchTSMixerConfig", "PatchTSMixerForPrediction", num_input_channels=3, context_length=32, patch_length=8,
+    patch_stride=8, prediction_length=12, d_model=16, num_layers=2,
+)))
 ZOO.append(Entry("gemma3-vlm", "image-text-to-text", _gemma3_vlm))
 ZOO.append(Entry("llava", "image-text-to-text", _llava))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
