@@ -250,6 +250,11 @@ def sentence_pooling(hidden: torch.Tensor, attention_mask: torch.Tensor, mode: s
     return pooled
 
 
+# MGP-STR's three recognition heads (character, BPE, WordPiece), the names Optimum's
+# MgpstrOnnxConfig and transformers.js' MgpstrForSceneTextRecognition give its ``logits`` tuple.
+MGP_STR_OUTPUTS = ("char_logits", "bpe_logits", "wp_logits")
+
+
 class VisionModel(torch.nn.Module):
     """Image model: ``pixel_values`` → the task's outputs (``interpolate``: called with
     ``interpolate_pos_encoding=True``, so a patch model takes any image size).
@@ -271,6 +276,8 @@ class VisionModel(torch.nn.Module):
         return tuple(self._output(out, name) for name in self.outputs)
 
     def _output(self, out: Any, name: str) -> torch.Tensor:
+        if name in MGP_STR_OUTPUTS:
+            return out["logits"][MGP_STR_OUTPUTS.index(name)]  # type: ignore[no-any-return]
         if name == "logits" and self.classifier and "logits" not in out and "last_hidden_state" in out:
             return out["last_hidden_state"]  # type: ignore[no-any-return]
         return out[name]  # type: ignore[no-any-return]

@@ -208,13 +208,16 @@ def vision_component(loaded: LoadedModel) -> Component:
     channels = getattr(vision, "num_channels", 3)
     patch = getattr(vision, "patch_size", None)
     patch = None if patch == 1 else patch  # 1-pixel patches (Swin2SR) are a convolution
-    interpolate = patch is not None and interpolates(loaded.model)
-    windowed = windows.any_size(loaded.model)
+    # masked-im keeps the configured size: ViT's and Swin's reconstruction heads fold the patches
+    # into a square grid of math.floor(sqrt(length)) sides
+    fixed = loaded.task.name == "masked-im"
+    interpolate = not fixed and patch is not None and interpolates(loaded.model)
+    windowed = not fixed and windows.any_size(loaded.model)
     # Swin-style padding the capture cannot take at every size (Donut-Swin: its layers drop the
     # shift and shrink the window where the grid is no larger than the window, inline): eager runs
     # at other sizes, the graph holds the example's branch, so the configured size is kept
     padded = any(callable(getattr(m, "maybe_pad", None)) for m in loaded.model.modules())
-    probed = patch is None or not (interpolate or windowed or padded or _resamples_to_patches(loaded.model))
+    probed = not fixed and (patch is None or not (interpolate or windowed or padded or _resamples_to_patches(loaded.model)))
     step = patch if isinstance(patch, int) else 8
     multiple: int | None = 1  # of the sides (a probed model's, searched below)
 
@@ -239,6 +242,8 @@ def vision_component(loaded: LoadedModel) -> Component:
     interpolating = interpolate and _takes(loaded.model, "interpolate_pos_encoding")
     panoptic = loaded.task.name == "image-segmentation" and type(loaded.model).__name__.endswith("ForSegmentation")
     outputs = list(PANOPTIC_OUTPUTS if panoptic else loaded.task.outputs)
+    if type(loaded.model).__name__ == "MgpstrForSceneTextRecognition":
+        outputs = list(wrappers.MGP_STR_OUTPUTS)  # its three heads, whatever the task
     probe = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     smallest = min(height, width, _SMALLEST_SIDE)
     if not _runs(probe, make(Sizes(batch=1), resized=False)):

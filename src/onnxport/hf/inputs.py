@@ -435,8 +435,11 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
 def modality(loaded: LoadedModel) -> str:
     """The task's kind, except for a task of text models (feature-extraction, text-classification)
     on a model whose ``main_input_name`` is ``pixel_values`` (ViT, DINOv2: ``"vision"``),
-    ``input_values`` (wav2vec2: ``"audio"``) or ``input_features`` (w2v-BERT 2.0: ``"audio"``)."""
+    ``input_values`` (wav2vec2: ``"audio"``) or ``input_features`` (w2v-BERT 2.0: ``"audio"``), and
+    an image task of a model that reads token ids (ImageGPT's color clusters: ``"text"``)."""
     kind = loaded.task.kind
+    if kind == "vision" and getattr(loaded.model, "main_input_name", None) == "input_ids":
+        return "text"  # ImageGPT: images as color-cluster token ids
     if kind != "text":
         return kind
     main = getattr(loaded.model, "main_input_name", "input_ids")

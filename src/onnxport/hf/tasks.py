@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 from onnxport.errors import HFError
@@ -61,6 +62,8 @@ TASKS: dict[str, Task] = {
             ("class_queries_logits", "masks_queries_logits"),
         ),
         Task("image-to-image", "AutoModelForImageToImage", "vision", ("reconstruction",)),  # Swin2SR
+        # ViT, DeiT, Swin masked image modeling: the image reconstructed (no bool_masked_pos input)
+        Task("masked-im", "AutoModelForMaskedImageModeling", "vision", ("reconstruction",)),
         # ViTPose: per-keypoint heatmaps of the person crops (Optimum's VitPoseOnnxConfig)
         Task("keypoint-detection", "AutoModelForPoseEstimation", "vision", ("heatmaps",)),
         # PatchTST, PatchTSMixer point forecasts (onnxport.hf.time_series); transformers' auto class
@@ -108,6 +111,15 @@ TASKS: dict[str, Task] = {
 # Connectionist temporal classification (wav2vec2, HuBERT, WavLM): the same task name as Whisper's
 # (Optimum's), one graph from ``input_values`` to per-frame ``logits``.
 CTC = Task("automatic-speech-recognition", "AutoModelForCTC", "audio", ("logits",))
+
+# A dual encoder's feature-extraction (CLIP, SigLIP, GroupViT: AutoModel) gives what Optimum's
+# CLIPOnnxConfig gives for it, the zero-shot outputs; GroupViT is in no zero-shot auto class.
+DUAL_ENCODER = Task(
+    "feature-extraction",
+    "AutoModel",
+    "text-vision",
+    ("logits_per_image", "logits_per_text", "text_embeds", "image_embeds"),
+)
 
 ALIASES = {
     "text2text": "text2text-generation",
@@ -164,6 +176,7 @@ _MAPPINGS = (
     ("MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES", "image-to-image"),
     ("MODEL_FOR_MASK_GENERATION_MAPPING_NAMES", "mask-generation"),
     ("MODEL_FOR_POSE_ESTIMATION_MAPPING_NAMES", "keypoint-detection"),
+    ("MODEL_FOR_MASKED_IMAGE_MODELING_MAPPING_NAMES", "masked-im"),
     ("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES", "zero-shot-image-classification"),
     ("MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES", "zero-shot-object-detection"),
     ("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES", "text-to-audio"),  # VITS (onnxport.hf.speech)
@@ -223,9 +236,27 @@ def model_class(transformers: Any, auto_class: str, config: Any) -> Any:
     return getattr(transformers, auto_class)
 
 
+def _is_dual_encoder(config: Any) -> bool:
+    """Whether ``config``'s base model (``AutoModel``) is a CLIP-style dual encoder: text and vision
+    configs, and a forward that returns ``logits_per_image``."""
+    if getattr(config, "text_config", None) is None or getattr(config, "vision_config", None) is None:
+        return False
+    # transformers is a heavy optional dependency: imported only for Hugging Face configs
+    import transformers
+    from transformers.models.auto import modeling_auto
+
+    name = modeling_auto.MODEL_MAPPING_NAMES.get(getattr(config, "model_type", None) or "")
+    cls = getattr(transformers, name, None) if isinstance(name, str) else None
+    try:
+        return cls is not None and "logits_per_image" in inspect.getsource(cls.forward)
+    except (OSError, TypeError):
+        return False
+
+
 def get_task(name: str, config: Any = None) -> Task:
     """The :class:`Task` called ``name`` (or an alias such as ``text2text``);
-    automatic-speech-recognition of a CTC model (``config``: wav2vec2, HuBERT) is :data:`CTC`.
+    automatic-speech-recognition of a CTC model (``config``: wav2vec2, HuBERT) is :data:`CTC`,
+    feature-extraction of a CLIP-style dual encoder :data:`DUAL_ENCODER`.
 
     Raises:
         HFError: Unknown task; the message lists the known ones.
@@ -235,6 +266,8 @@ def get_task(name: str, config: Any = None) -> Task:
         raise HFError(f"Unknown task {name!r}. Known tasks: {', '.join(TASKS)}.")
     if task.name == CTC.name and config is not None and _is_ctc(config):
         return CTC
+    if task.name == DUAL_ENCODER.name and config is not None and _is_dual_encoder(config):
+        return DUAL_ENCODER
     return task
 
 

@@ -10,7 +10,8 @@ the guards from the captured program's ShapeEnv (``ShapeEnv.guards``, the expres
 _convert_guards_to_code``), keeps those over input dims only, and searches, in this order:
 
 1. the first choice (every dim + about half);
-2. per group of dims equal in the example (moved together so they stay equal), then per dim, the
+2. per group of dims equal in the example (moved together so they stay equal), then per dim name
+   (the symbols torch.export gave each input for one named dim move together), the
    candidates of :func:`candidates` (the next multiples of 2..64, offsets of ±1..3, ± a quarter or
    a half, double), keeping a candidate when it makes fewer guards fail (coordinate descent, at
    most three rounds).
@@ -160,14 +161,25 @@ class SizeChoice:
     probe_rejected: list[Guard] = dataclasses.field(default_factory=list)
 
 
+def _dims(example: Mapping[Any, int], names: Mapping[Any, str] | None) -> list[list[Any]]:
+    """The symbols of ``example`` grouped by dim name: torch.export gives each input its own symbol
+    for a dim the inputs share (``sequence_length`` of ``input_ids`` and ``attention_mask``) until
+    a guard joins them, and the runtime feeds one size per name."""
+    groups: dict[Any, list[Any]] = {}
+    for symbol in example:
+        groups.setdefault((names or {}).get(symbol, symbol), []).append(symbol)
+    return list(groups.values())
+
+
 def choose_sizes(guards: list[Guard], example: Mapping[Any, int],
-                 bounds: Mapping[Any, tuple[int, int | None]]) -> SizeChoice | None:
+                 bounds: Mapping[Any, tuple[int, int | None]], names: Mapping[Any, str] | None = None) -> SizeChoice | None:
     """Sizes, every one different from the example's, that satisfy every guard (module docstring).
 
     Args:
         guards: From :func:`input_guards`.
         example: Symbol → example size.
         bounds: Symbol → ``(lower, upper)`` of its range constraint (upper ``None``: unbounded).
+        names: Symbol → dim name; symbols of one name always move together (:func:`_dims`).
 
     Returns:
         The :class:`SizeChoice`, or ``None`` when some dim has no other allowed size.
@@ -184,12 +196,12 @@ def choose_sizes(guards: list[Guard], example: Mapping[Any, int],
     first = dict(current)
     rejected = [g for g in guards if not g.holds(first)]
     if not rejected:
-        return _probe(guards, first, options)
+        return _probe(guards, first, options, _dims(example, names))
     score = len(rejected)
     groups: dict[int, list[Any]] = {}
     for s, v in example.items():
         groups.setdefault(v, []).append(s)
-    units = [g for g in groups.values() if len(g) > 1] + [[s] for s in example]
+    units = [g for g in groups.values() if len(g) > 1] + _dims(example, names)
     for _ in range(_ROUNDS):
         if score == 0:
             break
@@ -215,19 +227,22 @@ def choose_sizes(guards: list[Guard], example: Mapping[Any, int],
     return SizeChoice(current if score == 0 else None, first, rejected, tried)
 
 
-def _probe(guards: list[Guard], first: dict[Any, int], options: Mapping[Any, list[int]]) -> SizeChoice:
+def _probe(guards: list[Guard], first: dict[Any, int], options: Mapping[Any, list[int]],
+           dims: list[list[Any]]) -> SizeChoice:
     """The choice when ``first`` satisfies every guard, with the :attr:`SizeChoice.probe` found by
     moving one dim at a time through its candidates until a guard over that dim alone is false.
+    ``dims``: the symbols grouped by dim name, moved together.
     Guards relating several dims (``total_sequence_length == past_sequence_length +
     sequence_length``) state how inputs must agree, not a branch: moving one dim breaks them in any
     model, so they are not probed."""
     tried = 1
-    for symbol, choices in options.items():
-        own = [g for g in guards if g.expr.free_symbols == {symbol}]
+    for unit in dims:  # the symbols of one dim name move together
+        own = [g for g in guards if g.expr.free_symbols <= set(unit)]
+        choices = [c for c in options[unit[0]] if all(c in options[s] for s in unit)]
         for choice in choices if own else ():
-            if choice == first[symbol]:
+            if choice == first[unit[0]]:
                 continue
-            trial = {**first, symbol: choice}
+            trial = {**first, **{s: choice for s in unit}}
             tried += 1
             false = [g for g in own if not g.holds(trial)]
             if false:

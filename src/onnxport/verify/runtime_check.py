@@ -267,7 +267,7 @@ def _guarded_sizes(program: Any, ep: Any, args: tuple[Any, ...], kwargs: Mapping
     names = _dim_names(program, ep)
     names = {s: names.get(s, str(s)) for s in example}
     guards = input_guards(_user_vals(ep), names)
-    choice = choose_sizes(guards, example, {s: symbol_bounds(ep, s) for s in example})
+    choice = choose_sizes(guards, example, {s: symbol_bounds(ep, s) for s in example}, names)
     if choice is None:
         return None
     return example, names, choice

@@ -1,0 +1,120 @@
+"""Models and tasks Optimum exports that onnxport.hf did not, through ``onnxport.hf.export``
+(streamed from the checkpoint) against eager: time-series-forecasting (PatchTST, PatchTSMixer: in
+no transformers auto class, loaded by their architecture), keypoint-detection (ViTPose: sized by its
+backbone's image size), masked-im (ViT), a dual encoder's feature-extraction (GroupViT: Optimum's
+CLIP outputs), MGP-STR's three recognition heads and ImageGPT's classifier over color-cluster ids."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+
+import onnxport.hf
+from onnxport.testing import tiny_models
+
+transformers = pytest.importorskip("transformers")
+
+
+@pytest.mark.parametrize("name", ["patchtst", "patchtsmixer"])
+def test_forecaster_exports_past_values_to_prediction_outputs(name: str, tmp_path: pathlib.Path) -> None:
+    model = tiny_models.build(name)
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")  # task from PatchTSTForPrediction
+    assert result.task == "time-series-forecasting" and result.passed
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    assert [(i.name, i.shape) for i in session.get_inputs()] == [("past_values", ["batch_size", 32, 3])]
+    assert [(o.name, o.shape) for o in session.get_outputs()] == [("prediction_outputs", ["batch_size", 12, 3])]
+    past = torch.randn(5, 32, 3, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        expected = model(past_values=past).prediction_outputs.numpy()
+    (actual,) = session.run(None, {"past_values": past.numpy()})
+    assert actual.shape == (5, 12, 3)
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_vitpose_exports_heatmaps_at_its_backbone_size(tmp_path: pathlib.Path) -> None:
+    model = tiny_models.build("vitpose")
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
+    assert result.task == "keypoint-detection" and result.passed
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    assert [(i.name, i.shape) for i in session.get_inputs()] == [("pixel_values", ["batch_size", 3, 64, 48])]
+    assert [o.name for o in session.get_outputs()] == ["heatmaps"]
+    pixels = torch.randn(3, 3, 64, 48, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        expected = model(pixel_values=pixels).heatmaps.numpy()
+    (actual,) = session.run(None, {"pixel_values": pixels.numpy()})
+    assert actual.shape == (3, 5, 32, 24)
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+def _export(model: torch.nn.Module, tmp_path: pathlib.Path, task: str) -> ort.InferenceSession:
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")  # task from the architecture
+    assert result.task == task and result.passed
+    return ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+
+
+def test_vit_masked_image_modeling_reconstructs_at_its_size(tmp_path: pathlib.Path) -> None:
+    torch.manual_seed(0)
+    config = transformers.ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+                                    image_size=32, patch_size=8, encoder_stride=8)  # fmt: skip
+    model = transformers.ViTForMaskedImageModeling(config).eval()
+    session = _export(model, tmp_path, "masked-im")
+    assert [(o.name, o.shape) for o in session.get_outputs()] == [("reconstruction", ["batch_size", 3, 32, 32])]
+    pixels = torch.randn(3, 3, 32, 32, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        expected = model(pixel_values=pixels).reconstruction.numpy()
+    np.testing.assert_allclose(session.run(None, {"pixel_values": pixels.numpy()})[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_groupvit_feature_extraction_gives_the_dual_encoder_outputs(tmp_path: pathlib.Path) -> None:
+    torch.manual_seed(0)
+    text = {"vocab_size": 99, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 4}
+    vision = {"hidden_size": 32, "intermediate_size": 37, "depths": [1, 1], "num_group_tokens": [4, 0],
+              "num_output_groups": [4, 2], "num_attention_heads": 4, "image_size": 32, "patch_size": 8}  # fmt: skip
+    config = transformers.GroupViTConfig(text_config=text, vision_config=vision, projection_dim=16, projection_intermediate_dim=32)
+    model = transformers.GroupViTModel(config).eval()
+    session = _export(model, tmp_path, "feature-extraction")
+    names = ["logits_per_image", "logits_per_text", "text_embeds", "image_embeds"]
+    assert [o.name for o in session.get_outputs()] == names
+    gen = torch.Generator().manual_seed(4)
+    ids = torch.randint(3, 99, (2, 7), generator=gen)
+    feeds = {"input_ids": ids, "pixel_values": torch.randn(3, 3, 32, 32, generator=gen), "attention_mask": torch.ones_like(ids)}
+    with torch.no_grad():
+        expected = model(**feeds)
+    actual = session.run(None, {k: v.numpy() for k, v in feeds.items()})
+    assert actual[0].shape == (3, 2)
+    for name, value in zip(names, actual, strict=True):
+        np.testing.assert_allclose(value, expected[name].numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_mgp_str_exports_its_three_recognition_heads(tmp_path: pathlib.Path) -> None:
+    torch.manual_seed(0)
+    config = transformers.MgpstrConfig(image_size=[32, 64], patch_size=8, hidden_size=32, num_hidden_layers=2,
+                                       num_attention_heads=4, mlp_ratio=2.0, max_token_length=8)  # fmt: skip
+    model = transformers.MgpstrForSceneTextRecognition(config).eval()
+    session = _export(model, tmp_path, "feature-extraction")
+    assert [o.name for o in session.get_outputs()] == ["char_logits", "bpe_logits", "wp_logits"]
+    pixels = torch.randn(2, 3, 32, 64, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        expected = model(pixel_values=pixels).logits
+    for value, reference in zip(session.run(None, {"pixel_values": pixels.numpy()}), expected, strict=True):
+        np.testing.assert_allclose(value, reference.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_imagegpt_classifies_color_cluster_ids(tmp_path: pathlib.Path) -> None:
+    torch.manual_seed(0)
+    config = transformers.ImageGPTConfig(vocab_size=33, n_positions=64, n_embd=32, n_layer=2, n_head=4, num_labels=3)
+    model = transformers.ImageGPTForImageClassification(config).eval()
+    session = _export(model, tmp_path, "image-classification")
+    assert [i.name for i in session.get_inputs()] == ["input_ids", "attention_mask"]
+    ids = torch.randint(0, 32, (3, 20), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        expected = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits.numpy()
+    actual = session.run(None, {"input_ids": ids.numpy(), "attention_mask": np.ones((3, 20), dtype=np.int64)})[0]
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
