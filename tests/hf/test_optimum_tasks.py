@@ -2,7 +2,8 @@
 (streamed from the checkpoint) against eager: time-series-forecasting (PatchTST, PatchTSMixer: in
 no transformers auto class, loaded by their architecture), keypoint-detection (ViTPose: sized by its
 backbone's image size), masked-im (ViT), a dual encoder's feature-extraction (GroupViT: Optimum's
-CLIP outputs), MGP-STR's three recognition heads and ImageGPT's classifier over color-cluster ids."""
+CLIP outputs), MGP-STR's three recognition heads, ImageGPT's classifier over color-cluster ids and
+the Decision Transformer (reinforcement-learning)."""
 
 from __future__ import annotations
 
@@ -118,3 +119,24 @@ def test_imagegpt_classifies_color_cluster_ids(tmp_path: pathlib.Path) -> None:
         expected = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits.numpy()
     actual = session.run(None, {"input_ids": ids.numpy(), "attention_mask": np.ones((3, 20), dtype=np.int64)})[0]
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_decision_transformer_predicts_from_a_left_padded_trajectory(tmp_path: pathlib.Path) -> None:
+    torch.manual_seed(0)
+    config = transformers.DecisionTransformerConfig(state_dim=5, act_dim=3, hidden_size=32, n_layer=2, n_head=4, max_ep_len=100)
+    model = transformers.DecisionTransformerModel(config).eval()
+    session = _export(model, tmp_path, "reinforcement-learning")
+    names = ["state_preds", "action_preds", "return_preds", "last_hidden_state"]
+    assert [o.name for o in session.get_outputs()] == names
+    gen = torch.Generator().manual_seed(4)
+    mask = torch.ones(2, 6, dtype=torch.int64)
+    mask[1, :2] = 0  # a shorter episode, padded on the left as the model card's loop pads it
+    feeds = {"states": torch.randn(2, 6, 5, generator=gen), "actions": torch.randn(2, 6, 3, generator=gen).tanh(),
+             "timesteps": torch.arange(6).repeat(2, 1), "returns_to_go": torch.randn(2, 6, 1, generator=gen),
+             "attention_mask": mask}  # fmt: skip
+    with torch.no_grad():
+        expected = model(**feeds)
+    actual = session.run(None, {k: v.numpy() for k, v in feeds.items()})
+    assert actual[3].shape == (2, 18, 32)
+    for name, value in zip(names, actual, strict=True):
+        np.testing.assert_allclose(value, expected[name].numpy(), rtol=1e-4, atol=1e-5)

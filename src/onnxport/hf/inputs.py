@@ -17,7 +17,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
-from onnxport.hf import segment_anything, speech, time_series, vision_language
+from onnxport.hf import segment_anything, speech, time_series, trajectory, vision_language
 from onnxport.hf.dims import BATCH, ENCODER_SEQUENCE, SEQUENCE, TOTAL_SEQUENCE
 from onnxport.hf.dims import PAST_SEQUENCE as PAST
 from onnxport.hf.eager import run as run_eager
@@ -476,6 +476,8 @@ def components(loaded: LoadedModel) -> list[Component]:
         return segment_anything.components(loaded)
     if kind == "time-series":
         return [time_series.forecast_component(loaded)]
+    if kind == "trajectory":
+        return [trajectory.trajectory_component(loaded)]
     return seq2seq_components(loaded)
 
 

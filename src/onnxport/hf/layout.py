@@ -74,7 +74,8 @@ def find_model(folder: Path, component: str = "model") -> Path:
 # Task → transformers.js 4.3.1 pipeline name (``src/pipelines.js``, ``SUPPORTED_TASKS``) where it
 # differs; ``None``: no pipeline takes the task.
 _JS_PIPELINES: dict[str, str | None] = {"semantic-segmentation": "image-segmentation", "multiple-choice": None,
-                                       "mask-generation": None, "keypoint-detection": None, "time-series-forecasting": None}
+                                       "mask-generation": None, "keypoint-detection": None, "time-series-forecasting": None,
+                                       "reinforcement-learning": None}
 
 
 def vision_features(folder: Path) -> bool:

@@ -25,7 +25,8 @@ class Task:
             ``"vision-language"`` (LLaVA-style: :mod:`onnxport.hf.vision_language`),
             ``"text-to-waveform"`` (VITS: :mod:`onnxport.hf.speech`) or ``"mask-generation"``
             (Segment Anything: :mod:`onnxport.hf.segment_anything`) or ``"time-series"``
-            (PatchTST: :mod:`onnxport.hf.time_series`).
+            (PatchTST: :mod:`onnxport.hf.time_series`) or ``"trajectory"`` (Decision Transformer:
+            :mod:`onnxport.hf.trajectory`).
         outputs: Graph output names of the (first) exported component.
     """
 
@@ -73,6 +74,13 @@ TASKS: dict[str, Task] = {
             "AutoModelForTimeSeriesPrediction",
             "time-series",
             ("prediction_outputs",),
+        ),
+        # Decision Transformer: a trajectory → next state, action and return (onnxport.hf.trajectory)
+        Task(
+            "reinforcement-learning",
+            "AutoModel",
+            "trajectory",
+            ("state_preds", "action_preds", "return_preds", "last_hidden_state"),
         ),
         # SAM: an image encoder and a prompt encoder + mask decoder (onnxport.hf.segment_anything)
         Task(
@@ -268,6 +276,8 @@ def get_task(name: str, config: Any = None) -> Task:
         return CTC
     if task.name == DUAL_ENCODER.name and config is not None and _is_dual_encoder(config):
         return DUAL_ENCODER
+    if task.name == "feature-extraction" and getattr(config, "model_type", None) == "decision_transformer":
+        return TASKS["reinforcement-learning"]  # Optimum: the same graph for both tasks
     return task
 
 
