@@ -83,7 +83,11 @@ class UNet(torch.nn.Module):
 
 
 class Transformer(torch.nn.Module):
-    """SD3's and Flux's denoiser: the keyword inputs above → ``out_hidden_states``."""
+    """A transformer denoiser: the keyword inputs above → ``out_hidden_states``. SD3 and Flux take
+    ``pooled_projections`` (Flux also its ids and ``guidance``), Sana and PixArt
+    ``encoder_attention_mask`` (Sana-Sprint ``guidance``, PixArt-α ``resolution`` and
+    ``aspect_ratio``); the inputs a model does not take are left out of the capture, so the graph's
+    inputs keep Optimum's order."""
 
     def __init__(self, transformer: torch.nn.Module) -> None:
         super().__init__()
@@ -93,52 +97,33 @@ class Transformer(torch.nn.Module):
         self,
         hidden_states: torch.Tensor,
         encoder_hidden_states: torch.Tensor,
-        pooled_projections: torch.Tensor,
-        timestep: torch.Tensor,
+        pooled_projections: torch.Tensor | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+        timestep: torch.Tensor | None = None,
         *,
         img_ids: torch.Tensor | None = None,
         txt_ids: torch.Tensor | None = None,
-        guidance: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        extra = {} if img_ids is None else {"img_ids": img_ids, "txt_ids": txt_ids}
-        if guidance is not None:
-            extra["guidance"] = guidance
-        return self.transformer(
-            hidden_states=hidden_states, encoder_hidden_states=encoder_hidden_states, pooled_projections=pooled_projections,
-            timestep=timestep, return_dict=False, **extra,
-        )[0]  # fmt: skip
-
-
-class MaskedTransformer(torch.nn.Module):
-    """Sana's and PixArt's denoiser: the keyword inputs above → ``out_hidden_states``."""
-
-    def __init__(self, transformer: torch.nn.Module) -> None:
-        super().__init__()
-        self.transformer = transformer
-
-    def forward(
-        self,
-        hidden_states: torch.Tensor,
-        encoder_hidden_states: torch.Tensor,
-        encoder_attention_mask: torch.Tensor,
-        timestep: torch.Tensor,
-        *,
         guidance: torch.Tensor | None = None,
         resolution: torch.Tensor | None = None,
         aspect_ratio: torch.Tensor | None = None,
     ) -> torch.Tensor:
         # Every input's batch is the latents' (one batch_size dim). torch.export keeps one symbol per
-        # input until its guards join them, and diffusers' prepare_attention_mask (the mask) and
-        # PixArt's size embedding (resolution) reshape by the latents' batch before anything does.
-        for tensor in (encoder_hidden_states, encoder_attention_mask, timestep, guidance, resolution, aspect_ratio):
+        # input until its guards join them, and diffusers' prepare_attention_mask (Sana's and
+        # PixArt's mask) and PixArt's size embedding (resolution) reshape by the latents' batch
+        # before anything joins them.
+        batched = (encoder_hidden_states, pooled_projections, encoder_attention_mask, timestep, guidance, resolution,
+                   aspect_ratio)  # fmt: skip
+        for tensor in batched:
             if tensor is not None:
                 torch._check(tensor.shape[0] == hidden_states.shape[0])
-        extra: dict[str, Any] = {} if guidance is None else {"guidance": guidance}
+        given = {"pooled_projections": pooled_projections, "encoder_attention_mask": encoder_attention_mask,
+                 "img_ids": img_ids, "txt_ids": txt_ids, "guidance": guidance}  # fmt: skip
+        extra: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
         if resolution is not None:
             extra["added_cond_kwargs"] = {"resolution": resolution, "aspect_ratio": aspect_ratio}
         return self.transformer(
-            hidden_states=hidden_states, encoder_hidden_states=encoder_hidden_states,
-            encoder_attention_mask=encoder_attention_mask, timestep=timestep, return_dict=False, **extra,
+            hidden_states=hidden_states, encoder_hidden_states=encoder_hidden_states, timestep=timestep,
+            return_dict=False, **extra,
         )[0]  # fmt: skip
 
 
@@ -249,7 +234,7 @@ def masked_transformer_component(transformer: Any) -> Component:
         dynamic["guidance"] = {0: BATCH}
     if conditioned:
         dynamic |= {"resolution": {0: BATCH}, "aspect_ratio": {0: BATCH}}
-    return Component("transformer", MaskedTransformer(transformer), make, dynamic, None, ["out_hidden_states"])
+    return Component("transformer", Transformer(transformer), make, dynamic, None, ["out_hidden_states"])
 
 
 def transformer_component(transformer: Any, cls: str) -> Component:
