@@ -191,7 +191,9 @@ def sliding_windows(config: Any) -> dict[int, int]:
 
 
 class TextModel(torch.nn.Module):
-    """Encoder-style text model: returns the task's outputs as a tuple.
+    """Encoder-style text model: returns the task's outputs as a tuple. A document model also
+    takes each token's ``bbox`` (LayoutLM, LayoutLMv3, LiLT, BROS) and LayoutLMv3 the page image
+    (``pixel_values``).
 
     With ``pooling`` (sentence-transformers pooling), ``sentence_embedding`` follows
     ``last_hidden_state``: the mean of the token states weighted by the attention mask, the first
@@ -216,8 +218,11 @@ class TextModel(torch.nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
+        bbox: torch.Tensor | None = None,
+        pixel_values: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, ...]:
-        extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        given = {"token_type_ids": token_type_ids, "bbox": bbox, "pixel_values": pixel_values}
+        extra = {name: value for name, value in given.items() if value is not None}
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra, **self.call_options)
         result = [out[name] for name in self.outputs]
         if self.pooling:

@@ -59,6 +59,10 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
     forward = inspect.signature(loaded.model.forward).parameters
     with_types = "token_type_ids" in forward and bool(getattr(config, "type_vocab_size", 0))
     choice = loaded.task.kind == "multiple-choice"
+    # document models: a box per token (Optimum's LayoutLM/LayoutLMv3/LiLT configs), and
+    # LayoutLMv3's page image at its input_size (its patch position table is that grid's)
+    boxes = "bbox" in forward and not choice
+    page = getattr(config, "input_size", None) if boxes and "pixel_values" in forward and getattr(config, "visual_embed", False) else None
     eos = getattr(config, "eos_token_id", None) if _pools_eos(loaded.model) else None
 
     def make(sizes: Sizes) -> dict[str, Any]:
@@ -70,6 +74,12 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
         inputs = {"input_ids": ids, "attention_mask": left_padded_mask(rows, sizes.sequence)}
         if with_types:
             inputs["token_type_ids"] = torch.zeros(rows, sizes.sequence, dtype=torch.int64)
+        if boxes:
+            inputs["bbox"] = token_boxes(rows, sizes.sequence, gen)
+            if getattr(config, "model_type", None) == "bros":  # BROS reads float boxes on a 0-1 page scale
+                inputs["bbox"] = inputs["bbox"].float() / 1000
+        if isinstance(page, int):
+            inputs["pixel_values"] = torch.randn(rows, 3, page, page, generator=gen)
         if choice:
             inputs = {k: v.reshape(sizes.batch, _choices(sizes), sizes.sequence) for k, v in inputs.items()}
         return inputs
@@ -78,9 +88,22 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
     dynamic = {"input_ids": axes, "attention_mask": axes}
     if with_types:
         dynamic["token_type_ids"] = axes
+    if boxes:
+        dynamic["bbox"] = axes
+    if isinstance(page, int):
+        dynamic["pixel_values"] = {0: BATCH}
     if loaded.pooling is not None:
         outputs.append("sentence_embedding")
     return Component("model", module, make, dynamic, None, outputs)
+
+
+def token_boxes(rows: int, sequence: int, generator: torch.Generator) -> torch.Tensor:
+    """``bbox`` ``[rows, sequence, 4]`` int64: a box ``(x0, y0, x1, y1)`` per token on LayoutLM's
+    0-1000 page scale, ``x0 <= x1`` and ``y0 <= y1`` (the processors normalize OCR boxes so; BROS'
+    processor to 0-1 floats, which the caller divides these into)."""
+    corner = torch.randint(0, 600, (rows, sequence, 2), generator=generator)
+    size = torch.randint(0, 400, (rows, sequence, 2), generator=generator)
+    return torch.cat([corner, corner + size], dim=-1)
 
 
 _NO_PAD_TOKEN = "no padding token is defined"  # transformers' *ForSequenceClassification of decoders
