@@ -249,9 +249,8 @@ def _is_dual_encoder(config: Any) -> bool:
     configs, and a forward that returns ``logits_per_image``."""
     if getattr(config, "text_config", None) is None or getattr(config, "vision_config", None) is None:
         return False
-    # transformers is a heavy optional dependency: imported only for Hugging Face configs
-    import transformers
-    from transformers.models.auto import modeling_auto
+    import transformers  # heavy optional dependency: imported only for Hugging Face configs
+    from transformers.models.auto import modeling_auto  # heavy optional dependency, as above
 
     name = modeling_auto.MODEL_MAPPING_NAMES.get(getattr(config, "model_type", None) or "")
     cls = getattr(transformers, name, None) if isinstance(name, str) else None
