@@ -1,6 +1,7 @@
 """Lower bounds of dynamic dims reach the trace: a model whose shapes are right only for a
 sequence of at least one token (transformers' MPT ALiBi slice) captures with
-``DimName(..., min=1)`` / ``Dim.DYNAMIC(min=1)``, and its ONNX graph equals eager at other sizes."""
+``DimName(..., min=1)`` / ``Dim.DYNAMIC(min=1)``, and its ONNX graph equals eager at other sizes.
+Axes sharing a ``Dim`` are one size while tracing (a mask viewed by another input's batch)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,29 @@ def test_dim_name_is_its_text() -> None:
     name = DimName("batch_size", min=1)
     assert name == "batch_size" and name.min == 1 and str(name) == "batch_size"
     assert DimName("past_sequence_length").min == 0
+
+
+class MaskByLatentBatch(torch.nn.Module):
+    """diffusers' ``prepare_attention_mask`` + ``view`` (Sana's cross-attention): the caption mask
+    is repeated per head when its batch is below ``batch * heads`` and viewed by the *latents'*
+    batch, so the view's ``-1`` is 1 only if the two batches are one size."""
+
+    def forward(self, latents: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        batch, heads = latents.shape[0], 2
+        bias = (1 - mask[:, None, :].float()) * -10000.0
+        if bias.shape[0] < batch * heads:
+            bias = bias.repeat_interleave(heads, dim=0, output_size=bias.shape[0] * heads)
+        bias = bias.view(batch, heads, -1, bias.shape[-1])  # [batch, heads, 1, S]
+        scores = latents.unsqueeze(1).expand(-1, heads, -1, -1)  # [batch, heads, L, S]
+        return (scores + bias).softmax(-1)
+
+
+def test_axes_sharing_a_dim_are_one_size_while_tracing() -> None:
+    batch, length, caption = Dim("batch_size"), Dim("latent_length"), Dim("sequence_length")
+    example = (torch.randn(2, 6, 5), torch.ones(2, 5, dtype=torch.int64))
+    program = onnxport.export(MaskByLatentBatch(), example,
+                              dynamic_shapes=({0: batch, 1: length, 2: caption}, {0: batch, 1: caption}))  # fmt: skip
+    latents, mask = torch.randn(3, 4, 7), torch.tensor([[1] * 7, [1] * 4 + [0] * 3, [1] + [0] * 6])
+    session = ort.InferenceSession(program.model_proto.SerializeToString())
+    (actual,) = session.run(None, {"latents": latents.numpy(), "mask": mask.numpy()})
+    np.testing.assert_allclose(actual, MaskByLatentBatch()(latents, mask).numpy(), rtol=1e-6, atol=1e-7)

@@ -14,6 +14,12 @@ count ``1 - Max(0, 1 - past - 2 * sequence_length)`` is 1 (broadcastable) only w
 runs (a forward pre-hook of the root module, which non-strict torch.export calls with the fake
 inputs), through ``ShapeEnv.constrain_symbol_range``, the call torch.export itself uses for a
 ``Dim``'s range.
+
+The same hook states that the axes sharing a ``Dim`` are equal (``torch._check``): torch.export
+gives each input's axis a symbol of its own and joins those of one ``Dim`` only when a guard
+relates them or at the end. Code that reshapes one input by another's size before anything joins
+them failed to capture: diffusers' ``prepare_attention_mask`` views Sana's caption mask by the
+latents' batch, and the view's ``-1`` became ``(s78//s47)``, not 1.
 """
 
 from __future__ import annotations
@@ -52,6 +58,56 @@ def _constrain(value: Any, spec: Any) -> None:
             _constrain(item, sub)
 
 
+def _plain(hint: Any) -> bool:
+    """Whether ``hint`` is a named ``torch.export.Dim`` (not ``2*Dim``, not ``Dim.DYNAMIC``)."""
+    return isinstance(hint, Dim) and not hasattr(hint, "root")
+
+
+def _named_axes(value: Any, spec: Any, out: list[tuple[str, Any]]) -> None:
+    """Append ``(Dim name, size)`` for every axis of ``value`` that ``spec`` gives a plain ``Dim``."""
+    if isinstance(value, torch.Tensor):
+        axes = spec.items() if isinstance(spec, Mapping) else enumerate(spec) if isinstance(spec, (list, tuple)) else ()
+        for axis, hint in axes:
+            if _plain(hint):
+                out.append((hint.__name__, value.shape[axis]))
+    elif isinstance(value, Mapping) and isinstance(spec, Mapping):
+        for key, item in value.items():
+            _named_axes(item, spec.get(key), out)
+    elif isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):
+        for item, sub in zip(value, spec):
+            _named_axes(item, sub, out)
+
+
+def _join(axes: list[tuple[str, Any]]) -> None:
+    """``torch._check`` that the symbolic sizes of one ``Dim`` name are equal."""
+    first: dict[str, torch.SymInt] = {}
+    for name, size in axes:
+        if not isinstance(size, torch.SymInt):
+            continue
+        if name in first:
+            torch._check(size == first[name])
+        else:
+            first[name] = size
+
+
+def _shared(dynamic_shapes: Any) -> bool:
+    """Whether two axes of ``dynamic_shapes`` (torch.export form) share a plain ``Dim``."""
+    names: list[str] = []
+
+    def walk(spec: Any) -> None:
+        if _plain(spec):
+            names.append(spec.__name__)
+        elif isinstance(spec, Mapping):
+            for v in spec.values():
+                walk(v)
+        elif isinstance(spec, (list, tuple)):
+            for v in spec:
+                walk(v)
+
+    walk(dynamic_shapes)
+    return len(names) > len(set(names))
+
+
 def has_bounds(dynamic_shapes: Any) -> bool:
     """Whether any entry of ``dynamic_shapes`` (torch.export form) declares a lower bound."""
     if isinstance(dynamic_shapes, Mapping):
@@ -62,13 +118,15 @@ def has_bounds(dynamic_shapes: Any) -> bool:
 
 
 @contextlib.contextmanager
-def lower_bounds(model: torch.nn.Module, dynamic_shapes: Any) -> Iterator[None]:
+def known_dims(model: torch.nn.Module, dynamic_shapes: Any) -> Iterator[None]:
     """While active, a non-strict torch.export of ``model`` traces with the lower bounds of
-    ``dynamic_shapes`` (torch.export form) applied to the symbols of the example inputs.
+    ``dynamic_shapes`` (torch.export form) applied to the symbols of the example inputs, and the
+    axes that share a ``Dim`` known equal (module docstring).
 
     Strict export (Dynamo) does not get them: its tracer cannot step into the ShapeEnv.
     """
-    if not has_bounds(dynamic_shapes):
+    bounded, shared = has_bounds(dynamic_shapes), _shared(dynamic_shapes)
+    if not (bounded or shared):
         yield
         return
 
@@ -76,10 +134,13 @@ def lower_bounds(model: torch.nn.Module, dynamic_shapes: Any) -> Iterator[None]:
         if torch.compiler.is_dynamo_compiling():  # strict export: Dynamo cannot trace the ShapeEnv
             return
         combined = _combine_args(module, args, kwargs)
-        if isinstance(dynamic_shapes, Mapping):
-            _constrain(combined, dynamic_shapes)
-        else:
-            _constrain(list(combined.values()), dynamic_shapes)
+        values = combined if isinstance(dynamic_shapes, Mapping) else list(combined.values())
+        if bounded:
+            _constrain(values, dynamic_shapes)
+        if shared:
+            axes: list[tuple[str, Any]] = []
+            _named_axes(values, dynamic_shapes, axes)
+            _join(axes)
 
     handle = model.register_forward_pre_hook(apply, with_kwargs=True)
     try:

@@ -32,7 +32,7 @@ from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
 )
 
-from onnxport.capture.bounds import lower_bounds
+from onnxport.capture.bounds import known_dims
 from onnxport.capture.packed import keep_packed_sequences
 from onnxport.capture.patches import library_patches
 from onnxport.capture.rnn import keep_recurrent_ops
@@ -89,7 +89,7 @@ def uncached_fake_tensors() -> Iterator[None]:
 
 
 def _nonstrict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
-    with _size_oblivious(), lower_bounds(model, dynamic_shapes):
+    with _size_oblivious(), known_dims(model, dynamic_shapes):
         return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
 
 
@@ -99,7 +99,7 @@ def _strict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: A
 
 
 def _draft(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
-    with _size_oblivious(), lower_bounds(model, dynamic_shapes):
+    with _size_oblivious(), known_dims(model, dynamic_shapes):
         return draft_export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
 
 
