@@ -58,28 +58,18 @@ def _constrain(value: Any, spec: Any) -> None:
             _constrain(item, sub)
 
 
-# The attribute of a string dim's ``Dim.DYNAMIC`` hint that keeps its name
-# (:func:`onnxport.capture.dynamic_shapes.to_torch_export` sets it), so that its axes join too.
-HINT_NAME = "onnxport_dim_name"
-
-
-def _name(hint: Any) -> str | None:
-    """The dim name of a dynamic_shapes entry: a named ``torch.export.Dim``'s (not ``2*Dim``), or a
-    string dim's (:data:`HINT_NAME`); else ``None``."""
-    if isinstance(hint, Dim) and not hasattr(hint, "root"):
-        return str(hint.__name__)
-    name = getattr(hint, HINT_NAME, None) if isinstance(hint, _DimHint) else None
-    return name if isinstance(name, str) else None
+def _plain(hint: Any) -> bool:
+    """Whether ``hint`` is a named ``torch.export.Dim`` (not ``2*Dim``, not ``Dim.DYNAMIC``)."""
+    return isinstance(hint, Dim) and not hasattr(hint, "root")
 
 
 def _named_axes(value: Any, spec: Any, out: list[tuple[str, Any]]) -> None:
-    """Append ``(dim name, size)`` for every axis of ``value`` that ``spec`` names (:func:`_name`)."""
+    """Append ``(Dim name, size)`` for every axis of ``value`` that ``spec`` gives a plain ``Dim``."""
     if isinstance(value, torch.Tensor):
         axes = spec.items() if isinstance(spec, Mapping) else enumerate(spec) if isinstance(spec, (list, tuple)) else ()
         for axis, hint in axes:
-            name = _name(hint)
-            if name is not None:
-                out.append((name, value.shape[axis]))
+            if _plain(hint):
+                out.append((hint.__name__, value.shape[axis]))
     elif isinstance(value, Mapping) and isinstance(spec, Mapping):
         for key, item in value.items():
             _named_axes(item, spec.get(key), out)
@@ -101,13 +91,12 @@ def _join(axes: list[tuple[str, Any]]) -> None:
 
 
 def _shared(dynamic_shapes: Any) -> bool:
-    """Whether two axes of ``dynamic_shapes`` (torch.export form) share a dim name."""
+    """Whether two axes of ``dynamic_shapes`` (torch.export form) share a plain ``Dim``."""
     names: list[str] = []
 
     def walk(spec: Any) -> None:
-        name = _name(spec)
-        if name is not None:
-            names.append(name)
+        if _plain(spec):
+            names.append(spec.__name__)
         elif isinstance(spec, Mapping):
             for v in spec.values():
                 walk(v)

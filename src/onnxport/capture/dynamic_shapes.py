@@ -8,7 +8,6 @@ lower bound) becomes ``Dim.DYNAMIC(min=...)``.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import inspect
 import re
@@ -19,7 +18,6 @@ import torch
 from torch.export import Dim
 from torch.export.dynamic_shapes import _DerivedDim, _Dim, _DimHint
 
-from onnxport.capture.bounds import HINT_NAME
 from onnxport.capture.strategies import CONSTRAINT_VIOLATION, classify
 from onnxport.errors import DynamicShapesError, InputError
 from onnxport.options import ExportOptions
@@ -47,12 +45,11 @@ class DimName(str):
 
 
 def _convert(spec: Any) -> Any:
-    """Replace string dims by ``Dim.DYNAMIC`` (a :class:`DimName`: with its lower bound) recursively,
-    each hint its own copy carrying the name (:data:`HINT_NAME`)."""
+    """Replace string dims by ``Dim.DYNAMIC`` (a :class:`DimName`: with its lower bound) recursively."""
+    if isinstance(spec, DimName) and spec.min:
+        return Dim.DYNAMIC(min=spec.min)
     if isinstance(spec, str):
-        hint = Dim.DYNAMIC(min=spec.min) if isinstance(spec, DimName) and spec.min else copy.copy(Dim.DYNAMIC)
-        setattr(hint, HINT_NAME, str(spec))
-        return hint
+        return Dim.DYNAMIC
     if isinstance(spec, Mapping):
         return {k: _convert(v) for k, v in spec.items()}
     if isinstance(spec, (list, tuple)):

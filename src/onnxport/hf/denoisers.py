@@ -107,6 +107,15 @@ class Transformer(torch.nn.Module):
         resolution: torch.Tensor | None = None,
         aspect_ratio: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        # Every input's batch is the latents' (one batch_size dim). torch.export keeps one symbol per
+        # input until its guards join them, and diffusers' prepare_attention_mask (Sana's and
+        # PixArt's mask) and PixArt's size embedding (resolution) reshape by the latents' batch
+        # before anything joins them.
+        batched = (encoder_hidden_states, pooled_projections, encoder_attention_mask, timestep, guidance, resolution,
+                   aspect_ratio)  # fmt: skip
+        for tensor in batched:
+            if tensor is not None:
+                torch._check(tensor.shape[0] == hidden_states.shape[0])
         given = {"pooled_projections": pooled_projections, "encoder_attention_mask": encoder_attention_mask,
                  "img_ids": img_ids, "txt_ids": txt_ids, "guidance": guidance}  # fmt: skip
         extra: dict[str, Any] = {name: value for name, value in given.items() if value is not None}

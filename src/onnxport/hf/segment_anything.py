@@ -68,6 +68,12 @@ class PromptMaskDecoder(torch.nn.Module):
         input_points: torch.Tensor,
         input_labels: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        # One symbol per named dim before the prompt encoder broadcasts points against labels
+        # (torch.export keeps one per input until its guards join them).
+        torch._check(image_positional_embeddings.shape[0] == image_embeddings.shape[0])
+        for axis in range(3):
+            torch._check(input_labels.shape[axis] == input_points.shape[axis])
+        torch._check(input_points.shape[0] == image_embeddings.shape[0])
         model: Any = self.model
         sparse, dense = model.prompt_encoder(
             input_points=input_points, input_labels=input_labels, input_boxes=None, input_masks=None
