@@ -41,48 +41,53 @@ def _bound(hint: Any) -> int:
     return 0
 
 
-def _constrain(value: Any, spec: Any) -> None:
-    """Raise the lower bound of every symbolic dim of ``value`` that ``spec`` bounds."""
+def _axes(value: Any, spec: Any) -> Iterator[tuple[Any, Any]]:
+    """``(hint, size)`` for every tensor axis of ``value`` that ``spec`` (torch.export form, the
+    same nesting) gives an entry."""
     if isinstance(value, torch.Tensor):
         axes = spec.items() if isinstance(spec, Mapping) else enumerate(spec) if isinstance(spec, (list, tuple)) else ()
         for axis, hint in axes:
-            low, size = _bound(hint), value.shape[axis]
-            if low and isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
-                env, symbol = size.node.shape_env, size.node.expr
-                env.constrain_symbol_range(symbol, compiler_min=low, compiler_max=env.var_to_range[symbol].upper)
+            yield hint, value.shape[axis]
     elif isinstance(value, Mapping) and isinstance(spec, Mapping):
         for key, item in value.items():
-            _constrain(item, spec.get(key))
+            yield from _axes(item, spec.get(key))
     elif isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):
         for item, sub in zip(value, spec):
-            _constrain(item, sub)
+            yield from _axes(item, sub)
 
 
-def _plain(hint: Any) -> bool:
-    """Whether ``hint`` is a named ``torch.export.Dim`` (not ``2*Dim``, not ``Dim.DYNAMIC``)."""
-    return isinstance(hint, Dim) and not hasattr(hint, "root")
+def _hints(spec: Any) -> Iterator[Any]:
+    """Every entry of ``dynamic_shapes`` (torch.export form)."""
+    if isinstance(spec, Mapping):
+        for value in spec.values():
+            yield from _hints(value)
+    elif isinstance(spec, (list, tuple)):
+        for value in spec:
+            yield from _hints(value)
+    else:
+        yield spec
 
 
-def _named_axes(value: Any, spec: Any, out: list[tuple[str, Any]]) -> None:
-    """Append ``(Dim name, size)`` for every axis of ``value`` that ``spec`` gives a plain ``Dim``."""
-    if isinstance(value, torch.Tensor):
-        axes = spec.items() if isinstance(spec, Mapping) else enumerate(spec) if isinstance(spec, (list, tuple)) else ()
-        for axis, hint in axes:
-            if _plain(hint):
-                out.append((hint.__name__, value.shape[axis]))
-    elif isinstance(value, Mapping) and isinstance(spec, Mapping):
-        for key, item in value.items():
-            _named_axes(item, spec.get(key), out)
-    elif isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):
-        for item, sub in zip(value, spec):
-            _named_axes(item, sub, out)
+def _constrain(values: Any, spec: Any) -> None:
+    """Raise the lower bound of every symbolic dim of ``values`` that ``spec`` bounds."""
+    for hint, size in _axes(values, spec):
+        low = _bound(hint)
+        if low and isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+            env, symbol = size.node.shape_env, size.node.expr
+            env.constrain_symbol_range(symbol, compiler_min=low, compiler_max=env.var_to_range[symbol].upper)
 
 
-def _join(axes: list[tuple[str, Any]]) -> None:
-    """``torch._check`` that the symbolic sizes of one ``Dim`` name are equal."""
+def _name(hint: Any) -> str | None:
+    """The name of a named ``torch.export.Dim`` (not ``2*Dim``, not ``Dim.DYNAMIC``), else ``None``."""
+    return str(hint.__name__) if isinstance(hint, Dim) and not hasattr(hint, "root") else None
+
+
+def _join(values: Any, spec: Any) -> None:
+    """``torch._check`` that the symbolic sizes of one ``Dim`` name in ``values`` are equal."""
     first: dict[str, torch.SymInt] = {}
-    for name, size in axes:
-        if not isinstance(size, torch.SymInt):
+    for hint, size in _axes(values, spec):
+        name = _name(hint)
+        if name is None or not isinstance(size, torch.SymInt):
             continue
         if name in first:
             torch._check(size == first[name])
@@ -91,30 +96,14 @@ def _join(axes: list[tuple[str, Any]]) -> None:
 
 
 def _shared(dynamic_shapes: Any) -> bool:
-    """Whether two axes of ``dynamic_shapes`` (torch.export form) share a plain ``Dim``."""
-    names: list[str] = []
-
-    def walk(spec: Any) -> None:
-        if _plain(spec):
-            names.append(spec.__name__)
-        elif isinstance(spec, Mapping):
-            for v in spec.values():
-                walk(v)
-        elif isinstance(spec, (list, tuple)):
-            for v in spec:
-                walk(v)
-
-    walk(dynamic_shapes)
+    """Whether two axes of ``dynamic_shapes`` (torch.export form) share a named ``Dim``."""
+    names = [name for name in map(_name, _hints(dynamic_shapes)) if name is not None]
     return len(names) > len(set(names))
 
 
 def has_bounds(dynamic_shapes: Any) -> bool:
     """Whether any entry of ``dynamic_shapes`` (torch.export form) declares a lower bound."""
-    if isinstance(dynamic_shapes, Mapping):
-        return any(has_bounds(v) for v in dynamic_shapes.values())
-    if isinstance(dynamic_shapes, (list, tuple)):
-        return any(has_bounds(v) for v in dynamic_shapes)
-    return bool(_bound(dynamic_shapes))
+    return any(_bound(hint) for hint in _hints(dynamic_shapes))
 
 
 @contextlib.contextmanager
@@ -138,9 +127,7 @@ def known_dims(model: torch.nn.Module, dynamic_shapes: Any) -> Iterator[None]:
         if bounded:
             _constrain(values, dynamic_shapes)
         if shared:
-            axes: list[tuple[str, Any]] = []
-            _named_axes(values, dynamic_shapes, axes)
-            _join(axes)
+            _join(values, dynamic_shapes)
 
     handle = model.register_forward_pre_hook(apply, with_kwargs=True)
     try:

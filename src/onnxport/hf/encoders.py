@@ -40,6 +40,7 @@ from onnxport.hf.eager import run as run_eager
 from onnxport.hf.loading import LoadedModel
 from onnxport.hf.parts import Component, Sizes, image_size, left_padded_mask, probe_mode, token_ids
 from onnxport.hf.parts import generator as _generator
+from onnxport.hf.tasks import forward_reads
 
 
 def _choices(sizes: Sizes) -> int:
@@ -109,28 +110,19 @@ def token_boxes(rows: int, sequence: int, generator: torch.Generator) -> torch.T
 _NO_PAD_TOKEN = "no padding token is defined"  # transformers' *ForSequenceClassification of decoders
 
 
-def _forward_reads(model: torch.nn.Module, text: str) -> bool:
-    """Whether the source of ``model``'s class ``forward`` contains ``text`` (``False`` when the
-    source is not available)."""
-    try:
-        return text in inspect.getsource(type(model).forward)
-    except (OSError, TypeError):
-        return False
-
-
 def _pools_eos(model: torch.nn.Module) -> bool:
     """Whether the classifier pools each row's last ``<eos>`` token (BART-style
     ``*ForSequenceClassification``: BART, mBART, PLBart, MVP, BigBird-Pegasus, LED select
     ``hidden_states[input_ids == eos_token_id]``): on ids without one, eager fails ("Each example
     must contain at least one <eos> token") and a capture on them holds an empty selection."""
-    return _forward_reads(model, "eos_mask")
+    return forward_reads(type(model), "eos_mask")
 
 
 def _pools_last_token(model: torch.nn.Module) -> bool:
     """Whether the classifier pools each row's last non-pad token, found from ``pad_token_id``
     (``GenericForSequenceClassification``, GPT-2, ...): without one, transformers refuses a batch
     of more than one row ("Cannot handle batch sizes > 1 if no padding token is defined")."""
-    return _forward_reads(model, _NO_PAD_TOKEN)
+    return forward_reads(type(model), _NO_PAD_TOKEN)
 
 
 def _pad_token_id(loaded: LoadedModel) -> int:

@@ -72,8 +72,8 @@ def build(config: Any, auto_class: str, dtype: torch.dtype | None) -> torch.nn.M
     try:
         with parameters_on_meta():
             # an auto class's from_config, else a model class's own (_from_config: PatchTSTForPrediction)
-            model = getattr(auto, "from_config", None) or auto._from_config
-            model = model(config, **kwargs)
+            from_config = getattr(auto, "from_config", None) or auto._from_config
+            model = from_config(config, **kwargs)
     except ValueError as e:
         if "Unrecognized configuration class" in str(e):
             raise HFError(

@@ -23,9 +23,9 @@ class Task:
             ``"text-vision"`` (CLIP-style: ``input_ids`` + ``pixel_values``), ``"causal-lm"``,
             ``"seq2seq"``, ``"speech-seq2seq"``, ``"vision-seq2seq"`` (``VisionEncoderDecoderModel``)
             ``"vision-language"`` (LLaVA-style: :mod:`onnxport.hf.vision_language`),
-            ``"text-to-waveform"`` (VITS: :mod:`onnxport.hf.speech`) or ``"mask-generation"``
-            (Segment Anything: :mod:`onnxport.hf.segment_anything`) or ``"time-series"``
-            (PatchTST: :mod:`onnxport.hf.time_series`) or ``"trajectory"`` (Decision Transformer:
+            ``"text-to-waveform"`` (VITS: :mod:`onnxport.hf.speech`), ``"mask-generation"``
+            (Segment Anything: :mod:`onnxport.hf.segment_anything`), ``"time-series"`` (PatchTST:
+            :mod:`onnxport.hf.time_series`) or ``"trajectory"`` (Decision Transformer:
             :mod:`onnxport.hf.trajectory`).
         outputs: Graph output names of the (first) exported component.
     """
@@ -254,8 +254,14 @@ def _is_dual_encoder(config: Any) -> bool:
 
     name = modeling_auto.MODEL_MAPPING_NAMES.get(getattr(config, "model_type", None) or "")
     cls = getattr(transformers, name, None) if isinstance(name, str) else None
+    return cls is not None and forward_reads(cls, "logits_per_image")
+
+
+def forward_reads(cls: type, text: str) -> bool:
+    """Whether the source of ``cls.forward`` contains ``text`` (``False`` when the source is not
+    available)."""
     try:
-        return cls is not None and "logits_per_image" in inspect.getsource(cls.forward)
+        return text in inspect.getsource(cls.forward)  # type: ignore[attr-defined]
     except (OSError, TypeError):
         return False
 
