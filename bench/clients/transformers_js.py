@@ -26,9 +26,10 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
   ``AutoModelForVision2Seq.generate`` of a tiny ViT + TrOCR ``VisionEncoderDecoderModel`` (one
   image), 10 greedy tokens each, through ``encoder_model.onnx`` + ``decoder_model_merged.onnx`` (whose cross-attention
   cache transformers.js feeds back with ``use_cache_branch``), vs transformers' ``generate``;
-- ``LlavaForConditionalGeneration.generate`` of a tiny LLaVA (``vision_encoder.onnx``,
-  ``embed_tokens.onnx``, ``decoder_model_merged.onnx``; one 32x32 image, 10 greedy tokens) vs
-  transformers' ``generate`` with the image;
+- ``AutoModelForImageTextToText.generate`` of a tiny LLaVA and a tiny SmolVLM
+  (``vision_encoder.onnx``, ``embed_tokens.onnx``, ``decoder_model_merged.onnx``; one 32x32 image,
+  or two 32x32 splits with their ``pixel_attention_mask``; 10 greedy tokens) vs transformers'
+  ``generate`` with the images;
 - one forward of a tiny wav2vec2 CTC model and a tiny w2v-BERT 2.0 CTC model (``AutoModelForCTC``,
   ``input_values`` / ``input_features``), a tiny CLIP (``AutoModel``) and a tiny Depth Anything
   (``AutoModelForDepthEstimation``, a 70x84 image), the image tasks of :func:`forward_checks` and a
@@ -65,6 +66,7 @@ SENTENCES = [
 ]
 NEW_TOKENS = 20
 SEQ2SEQ = ("bart", "whisper", "moonshine", "trocr")  # encoder-decoders (onnxport.testing.tiny_models)
+VLMS = ("llava", "smolvlm")  # image-text-to-text (onnxport.testing.tiny_models; inputs: image_text_inputs)
 
 
 def install(scratch: pathlib.Path) -> None:
@@ -157,10 +159,11 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
     for name, model in encoder_decoders.items():
         model.save_pretrained(work / f"{name}-src")
         onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
-    llava = tiny_models.build("llava")
-    llava.save_pretrained(work / "llava-src")
-    onnxport.hf.export(work / "llava-src", output_dir=work / "llava")
     image_text = image_text_inputs()
+    vlms = {name: tiny_models.build(name) for name in image_text}
+    for name, model in vlms.items():
+        model.save_pretrained(work / f"{name}-src")
+        onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
     forward_models = forward_checks()
     for name, (model, _, _) in forward_models.items():
         model.save_pretrained(work / f"{name}-src")
@@ -176,7 +179,7 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
         "max_new_tokens": NEW_TOKENS,
         "seq2seq": {name: {k: v.tolist() for k, v in inputs[name].items()} for name in encoder_decoders},
         "seq2seq_new_tokens": SEQ2SEQ_NEW_TOKENS,
-        "image_text": {"llava": {k: _tensor_json(v) for k, v in image_text.items()}},
+        "image_text": {name: {k: _tensor_json(v) for k, v in inputs.items()} for name, inputs in image_text.items()},
     }
     (work / "request.json").write_text(json.dumps(request))
     script = scratch / "transformers_js_check.mjs"
@@ -222,16 +225,17 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
             "generated": generated.tolist(),
             "reference": reference.tolist(),
         }
-    with torch.no_grad():
-        reference = llava.generate(**image_text, max_new_tokens=SEQ2SEQ_NEW_TOKENS, min_new_tokens=SEQ2SEQ_NEW_TOKENS,
-                                   do_sample=False, pad_token_id=0)
-    generated = torch.tensor(result["image_text"]["llava"])
-    generation["llava"] = {
-        "tokens_equal": generated.shape == reference.shape and bool((generated == reference).all()),
-        "new_tokens": generated.shape[1] - image_text["input_ids"].shape[1],
-        "generated": generated.tolist(),
-        "reference": reference.tolist(),
-    }
+    for name, model in vlms.items():
+        with torch.no_grad():
+            reference = model.generate(**image_text[name], max_new_tokens=SEQ2SEQ_NEW_TOKENS,
+                                       min_new_tokens=SEQ2SEQ_NEW_TOKENS, do_sample=False, pad_token_id=0)
+        generated = torch.tensor(result["image_text"][name])
+        generation[name] = {
+            "tokens_equal": generated.shape == reference.shape and bool((generated == reference).all()),
+            "new_tokens": generated.shape[1] - image_text[name]["input_ids"].shape[1],
+            "generated": generated.tolist(),
+            "reference": reference.tolist(),
+        }
     forward = {}
     for name, (model, _, inputs) in forward_models.items():
         with torch.no_grad():  # ties in ONNX TopK's order (RT-DETR)
@@ -248,13 +252,21 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def image_text_inputs() -> dict[str, torch.Tensor]:
-    """A prompt around 16 image tokens (the tiny LLaVA's one image) and a random 32x32 image."""
+def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
+    """The inputs of each tiny VLM (``tiny_models`` name → inputs): for LLaVA a prompt around 16
+    image tokens (one image) and a random 32x32 image; for SmolVLM a prompt around 8 image tokens
+    and two 32x32 image splits with their pixel mask (``[1, 2, ...]``, as its processor's output)."""
     g = torch.Generator().manual_seed(3)
     text = torch.randint(0, 99, (1, 5), generator=g)
     ids = torch.cat([text[:, :2], torch.full((1, 16), tiny_models.LLAVA_IMAGE_TOKEN), text[:, 2:]], dim=1)
-    return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
-            "pixel_values": torch.randn(1, 3, 32, 32, generator=g)}
+    smol = torch.cat([text[:, :2], torch.full((1, 8), tiny_models.SMOLVLM_IMAGE_TOKEN), text[:, 2:]], dim=1)
+    return {
+        "llava": {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                  "pixel_values": torch.randn(1, 3, 32, 32, generator=g)},
+        "smolvlm": {"input_ids": smol, "attention_mask": torch.ones_like(smol),
+                    "pixel_values": torch.randn(1, 2, 3, 32, 32, generator=g),
+                    "pixel_attention_mask": torch.ones(1, 2, 32, 32, dtype=torch.bool)},
+    }
 
 
 FORWARD_OUTPUTS = ("logits", "logits_per_image", "text_embeds", "image_embeds", "predicted_depth", "pred_boxes",
@@ -309,7 +321,7 @@ def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Te
 
 
 def _tensor_json(t: torch.Tensor) -> dict[str, Any]:
-    dtype = "int64" if t.dtype == torch.int64 else "float32"
+    dtype = {torch.int64: "int64", torch.bool: "bool"}.get(t.dtype, "float32")
     return {"dtype": dtype, "dims": list(t.shape), "data": t.flatten().tolist()}
 
 
@@ -358,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ok = figures["min_cosine"] >= 0.99999
     for name, gen in figures["generation"].items():
-        kind = "encoder-decoder" if name in SEQ2SEQ else "image-text-to-text" if name == "llava" else "text-generation"
+        kind = "encoder-decoder" if name in SEQ2SEQ else "image-text-to-text" if name in VLMS else "text-generation"
         print(
             f"{kind} (tiny {name}): {gen['new_tokens']} greedy tokens: "
             f"{'equal to' if gen['tokens_equal'] else 'DIFFERENT from'} transformers.generate"

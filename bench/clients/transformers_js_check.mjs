@@ -5,13 +5,14 @@
 // input_features; image: pixel_values), generated greedily with AutoModelForSeq2SeqLM /
 // AutoModelForSpeechSeq2Seq / AutoModelForVision2Seq.
 // request.forward: folder name → {auto, inputs: {name: {dtype, dims, data}}}: one forward, every output returned.
-// request.image_text: VLM folder name → its inputs (input_ids, attention_mask, pixel_values), generated greedily.
+// request.image_text: VLM folder name → its inputs (input_ids, attention_mask, pixel_values[, pixel_attention_mask]),
+// generated greedily with AutoModelForImageTextToText.
 import fs from 'node:fs';
 import {
     env, pipeline, AutoModel, AutoModelForCausalLM, AutoModelForCTC, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq,
     AutoModelForVision2Seq, AutoModelForDepthEstimation, AutoModelForObjectDetection, AutoModelForZeroShotObjectDetection,
     AutoModelForImageSegmentation, AutoModelForUniversalSegmentation, AutoModelForImageToImage, AutoModelForTextToWaveform,
-    AutoModelForImageClassification, LlavaForConditionalGeneration, Tensor,
+    AutoModelForImageClassification, AutoModelForImageTextToText, Tensor,
 } from '@huggingface/transformers';
 
 const [root, minilm, requestPath, resultPath, ...decoders] = process.argv.slice(2);
@@ -71,11 +72,12 @@ for (const [name, inputs] of Object.entries(request.seq2seq ?? {})) {
 // {name: {dtype, dims, data}} (bench/clients/transformers_js.py _tensor_json) → {name: Tensor}
 const tensors = (inputs) => Object.fromEntries(Object.entries(inputs).map(([key, { dtype, dims, data }]) => [
     key,
-    new Tensor(dtype, dtype === 'int64' ? BigInt64Array.from(data.map((v) => BigInt(v))) : Float32Array.from(data), dims),
+    new Tensor(dtype, dtype === 'int64' ? BigInt64Array.from(data.map((v) => BigInt(v)))
+        : dtype === 'bool' ? Uint8Array.from(data.map((v) => (v ? 1 : 0))) : Float32Array.from(data), dims),
 ]));
 result.image_text = {};
 for (const [name, inputs] of Object.entries(request.image_text ?? {})) {
-    const model = await LlavaForConditionalGeneration.from_pretrained(name, { dtype: 'fp32' });
+    const model = await AutoModelForImageTextToText.from_pretrained(name, { dtype: 'fp32' });
     const steps = { max_new_tokens: request.seq2seq_new_tokens, min_new_tokens: request.seq2seq_new_tokens, do_sample: false };
     const output = await model.generate({ ...tensors(inputs), ...steps });
     result.image_text[name] = output.tolist().map((row) => row.map((v) => Number(v)));

@@ -55,6 +55,42 @@ def test_gemma3_image_blocks_attend_both_ways(tmp_path: pathlib.Path) -> None:
     _check_generation(model, result.output_dir, tiny_models.GEMMA3_IMAGE_TOKEN, 4, types=True)
 
 
+def test_image_splits_with_padding_images(tmp_path: pathlib.Path) -> None:
+    # SmolVLM (Idefics3): several images per row with a pixel mask; the vision graph drops the
+    # padding images (all zeros) by value, so rows with fewer images generate as in transformers
+    model = tiny_models.build("smolvlm")
+    result = ohf.export(model, output_dir=tmp_path / "out")
+    assert result.passed
+    vision = result.programs["vision_encoder"].model.graph
+    assert [(v.name, str(v.dtype), [str(d) for d in v.shape]) for v in vision.inputs] == [
+        ("pixel_values", "FLOAT", ["batch_size", "num_images", "3", "32", "32"]),
+        ("pixel_attention_mask", "BOOL", ["batch_size", "num_images", "32", "32"]),
+    ]
+    folder = result.output_dir / "onnx"
+    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
+                for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
+    g = torch.Generator().manual_seed(3)
+    pixel_values = torch.randn(2, 3, 3, 32, 32, generator=g)
+    pixel_attention_mask = torch.ones(2, 3, 32, 32, dtype=torch.bool)
+    pixel_values[1, 1:] = 0.0  # the second row has one image, padded with two
+    pixel_attention_mask[1, 1:] = False
+    image = tiny_models.SMOLVLM_IMAGE_TOKEN
+    text = torch.randint(0, 99, (2, 5), generator=g)
+    rows = [torch.cat([text[0, :2], torch.full((12,), image), text[0, 2:]]),  # 3 images of 4 tokens
+            torch.cat([torch.zeros(8, dtype=torch.int64), text[1, :2], torch.full((4,), image), text[1, 2:]])]
+    input_ids = torch.stack(rows)
+    attention_mask = (torch.arange(input_ids.shape[1]) >= torch.tensor([[0], [8]])).long()
+    (features,) = sessions[0].run(None, {"pixel_values": pixel_values.numpy(),
+                                         "pixel_attention_mask": pixel_attention_mask.numpy()})
+    assert features.shape == (16, 64)  # 4 real images of 4 tokens
+    want = model.generate(input_ids=input_ids, attention_mask=attention_mask, pixel_values=pixel_values,
+                          pixel_attention_mask=pixel_attention_mask, max_new_tokens=12, do_sample=False, pad_token_id=0)
+    got = greedy_image_text(sessions, input_ids, attention_mask, pixel_values, image, 12, pad_token_id=0,
+                            pixel_attention_mask=pixel_attention_mask)
+    assert got.tolist() == want.tolist()
+    assert len(set(got[0, input_ids.shape[1]:].tolist())) >= 3  # not a degenerate repetition
+
+
 def _check_generation(model: Any, out: pathlib.Path, image_token: int, tokens: int, types: bool = False) -> None:
     folder = out / "onnx"
     sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
@@ -82,6 +118,19 @@ def test_models_needing_more_than_pixel_values_are_refused() -> None:
                                           image_grid_pinpoints=[[32, 32]])
     model = transformers.LlavaNextForConditionalGeneration(config).eval()
     with pytest.raises(HFError, match="image_sizes"):
+        ohf.export(model, "image-text-to-text")
+
+
+def test_a_required_pixel_mask_of_another_layout_is_refused() -> None:
+    # Granite-Docling's pixel_attention_mask is required and marks real tiles ([batch, tiles]), not
+    # Idefics3's pixels: refused by name before any export
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 1, "num_attention_heads": 4,
+            "vocab_size": 120, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "model_type": "llama"}
+    vision = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1, "num_attention_heads": 4,
+              "image_size": 32, "patch_size": 8, "out_hidden_size": 64}
+    config = transformers.GraniteDoclingConfig(vision_config=vision, text_config=text, image_token_id=100)
+    model = transformers.GraniteDoclingForConditionalGeneration(config).eval()
+    with pytest.raises(HFError, match="pixel_attention_mask"):
         ohf.export(model, "image-text-to-text")
 
 

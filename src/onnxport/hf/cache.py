@@ -465,6 +465,29 @@ class ImageFeatures(torch.nn.Module):
         return features
 
 
+class ImagePatchFeatures(torch.nn.Module):
+    """``pixel_values`` ``[batch, images, C, H, W]`` + ``pixel_attention_mask`` ``[batch, images,
+    H, W]`` (bool) → ``image_features`` ``[image_tokens, hidden]``: Idefics2/3 and SmolVLM's image
+    path (``get_image_features``), which drops the padding images (all pixels zero) and returns
+    the features of the others image after image, row after row.
+
+    The images go in as one row of ``batch * images``: ``get_image_features`` splits its output
+    per row by a count read from the data (``split(num_real_images_per_batch.tolist())``), which
+    with one row is the whole output, so the graph keeps ``batch`` dynamic."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values: torch.Tensor, pixel_attention_mask: torch.Tensor) -> torch.Tensor:
+        images = pixel_values.shape[0] * pixel_values.shape[1]
+        out = cast(Any, self.model).get_image_features(
+            pixel_values=pixel_values.reshape(1, images, *pixel_values.shape[2:]),
+            pixel_attention_mask=pixel_attention_mask.reshape(1, images, *pixel_attention_mask.shape[2:]))
+        features = getattr(out, "pooler_output", out)
+        return torch.cat(list(features)) if isinstance(features, (list, tuple)) else features
+
+
 @contextlib.contextmanager
 def image_batch_kept_whole(module: torch.nn.Module) -> Iterator[None]:
     """For an :class:`ImageFeatures` ``module``: within the block, ``list(tensor)`` in the modules

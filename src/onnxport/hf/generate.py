@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from onnxport.hf.vision_language import TOKEN_TYPES, merge, token_types
+from onnxport.hf.vision_language import PIXEL_MASK, TOKEN_TYPES, merge, token_types
 
 
 def _ids(value: Any) -> set[int]:
@@ -141,6 +141,7 @@ def greedy_image_text(
     *,
     eos_token_id: Any = None,
     pad_token_id: int | None = None,
+    pixel_attention_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Greedy decoding with a vision-language export (:mod:`onnxport.hf.vision_language`): the
     images through ``vision_encoder``, the prompt through ``embed_tokens``, the image features
@@ -154,15 +155,21 @@ def greedy_image_text(
             ``decoder_model_merged``, in that order.
         input_ids: ``(batch, prompt)`` ids holding one run of image tokens per image, left-padded.
         attention_mask: ``(batch, prompt)``, 0 at padding.
-        pixel_values: ``(images, C, H, W)`` at the processor's size.
+        pixel_values: ``(images, C, H, W)`` at the processor's size; for a vision graph taking
+            ``pixel_attention_mask`` (Idefics3, SmolVLM) ``(batch, images, C, H, W)``, padding
+            images all zeros.
         image_token_id: The config's ``image_token_id``.
         max_new_tokens, eos_token_id, pad_token_id: As :func:`greedy_causal_lm`.
+        pixel_attention_mask: ``(batch, images, H, W)`` bool, fed with ``pixel_values`` when given.
 
     Returns:
         ``(batch, prompt + generated)`` ids, as ``model.generate`` returns them.
     """
     vision, embed, decoder = sessions
-    features = torch.from_numpy(vision.run(None, {"pixel_values": pixel_values.numpy()})[0])
+    images = {"pixel_values": pixel_values.numpy()}
+    if pixel_attention_mask is not None:
+        images[PIXEL_MASK] = pixel_attention_mask.numpy()
+    features = torch.from_numpy(vision.run(None, images)[0])
     embeds = torch.from_numpy(embed.run(None, {"input_ids": input_ids.numpy().astype(np.int64)})[0])
     merged = merge(input_ids, embeds, features, image_token_id).numpy()
     typed = any(i.name == TOKEN_TYPES for i in decoder.get_inputs())

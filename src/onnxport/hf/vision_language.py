@@ -12,9 +12,15 @@ three graphs transformers.js runs for them (``src/models.js``, ``LlavaForConditi
 
 The caller writes each image's feature rows at its image tokens (``image_token_id``) of the
 embeddings, as transformers' ``get_placeholder_mask`` + ``masked_scatter`` do, then decodes.
-Models whose image path needs more than ``pixel_values`` (image sizes or grids: LLaVA-NeXT,
-Qwen2-VL; several images per row with a patch mask: Idefics3, SmolVLM) or whose decoder needs more
-than embeddings and token types (multimodal rotary positions) are refused before any export.
+Models with several images per row (Idefics2, Idefics3, SmolVLM: the processor's image splits)
+give ``vision_encoder.onnx`` ``pixel_values`` ``[batch_size, num_images, C, H, W]`` and
+``pixel_attention_mask`` ``[batch_size, num_images, H, W]`` (bool) → ``image_features``
+``[image_tokens, hidden]``: the rows of the images that are not padding (all pixels zero), as
+transformers.js' ``Idefics3ForConditionalGeneration`` feeds and reads them.
+
+Models whose image path needs more than that (image sizes or grids: LLaVA-NeXT, Qwen2-VL) or whose
+decoder needs more than embeddings and token types (multimodal rotary positions) are refused
+before any export.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
-from onnxport.hf.dims import BATCH, SEQUENCE
+from onnxport.hf.dims import BATCH, IMAGES, SEQUENCE
 from onnxport.hf.loading import LoadedModel
 from onnxport.hf.parts import Component, Sizes, image_size, token_ids
 from onnxport.hf.parts import generator as _generator
@@ -51,9 +57,10 @@ def token_types(input_ids: torch.Tensor, image_token_id: int) -> torch.Tensor:
 
 
 # Optional parameters of ``get_image_features`` that mean another image layout: Idefics2/3 and
-# SmolVLM take ``pixel_values`` ``[batch, images, C, H, W]`` with a patch mask and drop padding images
-# by value (a data-dependent shape).
-_IMAGE_LAYOUTS = ("pixel_attention_mask", "patch_attention_mask", "spatial_shapes")
+# SmolVLM take ``pixel_values`` ``[batch, images, C, H, W]`` with a pixel mask (:data:`PIXEL_MASK`,
+# supported: :class:`onnxport.hf.cache.ImagePatchFeatures`); the others are refused.
+PIXEL_MASK = "pixel_attention_mask"
+_IMAGE_LAYOUTS = (PIXEL_MASK, "patch_attention_mask", "spatial_shapes")
 
 
 def _extra_image_inputs(model: torch.nn.Module) -> list[str]:
@@ -84,15 +91,38 @@ def check_model(model: torch.nn.Module) -> None:
             f"{name} decodes with an encoder-decoder language model (as Florence-2, T5Gemma 2): image-text-to-text exports "
             "decoder-only language models. Export its parts with onnxport.export."
         )
-    extra = _extra_image_inputs(model)
+    extra = [name for name in _extra_image_inputs(model) if not (name == PIXEL_MASK and takes_pixel_mask(model))]
     forward = inspect.signature(model.forward).parameters
     extras = [p for p in _DECODER_EXTRAS if p in forward]
     if extra or extras:
         raise HFError(
             f"{name}'s image path needs more than pixel_values ({', '.join(extra + extras)}): image-text-to-text "
             "exports models whose images are pixel_values of one size and whose decoder reads only embeddings "
-            "(LLaVA, Aya Vision, InternVL, Mistral3-style projectors). Export its parts with onnxport.export."
+            "(LLaVA, Aya Vision, InternVL, Mistral3-style projectors) or image splits with a pixel mask (Idefics3, "
+            "SmolVLM). Export its parts with onnxport.export."
         )
+
+
+def takes_pixel_mask(model: torch.nn.Module) -> bool:
+    """Whether the image path takes several images per row with an optional pixel mask
+    (:data:`PIXEL_MASK` ``[batch, images, H, W]``: Idefics2/3, SmolVLM); the vision graph is then
+    :class:`onnxport.hf.cache.ImagePatchFeatures`. A required mask means another layout
+    (Granite-Docling's ``[batch, tiles]`` of real tiles) and is refused by :func:`check_model`."""
+    defining = [m for m in model.modules() if "get_image_features" in vars(type(m))]  # the outer one delegates
+    parameters = [inspect.signature(cast(Any, m).get_image_features).parameters.get(PIXEL_MASK) for m in defining]
+    return bool(parameters) and all(p is not None and p.default is None for p in parameters)
+
+
+def image_splits(sizes: Sizes, channels: int, height: int, width: int) -> dict[str, torch.Tensor]:
+    """``pixel_values`` ``[batch, images, C, H, W]`` and :data:`PIXEL_MASK` ``[batch, images, H, W]``
+    for one input set: 2 or 3 images per row (``sizes.seed``), the last image of every row after
+    the first a padding image (zeros, mask false) as the processor pads rows with fewer images."""
+    images = 2 + sizes.seed % 2
+    pixels = torch.randn(sizes.batch, images, channels, height, width, generator=_generator(sizes))
+    mask = torch.ones(sizes.batch, images, height, width, dtype=torch.bool)
+    pixels[1:, -1] = 0.0
+    mask[1:, -1] = False
+    return {"pixel_values": pixels, PIXEL_MASK: mask}
 
 
 def components(loaded: LoadedModel) -> list[Component]:
@@ -115,9 +145,16 @@ def components(loaded: LoadedModel) -> list[Component]:
     def tokens(sizes: Sizes) -> dict[str, Any]:
         return {"input_ids": token_ids(text_config, sizes.batch, sizes.sequence, _generator(sizes))}
 
+    if takes_pixel_mask(model):
+        split = {0: BATCH, 1: IMAGES}
+        vision = Component("vision_encoder", wrappers.ImagePatchFeatures(model),
+                           lambda sizes: image_splits(sizes, channels, height, width),
+                           {"pixel_values": split, PIXEL_MASK: split}, ["pixel_values", PIXEL_MASK], [IMAGE_FEATURES])
+    else:
+        vision = Component("vision_encoder", wrappers.ImageFeatures(model), images, {"pixel_values": {0: BATCH}},
+                           ["pixel_values"], [IMAGE_FEATURES])
     return [
-        Component("vision_encoder", wrappers.ImageFeatures(model), images, {"pixel_values": {0: BATCH}},
-                  ["pixel_values"], [IMAGE_FEATURES]),
+        vision,
         Component("embed_tokens", wrappers.TokenEmbeddings(model), tokens, {"input_ids": {0: BATCH, 1: SEQUENCE}},
                   ["input_ids"], ["inputs_embeds"]),
     ]
@@ -141,4 +178,5 @@ def merge(input_ids: torch.Tensor, inputs_embeds: torch.Tensor, image_features: 
     return merged
 
 
-__all__ = ["IMAGE_FEATURES", "TOKEN_TYPES", "check_model", "components", "merge", "takes_token_types", "token_types"]
+__all__ = ["IMAGE_FEATURES", "PIXEL_MASK", "TOKEN_TYPES", "check_model", "components", "image_splits", "merge",
+           "takes_pixel_mask", "takes_token_types", "token_types"]

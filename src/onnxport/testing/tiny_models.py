@@ -471,6 +471,27 @@ def _gemma3_vlm(**overrides: Any) -> Any:
     return transformers.Gemma3ForConditionalGeneration(config).eval()
 
 
+SMOLVLM_IMAGE_TOKEN = 100
+
+
+def _smolvlm(**overrides: Any) -> Any:
+    """A ``SmolVLMForConditionalGeneration`` (Idefics3's architecture): a 2-layer SigLIP tower over
+    32x32 image splits (16 patches, pixel-shuffled by 2 to 4 tokens per split) and a 2-layer Llama;
+    image token 100."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 120, "max_position_embeddings": 256, "initializer_range": 0.2}
+    vision = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "image_size": 32, "patch_size": 8}
+    config = transformers.SmolVLMConfig(text_config=text, vision_config=vision, scale_factor=2,
+                                        image_token_id=SMOLVLM_IMAGE_TOKEN)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.SmolVLMForConditionalGeneration(config).eval()
+
+
 def _sam(**overrides: Any) -> Any:
     """A ``SamModel``: a 2-layer vision transformer over 64x64 images (8x8 patches, a window layer
     then a global one, neck of 16 channels), prompt encoder and 2-layer mask decoder of width 16.
@@ -521,6 +542,7 @@ ZOO.append(Entry("patchtsmixer", "time-series-forecasting", _make(
 )))
 ZOO.append(Entry("gemma3-vlm", "image-text-to-text", _gemma3_vlm))
 ZOO.append(Entry("llava", "image-text-to-text", _llava))
+ZOO.append(Entry("smolvlm", "image-text-to-text", _smolvlm))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
 
