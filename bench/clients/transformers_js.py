@@ -28,8 +28,9 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
   cache transformers.js feeds back with ``use_cache_branch``), vs transformers' ``generate``;
 - ``AutoModelForImageTextToText.generate`` of a tiny LLaVA and a tiny SmolVLM
   (``vision_encoder.onnx``, ``embed_tokens.onnx``, ``decoder_model_merged.onnx``; one 32x32 image,
-  or two 32x32 splits with their ``pixel_attention_mask``; 10 greedy tokens) vs transformers'
-  ``generate`` with the images;
+  or two 32x32 splits with their ``pixel_attention_mask``) and of a tiny Florence-2 (with
+  ``encoder_model.onnx``; one 64x64 image), 10 greedy tokens each, vs transformers' ``generate``
+  with the images;
 - one forward of a tiny wav2vec2 CTC model and a tiny w2v-BERT 2.0 CTC model (``AutoModelForCTC``,
   ``input_values`` / ``input_features``), a tiny CLIP (``AutoModel``) and a tiny Depth Anything
   (``AutoModelForDepthEstimation``, a 70x84 image), the image tasks of :func:`forward_checks` and a
@@ -66,7 +67,7 @@ SENTENCES = [
 ]
 NEW_TOKENS = 20
 SEQ2SEQ = ("bart", "whisper", "moonshine", "trocr")  # encoder-decoders (onnxport.testing.tiny_models)
-VLMS = ("llava", "smolvlm")  # image-text-to-text (onnxport.testing.tiny_models; inputs: image_text_inputs)
+VLMS = ("llava", "smolvlm", "florence2")  # image-text-to-text (onnxport.testing.tiny_models; inputs: image_text_inputs)
 
 
 def install(scratch: pathlib.Path) -> None:
@@ -226,13 +227,20 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
             "reference": reference.tolist(),
         }
     for name, model in vlms.items():
+        inputs = image_text[name]
+        if name == "florence2":  # transformers' processor puts the image tokens before the prompt
+            image = torch.full((1, FLORENCE2_IMAGE_FEATURES), tiny_models.FLORENCE2_IMAGE_TOKEN)
+            inputs = {**inputs, "input_ids": torch.cat([image, inputs["input_ids"]], 1),
+                      "attention_mask": torch.cat([torch.ones_like(image), inputs["attention_mask"]], 1)}
         with torch.no_grad():
-            reference = model.generate(**image_text[name], max_new_tokens=SEQ2SEQ_NEW_TOKENS,
+            reference = model.generate(**inputs, max_new_tokens=SEQ2SEQ_NEW_TOKENS,
                                        min_new_tokens=SEQ2SEQ_NEW_TOKENS, do_sample=False, pad_token_id=0)
+        # transformers.js returns the prompt before the new tokens; an encoder-decoder only the decoder's tokens
+        given = 1 if model.config.is_encoder_decoder else image_text[name]["input_ids"].shape[1]
         generated = torch.tensor(result["image_text"][name])
         generation[name] = {
             "tokens_equal": generated.shape == reference.shape and bool((generated == reference).all()),
-            "new_tokens": generated.shape[1] - image_text[name]["input_ids"].shape[1],
+            "new_tokens": generated.shape[1] - given,
             "generated": generated.tolist(),
             "reference": reference.tolist(),
         }
@@ -255,12 +263,17 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
 def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
     """The inputs of each tiny VLM (``tiny_models`` name → inputs): for LLaVA a prompt around 16
     image tokens (one image) and a random 32x32 image; for SmolVLM a prompt around 8 image tokens
-    and two 32x32 image splits with their pixel mask (``[1, 2, ...]``, as its processor's output)."""
+    and two 32x32 image splits with their pixel mask (``[1, 2, ...]``, as its processor's output);
+    for Florence-2 a prompt without image tokens (transformers.js puts the image features before
+    it) and a random 64x64 image."""
     g = torch.Generator().manual_seed(3)
     text = torch.randint(0, 99, (1, 5), generator=g)
     ids = torch.cat([text[:, :2], torch.full((1, 16), tiny_models.LLAVA_IMAGE_TOKEN), text[:, 2:]], dim=1)
     smol = torch.cat([text[:, :2], torch.full((1, 8), tiny_models.SMOLVLM_IMAGE_TOKEN), text[:, 2:]], dim=1)
+    florence = torch.randint(3, 99, (1, 6), generator=g)
     return {
+        "florence2": {"input_ids": florence, "attention_mask": torch.ones_like(florence),
+                      "pixel_values": torch.randn(1, 3, 64, 64, generator=g)},
         "llava": {"input_ids": ids, "attention_mask": torch.ones_like(ids),
                   "pixel_values": torch.randn(1, 3, 32, 32, generator=g)},
         "smolvlm": {"input_ids": smol, "attention_mask": torch.ones_like(smol),
@@ -334,6 +347,7 @@ def max_abs_diff(got: dict[str, Any], expected: torch.Tensor) -> float:
 
 
 SEQ2SEQ_NEW_TOKENS = 10
+FLORENCE2_IMAGE_FEATURES = 65  # the tiny Florence-2's features per 64x64 image (8x8 patches and a pooled one)
 
 
 def seq2seq_models() -> dict[str, torch.nn.Module]:

@@ -14,7 +14,7 @@ import transformers
 
 import onnxport.hf as ohf
 from onnxport.errors import HFError
-from onnxport.hf.generate import greedy_image_text
+from onnxport.hf.generate import greedy_image_text, greedy_image_text_seq2seq
 from onnxport.testing import tiny_models
 
 IMAGE_TOKEN = tiny_models.LLAVA_IMAGE_TOKEN
@@ -89,6 +89,40 @@ def test_image_splits_with_padding_images(tmp_path: pathlib.Path) -> None:
                             pixel_attention_mask=pixel_attention_mask)
     assert got.tolist() == want.tolist()
     assert len(set(got[0, input_ids.shape[1]:].tolist())) >= 3  # not a degenerate repetition
+
+
+def test_florence2_encoder_decoder_in_four_graphs(tmp_path: pathlib.Path) -> None:
+    # Florence-2: the image features before the prompt's embeddings, through a BART encoder, then its
+    # decoder from embedded tokens (transformers.js' four graphs); transformers' processor puts the
+    # image tokens first, which writes the same features at the same places
+    model = tiny_models.build("florence2")
+    result = ohf.export(model, output_dir=tmp_path / "out")
+    assert result.passed
+    assert {str(f) for f in result.files} >= {f"onnx/{n}.onnx" for n in ("vision_encoder", "embed_tokens", "encoder_model",
+                                                                          "decoder_model_merged")}
+    encoder = result.programs["encoder_model"].model.graph
+    assert [v.name for v in encoder.inputs] == ["inputs_embeds", "attention_mask"]
+    decoder = result.programs["decoder_model"].model.graph
+    assert [v.name for v in decoder.inputs][:3] == ["inputs_embeds", "encoder_hidden_states", "encoder_attention_mask"]
+    assert [v.name for v in decoder.inputs][-1] == "use_cache_branch"
+    folder = result.output_dir / "onnx"
+    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
+                for name in ("vision_encoder", "embed_tokens", "encoder_model", "decoder_model_merged")]
+    g = torch.Generator().manual_seed(3)
+    pixel_values = torch.randn(2, 3, 64, 64, generator=g)
+    prompt = torch.randint(3, 99, (2, 6), generator=g)
+    mask = torch.ones_like(prompt)
+    prompt[1, -2:], mask[1, -2:] = 1, 0  # the second row right-padded (BART's pad token)
+    (features,) = sessions[0].run(None, {"pixel_values": pixel_values.numpy()})
+    assert features.shape == (2, 65, 48)  # 8x8 patches and a pooled feature
+    image = torch.full((2, features.shape[1]), tiny_models.FLORENCE2_IMAGE_TOKEN)
+    plain = {"forced_eos_token_id": None, "forced_bos_token_id": None, "no_repeat_ngram_size": 0, "num_beams": 1}
+    want = model.generate(input_ids=torch.cat([image, prompt], 1), attention_mask=torch.cat([torch.ones_like(image), mask], 1),
+                          pixel_values=pixel_values, max_new_tokens=12, do_sample=False, **plain)
+    got = greedy_image_text_seq2seq(sessions, prompt, mask, pixel_values, model.config.text_config.decoder_start_token_id,
+                                    12, eos_token_id=2, pad_token_id=1)
+    assert got.tolist() == want.tolist()
+    assert len(set(got[0].tolist())) >= 4  # not a degenerate repetition
 
 
 def _check_generation(model: Any, out: pathlib.Path, image_token: int, tokens: int, types: bool = False) -> None:

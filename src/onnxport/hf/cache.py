@@ -527,6 +527,19 @@ class Seq2SeqEncoder(torch.nn.Module):
         return self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
 
+class EmbedsSeq2SeqEncoder(torch.nn.Module):
+    """Encoder of an encoder-decoder VLM (Florence-2): ``(inputs_embeds, attention_mask)`` →
+    ``last_hidden_state``; the caller puts the image features before the prompt's embeddings
+    (transformers.js' ``Florence2ForConditionalGeneration``)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.encoder = cast("Callable[[], torch.nn.Module]", model.get_encoder)()
+
+    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.encoder(inputs_embeds=inputs_embeds, attention_mask=attention_mask).last_hidden_state
+
+
 class SpeechEncoder(torch.nn.Module):
     """Encoder of a speech encoder-decoder on a spectrogram: ``input_features`` (Whisper's fixed
     30 s) or ``(input_features, attention_mask)`` (a spectrogram of any length with its mask:
@@ -592,6 +605,20 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
         cross_key_values: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
         use_cache_branch: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, ...]:
+        cache = self.cache(past_key_values, cross_key_values, use_cache_branch)
+        extra = {} if encoder_attention_mask is None else {"attention_mask": encoder_attention_mask}
+        out = self.model(
+            encoder_outputs=encoder_outputs(encoder_hidden_states, encoder_attention_mask),
+            decoder_input_ids=input_ids,
+            past_key_values=cache,
+            use_cache=True,
+            **extra,
+        )
+        return self.outputs(out.logits, out.past_key_values)
+
+    def cache(self, past_key_values: Any, cross_key_values: Any, use_cache_branch: torch.Tensor | None) -> Any:
+        """The ``EncoderDecoderCache`` of one step: the self-attention past, and the cross-attention
+        cache given (``use_cache_branch`` true) or empty to compute."""
         from transformers import (  # heavy optional dependency (onnxport[hf])
             DynamicCache,
             EncoderDecoderCache,
@@ -605,16 +632,42 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
         cache = EncoderDecoderCache(fill_cache(DynamicCache(config=config), past_key_values or []), cross)
         for i in range(len(cross_key_values or [])):
             cache.is_updated[i] = cached
-        extra = {} if encoder_attention_mask is None else {"attention_mask": encoder_attention_mask}
-        out = self.model(
-            encoder_outputs=encoder_outputs(encoder_hidden_states, encoder_attention_mask),
-            decoder_input_ids=input_ids,
-            past_key_values=cache,
+        return cache
+
+    @staticmethod
+    def outputs(logits: torch.Tensor, caches: Any) -> tuple[torch.Tensor, ...]:
+        """``(logits, present.{i}.decoder.*..., present.{i}.encoder.*...)``."""
+        return (logits, *flatten_cache(caches.self_attention_cache), *flatten_cache(caches.cross_attention_cache))
+
+
+class EmbedsSeq2SeqDecoderWithCache(Seq2SeqDecoderWithCache):
+    """:class:`Seq2SeqDecoderWithCache` from ``inputs_embeds`` (the decoder tokens through
+    ``embed_tokens``), as transformers.js' ``Florence2ForConditionalGeneration`` feeds its
+    decoder: the model's decoder, then its output embeddings (``lm_head``) on the hidden states.
+    :func:`onnxport.hf.inputs.seq2seq_components` checks on a probe that this equals the model's
+    own logits from token ids."""
+
+    def forward(  # type: ignore[override]
+        self,
+        inputs_embeds: torch.Tensor,
+        encoder_hidden_states: torch.Tensor,
+        encoder_attention_mask: torch.Tensor | None = None,
+        past_key_values: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+        cross_key_values: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+        use_cache_branch: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, ...]:
+        model: Any = self.model
+        decoder = model.get_decoder()
+        while decoder.get_decoder() is not decoder:  # Florence-2's is its whole BART: its decoder inside
+            decoder = decoder.get_decoder()
+        out = decoder(
+            inputs_embeds=inputs_embeds,
+            encoder_hidden_states=encoder_hidden_states,
+            encoder_attention_mask=encoder_attention_mask,
+            past_key_values=self.cache(past_key_values, cross_key_values, use_cache_branch),
             use_cache=True,
-            **extra,
         )
-        caches = out.past_key_values
-        return (out.logits, *flatten_cache(caches.self_attention_cache), *flatten_cache(caches.cross_attention_cache))
+        return self.outputs(model.get_output_embeddings()(out.last_hidden_state), out.past_key_values)
 
 
 def encoder_outputs(hidden: torch.Tensor, mask: torch.Tensor | None = None) -> Any:

@@ -194,6 +194,7 @@ def greedy_seq2seq(
     *,
     eos_token_id: Any = None,
     pad_token_id: int | None = None,
+    embed: Any = None,
 ) -> torch.Tensor:
     """Greedy decoding with ``encoder_model.onnx`` + ``decoder_model_merged.onnx``.
 
@@ -206,6 +207,8 @@ def greedy_seq2seq(
         max_new_tokens: How many tokens to generate.
         eos_token_id: An id or ids ending a row.
         pad_token_id: The id appended to finished rows.
+        embed: Session of ``embed_tokens`` for a decoder taking ``inputs_embeds`` (Florence-2):
+            each step's tokens go through it.
 
     Returns:
         ``(batch, 1 + generated)`` decoder ids starting with ``decoder_start_token_id``.
@@ -220,7 +223,10 @@ def greedy_seq2seq(
     if "encoder_attention_mask" in decoder_names:
         fixed["encoder_attention_mask"] = feeds_in["attention_mask"].astype(np.int64)
     branch = "use_cache_branch" in decoder_names  # the cross-attention cache: computed, then fed back
-    feeds = {"input_ids": start, **empty_cache(decoder, batch)}
+    def tokens_in(tokens: np.ndarray) -> dict[str, np.ndarray]:
+        return {"input_ids": tokens} if embed is None else {"inputs_embeds": embed.run(None, {"input_ids": tokens})[0]}
+
+    feeds = {**tokens_in(start), **empty_cache(decoder, batch)}
     sequences = start
     unfinished = np.ones(batch, dtype=bool)
     for step in range(max_new_tokens):
@@ -231,5 +237,43 @@ def greedy_seq2seq(
         sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
         if not unfinished.any():
             break
-        feeds = {"input_ids": tokens[:, None], **next_cache(decoder, outputs)}
+        feeds = {**tokens_in(tokens[:, None]), **next_cache(decoder, outputs)}
     return torch.from_numpy(sequences)
+
+
+def greedy_image_text_seq2seq(
+    sessions: Sequence[Any],
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    pixel_values: torch.Tensor,
+    decoder_start_token_id: int,
+    max_new_tokens: int,
+    *,
+    eos_token_id: Any = None,
+    pad_token_id: int | None = None,
+) -> torch.Tensor:
+    """Greedy decoding with an encoder-decoder VLM export (Florence-2): the image features
+    (``vision_encoder``) before the prompt's embeddings (``embed_tokens``) with a mask of ones for
+    them, through ``encoder_model``, then ``decoder_model_merged`` from embedded tokens, as
+    transformers.js' ``Florence2ForConditionalGeneration`` runs the four graphs. transformers'
+    processor writes the same features at image tokens it puts before the prompt.
+
+    Args:
+        sessions: onnxruntime sessions of ``vision_encoder``, ``embed_tokens``, ``encoder_model``
+            and ``decoder_model_merged``, in that order.
+        input_ids: ``(batch, prompt)`` ids of the prompt (no image tokens).
+        attention_mask: ``(batch, prompt)``, 0 at padding.
+        pixel_values: ``(batch, C, H, W)`` at the processor's size.
+        decoder_start_token_id, max_new_tokens, eos_token_id, pad_token_id: As
+            :func:`greedy_seq2seq`.
+
+    Returns:
+        ``(batch, 1 + generated)`` decoder ids starting with ``decoder_start_token_id``.
+    """
+    vision, embed, encoder, decoder = sessions
+    (features,) = vision.run(None, {"pixel_values": pixel_values.numpy()})
+    (embeds,) = embed.run(None, {"input_ids": input_ids.numpy().astype(np.int64)})
+    mask = np.concatenate([np.ones(features.shape[:2], dtype=np.int64), attention_mask.numpy().astype(np.int64)], 1)
+    inputs = {"inputs_embeds": torch.from_numpy(np.concatenate([features, embeds], 1)), "attention_mask": torch.from_numpy(mask)}
+    return greedy_seq2seq(encoder, decoder, inputs, decoder_start_token_id, max_new_tokens,
+                          eos_token_id=eos_token_id, pad_token_id=pad_token_id, embed=embed)

@@ -11,7 +11,7 @@ import dataclasses
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -282,9 +282,14 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
 
 
 # -- encoder-decoder ---------------------------------------------------------------------------
-def seq2seq_components(loaded: LoadedModel) -> list[Component]:
+def seq2seq_components(loaded: LoadedModel, embeds: bool = False) -> list[Component]:
     """``encoder_model`` and ``decoder_model`` (self-attention cache; the cross-attention cache
-    computed on the first step and fed back after it: :class:`CacheBranch`)."""
+    computed on the first step and fed back after it: :class:`CacheBranch`). With ``embeds``
+    (an encoder-decoder VLM: Florence-2) both take ``inputs_embeds`` instead of token ids.
+
+    Raises:
+        HFError: With ``embeds``, the decoder from embeddings does not give the model's logits.
+    """
     from transformers import (  # heavy optional dependency (onnxport[hf])
         DynamicCache,
         EncoderDecoderCache,
@@ -302,6 +307,7 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
     fixed = (speech or vision) and not (waveform or spectrogram)  # the encoder's output length is fixed
     masked = not (speech or vision)  # the encoder (and the decoder's cross-attention) take a mask
     dtype = next(model.parameters()).dtype
+    embedding = model.get_input_embeddings()
 
     if vision:  # VisionEncoderDecoderModel (TrOCR, Donut): pixel_values of the encoder's size
         encoder_config = getattr(config, "encoder", config)
@@ -340,6 +346,19 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
             }
 
         encoder_dynamic = {"input_features": {0: BATCH}}
+    elif embeds:
+        encoder = wrappers.EmbedsSeq2SeqEncoder(model)
+
+        def make_encoder(sizes: Sizes) -> dict[str, Any]:
+            gen = _generator(sizes)
+            return {
+                "inputs_embeds": torch.randn(sizes.batch, sizes.encoder_sequence, embedding.embedding_dim,
+                                             generator=gen, dtype=dtype),
+                "attention_mask": left_padded_mask(sizes.batch, sizes.encoder_sequence),
+            }
+
+        axes = {0: BATCH, 1: ENCODER_SEQUENCE}
+        encoder_dynamic = {"inputs_embeds": axes, "attention_mask": dict(axes)}
     else:
         encoder = wrappers.Seq2SeqEncoder(model)
 
@@ -370,12 +389,17 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
         cross_shapes = [layer.key for layer in cache_shapes(lambda: caches.cross_attention_cache) if layer.key is not None]
     encoder_length, width = int(hidden.shape[1]), int(hidden.shape[-1])
     layers = len(shapes)
+    first = "inputs_embeds" if embeds else "input_ids"
+    decoder = wrappers.EmbedsSeq2SeqDecoderWithCache(model) if embeds else wrappers.Seq2SeqDecoderWithCache(model)
+    if embeds:
+        _check_embeds_decoder(model, decoder, hidden, shapes)
 
     def make_decoder(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
         length = encoder_length if fixed else sizes.encoder_sequence
+        tokens = token_ids(config, sizes.batch, sizes.sequence, gen)
         inputs: dict[str, Any] = {
-            "input_ids": token_ids(config, sizes.batch, sizes.sequence, gen),
+            first: embedding(tokens.to(device)).detach().to("cpu") if embeds else tokens,
             "encoder_hidden_states": torch.randn(
                 sizes.batch, length, width, generator=gen, dtype=dtype
             ),
@@ -405,16 +429,15 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
 
     kv_axes = {0: BATCH, 2: PAST}
     decoder_dynamic: dict[str, Any] = {
-        "input_ids": {0: BATCH, 1: SEQUENCE},
+        first: {0: BATCH, 1: SEQUENCE},
         "encoder_hidden_states": {0: BATCH} if fixed else {0: BATCH, 1: ENCODER_SEQUENCE},
     }
-    names = ["input_ids", "encoder_hidden_states"]
+    names = [first, "encoder_hidden_states"]
     if masked:
         decoder_dynamic["encoder_attention_mask"] = {0: BATCH, 1: ENCODER_SEQUENCE}
         names.append("encoder_attention_mask")
     decoder_dynamic["past_key_values"] = [(dict(kv_axes), dict(kv_axes)) for _ in range(layers)]
     names += past_names(layers, "past_key_values", "decoder")
-    decoder = wrappers.Seq2SeqDecoderWithCache(model)
     cross = past_names(len(cross_shapes), "present", "encoder")
     return [
         Component(
@@ -430,6 +453,32 @@ def seq2seq_components(loaded: LoadedModel) -> list[Component]:
             CacheBranch(tuple(cross), tuple(past_names(len(cross_shapes), "past_key_values", "encoder"))) if cross else None,
         ),
     ]
+
+
+def _check_embeds_decoder(model: torch.nn.Module, decoder: torch.nn.Module, hidden: torch.Tensor,
+                          shapes: list[tuple[int, int]]) -> None:
+    """Refuse an encoder-decoder VLM whose decoder from embeddings
+    (:class:`onnxport.hf.cache.EmbedsSeq2SeqDecoderWithCache`) does not give the model's own
+    logits from token ids (an output bias, a scaled head) on a two-token probe.
+
+    Raises:
+        HFError: The logits differ (the largest difference named).
+    """
+    device = hidden.device
+    if device.type == "meta":  # a streamed export's probe: no values to compare
+        return
+    ids = torch.zeros(hidden.shape[0], 2, dtype=torch.int64, device=device)
+    with torch.no_grad():
+        want = cast(Any, model)(encoder_outputs=wrappers.encoder_outputs(hidden), decoder_input_ids=ids).logits
+        empty = [tuple(hidden.new_zeros(hidden.shape[0], heads, 0, dim) for _ in range(2)) for heads, dim in shapes]
+        got = decoder(cast(Any, model).get_input_embeddings()(ids), hidden, past_key_values=empty)[0]
+    difference = float((want - got).abs().max())
+    if not difference <= 1e-4 * max(1.0, float(want.abs().max())):
+        raise HFError(
+            f"{type(model).__name__}: its decoder from inputs_embeds followed by its output embeddings differs from "
+            f"its logits by {difference:.3g}: the three-graph encoder-decoder layout (Florence-2) cannot express it. "
+            "Export its parts with onnxport.export."
+        )
 
 
 def modality(loaded: LoadedModel) -> str:
@@ -469,7 +518,9 @@ def components(loaded: LoadedModel) -> list[Component]:
             )
             return [text_component(loaded, use_cache=False)]
     if kind == "vision-language":
-        return [*vision_language.components(loaded), causal_lm_component(loaded, embeds=True)]
+        seq2seq = vision_language.encoder_decoder(loaded.model)
+        language = seq2seq_components(loaded, embeds=True) if seq2seq else [causal_lm_component(loaded, embeds=True)]
+        return [*vision_language.components(loaded), *language]
     if kind == "text-to-waveform":
         return [speech.waveform_component(loaded)]
     if kind == "mask-generation":

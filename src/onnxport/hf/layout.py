@@ -114,6 +114,10 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
         lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
                     f"{', '.join(str(folder / model_path(n, layout)) for n in ('vision_encoder', 'prompt_encoder_mask_decoder'))}: "
                     "the image embeddings once, then any prompts (input_points, input_labels)")
+    elif (folder / model_path("vision_encoder", layout)).is_file() and seq2seq:  # Florence-2
+        lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
+                    f"{', '.join(str(folder / model_path(n, layout)) for n in ('vision_encoder', 'embed_tokens', 'encoder_model', 'decoder_model'))}: "
+                    "image_features go before the prompt's inputs_embeds (onnxport.hf.generate.greedy_image_text_seq2seq)")
     elif (folder / model_path("vision_encoder", layout)).is_file():  # onnxport.hf.vision_language
         lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
                     f"{', '.join(str(folder / model_path(n, layout)) for n in ('vision_encoder', 'embed_tokens', 'decoder_model'))}: "

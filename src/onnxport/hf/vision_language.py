@@ -86,11 +86,6 @@ def check_model(model: torch.nn.Module) -> None:
             f"{name} has no get_image_features/image_token_id: image-text-to-text exports LLaVA-style models "
             "(image features written at image tokens). Export its parts with onnxport.export."
         )
-    if getattr(config.get_text_config(), "is_encoder_decoder", False) or getattr(config, "is_encoder_decoder", False):
-        raise HFError(
-            f"{name} decodes with an encoder-decoder language model (as Florence-2, T5Gemma 2): image-text-to-text exports "
-            "decoder-only language models. Export its parts with onnxport.export."
-        )
     extra = [name for name in _extra_image_inputs(model) if not (name == PIXEL_MASK and takes_pixel_mask(model))]
     forward = inspect.signature(model.forward).parameters
     extras = [p for p in _DECODER_EXTRAS if p in forward]
@@ -101,6 +96,14 @@ def check_model(model: torch.nn.Module) -> None:
             "(LLaVA, Aya Vision, InternVL, Mistral3-style projectors) or image splits with a pixel mask (Idefics3, "
             "SmolVLM). Export its parts with onnxport.export."
         )
+
+
+def encoder_decoder(model: torch.nn.Module) -> bool:
+    """Whether the language model is an encoder-decoder (Florence-2): the graphs are then
+    ``vision_encoder``, ``embed_tokens``, ``encoder_model`` and ``decoder_model_merged`` from
+    ``inputs_embeds`` (:func:`onnxport.hf.inputs.seq2seq_components` with ``embeds=True``)."""
+    config: Any = model.config
+    return bool(getattr(config.get_text_config(), "is_encoder_decoder", False) or getattr(config, "is_encoder_decoder", False))
 
 
 def takes_pixel_mask(model: torch.nn.Module) -> bool:
@@ -178,5 +181,5 @@ def merge(input_ids: torch.Tensor, inputs_embeds: torch.Tensor, image_features: 
     return merged
 
 
-__all__ = ["IMAGE_FEATURES", "PIXEL_MASK", "TOKEN_TYPES", "check_model", "components", "image_splits", "merge",
+__all__ = ["IMAGE_FEATURES", "PIXEL_MASK", "TOKEN_TYPES", "check_model", "components", "encoder_decoder", "image_splits", "merge",
            "takes_pixel_mask", "takes_token_types", "token_types"]

@@ -492,6 +492,33 @@ def _smolvlm(**overrides: Any) -> Any:
     return transformers.SmolVLMForConditionalGeneration(config).eval()
 
 
+FLORENCE2_IMAGE_TOKEN = 110
+
+
+def _florence2(**overrides: Any) -> Any:
+    """A ``Florence2ForConditionalGeneration``: a 2-stage DaViT tower (64x64 images → 64 patch
+    features + 1 pooled one, projected to 48) and a 1+1-layer BART of width 48; image token 110.
+    Its matrices are redrawn from N(0, 0.5) so that greedy decoding emits several distinct tokens."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    vision = {"depths": [1, 1], "patch_size": [7, 3], "patch_stride": [4, 2], "patch_padding": [3, 1],
+              "patch_prenorm": [False, True], "embed_dim": [16, 32], "num_heads": [2, 4], "num_groups": [2, 4],
+              "window_size": 2, "projection_dim": 48, "max_temporal_embeddings": 4, "max_position_embeddings": 10}
+    text = {"vocab_size": 120, "d_model": 48, "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 4,
+            "decoder_attention_heads": 4, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "max_position_embeddings": 128,
+            "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2}
+    config = transformers.Florence2Config(vision_config=vision, text_config=text, image_token_id=FLORENCE2_IMAGE_TOKEN)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    model = transformers.Florence2ForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() > 1:
+                parameter.normal_(0.0, 0.5)
+    return model
+
+
 def _sam(**overrides: Any) -> Any:
     """A ``SamModel``: a 2-layer vision transformer over 64x64 images (8x8 patches, a window layer
     then a global one, neck of 16 channels), prompt encoder and 2-layer mask decoder of width 16.
@@ -543,6 +570,7 @@ ZOO.append(Entry("patchtsmixer", "time-series-forecasting", _make(
 ZOO.append(Entry("gemma3-vlm", "image-text-to-text", _gemma3_vlm))
 ZOO.append(Entry("llava", "image-text-to-text", _llava))
 ZOO.append(Entry("smolvlm", "image-text-to-text", _smolvlm))
+ZOO.append(Entry("florence2", "image-text-to-text", _florence2))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
 
