@@ -125,6 +125,17 @@ def test_florence2_encoder_decoder_in_four_graphs(tmp_path: pathlib.Path) -> Non
     assert len(set(got[0].tolist())) >= 4  # not a degenerate repetition
 
 
+@pytest.mark.parametrize("name", ["smolvlm", "florence2"])
+def test_streamed_from_a_folder(name: str, tmp_path: pathlib.Path) -> None:
+    # the large-model path: the model built on the meta device, its weights streamed from the
+    # checkpoint; the probes and example inputs need no values (SmolVLM's padding-image drop,
+    # Florence-2's decoder inputs_embeds)
+    tiny_models.build(name).save_pretrained(tmp_path / "src")
+    result = ohf.export(tmp_path / "src", output_dir=tmp_path / "out", stream=True)
+    assert result.passed and (tmp_path / "out" / "onnx" / "vision_encoder.onnx.data").is_file()
+    assert all(c.passed for c in result.checks) and {c.component for c in result.checks} >= {"vision_encoder", "decoder_model"}
+
+
 def _check_generation(model: Any, out: pathlib.Path, image_token: int, tokens: int, types: bool = False) -> None:
     folder = out / "onnx"
     sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])

@@ -397,9 +397,9 @@ def seq2seq_components(loaded: LoadedModel, embeds: bool = False) -> list[Compon
     def make_decoder(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
         length = encoder_length if fixed else sizes.encoder_sequence
-        tokens = token_ids(config, sizes.batch, sizes.sequence, gen)
         inputs: dict[str, Any] = {
-            first: embedding(tokens.to(device)).detach().to("cpu") if embeds else tokens,
+            first: torch.randn(sizes.batch, sizes.sequence, embedding.embedding_dim, generator=gen, dtype=dtype)
+            if embeds else token_ids(config, sizes.batch, sizes.sequence, gen),
             "encoder_hidden_states": torch.randn(
                 sizes.batch, length, width, generator=gen, dtype=dtype
             ),
