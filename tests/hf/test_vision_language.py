@@ -14,7 +14,8 @@ import transformers
 
 import onnxport.hf as ohf
 from onnxport.errors import HFError
-from onnxport.hf.generate import greedy_image_text, greedy_image_text_seq2seq
+from onnxport.hf.generate import greedy_image_text, greedy_image_text_seq2seq, greedy_seq2seq
+from onnxport.hf.vision_language import merge
 from onnxport.testing import tiny_models
 
 IMAGE_TOKEN = tiny_models.LLAVA_IMAGE_TOKEN
@@ -123,6 +124,44 @@ def test_florence2_encoder_decoder_in_four_graphs(tmp_path: pathlib.Path) -> Non
                                     12, eos_token_id=2, pad_token_id=1)
     assert got.tolist() == want.tolist()
     assert len(set(got[0].tolist())) >= 4  # not a degenerate repetition
+
+
+def test_t5gemma2_sliding_window_decoder_past_its_window(tmp_path: pathlib.Path) -> None:
+    # T5Gemma 2: image features written at the image tokens (merge) before the encoder; its decoder
+    # attends over self and cross keys at once, with a sliding-window layer whose past keeps growing
+    # (as the decoder-only graphs keep it) so 10 tokens run past the window of 4
+    text = {"vocab_size": 300, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
+            "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"], "pad_token_id": 0,
+            "bos_token_id": 2, "eos_token_id": 1}
+    vision = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "image_size": 32, "patch_size": 8}
+    encoder = transformers.T5Gemma2EncoderConfig(text_config=text, vision_config=vision, mm_tokens_per_image=4,
+                                                 boi_token_index=296, eoi_token_index=297, image_token_index=298)
+    config = transformers.T5Gemma2Config(encoder=encoder, decoder=transformers.T5Gemma2DecoderConfig(**text),
+                                         image_token_index=298, eoi_token_index=297, vocab_size=300)
+    torch.manual_seed(0)
+    model = transformers.T5Gemma2ForConditionalGeneration(config).eval()
+    result = ohf.export(model, "image-text-to-text", output_dir=tmp_path / "out")
+    assert result.passed
+    folder = result.output_dir / "onnx"
+    vision_s, embed, encoder_s, decoder = [ort.InferenceSession(str(folder / f"{n}.onnx"), providers=["CPUExecutionProvider"])
+                                           for n in ("vision_encoder", "embed_tokens", "encoder_model", "decoder_model_merged")]
+    g = torch.Generator().manual_seed(3)
+    pixel_values = torch.randn(2, 3, 32, 32, generator=g)
+    text_ids = torch.randint(3, 200, (2, 6), generator=g)
+    input_ids = torch.cat([text_ids[:, :2], torch.full((2, 1), 296), torch.full((2, 4), 298), torch.full((2, 1), 297),
+                           text_ids[:, 2:]], 1)
+    mask = torch.ones_like(input_ids)
+    want = model.generate(input_ids=input_ids, attention_mask=mask, pixel_values=pixel_values, max_new_tokens=10,
+                          do_sample=False)
+    features = torch.from_numpy(vision_s.run(None, {"pixel_values": pixel_values.numpy()})[0])
+    embeds = torch.from_numpy(embed.run(None, {"input_ids": input_ids.numpy()})[0])
+    merged = merge(input_ids, embeds, features, 298)
+    got = greedy_seq2seq(encoder_s, decoder, {"inputs_embeds": merged, "attention_mask": mask},
+                         config.decoder.bos_token_id, 10, eos_token_id=1, embed=embed)  # generate's start
+    assert got.tolist() == want.tolist() and got.shape[1] == 11
+    assert len(set(got[0].tolist())) >= 3
 
 
 @pytest.mark.parametrize("name", ["smolvlm", "florence2"])

@@ -620,16 +620,16 @@ class Seq2SeqDecoderWithCache(torch.nn.Module):
         """The ``EncoderDecoderCache`` of one step: the self-attention past, and the cross-attention
         cache given (``use_cache_branch`` true) or empty to compute."""
         from transformers import (  # heavy optional dependency (onnxport[hf])
-            DynamicCache,
             EncoderDecoderCache,
         )
         config: Any = self.model.config
         cached = use_cache_branch is not None and bool(use_cache_branch.all())
         if cached:
-            cross = fill_cache(DynamicCache(config=config), cross_key_values or [])
+            cross = fill_cache(new_cache(config), cross_key_values or [])
         else:
             cross = empty_cross_cache(config)
-        cache = EncoderDecoderCache(fill_cache(DynamicCache(config=config), past_key_values or []), cross)
+        # sliding-window layers keep the whole past, as in the decoder-only graphs (new_cache)
+        cache = EncoderDecoderCache(fill_cache(new_cache(config), past_key_values or []), cross)
         for i in range(len(cross_key_values or [])):
             cache.is_updated[i] = cached
         return cache

@@ -137,7 +137,9 @@ def components(loaded: LoadedModel) -> list[Component]:
     """
     model = loaded.model
     check_model(model)
-    vision_config = getattr(model.config, "vision_config", None)
+    # T5Gemma 2 keeps it in its encoder's config
+    vision_config = getattr(model.config, "vision_config", None) or getattr(getattr(model.config, "encoder", None),
+                                                                           "vision_config", None)
     height, width = image_size(loaded, vision_config)
     channels = getattr(vision_config, "num_channels", 3)
     text_config = model.config.get_text_config()
