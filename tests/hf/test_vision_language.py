@@ -4,6 +4,7 @@ and greedy generation through them equal to transformers' generate with the imag
 
 from __future__ import annotations
 
+import json
 import pathlib
 from typing import Any
 
@@ -11,10 +12,12 @@ import onnxruntime as ort
 import pytest
 import torch
 import transformers
+from transformers.vision_utils import get_vision_position_ids
 
 import onnxport.hf as ohf
 from onnxport.errors import HFError
 from onnxport.hf.generate import greedy_image_text, greedy_image_text_seq2seq, greedy_seq2seq
+from onnxport.hf.multimodal_rope import grid_positions
 from onnxport.hf.vision_language import merge
 from onnxport.testing import tiny_models
 
@@ -124,6 +127,47 @@ def test_florence2_encoder_decoder_in_four_graphs(tmp_path: pathlib.Path) -> Non
                                     12, eos_token_id=2, pad_token_id=1)
     assert got.tolist() == want.tolist()
     assert len(set(got[0].tolist())) >= 4  # not a degenerate repetition
+
+
+def test_qwen2_vl_patch_grids_and_multimodal_positions(tmp_path: pathlib.Path) -> None:
+    # Qwen2-VL: flattened patches + grid_thw through the tower with its per-image positions and
+    # attention segments computed in the graph; the decoder takes transformers' 3-row positions
+    model = tiny_models.build("qwen2-vl")
+    result = ohf.export(model, output_dir=tmp_path / "out")
+    assert result.passed
+    vision = result.programs["vision_encoder"].model.graph
+    assert [(v.name, [str(d) for d in v.shape]) for v in vision.inputs] == [
+        ("pixel_values", ["4*num_merged_patches", "96"]), ("grid_thw", ["num_images", "3"])]
+    decoder = result.programs["decoder_model"].model.graph
+    assert [str(d) for d in decoder.inputs[2].shape] == ["3", "batch_size", "sequence_length"]
+    folder = result.output_dir / "onnx"
+    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
+                for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
+    g = torch.Generator().manual_seed(3)
+    grid = torch.tensor([[1, 4, 6], [1, 6, 4]])  # a wide and a tall image, 6 tokens each
+    pixel_values = torch.randn(48, 96, generator=g)
+    text = torch.randint(3, 280, (2, 5), generator=g)
+    image = torch.tensor([tiny_models.QWEN2_VL_VISION_START, *[tiny_models.QWEN2_VL_IMAGE_TOKEN] * 6, 293])
+    input_ids = torch.cat([text[:, :2], image.expand(2, -1), text[:, 2:]], 1)
+    attention_mask = torch.ones_like(input_ids)
+    types = (input_ids == tiny_models.QWEN2_VL_IMAGE_TOKEN).int()
+    want = model.generate(input_ids=input_ids, attention_mask=attention_mask, pixel_values=pixel_values,
+                          image_grid_thw=grid, mm_token_type_ids=types, max_new_tokens=12, do_sample=False)
+    rope = model.model.get_rope_index(input_ids, types, image_grid_thw=grid, attention_mask=attention_mask)
+    assert not torch.equal(rope[0][1], rope[0][2])  # height and width rows differ at the image tokens
+    got = greedy_image_text(sessions, input_ids, attention_mask, pixel_values, tiny_models.QWEN2_VL_IMAGE_TOKEN, 12,
+                            eos_token_id=1, grid_thw=grid, rope=rope)
+    assert got.tolist() == want.tolist()
+    assert len(set(got[0, input_ids.shape[1]:].tolist())) >= 3  # not a degenerate repetition
+    config = json.loads((result.output_dir / "config.json").read_text())  # transformers.js reads these flat
+    assert (config["num_hidden_layers"], config["num_key_value_heads"], config["text_config"]["num_hidden_layers"]) == (2, 2, 2)
+
+
+@pytest.mark.parametrize("grids", [[[1, 4, 6]], [[1, 2, 2], [2, 4, 4], [1, 6, 2]], [[3, 2, 8], [1, 8, 2]]])
+def test_grid_positions_equal_transformers_loop(grids: list[list[int]]) -> None:
+    grid = torch.tensor(grids)
+    tokens = int(grid.prod(-1).sum())
+    assert torch.equal(grid_positions(grid, tokens, 2), get_vision_position_ids(grid, 2))
 
 
 def test_t5gemma2_sliding_window_decoder_past_its_window(tmp_path: pathlib.Path) -> None:

@@ -34,6 +34,7 @@ def export_component(part: hf_inputs.Component, opset_version: int | None, optim
             output_names=part.output_names,
             opset_version=opset_version,
             optimize=optimize,
+            check_runtime=part.resizable,
         )
     if part.branch is not None:
         branch = part.branch

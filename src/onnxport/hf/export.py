@@ -427,6 +427,8 @@ def _write(
             if generation is not None:
                 generation.save_pretrained(staging)
                 files.append(Path("generation_config.json"))
+        if (staging / "config.json").is_file():
+            hf_layout.flatten_text_config(staging / "config.json")
         if loaded.task.kind == "causal-lm" and genai_runs(programs["model"].model):
             files.append(
                 _write_genai_config(staging, programs["model"], loaded, layout, shared_buffer)

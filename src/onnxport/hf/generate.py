@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from onnxport.hf.multimodal_rope import GRID
 from onnxport.hf.vision_language import PIXEL_MASK, TOKEN_TYPES, merge, token_types
 
 
@@ -105,10 +106,13 @@ def _decode(
     *,
     eos: set[int],
     pad: int | None,
+    rope: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """The decode loop of a decoder step graph with a concatenated cache: ``first`` feeds the
     prompt (its first entry has the prompt's length on axis 1), ``step(tokens)`` the new
-    ``(batch, 1)`` tokens; positions from the grown attention mask as transformers computes them.
+    ``(batch, 1)`` tokens; positions from the grown attention mask as transformers computes them,
+    or with ``rope`` (Qwen2-VL's ``(position_ids [3, batch, prompt], rope_deltas [batch, 1])``)
+    those of the prompt, then ``past_length + rope_deltas`` on every row, as transformers.js.
     Returns ``(batch, prompt + generated)`` ids."""
     mask = attention_mask.numpy().astype(np.int64)
     batch = prompt.shape[0]
@@ -119,7 +123,10 @@ def _decode(
     for _ in range(max_new_tokens):
         positions = np.cumsum(mask, -1) - 1
         positions = np.where(mask == 0, 1, positions)[:, -length:]
-        feeds.update(attention_mask=mask, position_ids=positions.astype(np.int64))
+        if rope is not None:  # multimodal rows: the prompt's, then past length + the row's delta
+            past = mask.shape[1] - length
+            positions = rope[0].numpy() if past == 0 else np.broadcast_to((past + rope[1].numpy())[None], (3, batch, 1))
+        feeds.update(attention_mask=mask, position_ids=np.ascontiguousarray(positions, dtype=np.int64))
         outputs = decoder.run(None, feeds)
         tokens, unfinished = _choose(outputs[0], unfinished, eos, pad)
         sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
@@ -142,6 +149,8 @@ def greedy_image_text(
     eos_token_id: Any = None,
     pad_token_id: int | None = None,
     pixel_attention_mask: torch.Tensor | None = None,
+    grid_thw: torch.Tensor | None = None,
+    rope: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Greedy decoding with a vision-language export (:mod:`onnxport.hf.vision_language`): the
     images through ``vision_encoder``, the prompt through ``embed_tokens``, the image features
@@ -161,6 +170,10 @@ def greedy_image_text(
         image_token_id: The config's ``image_token_id``.
         max_new_tokens, eos_token_id, pad_token_id: As :func:`greedy_causal_lm`.
         pixel_attention_mask: ``(batch, images, H, W)`` bool, fed with ``pixel_values`` when given.
+        grid_thw: Qwen2-VL's ``(images, 3)`` patch grids, fed with ``pixel_values`` (then its
+            flattened patches) when given (:mod:`onnxport.hf.multimodal_rope`).
+        rope: Qwen2-VL's prompt positions and deltas (transformers' ``get_rope_index``): see
+            :func:`_decode`.
 
     Returns:
         ``(batch, prompt + generated)`` ids, as ``model.generate`` returns them.
@@ -169,6 +182,8 @@ def greedy_image_text(
     images = {"pixel_values": pixel_values.numpy()}
     if pixel_attention_mask is not None:
         images[PIXEL_MASK] = pixel_attention_mask.numpy()
+    if grid_thw is not None:
+        images[GRID] = grid_thw.numpy().astype(np.int64)
     features = torch.from_numpy(vision.run(None, images)[0])
     embeds = torch.from_numpy(embed.run(None, {"input_ids": input_ids.numpy().astype(np.int64)})[0])
     merged = merge(input_ids, embeds, features, image_token_id).numpy()
@@ -182,7 +197,7 @@ def greedy_image_text(
         return {**feeds, TOKEN_TYPES: np.zeros_like(tokens)} if typed else feeds
 
     return _decode(decoder, first, input_ids.numpy().astype(np.int64), attention_mask, max_new_tokens, step,
-                   eos=_ids(eos_token_id), pad=pad_token_id)
+                   eos=_ids(eos_token_id), pad=pad_token_id, rope=rope)
 
 
 def greedy_seq2seq(

@@ -17,7 +17,14 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
-from onnxport.hf import segment_anything, speech, time_series, trajectory, vision_language
+from onnxport.hf import (
+    multimodal_rope,
+    segment_anything,
+    speech,
+    time_series,
+    trajectory,
+    vision_language,
+)
 from onnxport.hf.dims import BATCH, ENCODER_SEQUENCE, SEQUENCE, TOTAL_SEQUENCE
 from onnxport.hf.dims import PAST_SEQUENCE as PAST
 from onnxport.hf.eager import run as run_eager
@@ -255,22 +262,26 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
             if sizes.sequence > 2:
                 kinds[:, 1 : sizes.sequence - 1] = 1
             types = {vision_language.TOKEN_TYPES: kinds}
+        positions = position_ids_from_mask(mask, sizes.sequence)
+        if rows:  # temporal/height/width rows: equal for text, as transformers' get_rope_index gives them
+            positions = positions[None].expand(rows, -1, -1).contiguous()
         return {
             first_name: first,
             **types,
             "attention_mask": mask,
-            "position_ids": position_ids_from_mask(mask, sizes.sequence),
+            "position_ids": positions,
             "past_key_values": past,
         }
 
     first_name = "inputs_embeds" if embeds else "input_ids"
     hidden = config.get_text_config().hidden_size if embeds else 0
     typed = embeds and vision_language.takes_token_types(model)
+    rows = 3 if embeds and multimodal_rope.supports(model) else 0  # Qwen2-VL's [3, batch_size, sequence_length]
     tokens = [first_name, *([vision_language.TOKEN_TYPES] if typed else [])]  # [batch_size, sequence_length]
     dynamic = {
         **{name: {0: BATCH, 1: SEQUENCE} for name in tokens},
         "attention_mask": {0: BATCH, 1: TOTAL},
-        "position_ids": {0: BATCH, 1: SEQUENCE},
+        "position_ids": {1: BATCH, 2: SEQUENCE} if rows else {0: BATCH, 1: SEQUENCE},
         "past_key_values": [tuple(e.axes() for e in layer) for layer in entries],
     }
     flat = [e for layer in entries for e in layer]

@@ -55,6 +55,24 @@ def model_path(component: str, layout: str) -> Path:
     return Path(ONNX_FOLDER) / name if check_layout(layout) == "hub" else Path(name)
 
 
+# Model types whose hub config.json keeps the language model's fields at the top level (written by
+# transformers 4), where transformers.js 4.3.1 reads them (src/configs.js getNormalizedConfig reads
+# `qwen2_vl` flat); transformers 5 nests them in `text_config`.
+_FLAT_TEXT_CONFIGS = frozenset({"qwen2_vl"})
+
+
+def flatten_text_config(path: Path) -> None:
+    """Copy the ``text_config`` fields to the top level of the ``config.json`` at ``path`` for the
+    model types of :data:`_FLAT_TEXT_CONFIGS` (fields already there are kept), so transformers.js
+    finds the layer and head counts of the cache it feeds; transformers reads either form."""
+    config = json.loads(path.read_text())
+    text = config.get("text_config")
+    if config.get("model_type") not in _FLAT_TEXT_CONFIGS or not isinstance(text, dict):
+        return
+    flat = {**{k: v for k, v in text.items() if k not in ("model_type", "architectures")}, **config}
+    path.write_text(json.dumps(flat, indent=2, sort_keys=True) + "\n")
+
+
 def find_model(folder: Path, component: str = "model") -> Path:
     """The graph file of ``component`` in an export folder of either layout.
 

@@ -76,6 +76,11 @@ class Component:
         input_names: Graph input names of the capture (``None``: onnxport's defaults).
         output_names: Graph output names.
         branch: Outputs cached after the first step (the graph gains the branch's inputs).
+        resizable: Whether inputs resized from the example's are valid inputs (the export's
+            runtime check at other sizes: :func:`onnxport.verify.runtime_check.check_runtime`).
+            ``False`` when values must agree with other inputs' shapes (Qwen2-VL's ``grid_thw``
+            and its patches); the component's validation at ``CHECK_SIZES`` runs onnxruntime on
+            ``make_inputs`` instead.
     """
 
     name: str
@@ -85,6 +90,7 @@ class Component:
     input_names: list[str] | None
     output_names: list[str]
     branch: CacheBranch | None = None
+    resizable: bool = True
 
     def capture_inputs(self, sizes: Sizes) -> dict[str, Any]:
         """``make_inputs(sizes)`` without the inputs the graph gains after the capture."""

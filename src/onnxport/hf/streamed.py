@@ -543,6 +543,8 @@ def export_streamed(
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(folder / rel, staging / rel)
             result.files.append(rel)
+        if (staging / "config.json").is_file():
+            hf_layout.flatten_text_config(staging / "config.json")
         if resolved.kind == "causal-lm" and genai_runs(programs["model"].model):
             generation_file = folder / "generation_config.json"
             generation = json.loads(generation_file.read_text()) if generation_file.is_file() else None

@@ -18,9 +18,11 @@ give ``vision_encoder.onnx`` ``pixel_values`` ``[batch_size, num_images, C, H, W
 ``[image_tokens, hidden]``: the rows of the images that are not padding (all pixels zero), as
 transformers.js' ``Idefics3ForConditionalGeneration`` feeds and reads them.
 
-Models whose image path needs more than that (image sizes or grids: LLaVA-NeXT, Qwen2-VL) or whose
-decoder needs more than embeddings and token types (multimodal rotary positions) are refused
-before any export.
+Qwen2-VL's patch grids and 3-row rotary positions: :mod:`onnxport.hf.multimodal_rope`.
+
+Models whose image path needs more than that (image sizes: LLaVA-NeXT; other grid towers:
+Qwen2.5-VL, Qwen3-VL, GLM-4V) or whose decoder needs more than embeddings, token types and those
+positions are refused before any export.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
+from onnxport.hf import multimodal_rope
 from onnxport.hf.dims import BATCH, IMAGES, SEQUENCE
 from onnxport.hf.loading import LoadedModel
 from onnxport.hf.parts import Component, Sizes, image_size, token_ids
@@ -89,6 +92,8 @@ def check_model(model: torch.nn.Module) -> None:
     extra = [name for name in _extra_image_inputs(model) if not (name == PIXEL_MASK and takes_pixel_mask(model))]
     forward = inspect.signature(model.forward).parameters
     extras = [p for p in _DECODER_EXTRAS if p in forward]
+    if multimodal_rope.supports(model):  # Qwen2-VL: the grid and 3-row positions (onnxport.hf.multimodal_rope)
+        extra, extras = [n for n in extra if n != "image_grid_thw"], []
     if extra or extras:
         raise HFError(
             f"{name}'s image path needs more than pixel_values ({', '.join(extra + extras)}): image-text-to-text "
@@ -150,7 +155,9 @@ def components(loaded: LoadedModel) -> list[Component]:
     def tokens(sizes: Sizes) -> dict[str, Any]:
         return {"input_ids": token_ids(text_config, sizes.batch, sizes.sequence, _generator(sizes))}
 
-    if takes_pixel_mask(model):
+    if multimodal_rope.supports(model):
+        vision = multimodal_rope.vision_component(loaded)
+    elif takes_pixel_mask(model):
         split = {0: BATCH, 1: IMAGES}
         vision = Component("vision_encoder", wrappers.ImagePatchFeatures(model),
                            lambda sizes: image_splits(sizes, channels, height, width),

@@ -492,6 +492,31 @@ def _smolvlm(**overrides: Any) -> Any:
     return transformers.SmolVLMForConditionalGeneration(config).eval()
 
 
+QWEN2_VL_IMAGE_TOKEN = 290
+QWEN2_VL_VISION_START = 292
+
+
+def _qwen2_vl(**overrides: Any) -> Any:
+    """A ``Qwen2VLForConditionalGeneration``: a 2-block vision tower over 4x4 patches of 2 frames
+    (merged 2x2 into the tokens of image token 290, vision start 292) and a 2-layer Qwen2 text model
+    with multimodal rotary sections (2, 3, 3)."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 512, "bos_token_id": 0,
+            "eos_token_id": 1, "pad_token_id": 0, "initializer_range": 0.2,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}}
+    vision = {"depth": 2, "embed_dim": 32, "hidden_size": 64, "num_heads": 4, "mlp_ratio": 2, "patch_size": 4,
+              "temporal_patch_size": 2, "spatial_merge_size": 2, "in_channels": 3}
+    config = transformers.Qwen2VLConfig(text_config=text, vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
+                                        video_token_id=291, vision_start_token_id=QWEN2_VL_VISION_START,
+                                        vision_end_token_id=293)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.Qwen2VLForConditionalGeneration(config).eval()
+
+
 FLORENCE2_IMAGE_TOKEN = 110
 
 
@@ -571,6 +596,7 @@ ZOO.append(Entry("gemma3-vlm", "image-text-to-text", _gemma3_vlm))
 ZOO.append(Entry("llava", "image-text-to-text", _llava))
 ZOO.append(Entry("smolvlm", "image-text-to-text", _smolvlm))
 ZOO.append(Entry("florence2", "image-text-to-text", _florence2))
+ZOO.append(Entry("qwen2-vl", "image-text-to-text", _qwen2_vl))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
 

@@ -1,0 +1,149 @@
+"""Vision-language models with a patch-grid vision tower and multimodal rotary positions (Qwen2-VL):
+the vision graph and the decoder's 3-row positions, as transformers.js'
+``Qwen2VLForConditionalGeneration`` runs them (``src/models/qwen2_vl/modeling_qwen2_vl.js``):
+
+- ``vision_encoder.onnx``: ``pixel_values`` ``[num_patches, C * temporal_patch * patch * patch]``
+  (the processor's flattened patches of every image, image after image) and ``grid_thw``
+  ``[num_images, 3]`` (int64: frames, patch rows, patch columns of each image) →
+  ``image_features`` ``[num_patches / merge², hidden]`` (the rows written at the image tokens);
+- ``decoder_model_merged.onnx`` takes ``position_ids`` ``[3, batch_size, sequence_length]``
+  (temporal, height and width positions: transformers' ``get_rope_index``, which the caller runs,
+  as transformers.js does, and which gives decode steps ``past_length + rope_deltas``).
+
+transformers computes the tower's per-image rotary positions and attention segments with Python
+loops over ``grid_thw.tolist()`` and splits the attention per image by data-dependent lengths,
+which fixes the number and sizes of the images in a capture. The graph instead computes the
+positions with tensor ops (:func:`grid_positions`, handed to the tower as its precomputed
+``position_ids``) and runs one attention over all patches with a block-diagonal mask built from
+the segment boundaries (:func:`varlen_attention`, registered as a transformers attention function
+whose name marks it as a varlen kernel, so the tower hands it ``cu_seq_lens_q``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, cast
+
+import torch
+
+from onnxport.errors import HFError
+from onnxport.hf.dims import IMAGES
+from onnxport.hf.loading import LoadedModel
+from onnxport.hf.parts import Component, Sizes
+from onnxport.hf.parts import generator as _generator
+
+GRID = "grid_thw"  # transformers.js' name for the vision graph's grid input (image_grid_thw_name)
+# A transformers attention implementation name: "flash" in it makes the tower pass cu_seq_lens_q
+# (transformers.utils.generic.is_flash_attention_requested); the function is plain SDPA.
+VARLEN = "onnxport_flash_varlen_sdpa"
+
+
+def varlen_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                     attention_mask: Any = None, scaling: float | None = None, dropout: float = 0.0,
+                     cu_seq_lens_q: torch.Tensor | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """Attention of packed sequences: ``query``/``key``/``value`` ``[1, heads, tokens, dim]``, each
+    token attending to the tokens of its own segment (``cu_seq_lens_q``: ``[segments + 1]``
+    cumulative boundaries), as flash attention's varlen kernel; returns ``[1, tokens, heads, dim]``."""
+    if cu_seq_lens_q is None:
+        raise HFError(f"{VARLEN} attention needs cu_seq_lens_q (the segment boundaries of the packed patches).")
+    tokens = torch.arange(query.shape[2], device=query.device)
+    segment = (tokens[:, None] >= cu_seq_lens_q[1:][None, :].to(tokens.dtype)).sum(-1)
+    mask = segment[:, None] == segment[None, :]
+    out = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling)
+    return out.transpose(1, 2), None
+
+
+def grid_positions(grid_thw: torch.Tensor, tokens: int, merge: int) -> torch.Tensor:
+    """The (row, column) of every patch ``[tokens, 2]`` (int64), laid out as transformers'
+    ``get_vision_position_ids`` (``transformers/vision_utils.py``): per image, per frame, block-major
+    over ``merge x merge`` blocks; with tensor ops instead of its loop over ``grid_thw.tolist()``."""
+    sizes = grid_thw.prod(-1)
+    ends = sizes.cumsum(0)
+    index = torch.arange(tokens, device=grid_thw.device)
+    image = (index[:, None] >= ends[None, :]).sum(-1)
+    local = index - (ends - sizes)[image]
+    height, width = grid_thw[image, 1], grid_thw[image, 2]
+    k = local % (height * width)
+    blocks_per_row = width // merge
+    row = (k // (merge * merge * blocks_per_row)) * merge + (k // merge) % merge
+    column = ((k // (merge * merge)) % blocks_per_row) * merge + k % merge
+    return torch.stack([row, column], -1)
+
+
+def _tower(model: torch.nn.Module) -> Any:
+    return getattr(getattr(model, "model", model), "visual", None)
+
+
+def supports(model: torch.nn.Module) -> bool:
+    """Whether the model's vision tower is Qwen2-VL's: a ``visual`` module whose forward takes
+    ``(hidden_states, grid_thw)`` and reads only the per-image positions and attention segments
+    (no window attention: Qwen2.5-VL; no interpolated position table or deepstack: Qwen3-VL,
+    GLM-4V)."""
+    tower = _tower(model)
+    if tower is None or not hasattr(tower, "spatial_merge_size"):
+        return False
+    try:
+        source = inspect.getsource(type(tower).forward)
+    except (OSError, TypeError):
+        return False
+    needed = ("get_vision_position_ids", "get_vision_attention_seqlens")
+    others = ("window", "deepstack", "interpolate", "self.embeddings")  # GLM-4V's per-image position table
+    return all(n in source for n in needed) and not any(n in source for n in others)
+
+
+class GridImageFeatures(torch.nn.Module):
+    """``(pixel_values, grid_thw)`` → ``image_features``: the vision tower and its patch merger
+    (module doc), with the positions of :func:`grid_positions` and :func:`varlen_attention`."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        from transformers.modeling_utils import (  # heavy optional dependency (onnxport[hf])
+            ALL_ATTENTION_FUNCTIONS,
+        )
+
+        ALL_ATTENTION_FUNCTIONS[VARLEN] = varlen_attention
+        self.tower = _tower(model)
+
+    def forward(self, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> torch.Tensor:
+        config = self.tower.config
+        tokens = pixel_values.shape[0]
+        positions = grid_positions(grid_thw, tokens, int(self.tower.spatial_merge_size))
+        saved = config._attn_implementation
+        config._attn_implementation = VARLEN  # the tower's own check reads it at call time
+        try:
+            out = self.tower(pixel_values.to(self.tower.get_dtype()), grid_thw=grid_thw, position_ids=positions,
+                             max_seqlen=tokens)
+        finally:
+            config._attn_implementation = saved
+        return cast(torch.Tensor, out.pooler_output)
+
+
+def image_grids(sizes: Sizes, merge: int) -> torch.Tensor:
+    """``grid_thw`` of one input set: 2 or 3 images (``sizes.seed``) of different patch grids,
+    every side a multiple of ``merge``, one of two frames (a video-like entry)."""
+    count = 2 + sizes.seed % 2
+    grids = [[1 + (i == 1), merge * (1 + (i + sizes.seed) % 3), merge * (1 + i % 2)] for i in range(count)]
+    return torch.tensor(grids, dtype=torch.int64)
+
+
+def vision_component(loaded: LoadedModel) -> Component:
+    """The ``vision_encoder`` component (module doc)."""
+    tower = _tower(loaded.model)
+    config = tower.config
+    merge = int(tower.spatial_merge_size)
+    width = int(config.in_channels) * int(config.temporal_patch_size) * int(config.patch_size) ** 2
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        grid = image_grids(sizes, merge)
+        patches = int(grid.prod(-1).sum())
+        return {"pixel_values": torch.randn(patches, width, generator=_generator(sizes)), GRID: grid}
+
+    # the patch merger groups merge² patches: the patch count is a multiple of it
+    patches = merge * merge * torch.export.Dim("num_merged_patches", min=1)
+    dynamic = {"pixel_values": {0: patches}, GRID: {0: IMAGES}}
+    return Component("vision_encoder", GridImageFeatures(loaded.model), make, dynamic, ["pixel_values", GRID],
+                     ["image_features"], resizable=False)
+
+
+__all__ = ["GRID", "VARLEN", "GridImageFeatures", "grid_positions", "image_grids", "supports", "varlen_attention",
+           "vision_component"]
