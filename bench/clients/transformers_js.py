@@ -28,8 +28,8 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
   cache transformers.js feeds back with ``use_cache_branch``), vs transformers' ``generate``;
 - ``AutoModelForImageTextToText.generate`` of a tiny LLaVA and a tiny SmolVLM
   (``vision_encoder.onnx``, ``embed_tokens.onnx``, ``decoder_model_merged.onnx``; one 32x32 image,
-  or two 32x32 splits with their ``pixel_attention_mask``), of a tiny Qwen2-VL (one 4x6 patch
-  grid; transformers.js computes the 3-row positions) and of a tiny Florence-2 (with
+  or two 32x32 splits with their ``pixel_attention_mask``), of a tiny Qwen2-VL and Qwen2.5-VL (one
+  4x6 patch grid; transformers.js computes the 3-row positions) and of a tiny Florence-2 (with
   ``encoder_model.onnx``; one 64x64 image), 10 greedy tokens each, vs transformers' ``generate``
   with the images;
 - one forward of a tiny wav2vec2 CTC model and a tiny w2v-BERT 2.0 CTC model (``AutoModelForCTC``,
@@ -68,7 +68,7 @@ SENTENCES = [
 ]
 NEW_TOKENS = 20
 SEQ2SEQ = ("bart", "whisper", "moonshine", "trocr")  # encoder-decoders (onnxport.testing.tiny_models)
-VLMS = ("llava", "smolvlm", "florence2", "qwen2-vl")  # image-text-to-text (onnxport.testing.tiny_models; inputs: image_text_inputs)
+VLMS = ("llava", "smolvlm", "florence2", "qwen2-vl", "qwen2.5-vl")  # image-text-to-text (onnxport.testing.tiny_models; inputs: image_text_inputs)
 
 
 def install(scratch: pathlib.Path) -> None:
@@ -233,7 +233,7 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
             image = torch.full((1, FLORENCE2_IMAGE_FEATURES), tiny_models.FLORENCE2_IMAGE_TOKEN)
             inputs = {**inputs, "input_ids": torch.cat([image, inputs["input_ids"]], 1),
                       "attention_mask": torch.cat([torch.ones_like(image), inputs["attention_mask"]], 1)}
-        if name == "qwen2-vl":  # transformers' processor also returns the token types its positions read
+        if name.startswith("qwen2"):  # transformers' processor also returns the token types its positions read
             inputs = {**inputs, "mm_token_type_ids": (inputs["input_ids"] == tiny_models.QWEN2_VL_IMAGE_TOKEN).int()}
         with torch.no_grad():
             reference = model.generate(**inputs, max_new_tokens=SEQ2SEQ_NEW_TOKENS,
@@ -268,8 +268,8 @@ def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
     image tokens (one image) and a random 32x32 image; for SmolVLM a prompt around 8 image tokens
     and two 32x32 image splits with their pixel mask (``[1, 2, ...]``, as its processor's output);
     for Florence-2 a prompt without image tokens (transformers.js puts the image features before
-    it) and a random 64x64 image; for Qwen2-VL a prompt around 6 image tokens and the 24 flattened
-    patches of one 4x6 patch grid."""
+    it) and a random 64x64 image; for Qwen2-VL and Qwen2.5-VL a prompt around 6 image tokens and
+    the 24 flattened patches of one 4x6 patch grid."""
     g = torch.Generator().manual_seed(3)
     text = torch.randint(0, 99, (1, 5), generator=g)
     ids = torch.cat([text[:, :2], torch.full((1, 16), tiny_models.LLAVA_IMAGE_TOKEN), text[:, 2:]], dim=1)
@@ -280,6 +280,8 @@ def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
     return {
         "qwen2-vl": {"input_ids": qwen, "attention_mask": torch.ones_like(qwen),
                      "pixel_values": torch.randn(24, 96, generator=g), "image_grid_thw": torch.tensor([[1, 4, 6]])},
+        "qwen2.5-vl": {"input_ids": qwen, "attention_mask": torch.ones_like(qwen),
+                       "pixel_values": torch.randn(24, 96, generator=g), "image_grid_thw": torch.tensor([[1, 4, 6]])},
         "florence2": {"input_ids": florence, "attention_mask": torch.ones_like(florence),
                       "pixel_values": torch.randn(1, 3, 64, 64, generator=g)},
         "llava": {"input_ids": ids, "attention_mask": torch.ones_like(ids),

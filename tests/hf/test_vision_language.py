@@ -12,12 +12,12 @@ import onnxruntime as ort
 import pytest
 import torch
 import transformers
-from transformers.vision_utils import get_vision_position_ids
+from transformers.vision_utils import get_vision_position_ids, get_vision_window_index
 
 import onnxport.hf as ohf
 from onnxport.errors import HFError
 from onnxport.hf.generate import greedy_image_text, greedy_image_text_seq2seq, greedy_seq2seq
-from onnxport.hf.multimodal_rope import grid_positions
+from onnxport.hf.multimodal_rope import grid_positions, window_order
 from onnxport.hf.vision_language import merge
 from onnxport.testing import tiny_models
 
@@ -129,15 +129,17 @@ def test_florence2_encoder_decoder_in_four_graphs(tmp_path: pathlib.Path) -> Non
     assert len(set(got[0].tolist())) >= 4  # not a degenerate repetition
 
 
-def test_qwen2_vl_patch_grids_and_multimodal_positions(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize(("name", "grid_input"), [("qwen2-vl", "grid_thw"), ("qwen2.5-vl", "image_grid_thw")])
+def test_qwen2_vl_patch_grids_and_multimodal_positions(name: str, grid_input: str, tmp_path: pathlib.Path) -> None:
     # Qwen2-VL: flattened patches + grid_thw through the tower with its per-image positions and
-    # attention segments computed in the graph; the decoder takes transformers' 3-row positions
-    model = tiny_models.build("qwen2-vl")
+    # attention segments computed in the graph (Qwen2.5-VL: and its window order); the decoder
+    # takes transformers' 3-row positions
+    model = tiny_models.build(name)
     result = ohf.export(model, output_dir=tmp_path / "out")
     assert result.passed
     vision = result.programs["vision_encoder"].model.graph
     assert [(v.name, [str(d) for d in v.shape]) for v in vision.inputs] == [
-        ("pixel_values", ["4*num_merged_patches", "96"]), ("grid_thw", ["num_images", "3"])]
+        ("pixel_values", ["4*num_merged_patches", "96"]), (grid_input, ["num_images", "3"])]
     decoder = result.programs["decoder_model"].model.graph
     assert [str(d) for d in decoder.inputs[2].shape] == ["3", "batch_size", "sequence_length"]
     folder = result.output_dir / "onnx"
@@ -159,15 +161,22 @@ def test_qwen2_vl_patch_grids_and_multimodal_positions(tmp_path: pathlib.Path) -
                             eos_token_id=1, grid_thw=grid, rope=rope)
     assert got.tolist() == want.tolist()
     assert len(set(got[0, input_ids.shape[1]:].tolist())) >= 3  # not a degenerate repetition
-    config = json.loads((result.output_dir / "config.json").read_text())  # transformers.js reads these flat
-    assert (config["num_hidden_layers"], config["num_key_value_heads"], config["text_config"]["num_hidden_layers"]) == (2, 2, 2)
+    config = json.loads((result.output_dir / "config.json").read_text())
+    if name == "qwen2-vl":  # transformers.js reads a qwen2_vl config flat (qwen2_5_vl: its text_config)
+        assert (config["num_hidden_layers"], config["num_key_value_heads"], config["text_config"]["num_hidden_layers"]) == (2, 2, 2)
+    else:
+        assert "num_hidden_layers" not in config and config["text_config"]["num_hidden_layers"] == 2
 
 
-@pytest.mark.parametrize("grids", [[[1, 4, 6]], [[1, 2, 2], [2, 4, 4], [1, 6, 2]], [[3, 2, 8], [1, 8, 2]]])
-def test_grid_positions_equal_transformers_loop(grids: list[list[int]]) -> None:
+@pytest.mark.parametrize("grids", [[[1, 4, 6]], [[1, 2, 2], [2, 4, 4], [1, 6, 2]], [[3, 2, 8], [1, 8, 2]],
+                                   [[1, 8, 12]], [[1, 4, 4], [2, 12, 8], [1, 20, 6]], [[1, 16, 16], [1, 34, 50]]])
+def test_grid_positions_and_window_order_equal_transformers_loops(grids: list[list[int]]) -> None:
     grid = torch.tensor(grids)
     tokens = int(grid.prod(-1).sum())
     assert torch.equal(grid_positions(grid, tokens, 2), get_vision_position_ids(grid, 2))
+    order, bounds = window_order(grid, tokens // 4, 2, 112, 14)  # Qwen2.5-VL's windows of 4x4 merged tokens
+    want_order, want_bounds = get_vision_window_index(grid, 2, 112, 14)
+    assert torch.equal(order, want_order) and torch.equal(bounds, want_bounds)
 
 
 def test_t5gemma2_sliding_window_decoder_past_its_window(tmp_path: pathlib.Path) -> None:

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from onnxport.hf.multimodal_rope import GRID
 from onnxport.hf.vision_language import PIXEL_MASK, TOKEN_TYPES, merge, token_types
 
 
@@ -170,8 +169,8 @@ def greedy_image_text(
         image_token_id: The config's ``image_token_id``.
         max_new_tokens, eos_token_id, pad_token_id: As :func:`greedy_causal_lm`.
         pixel_attention_mask: ``(batch, images, H, W)`` bool, fed with ``pixel_values`` when given.
-        grid_thw: Qwen2-VL's ``(images, 3)`` patch grids, fed with ``pixel_values`` (then its
-            flattened patches) when given (:mod:`onnxport.hf.multimodal_rope`).
+        grid_thw: Qwen2-VL's and Qwen2.5-VL's ``(images, 3)`` patch grids, fed with
+            ``pixel_values`` (then its flattened patches) when given (:mod:`onnxport.hf.multimodal_rope`).
         rope: Qwen2-VL's prompt positions and deltas (transformers' ``get_rope_index``): see
             :func:`_decode`.
 
@@ -182,8 +181,8 @@ def greedy_image_text(
     images = {"pixel_values": pixel_values.numpy()}
     if pixel_attention_mask is not None:
         images[PIXEL_MASK] = pixel_attention_mask.numpy()
-    if grid_thw is not None:
-        images[GRID] = grid_thw.numpy().astype(np.int64)
+    if grid_thw is not None:  # grid_thw (Qwen2-VL) or image_grid_thw (Qwen2.5-VL): the graph's second input
+        images[vision.get_inputs()[1].name] = grid_thw.numpy().astype(np.int64)
     features = torch.from_numpy(vision.run(None, images)[0])
     embeds = torch.from_numpy(embed.run(None, {"input_ids": input_ids.numpy().astype(np.int64)})[0])
     merged = merge(input_ids, embeds, features, image_token_id).numpy()

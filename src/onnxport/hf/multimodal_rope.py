@@ -1,6 +1,7 @@
-"""Vision-language models with a patch-grid vision tower and multimodal rotary positions (Qwen2-VL):
-the vision graph and the decoder's 3-row positions, as transformers.js'
-``Qwen2VLForConditionalGeneration`` runs them (``src/models/qwen2_vl/modeling_qwen2_vl.js``):
+"""Vision-language models with a patch-grid vision tower and multimodal rotary positions (Qwen2-VL,
+Qwen2.5-VL): the vision graph and the decoder's 3-row positions, as transformers.js'
+``Qwen2VLForConditionalGeneration`` runs them (``src/models/qwen2_vl/modeling_qwen2_vl.js``;
+Qwen2.5-VL names the grid input ``image_grid_thw``, ``src/models/qwen2_5_vl``):
 
 - ``vision_encoder.onnx``: ``pixel_values`` ``[num_patches, C * temporal_patch * patch * patch]``
   (the processor's flattened patches of every image, image after image) and ``grid_thw``
@@ -16,7 +17,10 @@ which fixes the number and sizes of the images in a capture. The graph instead c
 positions with tensor ops (:func:`grid_positions`, handed to the tower as its precomputed
 ``position_ids``) and runs one attention over all patches with a block-diagonal mask built from
 the segment boundaries (:func:`varlen_attention`, registered as a transformers attention function
-whose name marks it as a varlen kernel, so the tower hands it ``cu_seq_lens_q``).
+whose name marks it as a varlen kernel, so the tower hands it ``cu_seq_lens_q``). Qwen2.5-VL's
+window attention reorders the merged tokens window by window and attends within each window on
+most blocks; :func:`window_order` computes that order and the window boundaries with tensor ops,
+handed to the tower as its precomputed ``window_index`` / ``cu_window_seqlens``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from onnxport.hf.parts import Component, Sizes
 from onnxport.hf.parts import generator as _generator
 
 GRID = "grid_thw"  # transformers.js' name for the vision graph's grid input (image_grid_thw_name)
+_GRID_NAMES = {"qwen2_5_vl": "image_grid_thw"}  # transformers.js' Qwen2_5_VLForConditionalGeneration
+_FRAME_KEY = 1 << 24  # window_order: frame start x this + window number (< 2^24 windows a frame)
 # A transformers attention implementation name: "flash" in it makes the tower pass cu_seq_lens_q
 # (transformers.utils.generic.is_flash_attention_requested); the function is plain SDPA.
 VARLEN = "onnxport_flash_varlen_sdpa"
@@ -70,15 +76,54 @@ def grid_positions(grid_thw: torch.Tensor, tokens: int, merge: int) -> torch.Ten
     return torch.stack([row, column], -1)
 
 
+def window_order(grid_thw: torch.Tensor, merged: int, merge: int, window_size: int,
+                 patch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Qwen2.5-VL's window order, as transformers' ``get_vision_window_index``
+    (``transformers/vision_utils.py``) with tensor ops instead of its loop over ``grid_thw.tolist()``.
+
+    Args:
+        grid_thw: ``[images, 3]`` frames, patch rows, patch columns.
+        merged: The number of merged tokens (patches / merge²).
+        merge: The spatial merge size; window_size: in pixels; patch_size: in pixels.
+
+    Returns:
+        ``window_index`` ``[merged]`` (int64: the merged tokens window by window, each window
+        row-major, windows row-major in each frame) and ``cu_window_seqlens`` ``[windows + 1]``
+        (int32 patch boundaries of the non-empty windows).
+    """
+    side = window_size // merge // patch_size  # merged tokens per window side
+    grid = torch.stack([grid_thw[:, 0], grid_thw[:, 1] // merge, grid_thw[:, 2] // merge], -1)
+    sizes = grid.prod(-1)
+    ends = sizes.cumsum(0)
+    index = torch.arange(merged, device=grid_thw.device)
+    image = (index[:, None] >= ends[None, :]).sum(-1)
+    local = index - (ends - sizes)[image]
+    rows, columns = grid[image, 1], grid[image, 2]
+    frame_start = (ends - sizes)[image] + local // (rows * columns) * rows * columns
+    k = local % (rows * columns)
+    y, x = k // columns, k % columns
+    window = frame_start * _FRAME_KEY + (y // side) * (columns // side + 1) + x // side
+    order = torch.argsort(window * side * side + (y % side) * side + x % side)
+    ordered = window[order]
+    starts = torch.nonzero(ordered[1:] != ordered[:-1]).flatten() + 1
+    bounds = torch.cat([starts.new_zeros(1), starts, starts.new_full((1,), merged)])
+    return order, (bounds * merge * merge).to(torch.int32)
+
+
+def grid_name(model: torch.nn.Module) -> str:
+    """The vision graph's grid input name transformers.js feeds for this model type."""
+    return _GRID_NAMES.get(str(getattr(model.config, "model_type", "")), GRID)
+
+
 def _tower(model: torch.nn.Module) -> Any:
     return getattr(getattr(model, "model", model), "visual", None)
 
 
 def supports(model: torch.nn.Module) -> bool:
-    """Whether the model's vision tower is Qwen2-VL's: a ``visual`` module whose forward takes
-    ``(hidden_states, grid_thw)`` and reads only the per-image positions and attention segments
-    (no window attention: Qwen2.5-VL; no interpolated position table or deepstack: Qwen3-VL,
-    GLM-4V)."""
+    """Whether the model's vision tower is Qwen2-VL's or Qwen2.5-VL's: a ``visual`` module whose
+    forward takes ``(hidden_states, grid_thw)`` and reads only the per-image positions, attention
+    segments and (Qwen2.5-VL) window order (no interpolated position table or deepstack:
+    Qwen3-VL; no per-image position table: GLM-4V)."""
     tower = _tower(model)
     if tower is None or not hasattr(tower, "spatial_merge_size"):
         return False
@@ -87,8 +132,9 @@ def supports(model: torch.nn.Module) -> bool:
     except (OSError, TypeError):
         return False
     needed = ("get_vision_position_ids", "get_vision_attention_seqlens")
-    others = ("window", "deepstack", "interpolate", "self.embeddings")  # GLM-4V's per-image position table
-    return all(n in source for n in needed) and not any(n in source for n in others)
+    others = ("deepstack", "interpolate", "self.embeddings")  # GLM-4V's per-image position table
+    windowed = "window" not in source or "get_vision_window_index" in source and hasattr(tower, "window_size")
+    return all(n in source for n in needed) and not any(n in source for n in others) and windowed
 
 
 class GridImageFeatures(torch.nn.Module):
@@ -107,12 +153,16 @@ class GridImageFeatures(torch.nn.Module):
     def forward(self, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> torch.Tensor:
         config = self.tower.config
         tokens = pixel_values.shape[0]
-        positions = grid_positions(grid_thw, tokens, int(self.tower.spatial_merge_size))
+        merge = int(self.tower.spatial_merge_size)
+        precomputed: dict[str, Any] = {"position_ids": grid_positions(grid_thw, tokens, merge), "max_seqlen": tokens}
+        if hasattr(self.tower, "window_size"):  # Qwen2.5-VL
+            order, bounds = window_order(grid_thw, tokens // (merge * merge), merge, int(self.tower.window_size),
+                                         int(self.tower.patch_size))
+            precomputed.update(window_index=order, cu_window_seqlens=bounds, max_window_seqlen=tokens)
         saved = config._attn_implementation
         config._attn_implementation = VARLEN  # the tower's own check reads it at call time
         try:
-            out = self.tower(pixel_values.to(self.tower.get_dtype()), grid_thw=grid_thw, position_ids=positions,
-                             max_seqlen=tokens)
+            out = self.tower(pixel_values.to(self.tower.dtype), grid_thw=grid_thw, **precomputed)
         finally:
             config._attn_implementation = saved
         return cast(torch.Tensor, out.pooler_output)
@@ -141,9 +191,9 @@ def vision_component(loaded: LoadedModel) -> Component:
     # the patch merger groups merge² patches: the patch count is a multiple of it
     patches = merge * merge * torch.export.Dim("num_merged_patches", min=1)
     dynamic = {"pixel_values": {0: patches}, GRID: {0: IMAGES}}
-    return Component("vision_encoder", GridImageFeatures(loaded.model), make, dynamic, ["pixel_values", GRID],
-                     ["image_features"], resizable=False)
+    return Component("vision_encoder", GridImageFeatures(loaded.model), make, dynamic,
+                     ["pixel_values", grid_name(loaded.model)], ["image_features"], resizable=False)
 
 
-__all__ = ["GRID", "VARLEN", "GridImageFeatures", "grid_positions", "image_grids", "supports", "varlen_attention",
-           "vision_component"]
+__all__ = ["GRID", "VARLEN", "GridImageFeatures", "grid_name", "grid_positions", "image_grids", "supports",
+           "varlen_attention", "vision_component", "window_order"]

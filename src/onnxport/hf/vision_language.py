@@ -18,10 +18,10 @@ give ``vision_encoder.onnx`` ``pixel_values`` ``[batch_size, num_images, C, H, W
 ``[image_tokens, hidden]``: the rows of the images that are not padding (all pixels zero), as
 transformers.js' ``Idefics3ForConditionalGeneration`` feeds and reads them.
 
-Qwen2-VL's patch grids and 3-row rotary positions: :mod:`onnxport.hf.multimodal_rope`.
+Qwen2-VL's and Qwen2.5-VL's patch grids and 3-row rotary positions: :mod:`onnxport.hf.multimodal_rope`.
 
 Models whose image path needs more than that (image sizes: LLaVA-NeXT; other grid towers:
-Qwen2.5-VL, Qwen3-VL, GLM-4V) or whose decoder needs more than embeddings, token types and those
+Qwen3-VL, GLM-4V) or whose decoder needs more than embeddings, token types and those
 positions are refused before any export.
 """
 
@@ -98,8 +98,8 @@ def check_model(model: torch.nn.Module) -> None:
         raise HFError(
             f"{name}'s image path needs more than pixel_values ({', '.join(extra + extras)}): image-text-to-text "
             "exports models whose images are pixel_values of one size and whose decoder reads only embeddings "
-            "(LLaVA, Aya Vision, InternVL, Mistral3-style projectors) or image splits with a pixel mask (Idefics3, "
-            "SmolVLM). Export its parts with onnxport.export."
+            "(LLaVA, Aya Vision, InternVL, Mistral3-style projectors), image splits with a pixel mask (Idefics3, "
+            "SmolVLM) or Qwen2-VL / Qwen2.5-VL patch grids. Export its parts with onnxport.export."
         )
 
 

@@ -517,6 +517,27 @@ def _qwen2_vl(**overrides: Any) -> Any:
     return transformers.Qwen2VLForConditionalGeneration(config).eval()
 
 
+def _qwen2_5_vl(**overrides: Any) -> Any:
+    """A ``Qwen2_5_VLForConditionalGeneration``: :func:`_qwen2_vl`'s layout with Qwen2.5-VL's tower
+    (2 blocks, windows of 2x2 merged tokens on the first, full attention on the second)."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 512, "bos_token_id": 0,
+            "eos_token_id": 1, "pad_token_id": 0, "initializer_range": 0.2,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}}
+    vision = {"depth": 2, "hidden_size": 32, "out_hidden_size": 64, "intermediate_size": 48, "num_heads": 4,
+              "patch_size": 4, "temporal_patch_size": 2, "spatial_merge_size": 2, "in_channels": 3, "window_size": 16,
+              "fullatt_block_indexes": [1]}
+    config = transformers.Qwen2_5_VLConfig(text_config=text, vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
+                                           video_token_id=291, vision_start_token_id=QWEN2_VL_VISION_START,
+                                           vision_end_token_id=293)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.Qwen2_5_VLForConditionalGeneration(config).eval()
+
+
 FLORENCE2_IMAGE_TOKEN = 110
 
 
@@ -597,6 +618,7 @@ ZOO.append(Entry("llava", "image-text-to-text", _llava))
 ZOO.append(Entry("smolvlm", "image-text-to-text", _smolvlm))
 ZOO.append(Entry("florence2", "image-text-to-text", _florence2))
 ZOO.append(Entry("qwen2-vl", "image-text-to-text", _qwen2_vl))
+ZOO.append(Entry("qwen2.5-vl", "image-text-to-text", _qwen2_5_vl))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
 
