@@ -271,9 +271,10 @@ def test_a_required_pixel_mask_of_another_layout_is_refused() -> None:
         ohf.export(model, "image-text-to-text")
 
 
-@pytest.mark.parametrize(("name", "fused"), [("llava", 2), ("gemma3-vlm", 0)])
+@pytest.mark.parametrize(("name", "fused"), [("llava", 2), ("gemma3-vlm", 0), ("qwen2-vl", 2)])
 def test_onnxruntime_target_fuses_only_causal_attention(name: str, fused: int) -> None:
-    # LLaVA's decoder is causal: GroupQueryAttention (causal=1), int4 MatMulNBits; Gemma 3's image
+    # LLaVA's decoder is causal: GroupQueryAttention (causal=1), int4 MatMulNBits (Qwen2-VL's too, its
+    # 3-row rotary kept before the kernel); Gemma 3's image
     # blocks attend both ways (a mask from token_type_ids), which the kernel cannot express: its
     # attention stays standard, and both validate against eager
     result = ohf.export(tiny_models.build(name), target="onnxruntime", quantize="int4")
