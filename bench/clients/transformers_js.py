@@ -29,8 +29,9 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
 - ``AutoModelForImageTextToText.generate`` of a tiny LLaVA and a tiny SmolVLM
   (``vision_encoder.onnx``, ``embed_tokens.onnx``, ``decoder_model_merged.onnx``; one 32x32 image,
   or two 32x32 splits with their ``pixel_attention_mask``), of a tiny Qwen2-VL and Qwen2.5-VL (one
-  4x6 patch grid; transformers.js computes the 3-row positions) and of a tiny Florence-2 (with
-  ``encoder_model.onnx``; one 64x64 image), 10 greedy tokens each, vs transformers' ``generate``
+  4x6 patch grid; transformers.js computes the 3-row positions), of a tiny Florence-2 (with
+  ``encoder_model.onnx``; one 64x64 image) and ``AutoModelForAudioTextToText.generate`` of a tiny
+  Voxtral (``audio_encoder.onnx``; two log-mel chunks), 10 greedy tokens each, vs transformers' ``generate``
   with the images;
 - one forward of a tiny wav2vec2 CTC model and a tiny w2v-BERT 2.0 CTC model (``AutoModelForCTC``,
   ``input_values`` / ``input_features``), a tiny CLIP (``AutoModel``) and a tiny Depth Anything
@@ -68,7 +69,8 @@ SENTENCES = [
 ]
 NEW_TOKENS = 20
 SEQ2SEQ = ("bart", "whisper", "moonshine", "trocr")  # encoder-decoders (onnxport.testing.tiny_models)
-VLMS = ("llava", "smolvlm", "florence2", "qwen2-vl", "qwen2.5-vl")  # image-text-to-text (onnxport.testing.tiny_models; inputs: image_text_inputs)
+# image-/audio-text-to-text (onnxport.testing.tiny_models; inputs: image_text_inputs)
+VLMS = ("llava", "smolvlm", "florence2", "qwen2-vl", "qwen2.5-vl", "voxtral")
 
 
 def install(scratch: pathlib.Path) -> None:
@@ -235,6 +237,8 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
                       "attention_mask": torch.cat([torch.ones_like(image), inputs["attention_mask"]], 1)}
         if name.startswith("qwen2"):  # transformers' processor also returns the token types its positions read
             inputs = {**inputs, "mm_token_type_ids": (inputs["input_ids"] == tiny_models.QWEN2_VL_IMAGE_TOKEN).int()}
+        if name == "voxtral":  # transformers.js' processor calls the log-mel features audio_values
+            inputs = {("input_features" if k == "audio_values" else k): v for k, v in inputs.items()}
         with torch.no_grad():
             reference = model.generate(**inputs, max_new_tokens=SEQ2SEQ_NEW_TOKENS,
                                        min_new_tokens=SEQ2SEQ_NEW_TOKENS, do_sample=False, pad_token_id=0)
@@ -269,7 +273,8 @@ def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
     and two 32x32 image splits with their pixel mask (``[1, 2, ...]``, as its processor's output);
     for Florence-2 a prompt without image tokens (transformers.js puts the image features before
     it) and a random 64x64 image; for Qwen2-VL and Qwen2.5-VL a prompt around 6 image tokens and
-    the 24 flattened patches of one 4x6 patch grid."""
+    the 24 flattened patches of one 4x6 patch grid; for Voxtral a prompt around 50 audio tokens and
+    two chunks of 16x100 log-mel features (``audio_values``, as its transformers.js processor)."""
     g = torch.Generator().manual_seed(3)
     text = torch.randint(0, 99, (1, 5), generator=g)
     ids = torch.cat([text[:, :2], torch.full((1, 16), tiny_models.LLAVA_IMAGE_TOKEN), text[:, 2:]], dim=1)
@@ -277,9 +282,12 @@ def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
     florence = torch.randint(3, 99, (1, 6), generator=g)
     image = [tiny_models.QWEN2_VL_VISION_START, *[tiny_models.QWEN2_VL_IMAGE_TOKEN] * 6, 293]
     qwen = torch.cat([text[:, :2], torch.tensor([image]), text[:, 2:]], dim=1)
+    voxtral = torch.cat([text[:, :2], torch.full((1, 50), tiny_models.VOXTRAL_AUDIO_TOKEN), text[:, 2:]], dim=1)
     return {
         "qwen2-vl": {"input_ids": qwen, "attention_mask": torch.ones_like(qwen),
                      "pixel_values": torch.randn(24, 96, generator=g), "image_grid_thw": torch.tensor([[1, 4, 6]])},
+        "voxtral": {"input_ids": voxtral, "attention_mask": torch.ones_like(voxtral),
+                    "audio_values": torch.randn(2, 16, 100, generator=g)},
         "qwen2.5-vl": {"input_ids": qwen, "attention_mask": torch.ones_like(qwen),
                        "pixel_values": torch.randn(24, 96, generator=g), "image_grid_thw": torch.tensor([[1, 4, 6]])},
         "florence2": {"input_ids": florence, "attention_mask": torch.ones_like(florence),
@@ -394,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ok = figures["min_cosine"] >= 0.99999
     for name, gen in figures["generation"].items():
-        kind = "encoder-decoder" if name in SEQ2SEQ else "image-text-to-text" if name in VLMS else "text-generation"
+        kind = ("encoder-decoder" if name in SEQ2SEQ else "audio-text-to-text" if name == "voxtral"
+                else "image-text-to-text" if name in VLMS else "text-generation")
         print(
             f"{kind} (tiny {name}): {gen['new_tokens']} greedy tokens: "
             f"{'equal to' if gen['tokens_equal'] else 'DIFFERENT from'} transformers.generate"

@@ -6,13 +6,13 @@
 // AutoModelForSpeechSeq2Seq / AutoModelForVision2Seq.
 // request.forward: folder name → {auto, inputs: {name: {dtype, dims, data}}}: one forward, every output returned.
 // request.image_text: VLM folder name → its inputs (input_ids, attention_mask, pixel_values[, pixel_attention_mask]),
-// generated greedily with AutoModelForImageTextToText.
+// generated greedily with AutoModelForImageTextToText (with audio_values: AutoModelForAudioTextToText).
 import fs from 'node:fs';
 import {
     env, pipeline, AutoModel, AutoModelForCausalLM, AutoModelForCTC, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq,
     AutoModelForVision2Seq, AutoModelForDepthEstimation, AutoModelForObjectDetection, AutoModelForZeroShotObjectDetection,
     AutoModelForImageSegmentation, AutoModelForUniversalSegmentation, AutoModelForImageToImage, AutoModelForTextToWaveform,
-    AutoModelForImageClassification, AutoModelForImageTextToText, Tensor,
+    AutoModelForImageClassification, AutoModelForImageTextToText, AutoModelForAudioTextToText, Tensor,
 } from '@huggingface/transformers';
 
 const [root, minilm, requestPath, resultPath, ...decoders] = process.argv.slice(2);
@@ -77,7 +77,8 @@ const tensors = (inputs) => Object.fromEntries(Object.entries(inputs).map(([key,
 ]));
 result.image_text = {};
 for (const [name, inputs] of Object.entries(request.image_text ?? {})) {
-    const model = await AutoModelForImageTextToText.from_pretrained(name, { dtype: 'fp32' });
+    const auto = inputs.audio_values ? AutoModelForAudioTextToText : AutoModelForImageTextToText;
+    const model = await auto.from_pretrained(name, { dtype: 'fp32' });
     const steps = { max_new_tokens: request.seq2seq_new_tokens, min_new_tokens: request.seq2seq_new_tokens, do_sample: false };
     const output = await model.generate({ ...tensors(inputs), ...steps });
     result.image_text[name] = output.tolist().map((row) => row.map((v) => Number(v)));

@@ -199,6 +199,46 @@ def greedy_image_text(
                    eos=_ids(eos_token_id), pad=pad_token_id, rope=rope)
 
 
+def greedy_audio_text(
+    sessions: Sequence[Any],
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    input_features: torch.Tensor,
+    audio_token_id: int,
+    max_new_tokens: int,
+    *,
+    eos_token_id: Any = None,
+    pad_token_id: int | None = None,
+) -> torch.Tensor:
+    """Greedy decoding with an audio-language export (:mod:`onnxport.hf.audio_language`): the
+    log-mel chunks through ``audio_encoder``, the prompt through ``embed_tokens``, the audio
+    features written at the ``audio_token_id`` positions, then ``decoder_model_merged`` step by
+    step, as transformers.js' ``UltravoxModel`` (Voxtral) runs the three graphs.
+
+    Args:
+        sessions: onnxruntime sessions of ``audio_encoder``, ``embed_tokens`` and
+            ``decoder_model_merged``, in that order.
+        input_ids: ``(batch, prompt)`` ids holding the audio tokens of every chunk, left-padded.
+        attention_mask: ``(batch, prompt)``, 0 at padding.
+        input_features: ``(chunks, mel_bins, frames)`` log-mel features of all rows' audio.
+        audio_token_id: The config's ``audio_token_id``.
+        max_new_tokens, eos_token_id, pad_token_id: As :func:`greedy_causal_lm`.
+
+    Returns:
+        ``(batch, prompt + generated)`` ids, as ``model.generate`` returns them.
+    """
+    audio, embed, decoder = sessions
+    features = torch.from_numpy(audio.run(None, {audio.get_inputs()[0].name: input_features.numpy()})[0])
+    embeds = torch.from_numpy(embed.run(None, {"input_ids": input_ids.numpy().astype(np.int64)})[0])
+    first = {"inputs_embeds": merge(input_ids, embeds, features, audio_token_id).numpy()}
+
+    def step(tokens: np.ndarray) -> dict[str, np.ndarray]:
+        return {"inputs_embeds": embed.run(None, {"input_ids": tokens})[0]}
+
+    return _decode(decoder, first, input_ids.numpy().astype(np.int64), attention_mask, max_new_tokens, step,
+                   eos=_ids(eos_token_id), pad=pad_token_id)
+
+
 def greedy_seq2seq(
     encoder: Any,
     decoder: Any,

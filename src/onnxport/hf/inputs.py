@@ -16,8 +16,8 @@ from typing import Any, cast
 import torch
 
 from onnxport.errors import HFError
-from onnxport.hf import cache as wrappers
 from onnxport.hf import (
+    audio_language,
     multimodal_rope,
     segment_anything,
     speech,
@@ -25,6 +25,7 @@ from onnxport.hf import (
     trajectory,
     vision_language,
 )
+from onnxport.hf import cache as wrappers
 from onnxport.hf.dims import BATCH, ENCODER_SEQUENCE, SEQUENCE, TOTAL_SEQUENCE
 from onnxport.hf.dims import PAST_SEQUENCE as PAST
 from onnxport.hf.eager import run as run_eager
@@ -532,6 +533,8 @@ def components(loaded: LoadedModel) -> list[Component]:
         seq2seq = vision_language.encoder_decoder(loaded.model)
         language = seq2seq_components(loaded, embeds=True) if seq2seq else [causal_lm_component(loaded, embeds=True)]
         return [*vision_language.components(loaded), *language]
+    if kind == "audio-language":
+        return [*audio_language.components(loaded), causal_lm_component(loaded, embeds=True)]
     if kind == "text-to-waveform":
         return [speech.waveform_component(loaded)]
     if kind == "mask-generation":

@@ -91,6 +91,9 @@ def find_model(folder: Path, component: str = "model") -> Path:
 
 # Task → transformers.js 4.3.1 pipeline name (``src/pipelines.js``, ``SUPPORTED_TASKS``) where it
 # differs; ``None``: no pipeline takes the task.
+# transformers.js 4.3.1 loads these without a pipeline (src/pipelines/ has none for them)
+_JS_MODEL_CLASSES = {"mask-generation": "SamModel", "image-text-to-text": "AutoModelForImageTextToText",
+                     "audio-text-to-text": "AutoModelForAudioTextToText"}
 _JS_PIPELINES: dict[str, str | None] = {"semantic-segmentation": "image-segmentation", "multiple-choice": None,
                                        "mask-generation": None, "keypoint-detection": None, "time-series-forecasting": None,
                                        "reinforcement-learning": None}
@@ -136,6 +139,10 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
         lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
                     f"{', '.join(str(folder / model_path(n, layout)) for n in ('vision_encoder', 'embed_tokens', 'encoder_model', 'decoder_model'))}: "
                     "image_features go before the prompt's inputs_embeds (onnxport.hf.generate.greedy_image_text_seq2seq)")
+    elif (folder / model_path("audio_encoder", layout)).is_file():  # onnxport.hf.audio_language
+        lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
+                    f"{', '.join(str(folder / model_path(n, layout)) for n in ('audio_encoder', 'embed_tokens', 'decoder_model'))}: "
+                    "audio_features are written at the audio tokens of inputs_embeds (onnxport.hf.generate.greedy_audio_text)")
     elif (folder / model_path("vision_encoder", layout)).is_file():  # onnxport.hf.vision_language
         lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
                     f"{', '.join(str(folder / model_path(n, layout)) for n in ('vision_encoder', 'embed_tokens', 'decoder_model'))}: "
@@ -152,11 +159,12 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
     pipeline = _JS_PIPELINES.get(task, task)
     if vision_features(folder) and task == "feature-extraction":
         pipeline = "image-feature-extraction"
-    if task == "mask-generation" and layout == "hub":  # transformers.js has no pipeline for it: SamModel
+    model_class = _JS_MODEL_CLASSES.get(task)  # tasks transformers.js has no pipeline for
+    if model_class is not None and layout == "hub":
         lines.append(
-            "  node (transformers.js): import { env, SamModel, AutoProcessor } from '@huggingface/transformers'; "
+            f"  node (transformers.js): import {{ env, {model_class}, AutoProcessor }} from '@huggingface/transformers'; "
             f"env.localModelPath = {str(folder.resolve().parent) + '/'!r}; env.allowRemoteModels = false; "
-            f"const model = await SamModel.from_pretrained({folder.name!r}, {{ dtype: 'fp32' }});"
+            f"const model = await {model_class}.from_pretrained({folder.name!r}, {{ dtype: 'fp32' }});"
         )
     elif pipeline is None:
         lines.append(f"  node (transformers.js): no pipeline for {task}; load the graph with onnxruntime-node")

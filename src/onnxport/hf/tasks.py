@@ -23,6 +23,7 @@ class Task:
             ``"text-vision"`` (CLIP-style: ``input_ids`` + ``pixel_values``), ``"causal-lm"``,
             ``"seq2seq"``, ``"speech-seq2seq"``, ``"vision-seq2seq"`` (``VisionEncoderDecoderModel``)
             ``"vision-language"`` (LLaVA-style: :mod:`onnxport.hf.vision_language`),
+            ``"audio-language"`` (Voxtral-style: :mod:`onnxport.hf.audio_language`),
             ``"text-to-waveform"`` (VITS: :mod:`onnxport.hf.speech`), ``"mask-generation"``
             (Segment Anything: :mod:`onnxport.hf.segment_anything`), ``"time-series"`` (PatchTST:
             :mod:`onnxport.hf.time_series`) or ``"trajectory"`` (Decision Transformer:
@@ -108,6 +109,8 @@ TASKS: dict[str, Task] = {
         Task("text2text-generation", "AutoModelForSeq2SeqLM", "seq2seq", ("last_hidden_state",)),
         Task("image-to-text", "AutoModelForImageTextToText", "vision-seq2seq", ("last_hidden_state",)),
         Task("image-text-to-text", "AutoModelForImageTextToText", "vision-language", ("logits",)),
+        # Voxtral, Granite Speech: audio features at audio tokens of a decoder-only LM (hf/audio_language.py)
+        Task("audio-text-to-text", "AutoModelForSpeechSeq2Seq", "audio-language", ("logits",)),
         Task(
             "automatic-speech-recognition",
             "AutoModelForSpeechSeq2Seq",
@@ -257,6 +260,20 @@ def _is_dual_encoder(config: Any) -> bool:
     return cls is not None and forward_reads(cls, "logits_per_image")
 
 
+def audio_token_id(config: Any) -> int | None:
+    """The config's audio placeholder token (``audio_token_id``, or ``audio_token_index``)."""
+    value = getattr(config, "audio_token_id", None)
+    return value if value is not None else getattr(config, "audio_token_index", None)
+
+
+def is_audio_language(config: Any) -> bool:
+    """Whether ``config`` is a decoder-only language model fed audio features at audio tokens
+    (an audio sub-config, a text sub-config and an audio token; not an encoder-decoder):
+    audio-text-to-text (:mod:`onnxport.hf.audio_language`)."""
+    return (getattr(config, "audio_config", None) is not None and getattr(config, "text_config", None) is not None
+            and audio_token_id(config) is not None and not getattr(config, "is_encoder_decoder", False))
+
+
 def forward_reads(cls: type, text: str) -> bool:
     """Whether the source of ``cls.forward`` contains ``text`` (``False`` when the source is not
     available)."""
@@ -268,7 +285,8 @@ def forward_reads(cls: type, text: str) -> bool:
 
 def get_task(name: str, config: Any = None) -> Task:
     """The :class:`Task` called ``name`` (or an alias such as ``text2text``);
-    automatic-speech-recognition of a CTC model (``config``: wav2vec2, HuBERT) is :data:`CTC`,
+    automatic-speech-recognition of a CTC model (``config``: wav2vec2, HuBERT) is :data:`CTC`, of a
+    decoder-only audio-language model (Voxtral) audio-text-to-text,
     feature-extraction of a CLIP-style dual encoder :data:`DUAL_ENCODER`.
 
     Raises:
@@ -279,6 +297,8 @@ def get_task(name: str, config: Any = None) -> Task:
         raise HFError(f"Unknown task {name!r}. Known tasks: {', '.join(TASKS)}.")
     if task.name == CTC.name and config is not None and _is_ctc(config):
         return CTC
+    if task.name == CTC.name and config is not None and is_audio_language(config):
+        return TASKS["audio-text-to-text"]  # listed as speech seq2seq, but decoder-only
     if task.name == DUAL_ENCODER.name and config is not None and _is_dual_encoder(config):
         return DUAL_ENCODER
     if task.name == "feature-extraction" and getattr(config, "model_type", None) == "decision_transformer":
@@ -321,6 +341,8 @@ def infer_task(config: Any) -> Task:
         HFError: The architecture's name matches no task.
     """
     architectures = getattr(config, "architectures", None) or []
+    if not architectures and is_audio_language(config):
+        return TASKS["audio-text-to-text"]
     if not architectures:
         return TASKS[task_from_model_type(getattr(config, "model_type", None))]
     arch = architectures[0]

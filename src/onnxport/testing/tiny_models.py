@@ -538,6 +538,28 @@ def _qwen2_5_vl(**overrides: Any) -> Any:
     return transformers.Qwen2_5_VLForConditionalGeneration(config).eval()
 
 
+VOXTRAL_AUDIO_TOKEN = 290
+
+
+def _voxtral(**overrides: Any) -> Any:
+    """A ``VoxtralForConditionalGeneration``: a 2-layer Whisper-style audio tower over chunks of
+    16 mel bins x 100 frames (25 audio tokens a chunk after the projector's 2x stacking) and a
+    2-layer Llama of width 64; audio token 290."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    audio = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+             "num_mel_bins": 16, "max_source_positions": 50}
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 300, "max_position_embeddings": 512,
+            "initializer_range": 0.2, "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 0}
+    config = transformers.VoxtralConfig(audio_config=audio, text_config=text, audio_token_id=VOXTRAL_AUDIO_TOKEN,
+                                        projector_hidden_act="gelu")
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.VoxtralForConditionalGeneration(config).eval()
+
+
 FLORENCE2_IMAGE_TOKEN = 110
 
 
@@ -619,6 +641,7 @@ ZOO.append(Entry("smolvlm", "image-text-to-text", _smolvlm))
 ZOO.append(Entry("florence2", "image-text-to-text", _florence2))
 ZOO.append(Entry("qwen2-vl", "image-text-to-text", _qwen2_vl))
 ZOO.append(Entry("qwen2.5-vl", "image-text-to-text", _qwen2_5_vl))
+ZOO.append(Entry("voxtral", "audio-text-to-text", _voxtral))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
 
