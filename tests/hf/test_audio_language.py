@@ -7,9 +7,12 @@ from __future__ import annotations
 import pathlib
 
 import onnxruntime as ort
+import pytest
 import torch
+import transformers
 
 import onnxport.hf as ohf
+from onnxport.errors import HFError
 from onnxport.hf.generate import greedy_audio_text
 from onnxport.hf.layout import usage_lines
 from onnxport.testing import tiny_models
@@ -45,3 +48,16 @@ def test_voxtral_three_graphs_generate_like_transformers(tmp_path: pathlib.Path)
     assert len(set(got[0, input_ids.shape[1]:].tolist())) >= 3  # not a degenerate repetition
     node = usage_lines(result.output_dir, result.task, "hub", False)[-1]  # transformers.js has no pipeline for it
     assert "AutoModelForAudioTextToText.from_pretrained('out'" in node and "pipeline(" not in node
+
+
+def test_audio_language_model_without_audio_features_is_refused_by_name() -> None:
+    # Qwen2-Audio: listed as a seq2seq LM but decoder-only; its audio merge is its own (no
+    # get_audio_features), so it gets onnxport's error before any export, not a seq2seq probe's
+    audio = {"d_model": 32, "encoder_layers": 1, "encoder_attention_heads": 4, "encoder_ffn_dim": 64, "num_mel_bins": 16,
+             "max_source_positions": 50}
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 1, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 300, "model_type": "qwen2"}
+    config = transformers.Qwen2AudioConfig(audio_config=audio, text_config=text, audio_token_index=290)
+    model = transformers.Qwen2AudioForConditionalGeneration(config).eval()
+    with pytest.raises(HFError, match="no get_audio_features"):
+        ohf.export(model)

@@ -297,8 +297,8 @@ def get_task(name: str, config: Any = None) -> Task:
         raise HFError(f"Unknown task {name!r}. Known tasks: {', '.join(TASKS)}.")
     if task.name == CTC.name and config is not None and _is_ctc(config):
         return CTC
-    if task.name == CTC.name and config is not None and is_audio_language(config):
-        return TASKS["audio-text-to-text"]  # listed as speech seq2seq, but decoder-only
+    if task.name in (CTC.name, "text2text-generation") and config is not None and is_audio_language(config):
+        return TASKS["audio-text-to-text"]  # listed as speech seq2seq (Voxtral) or seq2seq (Qwen2-Audio): decoder-only
     if task.name == DUAL_ENCODER.name and config is not None and _is_dual_encoder(config):
         return DUAL_ENCODER
     if task.name == "feature-extraction" and getattr(config, "model_type", None) == "decision_transformer":
