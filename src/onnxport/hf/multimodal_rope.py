@@ -59,15 +59,21 @@ def varlen_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Te
     return out.transpose(1, 2), None
 
 
+def _located(grid: torch.Tensor, count: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For each of ``count`` tokens laid out image after image (``grid`` ``[images, 3]``: frames,
+    rows, columns): its image, its index within the image and the image's first token."""
+    sizes = grid.prod(-1)
+    starts = sizes.cumsum(0) - sizes
+    index = torch.arange(count, device=grid.device)
+    image = (index[:, None] >= (starts + sizes)[None, :]).sum(-1)
+    return image, index - starts[image], starts[image]
+
+
 def grid_positions(grid_thw: torch.Tensor, tokens: int, merge: int) -> torch.Tensor:
     """The (row, column) of every patch ``[tokens, 2]`` (int64), laid out as transformers'
     ``get_vision_position_ids`` (``transformers/vision_utils.py``): per image, per frame, block-major
     over ``merge x merge`` blocks; with tensor ops instead of its loop over ``grid_thw.tolist()``."""
-    sizes = grid_thw.prod(-1)
-    ends = sizes.cumsum(0)
-    index = torch.arange(tokens, device=grid_thw.device)
-    image = (index[:, None] >= ends[None, :]).sum(-1)
-    local = index - (ends - sizes)[image]
+    image, local, _ = _located(grid_thw, tokens)
     height, width = grid_thw[image, 1], grid_thw[image, 2]
     k = local % (height * width)
     blocks_per_row = width // merge
@@ -93,13 +99,9 @@ def window_order(grid_thw: torch.Tensor, merged: int, merge: int, window_size: i
     """
     side = window_size // merge // patch_size  # merged tokens per window side
     grid = torch.stack([grid_thw[:, 0], grid_thw[:, 1] // merge, grid_thw[:, 2] // merge], -1)
-    sizes = grid.prod(-1)
-    ends = sizes.cumsum(0)
-    index = torch.arange(merged, device=grid_thw.device)
-    image = (index[:, None] >= ends[None, :]).sum(-1)
-    local = index - (ends - sizes)[image]
+    image, local, start = _located(grid, merged)
     rows, columns = grid[image, 1], grid[image, 2]
-    frame_start = (ends - sizes)[image] + local // (rows * columns) * rows * columns
+    frame_start = start + local // (rows * columns) * rows * columns
     k = local % (rows * columns)
     y, x = k // columns, k % columns
     window = frame_start * _FRAME_KEY + (y // side) * (columns // side + 1) + x // side

@@ -494,6 +494,11 @@ def _smolvlm(**overrides: Any) -> Any:
 
 QWEN2_VL_IMAGE_TOKEN = 290
 QWEN2_VL_VISION_START = 292
+# the 2-layer Qwen2 text model of both tiny Qwen VLMs, with multimodal rotary sections (2, 3, 3)
+_QWEN2_VL_TEXT = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 512, "bos_token_id": 0,
+                  "eos_token_id": 1, "pad_token_id": 0, "initializer_range": 0.2,
+                  "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}}
 
 
 def _qwen2_vl(**overrides: Any) -> Any:
@@ -503,10 +508,7 @@ def _qwen2_vl(**overrides: Any) -> Any:
     import transformers  # heavy optional dependency (onnxport[hf])
 
     torch.manual_seed(0)
-    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 512, "bos_token_id": 0,
-            "eos_token_id": 1, "pad_token_id": 0, "initializer_range": 0.2,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}}
+    text = dict(_QWEN2_VL_TEXT)
     vision = {"depth": 2, "embed_dim": 32, "hidden_size": 64, "num_heads": 4, "mlp_ratio": 2, "patch_size": 4,
               "temporal_patch_size": 2, "spatial_merge_size": 2, "in_channels": 3}
     config = transformers.Qwen2VLConfig(text_config=text, vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
@@ -523,10 +525,7 @@ def _qwen2_5_vl(**overrides: Any) -> Any:
     import transformers  # heavy optional dependency (onnxport[hf])
 
     torch.manual_seed(0)
-    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 512, "bos_token_id": 0,
-            "eos_token_id": 1, "pad_token_id": 0, "initializer_range": 0.2,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}}
+    text = dict(_QWEN2_VL_TEXT)
     vision = {"depth": 2, "hidden_size": 32, "out_hidden_size": 64, "intermediate_size": 48, "num_heads": 4,
               "patch_size": 4, "temporal_patch_size": 2, "spatial_merge_size": 2, "in_channels": 3, "window_size": 16,
               "fullatt_block_indexes": [1]}
