@@ -319,7 +319,7 @@ def seq2seq_components(loaded: LoadedModel, embeds: bool = False) -> list[Compon
     fixed = (speech or vision) and not (waveform or spectrogram)  # the encoder's output length is fixed
     masked = not (speech or vision)  # the encoder (and the decoder's cross-attention) take a mask
     dtype = next(model.parameters()).dtype
-    embedding = model.get_input_embeddings()
+    width_in = model.get_input_embeddings().embedding_dim if embeds else 0  # the inputs_embeds' width
 
     if vision:  # VisionEncoderDecoderModel (TrOCR, Donut): pixel_values of the encoder's size
         encoder_config = getattr(config, "encoder", config)
@@ -364,8 +364,8 @@ def seq2seq_components(loaded: LoadedModel, embeds: bool = False) -> list[Compon
         def make_encoder(sizes: Sizes) -> dict[str, Any]:
             gen = _generator(sizes)
             return {
-                "inputs_embeds": torch.randn(sizes.batch, sizes.encoder_sequence, embedding.embedding_dim,
-                                             generator=gen, dtype=dtype),
+                "inputs_embeds": torch.randn(sizes.batch, sizes.encoder_sequence, width_in, generator=gen,
+                                             dtype=dtype),
                 "attention_mask": left_padded_mask(sizes.batch, sizes.encoder_sequence),
             }
 
@@ -410,7 +410,7 @@ def seq2seq_components(loaded: LoadedModel, embeds: bool = False) -> list[Compon
         gen = _generator(sizes)
         length = encoder_length if fixed else sizes.encoder_sequence
         inputs: dict[str, Any] = {
-            first: torch.randn(sizes.batch, sizes.sequence, embedding.embedding_dim, generator=gen, dtype=dtype)
+            first: torch.randn(sizes.batch, sizes.sequence, width_in, generator=gen, dtype=dtype)
             if embeds else token_ids(config, sizes.batch, sizes.sequence, gen),
             "encoder_hidden_states": torch.randn(
                 sizes.batch, length, width, generator=gen, dtype=dtype
