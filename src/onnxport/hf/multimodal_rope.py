@@ -44,7 +44,7 @@ _FRAME_KEY = 1 << 24  # window_order: frame start x this + window number (< 2^24
 VARLEN = "onnxport_flash_varlen_sdpa"
 
 
-def varlen_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+def varlen_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
                      attention_mask: Any = None, scaling: float | None = None, dropout: float = 0.0,
                      cu_seq_lens_q: torch.Tensor | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
     """Attention of packed sequences: ``query``/``key``/``value`` ``[1, heads, tokens, dim]``, each
