@@ -217,6 +217,7 @@ def test_t5gemma2_sliding_window_decoder_past_its_window(tmp_path: pathlib.Path)
     assert len(set(got[0].tolist())) >= 3
 
 
+@pytest.mark.slow  # 10 s; the streamed path itself is tested in test_streamed.py, this is the VLM layouts on it
 @pytest.mark.parametrize("name", ["smolvlm", "florence2"])
 def test_streamed_from_a_folder(name: str, tmp_path: pathlib.Path) -> None:
     # the large-model path: the model built on the meta device, its weights streamed from the
