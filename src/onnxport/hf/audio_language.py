@@ -16,7 +16,6 @@ as transformers' ``masked_scatter`` does (:func:`onnxport.hf.vision_language.mer
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, cast
 
 import torch
@@ -74,8 +73,7 @@ def components(loaded: LoadedModel) -> list[Component]:
         HFError: No ``get_audio_features`` or no fixed chunk shape in the audio config.
     """
     model = loaded.model
-    if not hasattr(model, "get_audio_features") or "input_features" not in inspect.signature(
-            cast(Any, model).get_audio_features).parameters and not _takes_varargs(model):
+    if not hasattr(model, "get_audio_features"):
         raise HFError(f"{type(model).__name__} has no get_audio_features(input_features): audio-text-to-text exports "
                       "models whose audio features replace audio tokens (Voxtral). Export its parts with onnxport.export.")
     bins, frames = _mel_shape(model)
@@ -95,12 +93,6 @@ def components(loaded: LoadedModel) -> list[Component]:
         Component("embed_tokens", wrappers.TokenEmbeddings(model), tokens, {"input_ids": {0: BATCH, 1: SEQUENCE}},
                   ["input_ids"], ["inputs_embeds"]),
     ]
-
-
-def _takes_varargs(model: torch.nn.Module) -> bool:
-    """``get_audio_features(*args, **kwargs)``: a wrapper delegating to its inner model's."""
-    params = inspect.signature(cast(Any, model).get_audio_features).parameters.values()
-    return any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params)
 
 
 __all__ = ["AUDIO_FEATURES", "AudioFeatures", "components"]

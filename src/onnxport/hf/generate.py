@@ -184,19 +184,38 @@ def greedy_image_text(
     if grid_thw is not None:  # grid_thw (Qwen2-VL) or image_grid_thw (Qwen2.5-VL): the graph's second input
         images[vision.get_inputs()[1].name] = grid_thw.numpy().astype(np.int64)
     features = torch.from_numpy(vision.run(None, images)[0])
+    return _decode_merged(embed, decoder, input_ids, attention_mask, features, image_token_id, max_new_tokens,
+                          eos=_ids(eos_token_id), pad=pad_token_id, rope=rope)
+
+
+def _decode_merged(
+    embed: Any,
+    decoder: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    features: torch.Tensor,
+    token_id: int,
+    max_new_tokens: int,
+    *,
+    eos: set[int],
+    pad: int | None,
+    rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """The prompt through ``embed`` with ``features`` written at its ``token_id`` positions, then
+    :func:`_decode` with every new token through ``embed``; a decoder taking ``token_type_ids``
+    (Gemma 3) gets 1 at the prompt's ``token_id`` positions on the first step and zeros after."""
     embeds = torch.from_numpy(embed.run(None, {"input_ids": input_ids.numpy().astype(np.int64)})[0])
-    merged = merge(input_ids, embeds, features, image_token_id).numpy()
+    first = {"inputs_embeds": merge(input_ids, embeds, features, token_id).numpy()}
     typed = any(i.name == TOKEN_TYPES for i in decoder.get_inputs())
-    first = {"inputs_embeds": merged}
-    if typed:  # 1 at the prompt's image tokens on the first step, zeros after
-        first[TOKEN_TYPES] = token_types(input_ids, image_token_id).numpy()
+    if typed:
+        first[TOKEN_TYPES] = token_types(input_ids, token_id).numpy()
 
     def step(tokens: np.ndarray) -> dict[str, np.ndarray]:
         feeds = {"inputs_embeds": embed.run(None, {"input_ids": tokens})[0]}
         return {**feeds, TOKEN_TYPES: np.zeros_like(tokens)} if typed else feeds
 
     return _decode(decoder, first, input_ids.numpy().astype(np.int64), attention_mask, max_new_tokens, step,
-                   eos=_ids(eos_token_id), pad=pad_token_id, rope=rope)
+                   eos=eos, pad=pad, rope=rope)
 
 
 def greedy_audio_text(
@@ -229,14 +248,8 @@ def greedy_audio_text(
     """
     audio, embed, decoder = sessions
     features = torch.from_numpy(audio.run(None, {audio.get_inputs()[0].name: input_features.numpy()})[0])
-    embeds = torch.from_numpy(embed.run(None, {"input_ids": input_ids.numpy().astype(np.int64)})[0])
-    first = {"inputs_embeds": merge(input_ids, embeds, features, audio_token_id).numpy()}
-
-    def step(tokens: np.ndarray) -> dict[str, np.ndarray]:
-        return {"inputs_embeds": embed.run(None, {"input_ids": tokens})[0]}
-
-    return _decode(decoder, first, input_ids.numpy().astype(np.int64), attention_mask, max_new_tokens, step,
-                   eos=_ids(eos_token_id), pad=pad_token_id)
+    return _decode_merged(embed, decoder, input_ids, attention_mask, features, audio_token_id, max_new_tokens,
+                          eos=_ids(eos_token_id), pad=pad_token_id)
 
 
 def greedy_seq2seq(

@@ -501,40 +501,36 @@ _QWEN2_VL_TEXT = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers
                   "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}}
 
 
+def _qwen_vl(kind: str, vision: dict[str, Any], overrides: dict[str, Any]) -> Any:
+    """A tiny ``{kind}ForConditionalGeneration`` (``Qwen2VL``, ``Qwen2_5_VL``): ``vision`` and
+    :data:`_QWEN2_VL_TEXT`, image token 290, vision start 292, video 291, vision end 293."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    config = getattr(transformers, f"{kind}Config")(
+        text_config=dict(_QWEN2_VL_TEXT), vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
+        video_token_id=291, vision_start_token_id=QWEN2_VL_VISION_START, vision_end_token_id=293)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return getattr(transformers, f"{kind}ForConditionalGeneration")(config).eval()
+
+
 def _qwen2_vl(**overrides: Any) -> Any:
     """A ``Qwen2VLForConditionalGeneration``: a 2-block vision tower over 4x4 patches of 2 frames
     (merged 2x2 into the tokens of image token 290, vision start 292) and a 2-layer Qwen2 text model
     with multimodal rotary sections (2, 3, 3)."""
-    import transformers  # heavy optional dependency (onnxport[hf])
-
-    torch.manual_seed(0)
-    text = dict(_QWEN2_VL_TEXT)
     vision = {"depth": 2, "embed_dim": 32, "hidden_size": 64, "num_heads": 4, "mlp_ratio": 2, "patch_size": 4,
               "temporal_patch_size": 2, "spatial_merge_size": 2, "in_channels": 3}
-    config = transformers.Qwen2VLConfig(text_config=text, vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
-                                        video_token_id=291, vision_start_token_id=QWEN2_VL_VISION_START,
-                                        vision_end_token_id=293)
-    for key, value in overrides.items():
-        setattr(config, key, value)
-    return transformers.Qwen2VLForConditionalGeneration(config).eval()
+    return _qwen_vl("Qwen2VL", vision, overrides)
 
 
 def _qwen2_5_vl(**overrides: Any) -> Any:
     """A ``Qwen2_5_VLForConditionalGeneration``: :func:`_qwen2_vl`'s layout with Qwen2.5-VL's tower
     (2 blocks, windows of 2x2 merged tokens on the first, full attention on the second)."""
-    import transformers  # heavy optional dependency (onnxport[hf])
-
-    torch.manual_seed(0)
-    text = dict(_QWEN2_VL_TEXT)
     vision = {"depth": 2, "hidden_size": 32, "out_hidden_size": 64, "intermediate_size": 48, "num_heads": 4,
               "patch_size": 4, "temporal_patch_size": 2, "spatial_merge_size": 2, "in_channels": 3, "window_size": 16,
               "fullatt_block_indexes": [1]}
-    config = transformers.Qwen2_5_VLConfig(text_config=text, vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
-                                           video_token_id=291, vision_start_token_id=QWEN2_VL_VISION_START,
-                                           vision_end_token_id=293)
-    for key, value in overrides.items():
-        setattr(config, key, value)
-    return transformers.Qwen2_5_VLForConditionalGeneration(config).eval()
+    return _qwen_vl("Qwen2_5_VL", vision, overrides)
 
 
 VOXTRAL_AUDIO_TOKEN = 290
