@@ -184,8 +184,8 @@ def greedy_image_text(
     if grid_thw is not None:  # grid_thw (Qwen2-VL) or image_grid_thw (Qwen2.5-VL): the graph's second input
         images[vision.get_inputs()[1].name] = grid_thw.numpy().astype(np.int64)
     features = torch.from_numpy(vision.run(None, images)[0])
-    return _decode_merged(embed, decoder, input_ids, attention_mask, features, image_token_id, max_new_tokens,
-                          eos=_ids(eos_token_id), pad=pad_token_id, rope=rope)
+    return _decode_merged(embed, decoder, input_ids, attention_mask, features, token_id=image_token_id,
+                          max_new_tokens=max_new_tokens, eos=_ids(eos_token_id), pad=pad_token_id, rope=rope)
 
 
 def _decode_merged(
@@ -194,9 +194,9 @@ def _decode_merged(
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
     features: torch.Tensor,
+    *,
     token_id: int,
     max_new_tokens: int,
-    *,
     eos: set[int],
     pad: int | None,
     rope: tuple[torch.Tensor, torch.Tensor] | None = None,
@@ -248,8 +248,8 @@ def greedy_audio_text(
     """
     audio, embed, decoder = sessions
     features = torch.from_numpy(audio.run(None, {audio.get_inputs()[0].name: input_features.numpy()})[0])
-    return _decode_merged(embed, decoder, input_ids, attention_mask, features, audio_token_id, max_new_tokens,
-                          eos=_ids(eos_token_id), pad=pad_token_id)
+    return _decode_merged(embed, decoder, input_ids, attention_mask, features, token_id=audio_token_id,
+                          max_new_tokens=max_new_tokens, eos=_ids(eos_token_id), pad=pad_token_id)
 
 
 def greedy_seq2seq(
