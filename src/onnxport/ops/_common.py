@@ -36,6 +36,25 @@ def rank(x: ir.Value) -> int:
     return len(shape_of(x))
 
 
+def full_pads(ctx: Ctx, rank: int, pad: Sequence[int | ir.Value], skip_last: int = 0) -> ir.Value:
+    """ONNX ``Pad``'s ``pads`` for every one of ``rank`` dims from torch's ``pad`` (``(begin, end)``
+    pairs from dim ``rank - 1 - skip_last`` backwards), zeros for the dims it does not name.
+
+    Pad-18's ``axes`` input would name the dims instead, but onnxruntime 1.31's transpose optimizer
+    (``onnx_transpose_optimization.cc``, run at every optimization level from basic) permutes a
+    Pad's ``pads`` as if they covered every dim when it pushes a Transpose through: with ``axes``
+    it Gathers 2·rank entries out of 2·len(axes) and the session fails ("indices element out of
+    data bounds"). Found on Mistral3's patch merger.
+    """
+    n = len(pad) // 2
+    begins: list[int | ir.Value] = [0] * rank
+    ends: list[int | ir.Value] = [0] * rank
+    for i in range(n):
+        begins[rank - 1 - skip_last - i] = pad[2 * i]
+        ends[rank - 1 - skip_last - i] = pad[2 * i + 1]
+    return ctx.shape_tensor([*begins, *ends])
+
+
 def dtype_of(x: ir.Value) -> ir.DataType:
     """The element type of ``x``, known for the same values as :func:`shape_of`."""
     assert x.dtype is not None, f"value {x.name} has no element type"

@@ -17,7 +17,7 @@ from typing import Any
 import onnx_ir as ir
 import torch
 
-from onnxport.ops._common import INT64_MAX, dtype_of, window_index
+from onnxport.ops._common import INT64_MAX, dtype_of, full_pads, rank, window_index
 from onnxport.ops.pointwise.arithmetic import aten_atan2
 from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.dispatch import is_complex
@@ -66,7 +66,7 @@ def _pack(ctx: Ctx, re: ir.Value, im: ir.Value) -> ir.Value:
 
 def _to_complex(ctx: Ctx, x: ir.Value) -> ir.Value:
     """A real tensor as complex (imaginary part 0): a trailing axis padded from 1 to 2 with zeros."""
-    return ctx.op.Pad(ctx.op.Unsqueeze(x, ctx.const([-1])), ctx.const([0, 1]), None, ctx.const([-1]))
+    return ctx.op.Pad(ctx.op.Unsqueeze(x, ctx.const([-1])), full_pads(ctx, rank(x) + 1, [0, 1]))
 
 
 def _complex_operand(ctx: Ctx, x: ir.Value | Any, dtype: ir.DataType) -> ir.Value:
@@ -355,22 +355,21 @@ def aten_unfold_complex(ctx: Ctx, self: ir.Value, dimension: int, size: int, ste
 
 
 def _pad_complex(ctx: Ctx, x: ir.Value, pad: Sequence[int | ir.Value], mode: str, value: Any = None) -> ir.Value:
-    """torch's (begin, end) pairs from the last complex dim backwards → ONNX Pad-18 with ``axes``."""
+    """torch's (begin, end) pairs from the last complex dim backwards → ONNX Pad over every dim."""
     n = len(pad) // 2
     if n == 0:
         return ctx.op.Identity(x)
     r = _crank(ctx)
-    axes = ctx.const([r - 1 - i for i in range(n)])
-    pads = ctx.shape_tensor([*(pad[2 * i] for i in range(n)), *(pad[2 * i + 1] for i in range(n))])
     if mode != "constant":
         if any(isinstance(p, int) and p < 0 for p in pad):
             ctx.unsupported(f"negative {mode} padding of a complex tensor")
-        return ctx.op.Pad(x, pads, None, axes, mode=mode)
+        return ctx.op.Pad(x, full_pads(ctx, r + 1, pad, skip_last=1), mode=mode)
     value = complex(value or 0)
     if value == 0:
-        return ctx.op.Pad(x, pads, None, axes)
-    re = ctx.op.Pad(_re(ctx, x), pads, ctx.const(value.real, x.dtype), axes)
-    im = ctx.op.Pad(_im(ctx, x), pads, ctx.const(value.imag, x.dtype), axes)
+        return ctx.op.Pad(x, full_pads(ctx, r + 1, pad, skip_last=1))
+    pads = full_pads(ctx, r, pad)
+    re = ctx.op.Pad(_re(ctx, x), pads, ctx.const(value.real, x.dtype))
+    im = ctx.op.Pad(_im(ctx, x), pads, ctx.const(value.imag, x.dtype))
     return _pack(ctx, re, im)
 
 

@@ -1,8 +1,8 @@
 """Padding: constant_pad_nd, reflection_pad{1,2,3}d, replication_pad{1,2,3}d, pad (the high-level op).
 
-torch lists pads from the last dim backwards, (begin, end) pairs; ONNX Pad-18 takes
-``pads = [begins..., ends...]`` for the dims listed in its ``axes`` input, so the pairs map to
-``axes = [-1, -2, ...]`` without touching the other dims. Negative pads crop, in both.
+torch lists pads from the last dim backwards, (begin, end) pairs; ONNX Pad takes
+``pads = [begins..., ends...]`` over every dim (zeros for the dims torch leaves alone; not Pad-18's
+``axes``, see :func:`onnxport.ops._common.full_pads`). Negative pads crop, in both.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import onnx_ir as ir
 import torch
 
-from onnxport.ops._common import INT64_MAX, rank
+from onnxport.ops._common import INT64_MAX, full_pads, rank
 from onnxport.translate.context import Ctx
 from onnxport.translate.registry import translates
 
@@ -44,7 +44,8 @@ def _pad(ctx: Ctx, x: ir.Value, pad: Sequence[int | ir.Value], mode: str, value:
     dtype = x.dtype
     work = x if dtype in _PAD_TYPES else ctx.op.Cast(x, to=ir.DataType.FLOAT)
     fill = None if mode != "constant" else ctx.const(value if value is not None else 0, work.dtype)
-    out = ctx.op.Pad(work, ctx.shape_tensor([*begins, *ends]), fill, ctx.const(axes), mode=mode)
+    pairs = [p for begin, end in zip(begins, ends) for p in (begin, end)]
+    out = ctx.op.Pad(work, full_pads(ctx, r, pairs), fill, mode=mode)
     return out if work is x else ctx.op.Cast(out, to=dtype)
 
 
