@@ -282,3 +282,32 @@ def test_onnxruntime_target_fuses_only_causal_attention(name: str, fused: int) -
     assert result.passed
     ops = [n.op_type for n in result.programs["decoder_model"].model.graph]
     assert ops.count("GroupQueryAttention") == fused and ops.count("MatMulNBits") > 0
+
+
+def test_pixtral_images_sized_by_their_pixels(tmp_path: pathlib.Path) -> None:
+    # Mistral3 (Pixtral tower): image_sizes are the pixel shape, any multiple of patch * merge (8);
+    # one image a run, as transformers.js' LlavaForConditionalGeneration feeds PixtralImageProcessor's
+    model = tiny_models.build("mistral3")
+    result = ohf.export(model, output_dir=tmp_path / "out")
+    assert result.passed
+    vision = result.programs["vision_encoder"].model.graph
+    assert [(v.name, [str(d) for d in v.shape]) for v in [*vision.inputs, *vision.outputs]] == [
+        ("pixel_values", ["1", "3", "8*height", "8*width"]), ("image_features", ["1", "height*width", "64"])]
+    assert {c.inputs for c in result.checks if c.component == "vision_encoder"} == {
+        "pixel_values 1x3x24x16", "pixel_values 1x3x8x32", "pixel_values 1x3x32x8"}  # the sizes after the example 16x24
+    folder = result.output_dir / "onnx"
+    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
+                for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
+    g = torch.Generator().manual_seed(3)
+    pixel_values = torch.randn(2, 3, 24, 40, generator=g)  # a size the export never saw: 3 x 5 tokens
+    text = torch.randint(0, 99, (2, 5), generator=g)
+    input_ids = torch.cat([text[:, :2], torch.full((2, 15), tiny_models.MISTRAL3_IMAGE_TOKEN), text[:, 2:]], dim=1)
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, :2] = 0
+    want = model.generate(input_ids=input_ids, attention_mask=attention_mask, pixel_values=pixel_values,
+                          image_sizes=torch.tensor([[24, 40], [24, 40]]), max_new_tokens=12, do_sample=False,
+                          pad_token_id=0)
+    got = greedy_image_text(sessions, input_ids, attention_mask, pixel_values, tiny_models.MISTRAL3_IMAGE_TOKEN, 12,
+                            pad_token_id=0)
+    assert got.tolist() == want.tolist()
+    assert len(set(got[0, input_ids.shape[1]:].tolist())) >= 3

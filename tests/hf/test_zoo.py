@@ -23,7 +23,7 @@ FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskfor
 # Architectures also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
 STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "whisper-audio", "ast", "detr", "rt-detr", "segformer", "depth-anything", "levit", "clip", "bert-choice", "marian", "m2m100",
-            "bert2bert", "trocr", "vits", "swin"]
+            "bert2bert", "trocr", "vits", "swin", "mistral3"]
 # rt-detr streamed (53 s, the slowest default test) runs with -m slow; its in-memory export stays in FAST.
 # swin in memory (22 s) runs with -m slow: its streamed export and tests/models/test_swin_any_size.py stay
 STREAMED_FAST = {"detr", "marian", "parakeet-ctc", "depth-anything", "levit", "vits", "swin"}
@@ -48,9 +48,12 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
     onnx_files = sorted(p.name for p in (out / "onnx").glob("*.onnx"))  # hub layout
     seq2seq = entry.task in ("text2text-generation", "automatic-speech-recognition", "image-to-text") and "ctc" not in entry.name
     vlm = ["decoder_model_merged.onnx", "embed_tokens.onnx", "vision_encoder.onnx"]
+    if entry.name == "florence2":  # an encoder-decoder language model: transformers.js' four graphs
+        vlm = sorted([*vlm, "encoder_model.onnx"])
     sam = ["prompt_encoder_mask_decoder.onnx", "vision_encoder.onnx"]  # Optimum's split SAM, transformers.js' sessions
     assert onnx_files == (
         vlm if entry.task == "image-text-to-text"
+        else ["audio_encoder.onnx", "decoder_model_merged.onnx", "embed_tokens.onnx"] if entry.task == "audio-text-to-text"
         else sam if entry.task == "mask-generation"
         else ["decoder_model_merged.onnx", "encoder_model.onnx"] if seq2seq else ["model.onnx"]
     )
@@ -64,8 +67,18 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
             for value in [*proto.graph.input, *proto.graph.output]
         }
         flag = dims.pop("use_cache_branch", None)  # Optimum's merged decoder: bool[1]
-        if entry.task == "image-text-to-text":  # transformers.js' three graphs of a LLaVA
-            assert flag is None and all(shape[0] == "batch_size" for shape in dims.values()), dims
+        if entry.name == "mistral3" and name == "vision_encoder.onnx":  # one image a run, sized by its pixels
+            assert dims == {"pixel_values": [1, 3, "8*height", "8*width"], "image_features": [1, "height*width", 64]}
+            continue
+        if entry.task in ("image-text-to-text", "audio-text-to-text"):  # transformers.js' graphs of a LLaVA
+            if name == "embed_tokens.onnx":
+                assert dims["input_ids"] == dims["inputs_embeds"][:2] == ["batch_size", "sequence_length"]
+            if entry.name == "florence2" or name != "decoder_model_merged.onnx":  # vision towers: tests/hf/test_vision_language.py
+                continue
+            assert flag is None
+            if entry.name.startswith("qwen2"):  # the 3-row multimodal rotary positions
+                assert dims.pop("position_ids") == [3, "batch_size", "sequence_length"]
+            assert all(shape[0] == "batch_size" for shape in dims.values()), dims
             if name == "decoder_model_merged.onnx":
                 assert dims["inputs_embeds"] == ["batch_size", "sequence_length", 64]
                 assert dims["past_key_values.0.key"][2] == "past_sequence_length"

@@ -488,6 +488,26 @@ class ImagePatchFeatures(torch.nn.Module):
         return torch.cat(list(features)) if isinstance(features, (list, tuple)) else features
 
 
+class PixelSizedImageFeatures(torch.nn.Module):
+    """``pixel_values`` ``[1, C, H, W]`` → ``image_features`` ``[1, image_tokens, hidden]``:
+    Mistral3's and LightOn-OCR's Pixtral path, whose ``get_image_features`` takes ``image_sizes``,
+    here the pixel shape ``(H, W)``. transformers.js' ``PixtralImageProcessor`` resizes each image
+    to multiples of ``patch_size * spatial_merge_size`` and its ``LlavaForConditionalGeneration``
+    feeds ``pixel_values`` alone, so the image is its whole tensor; ``image_tokens`` is
+    ``(H / patch / merge) * (W / patch / merge)``. One image a run: Pixtral's tower and its patch
+    merger loop over the images in Python, a count a capture would fix."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        sizes = [(pixel_values.shape[2], pixel_values.shape[3])]
+        out = cast(Any, self.model).get_image_features(pixel_values=pixel_values, image_sizes=sizes)
+        features = getattr(out, "pooler_output", out)
+        return torch.stack(list(features)) if isinstance(features, (list, tuple)) else features
+
+
 @contextlib.contextmanager
 def image_batch_kept_whole(module: torch.nn.Module) -> Iterator[None]:
     """For an :class:`ImageFeatures` ``module``: within the block, ``list(tensor)`` in the modules

@@ -163,7 +163,8 @@ def greedy_image_text(
             ``decoder_model_merged``, in that order.
         input_ids: ``(batch, prompt)`` ids holding one run of image tokens per image, left-padded.
         attention_mask: ``(batch, prompt)``, 0 at padding.
-        pixel_values: ``(images, C, H, W)`` at the processor's size; for a vision graph taking
+        pixel_values: ``(images, C, H, W)`` at the processor's size (a vision graph of one image,
+            Mistral3's, runs once per image); for a vision graph taking
             ``pixel_attention_mask`` (Idefics3, SmolVLM) ``(batch, images, C, H, W)``, padding
             images all zeros.
         image_token_id: The config's ``image_token_id``.
@@ -183,7 +184,11 @@ def greedy_image_text(
         images[PIXEL_MASK] = pixel_attention_mask.numpy()
     if grid_thw is not None:  # grid_thw (Qwen2-VL) or image_grid_thw (Qwen2.5-VL): the graph's second input
         images[vision.get_inputs()[1].name] = grid_thw.numpy().astype(np.int64)
-    features = torch.from_numpy(vision.run(None, images)[0])
+    if vision.get_inputs()[0].shape[0] == 1:  # one image a run (Mistral3's Pixtral tower), as transformers.js feeds it
+        runs = [vision.run(None, {"pixel_values": image[None].numpy()})[0] for image in pixel_values]
+        features = torch.from_numpy(np.concatenate(runs))
+    else:
+        features = torch.from_numpy(vision.run(None, images)[0])
     return _decode_merged(embed, decoder, input_ids, attention_mask, features, token_id=image_token_id,
                           max_new_tokens=max_new_tokens, eos=_ids(eos_token_id), pad=pad_token_id, rope=rope)
 

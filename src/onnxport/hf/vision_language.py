@@ -20,6 +20,10 @@ transformers.js' ``Idefics3ForConditionalGeneration`` feeds and reads them.
 
 Qwen2-VL's and Qwen2.5-VL's patch grids and 3-row rotary positions: :mod:`onnxport.hf.multimodal_rope`.
 
+Mistral3 and LightOn-OCR (Pixtral towers) take ``pixel_values`` ``[1, C, H, W]`` of one image at
+any multiple of ``patch_size * spatial_merge_size``, its size being its ``image_sizes``
+(:func:`sized_by_pixels`).
+
 Models whose image path needs more than that (image sizes: LLaVA-NeXT; other grid towers:
 Qwen3-VL, GLM-4V) or whose decoder needs more than embeddings, token types and those
 positions are refused before any export.
@@ -35,7 +39,7 @@ import torch
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import multimodal_rope
-from onnxport.hf.dims import BATCH, IMAGES, SEQUENCE
+from onnxport.hf.dims import BATCH, IMAGES, SEQUENCE, image_sides
 from onnxport.hf.loading import LoadedModel
 from onnxport.hf.parts import Component, Sizes, image_size, token_ids
 from onnxport.hf.parts import generator as _generator
@@ -63,6 +67,7 @@ def token_types(input_ids: torch.Tensor, image_token_id: int) -> torch.Tensor:
 # SmolVLM take ``pixel_values`` ``[batch, images, C, H, W]`` with a pixel mask (:data:`PIXEL_MASK`,
 # supported: :class:`onnxport.hf.cache.ImagePatchFeatures`); the others are refused.
 PIXEL_MASK = "pixel_attention_mask"
+IMAGE_SIZES = "image_sizes"
 _IMAGE_LAYOUTS = (PIXEL_MASK, "patch_attention_mask", "spatial_shapes")
 
 
@@ -89,7 +94,8 @@ def check_model(model: torch.nn.Module) -> None:
             f"{name} has no get_image_features/image_token_id: image-text-to-text exports LLaVA-style models "
             "(image features written at image tokens). Export its parts with onnxport.export."
         )
-    extra = [name for name in _extra_image_inputs(model) if not (name == PIXEL_MASK and takes_pixel_mask(model))]
+    extra = [name for name in _extra_image_inputs(model) if not (name == PIXEL_MASK and takes_pixel_mask(model))
+             and not (name == IMAGE_SIZES and sized_by_pixels(model))]
     forward = inspect.signature(model.forward).parameters
     extras = [p for p in _DECODER_EXTRAS if p in forward]
     if multimodal_rope.supports(model):  # Qwen2-VL: the grid and 3-row positions (onnxport.hf.multimodal_rope)
@@ -98,9 +104,37 @@ def check_model(model: torch.nn.Module) -> None:
         raise HFError(
             f"{name}'s image path needs more than pixel_values ({', '.join(extra + extras)}): image-text-to-text "
             "exports models whose images are pixel_values of one size and whose decoder reads only embeddings "
-            "(LLaVA, Aya Vision, InternVL, Mistral3-style projectors), image splits with a pixel mask (Idefics3, "
-            "SmolVLM) or Qwen2-VL / Qwen2.5-VL patch grids. Export its parts with onnxport.export."
+            "(LLaVA, Aya Vision, InternVL), Pixtral towers sized by their pixels (Mistral3, LightOn-OCR), image "
+            "splits with a pixel mask (Idefics3, SmolVLM) or Qwen2-VL / Qwen2.5-VL patch grids. Export its parts with onnxport.export."
         )
+
+
+def sized_by_pixels(model: torch.nn.Module) -> bool:
+    """Whether the image path is a Pixtral tower whose ``image_sizes`` are each image's pixel shape
+    (Mistral3, LightOn-OCR: the processor resizes to patch multiples without padding); the vision
+    graph is then :class:`onnxport.hf.cache.PixelSizedImageFeatures`, one image of any patch-multiple
+    size a run. LLaVA-NeXT's ``image_sizes`` (the original size, its patches unpadded by it) stay refused."""
+    vision_config = getattr(model.config, "vision_config", None)
+    return getattr(vision_config, "model_type", None) == "pixtral" and IMAGE_SIZES in _extra_image_inputs(model)
+
+
+def _pixel_sized_vision(model: torch.nn.Module, channels: int) -> Component:
+    """The ``vision_encoder`` of a :func:`sized_by_pixels` model: ``pixel_values`` ``[1, C,
+    m * height, m * width]``, ``m = patch_size * spatial_merge_size``; the example and the
+    validation sides vary with the input set (2m x 3m, then 3m x 2m, m x 4m, 4m x m), within the
+    tower's ``image_size``."""
+    vision_config: Any = cast(Any, model.config).vision_config
+    multiple = vision_config.patch_size * getattr(model.config, "spatial_merge_size", 1)
+    most = max(vision_config.image_size // multiple, 1)
+    shapes = ((2, 3), (3, 2), (1, 4), (4, 1))
+
+    def images(sizes: Sizes) -> dict[str, Any]:
+        rows, cols = (min(n, most) * multiple for n in shapes[sizes.seed % len(shapes)])
+        return {"pixel_values": torch.randn(1, channels, rows, cols, generator=_generator(sizes))}
+
+    sides = image_sides(multiple)
+    return Component("vision_encoder", wrappers.PixelSizedImageFeatures(model), images,
+                     {"pixel_values": {2: sides[2], 3: sides[3]}}, ["pixel_values"], [IMAGE_FEATURES])
 
 
 def encoder_decoder(model: torch.nn.Module) -> bool:
@@ -157,6 +191,8 @@ def components(loaded: LoadedModel) -> list[Component]:
 
     if multimodal_rope.supports(model):
         vision = multimodal_rope.vision_component(loaded)
+    elif sized_by_pixels(model):
+        vision = _pixel_sized_vision(model, channels)
     elif takes_pixel_mask(model):
         split = {0: BATCH, 1: IMAGES}
         vision = Component("vision_encoder", wrappers.ImagePatchFeatures(model),
@@ -191,4 +227,4 @@ def merge(input_ids: torch.Tensor, inputs_embeds: torch.Tensor, image_features: 
 
 
 __all__ = ["IMAGE_FEATURES", "PIXEL_MASK", "TOKEN_TYPES", "check_model", "components", "encoder_decoder", "image_splits", "merge",
-           "takes_pixel_mask", "takes_token_types", "token_types"]
+           "sized_by_pixels", "takes_pixel_mask", "takes_token_types", "token_types"]

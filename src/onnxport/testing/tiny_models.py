@@ -533,6 +533,28 @@ def _qwen2_5_vl(**overrides: Any) -> Any:
     return _qwen_vl("Qwen2_5_VL", vision, overrides)
 
 
+MISTRAL3_IMAGE_TOKEN = 290
+
+
+def _mistral3(**overrides: Any) -> Any:
+    """A ``Mistral3ForConditionalGeneration``: a 2-layer Pixtral tower (patch 4, 2D rotary, at most
+    64x64 pixels) whose patch merger joins 2x2 patches, so an image of ``8h x 8w`` pixels is
+    ``h * w`` tokens of image token 290, and a 2-layer Mistral text model."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 300, "max_position_embeddings": 512,
+            "initializer_range": 0.2, "model_type": "mistral"}
+    vision = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "image_size": 64, "patch_size": 4, "head_dim": 8, "model_type": "pixtral"}
+    config = transformers.Mistral3Config(text_config=text, vision_config=vision, image_token_index=MISTRAL3_IMAGE_TOKEN,
+                                         spatial_merge_size=2, vision_feature_layer=-1)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.Mistral3ForConditionalGeneration(config).eval()
+
+
 VOXTRAL_AUDIO_TOKEN = 290
 
 
@@ -636,6 +658,7 @@ ZOO.append(Entry("smolvlm", "image-text-to-text", _smolvlm))
 ZOO.append(Entry("florence2", "image-text-to-text", _florence2))
 ZOO.append(Entry("qwen2-vl", "image-text-to-text", _qwen2_vl))
 ZOO.append(Entry("qwen2.5-vl", "image-text-to-text", _qwen2_5_vl))
+ZOO.append(Entry("mistral3", "image-text-to-text", _mistral3))
 ZOO.append(Entry("voxtral", "audio-text-to-text", _voxtral))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
