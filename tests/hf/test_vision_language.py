@@ -18,6 +18,7 @@ import onnxport.hf as ohf
 from onnxport.errors import HFError
 from onnxport.hf.generate import greedy_image_text, greedy_image_text_seq2seq, greedy_seq2seq
 from onnxport.hf.multimodal_rope import grid_positions, window_order
+from onnxport.hf.naflex import resized_positions
 from onnxport.hf.vision_language import merge
 from onnxport.testing import tiny_models
 
@@ -129,11 +130,13 @@ def test_florence2_encoder_decoder_in_four_graphs(tmp_path: pathlib.Path) -> Non
     assert len(set(got[0].tolist())) >= 4  # not a degenerate repetition
 
 
-@pytest.mark.parametrize(("name", "grid_input"), [("qwen2-vl", "grid_thw"), ("qwen2.5-vl", "image_grid_thw")])
+@pytest.mark.parametrize(("name", "grid_input"), [("qwen2-vl", "grid_thw"), ("qwen2.5-vl", "image_grid_thw"),
+                                                  ("qwen3.5-vl", "image_grid_thw")])
 def test_qwen2_vl_patch_grids_and_multimodal_positions(name: str, grid_input: str, tmp_path: pathlib.Path) -> None:
     # Qwen2-VL: flattened patches + grid_thw through the tower with its per-image positions and
-    # attention segments computed in the graph (Qwen2.5-VL: and its window order); the decoder
-    # takes transformers' 3-row positions
+    # attention segments computed in the graph (Qwen2.5-VL: and its window order; Qwen3.5: its
+    # interpolated position table); the decoder takes transformers' 3-row positions (Qwen3.5: with
+    # its gated-delta-rule states)
     model = tiny_models.build(name)
     result = ohf.export(model, output_dir=tmp_path / "out")
     assert result.passed
@@ -142,6 +145,8 @@ def test_qwen2_vl_patch_grids_and_multimodal_positions(name: str, grid_input: st
         ("pixel_values", ["4*num_merged_patches", "96"]), (grid_input, ["num_images", "3"])]
     decoder = result.programs["decoder_model"].model.graph
     assert [str(d) for d in decoder.inputs[2].shape] == ["3", "batch_size", "sequence_length"]
+    if name == "qwen3.5-vl":  # transformers.js names a gated delta rule's state past_recurrent
+        assert [v.name for v in decoder.inputs][3:5] == ["past_conv.0", "past_recurrent.0"]
     folder = result.output_dir / "onnx"
     sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
                 for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
@@ -164,6 +169,8 @@ def test_qwen2_vl_patch_grids_and_multimodal_positions(name: str, grid_input: st
     config = json.loads((result.output_dir / "config.json").read_text())
     if name == "qwen2-vl":  # transformers.js reads a qwen2_vl config flat (qwen2_5_vl: its text_config)
         assert (config["num_hidden_layers"], config["num_key_value_heads"], config["text_config"]["num_hidden_layers"]) == (2, 2, 2)
+    elif name == "qwen3.5-vl":  # and a qwen3_5 config flat too (its default normalized config)
+        assert (config["num_hidden_layers"], config["text_config"]["num_hidden_layers"]) == (4, 4)
     else:
         assert "num_hidden_layers" not in config and config["text_config"]["num_hidden_layers"] == 2
 
@@ -311,3 +318,50 @@ def test_pixtral_images_sized_by_their_pixels(tmp_path: pathlib.Path) -> None:
                             pad_token_id=0)
     assert got.tolist() == want.tolist()
     assert len(set(got[0, input_ids.shape[1]:].tolist())) >= 3
+
+
+def test_naflex_tiles_of_several_shapes(tmp_path: pathlib.Path) -> None:
+    # LFM2-VL: padded patch sequences of tiles of any aspect ratio; the graph resizes SigLIP2's
+    # position table and unshuffles every tile at once (transformers loops over the tiles)
+    model = tiny_models.build("lfm2-vl")
+    result = ohf.export(model, output_dir=tmp_path / "out")
+    assert result.passed
+    vision = result.programs["vision_encoder"].model.graph
+    assert [(v.name, str(v.dtype), [str(d) for d in v.shape]) for v in vision.inputs] == [
+        ("pixel_values", "FLOAT", ["num_images", "num_patches", "48"]),
+        ("pixel_attention_mask", "INT64", ["num_images", "num_patches"]), ("spatial_shapes", "INT64", ["num_images", "2"])]
+    folder = result.output_dir / "onnx"
+    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
+                for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
+    g = torch.Generator().manual_seed(3)
+    shapes = torch.tensor([[6, 10], [8, 2], [4, 4]])  # wider, taller and smaller than the 4x4 table: 22 tokens
+    pixel_values = torch.zeros(3, 64, 48)
+    pixel_attention_mask = torch.zeros(3, 64, dtype=torch.int64)
+    for i, (h, w) in enumerate(shapes.tolist()):
+        pixel_values[i, : h * w] = torch.randn(h * w, 48, generator=g)
+        pixel_attention_mask[i, : h * w] = 1
+    text = torch.randint(3, 280, (2, 5), generator=g)
+    # the first row holds the first two tiles (19 tokens), the second the last (4 tokens), left-padded
+    first = torch.cat([text[0, :2], torch.full((19,), tiny_models.LFM2_VL_IMAGE_TOKEN), text[0, 2:]])
+    second = torch.cat([torch.zeros(15, dtype=torch.int64), text[1, :2], torch.full((4,), tiny_models.LFM2_VL_IMAGE_TOKEN), text[1, 2:]])
+    input_ids = torch.stack([first, second])
+    attention_mask = (torch.arange(input_ids.shape[1]) >= torch.tensor([[0], [15]])).long()
+    inputs = {"pixel_values": pixel_values, "pixel_attention_mask": pixel_attention_mask, "spatial_shapes": shapes}
+    want = model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=12, do_sample=False,
+                          pad_token_id=0, **inputs)
+    got = greedy_image_text(sessions, input_ids, attention_mask, pixel_values, tiny_models.LFM2_VL_IMAGE_TOKEN, 12,
+                            pad_token_id=0, pixel_attention_mask=pixel_attention_mask, spatial_shapes=shapes)
+    assert got.tolist() == want.tolist()
+    assert len(set(got[0, input_ids.shape[1]:].tolist())) >= 3
+
+
+@pytest.mark.parametrize("side", [4, 16])
+def test_antialiased_weights_equal_torch_interpolate(side: int) -> None:
+    # PyTorch's bilinear antialias filter, shrinking and growing each axis (outputs of >= 2 positions)
+    table = torch.randn(side, side, 8, generator=torch.Generator().manual_seed(side))
+    for rows, columns in [(2, 2), (side, side), (3, 2 * side + 1), (2 * side, 2), (5, side - 1), (side + 3, 7)]:
+        want = torch.nn.functional.interpolate(table.permute(2, 0, 1)[None], size=(rows, columns), mode="bilinear",
+                                               align_corners=False, antialias=True)[0].reshape(8, -1).T
+        got = resized_positions(table, torch.tensor([[rows, columns]]), rows * columns + 3)[0]
+        torch.testing.assert_close(got[: rows * columns], want, rtol=1e-5, atol=1e-6)
+        assert torch.equal(got[rows * columns:], got[:1].expand(3, -1))  # padding: the first embedding

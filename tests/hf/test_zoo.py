@@ -23,7 +23,7 @@ FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskfor
 # Architectures also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
 STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "whisper-audio", "ast", "detr", "rt-detr", "segformer", "depth-anything", "levit", "clip", "bert-choice", "marian", "m2m100",
-            "bert2bert", "trocr", "vits", "swin", "mistral3"]
+            "bert2bert", "trocr", "vits", "swin", "mistral3", "qwen3.5-vl", "lfm2-vl"]
 # rt-detr streamed (53 s, the slowest default test) runs with -m slow; its in-memory export stays in FAST.
 # swin in memory (22 s) runs with -m slow: its streamed export and tests/models/test_swin_any_size.py stay
 STREAMED_FAST = {"detr", "marian", "parakeet-ctc", "depth-anything", "levit", "vits", "swin"}
@@ -76,13 +76,14 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
             if entry.name == "florence2" or name != "decoder_model_merged.onnx":  # vision towers: tests/hf/test_vision_language.py
                 continue
             assert flag is None
-            if entry.name.startswith("qwen2"):  # the 3-row multimodal rotary positions
+            if entry.name.startswith("qwen"):  # the 3-row multimodal rotary positions
                 assert dims.pop("position_ids") == [3, "batch_size", "sequence_length"]
             assert all(shape[0] == "batch_size" for shape in dims.values()), dims
             if name == "decoder_model_merged.onnx":
                 assert dims["inputs_embeds"] == ["batch_size", "sequence_length", 64]
-                assert dims["past_key_values.0.key"][2] == "past_sequence_length"
-                assert dims["present.0.key"][2] == "total_sequence_length"
+                first = min(int(k.split(".")[1]) for k in dims if k.startswith("past_key_values."))  # after state layers
+                assert dims[f"past_key_values.{first}.key"][2] == "past_sequence_length"
+                assert dims[f"present.{first}.key"][2] == "total_sequence_length"
                 assert dims["attention_mask"][1] == "total_sequence_length"
             continue
         if entry.task == "mask-generation":  # one image's embeddings for any number of prompts

@@ -148,6 +148,7 @@ def greedy_image_text(
     eos_token_id: Any = None,
     pad_token_id: int | None = None,
     pixel_attention_mask: torch.Tensor | None = None,
+    spatial_shapes: torch.Tensor | None = None,
     grid_thw: torch.Tensor | None = None,
     rope: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
@@ -169,7 +170,10 @@ def greedy_image_text(
             images all zeros.
         image_token_id: The config's ``image_token_id``.
         max_new_tokens, eos_token_id, pad_token_id: As :func:`greedy_causal_lm`.
-        pixel_attention_mask: ``(batch, images, H, W)`` bool, fed with ``pixel_values`` when given.
+        pixel_attention_mask: ``(batch, images, H, W)`` bool, fed with ``pixel_values`` when given;
+            for LFM2-VL's padded tiles ``(tiles, patches)`` int64 (:mod:`onnxport.hf.naflex`).
+        spatial_shapes: LFM2-VL's ``(tiles, 2)`` patch grids, fed when given (``pixel_values`` then
+            ``(tiles, patches, C * patch²)``).
         grid_thw: Qwen2-VL's and Qwen2.5-VL's ``(images, 3)`` patch grids, fed with
             ``pixel_values`` (then its flattened patches) when given (:mod:`onnxport.hf.multimodal_rope`).
         rope: Qwen2-VL's prompt positions and deltas (transformers' ``get_rope_index``): see
@@ -182,6 +186,8 @@ def greedy_image_text(
     images = {"pixel_values": pixel_values.numpy()}
     if pixel_attention_mask is not None:
         images[PIXEL_MASK] = pixel_attention_mask.numpy()
+    if spatial_shapes is not None:
+        images["spatial_shapes"] = spatial_shapes.numpy().astype(np.int64)
     if grid_thw is not None:  # grid_thw (Qwen2-VL) or image_grid_thw (Qwen2.5-VL): the graph's second input
         images[vision.get_inputs()[1].name] = grid_thw.numpy().astype(np.int64)
     if vision.get_inputs()[0].shape[0] == 1:  # one image a run (Mistral3's Pixtral tower), as transformers.js feeds it

@@ -241,7 +241,10 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
             "time), so one graph cannot serve the prompt and the decode steps."
         )
     dtype = next(model.parameters()).dtype
-    entries = cache_entries(layers, getattr(config, "model_type", None), wrappers.fused_key_value(config))
+    # a VLM's states are named by its language model's type, as transformers.js' getCacheNames
+    # delegates to text_config for qwen3_5 and lfm2_vl
+    text_type = getattr(config.get_text_config(), "model_type", None)
+    entries = cache_entries(layers, text_type, wrappers.fused_key_value(config))
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)

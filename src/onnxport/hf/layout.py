@@ -57,8 +57,9 @@ def model_path(component: str, layout: str) -> Path:
 
 # Model types whose hub config.json keeps the language model's fields at the top level (written by
 # transformers 4), where transformers.js 4.3.1 reads them (src/configs.js getNormalizedConfig reads
-# `qwen2_vl` flat); transformers 5 nests them in `text_config`.
-_FLAT_TEXT_CONFIGS = frozenset({"qwen2_vl"})
+# `qwen2_vl` flat and has no case for `qwen3_5`, so it reads the top level too); transformers 5
+# nests them in `text_config`.
+_FLAT_TEXT_CONFIGS = frozenset({"qwen2_vl", "qwen3_5", "qwen3_5_moe"})
 
 
 def flatten_text_config(path: Path) -> None:

@@ -1,7 +1,8 @@
 """Vision-language models with a patch-grid vision tower and multimodal rotary positions (Qwen2-VL,
-Qwen2.5-VL): the vision graph and the decoder's 3-row positions, as transformers.js'
-``Qwen2VLForConditionalGeneration`` runs them (``src/models/qwen2_vl/modeling_qwen2_vl.js``;
-Qwen2.5-VL names the grid input ``image_grid_thw``, ``src/models/qwen2_5_vl``):
+Qwen2.5-VL, Qwen3.5 and Qwen3.5-MoE): the vision graph and the decoder's 3-row positions, as
+transformers.js' ``Qwen2VLForConditionalGeneration`` runs them
+(``src/models/qwen2_vl/modeling_qwen2_vl.js``; Qwen2.5-VL and its subclass Qwen3.5 name the grid
+input ``image_grid_thw``, ``src/models/qwen2_5_vl``, ``src/models/qwen3_5``):
 
 - ``vision_encoder.onnx``: ``pixel_values`` ``[num_patches, C * temporal_patch * patch * patch]``
   (the processor's flattened patches of every image, image after image) and ``grid_thw``
@@ -20,7 +21,10 @@ the segment boundaries (:func:`varlen_attention`, registered as a transformers a
 whose name marks it as a varlen kernel, so the tower hands it ``cu_seq_lens_q``). Qwen2.5-VL's
 window attention reorders the merged tokens window by window and attends within each window on
 most blocks; :func:`window_order` computes that order and the window boundaries with tensor ops,
-handed to the tower as its precomputed ``window_index`` / ``cu_window_seqlens``.
+handed to the tower as its precomputed ``window_index`` / ``cu_window_seqlens``. Qwen3.5's tower
+resamples a learned position table to each grid with transformers'
+``get_vision_interpolation_indices_and_weights``, already tensor ops (``repeat_interleave`` over
+the grid), which the capture keeps as it is.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ from onnxport.hf.parts import Component, Sizes
 from onnxport.hf.parts import generator as _generator
 
 GRID = "grid_thw"  # transformers.js' name for the vision graph's grid input (image_grid_thw_name)
-_GRID_NAMES = {"qwen2_5_vl": "image_grid_thw"}  # transformers.js' Qwen2_5_VLForConditionalGeneration
+# transformers.js' Qwen2_5_VLForConditionalGeneration and its subclasses (Qwen3.5)
+_GRID_NAMES = {"qwen2_5_vl": "image_grid_thw", "qwen3_5": "image_grid_thw", "qwen3_5_moe": "image_grid_thw"}
 _FRAME_KEY = 1 << 24  # window_order: frame start x this + window number (< 2^24 windows a frame)
 # A transformers attention implementation name: "flash" in it makes the tower pass cu_seq_lens_q
 # (transformers.utils.generic.is_flash_attention_requested); the function is plain SDPA.
@@ -122,10 +127,11 @@ def _tower(model: torch.nn.Module) -> Any:
 
 
 def supports(model: torch.nn.Module) -> bool:
-    """Whether the model's vision tower is Qwen2-VL's or Qwen2.5-VL's: a ``visual`` module whose
-    forward takes ``(hidden_states, grid_thw)`` and reads only the per-image positions, attention
-    segments and (Qwen2.5-VL) window order (no interpolated position table or deepstack:
-    Qwen3-VL; no per-image position table: GLM-4V)."""
+    """Whether the model's vision tower is Qwen2-VL's, Qwen2.5-VL's or Qwen3.5's: a ``visual`` module
+    whose forward takes ``(hidden_states, grid_thw)`` and reads only the per-image positions,
+    attention segments, (Qwen2.5-VL) window order and (Qwen3.5) interpolated position table: no
+    deepstack features (Qwen3-VL: its decoder adds them at the image tokens, an input transformers.js'
+    graphs do not have) and no per-image position table (GLM-4V)."""
     tower = _tower(model)
     if tower is None or not hasattr(tower, "spatial_merge_size"):
         return False

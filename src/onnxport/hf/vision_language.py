@@ -38,7 +38,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import cache as wrappers
-from onnxport.hf import multimodal_rope
+from onnxport.hf import multimodal_rope, naflex
 from onnxport.hf.dims import BATCH, IMAGES, SEQUENCE, image_sides
 from onnxport.hf.loading import LoadedModel
 from onnxport.hf.parts import Component, Sizes, image_size, token_ids
@@ -100,12 +100,14 @@ def check_model(model: torch.nn.Module) -> None:
     extras = [p for p in _DECODER_EXTRAS if p in forward]
     if multimodal_rope.supports(model):  # Qwen2-VL: the grid and 3-row positions (onnxport.hf.multimodal_rope)
         extra, extras = [n for n in extra if n != "image_grid_thw"], []
+    if naflex.supports(model):  # LFM2-VL: padded tiles (onnxport.hf.naflex)
+        extra = [n for n in extra if n not in (naflex.PIXEL_MASK, naflex.SPATIAL_SHAPES)]
     if extra or extras:
         raise HFError(
             f"{name}'s image path needs more than pixel_values ({', '.join(extra + extras)}): image-text-to-text "
             "exports models whose images are pixel_values of one size and whose decoder reads only embeddings "
             "(LLaVA, Aya Vision, InternVL), Pixtral towers sized by their pixels (Mistral3, LightOn-OCR), image "
-            "splits with a pixel mask (Idefics3, SmolVLM) or Qwen2-VL / Qwen2.5-VL patch grids. Export its parts with onnxport.export."
+            "splits with a pixel mask (Idefics3, SmolVLM), NaFlex tiles (LFM2-VL) or Qwen2-VL / Qwen2.5-VL / Qwen3.5 patch grids. Export its parts with onnxport.export."
         )
 
 
@@ -191,6 +193,8 @@ def components(loaded: LoadedModel) -> list[Component]:
 
     if multimodal_rope.supports(model):
         vision = multimodal_rope.vision_component(loaded)
+    elif naflex.supports(model):
+        vision = naflex.vision_component(loaded)
     elif sized_by_pixels(model):
         vision = _pixel_sized_vision(model, channels)
     elif takes_pixel_mask(model):

@@ -533,6 +533,53 @@ def _qwen2_5_vl(**overrides: Any) -> Any:
     return _qwen_vl("Qwen2_5_VL", vision, overrides)
 
 
+def _qwen3_5_vl(**overrides: Any) -> Any:
+    """A ``Qwen3_5ForConditionalGeneration``: a 2-block Qwen3.5 vision tower (4x4 patches of 2
+    frames merged 2x2, a 4x4 learned position table interpolated to each grid) and a 4-layer
+    Qwen3.5 text model (gated-delta-rule layers between full attention layers, interleaved
+    multimodal rotary sections (2, 1, 1) on half the head); the Qwen2-VL token ids."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    text = {**_QWEN2_VL_TEXT, "num_hidden_layers": 4, "head_dim": 16,
+            "layer_types": ["linear_attention", "full_attention"] * 2, "linear_num_value_heads": 4,
+            "linear_num_key_heads": 2, "linear_key_head_dim": 16, "linear_value_head_dim": 16,
+            "linear_conv_kernel_dim": 4,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1],
+                                "mrope_interleaved": True, "partial_rotary_factor": 0.5}}
+    vision = {"depth": 2, "hidden_size": 32, "intermediate_size": 48, "num_heads": 4, "patch_size": 4,
+              "temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": 64, "num_position_embeddings": 16,
+              "in_channels": 3}
+    torch.manual_seed(0)
+    config = transformers.Qwen3_5Config(text_config=text, vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
+                                        video_token_id=291, vision_start_token_id=QWEN2_VL_VISION_START,
+                                        vision_end_token_id=293)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.Qwen3_5ForConditionalGeneration(config).eval()
+
+
+LFM2_VL_IMAGE_TOKEN = 290
+
+
+def _lfm2_vl(**overrides: Any) -> Any:
+    """An ``Lfm2VlForConditionalGeneration``: a 2-layer SigLIP2 NaFlex tower (4x4-pixel patches, a
+    4x4 position table resized to each tile) whose tiles are pixel-unshuffled by 2 into the tokens
+    of image token 290, and a 2-layer LFM2 text model (a short-convolution layer, then attention)."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 512,
+            "layer_types": ["conv", "full_attention"], "initializer_range": 0.2, "model_type": "lfm2"}
+    vision = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "patch_size": 4, "num_patches": 16, "model_type": "siglip2_vision_model"}
+    config = transformers.Lfm2VlConfig(text_config=text, vision_config=vision, image_token_id=LFM2_VL_IMAGE_TOKEN,
+                                       downsample_factor=2, projector_hidden_size=48)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.Lfm2VlForConditionalGeneration(config).eval()
+
+
 MISTRAL3_IMAGE_TOKEN = 290
 
 
@@ -658,7 +705,9 @@ ZOO.append(Entry("smolvlm", "image-text-to-text", _smolvlm))
 ZOO.append(Entry("florence2", "image-text-to-text", _florence2))
 ZOO.append(Entry("qwen2-vl", "image-text-to-text", _qwen2_vl))
 ZOO.append(Entry("qwen2.5-vl", "image-text-to-text", _qwen2_5_vl))
+ZOO.append(Entry("qwen3.5-vl", "image-text-to-text", _qwen3_5_vl))
 ZOO.append(Entry("mistral3", "image-text-to-text", _mistral3))
+ZOO.append(Entry("lfm2-vl", "image-text-to-text", _lfm2_vl))
 ZOO.append(Entry("voxtral", "audio-text-to-text", _voxtral))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
