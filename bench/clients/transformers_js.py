@@ -31,7 +31,8 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
   or two 32x32 splits with their ``pixel_attention_mask``), of a tiny Qwen2-VL and Qwen2.5-VL (one
   4x6 patch grid; transformers.js computes the 3-row positions), of a tiny Qwen3.5 (the same grid;
   its gated-delta-rule states and interpolated position table), of a tiny Mistral3 (one 24x40
-  image, its Pixtral tower sized by the pixels), of a tiny Florence-2 (with
+  image, its Pixtral tower sized by the pixels), of a tiny LFM2-VL (two NaFlex tiles of other
+  shapes), of a tiny Florence-2 (with
   ``encoder_model.onnx``; one 64x64 image) and ``AutoModelForAudioTextToText.generate`` of a tiny
   Voxtral (``audio_encoder.onnx``; two log-mel chunks), 10 greedy tokens each, vs transformers' ``generate``
   with the images;
@@ -72,7 +73,7 @@ SENTENCES = [
 NEW_TOKENS = 20
 SEQ2SEQ = ("bart", "whisper", "moonshine", "trocr")  # encoder-decoders (onnxport.testing.tiny_models)
 # image-/audio-text-to-text (onnxport.testing.tiny_models; inputs: image_text_inputs)
-VLMS = ("llava", "smolvlm", "florence2", "qwen2-vl", "qwen2.5-vl", "qwen3.5-vl", "mistral3", "voxtral")
+VLMS = ("llava", "smolvlm", "florence2", "qwen2-vl", "qwen2.5-vl", "qwen3.5-vl", "mistral3", "lfm2-vl", "voxtral")
 
 
 def install(scratch: pathlib.Path) -> None:
@@ -277,7 +278,9 @@ def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
     and two 32x32 image splits with their pixel mask (``[1, 2, ...]``, as its processor's output);
     for Florence-2 a prompt without image tokens (transformers.js puts the image features before
     it) and a random 64x64 image; for Qwen2-VL and Qwen2.5-VL a prompt around 6 image tokens and
-    the 24 flattened patches of one 4x6 patch grid (Qwen3.5 too); for Mistral3 a prompt around 15 image tokens
+    the 24 flattened patches of one 4x6 patch grid (Qwen3.5 too); for LFM2-VL a prompt around 8
+    image tokens and two tiles of 4x6 and 2x4 patches padded to 32 (its processor's three inputs);
+    for Mistral3 a prompt around 15 image tokens
     and one 24x40 image (3 x 5 merged patches, a size the export did not see); for Voxtral a prompt around 50 audio tokens and
     two chunks of 16x100 log-mel features (``audio_values``, as its transformers.js processor)."""
     g = torch.Generator().manual_seed(3)
@@ -289,7 +292,13 @@ def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
     qwen = torch.cat([text[:, :2], torch.tensor([image]), text[:, 2:]], dim=1)
     voxtral = torch.cat([text[:, :2], torch.full((1, 50), tiny_models.VOXTRAL_AUDIO_TOKEN), text[:, 2:]], dim=1)
     mistral = torch.cat([text[:, :2], torch.full((1, 15), tiny_models.MISTRAL3_IMAGE_TOKEN), text[:, 2:]], dim=1)
+    lfm2 = torch.cat([text[:, :2], torch.full((1, 8), tiny_models.LFM2_VL_IMAGE_TOKEN), text[:, 2:]], dim=1)
+    tiles = torch.randn(2, 32, 48, generator=g)  # a 4x6-patch tile and a 2x4 one, padded to 32 patches
+    tiles[0, 24:], tiles[1, 8:] = 0.0, 0.0
+    tile_mask = (torch.arange(32) < torch.tensor([[24], [8]])).long()
     return {
+        "lfm2-vl": {"input_ids": lfm2, "attention_mask": torch.ones_like(lfm2), "pixel_values": tiles,
+                    "pixel_attention_mask": tile_mask, "spatial_shapes": torch.tensor([[4, 6], [2, 4]])},
         "mistral3": {"input_ids": mistral, "attention_mask": torch.ones_like(mistral),
                      "pixel_values": torch.randn(1, 3, 24, 40, generator=g)},
         "qwen2-vl": {"input_ids": qwen, "attention_mask": torch.ones_like(qwen),
