@@ -30,7 +30,8 @@ transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-q
   (``vision_encoder.onnx``, ``embed_tokens.onnx``, ``decoder_model_merged.onnx``; one 32x32 image,
   or two 32x32 splits with their ``pixel_attention_mask``), of a tiny Qwen2-VL and Qwen2.5-VL (one
   4x6 patch grid; transformers.js computes the 3-row positions), of a tiny Qwen3.5 (the same grid;
-  its gated-delta-rule states and interpolated position table), of a tiny Mistral3 (one 24x40
+  its gated-delta-rule states and interpolated position table) and GLM-OCR (the same grid; its own
+  3-row positions in transformers.js), of a tiny Mistral3 (one 24x40
   image, its Pixtral tower sized by the pixels), of a tiny LFM2-VL (two NaFlex tiles of other
   shapes), of a tiny Florence-2 (with
   ``encoder_model.onnx``; one 64x64 image) and ``AutoModelForAudioTextToText.generate`` of a tiny
@@ -73,7 +74,8 @@ SENTENCES = [
 NEW_TOKENS = 20
 SEQ2SEQ = ("bart", "whisper", "moonshine", "trocr")  # encoder-decoders (onnxport.testing.tiny_models)
 # image-/audio-text-to-text (onnxport.testing.tiny_models; inputs: image_text_inputs)
-VLMS = ("llava", "smolvlm", "florence2", "qwen2-vl", "qwen2.5-vl", "qwen3.5-vl", "mistral3", "lfm2-vl", "voxtral")
+VLMS = ("llava", "smolvlm", "florence2", "qwen2-vl", "qwen2.5-vl", "qwen3.5-vl", "glm-ocr", "mistral3", "lfm2-vl",
+        "voxtral")
 
 
 def install(scratch: pathlib.Path) -> None:
@@ -238,7 +240,7 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
             image = torch.full((1, FLORENCE2_IMAGE_FEATURES), tiny_models.FLORENCE2_IMAGE_TOKEN)
             inputs = {**inputs, "input_ids": torch.cat([image, inputs["input_ids"]], 1),
                       "attention_mask": torch.cat([torch.ones_like(image), inputs["attention_mask"]], 1)}
-        if name.startswith("qwen"):  # transformers' processor also returns the token types its positions read
+        if name.startswith(("qwen", "glm")):  # transformers' processor also returns the token types its positions read
             inputs = {**inputs, "mm_token_type_ids": (inputs["input_ids"] == tiny_models.QWEN2_VL_IMAGE_TOKEN).int()}
         if name == "mistral3":  # Pixtral's image_sizes: the pixel shape (transformers.js feeds none)
             inputs = {**inputs, "image_sizes": torch.tensor([inputs["pixel_values"].shape[2:]])}
@@ -278,7 +280,7 @@ def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
     and two 32x32 image splits with their pixel mask (``[1, 2, ...]``, as its processor's output);
     for Florence-2 a prompt without image tokens (transformers.js puts the image features before
     it) and a random 64x64 image; for Qwen2-VL and Qwen2.5-VL a prompt around 6 image tokens and
-    the 24 flattened patches of one 4x6 patch grid (Qwen3.5 too); for LFM2-VL a prompt around 8
+    the 24 flattened patches of one 4x6 patch grid (Qwen3.5 and GLM-OCR too); for LFM2-VL a prompt around 8
     image tokens and two tiles of 4x6 and 2x4 patches padded to 32 (its processor's three inputs);
     for Mistral3 a prompt around 15 image tokens
     and one 24x40 image (3 x 5 merged patches, a size the export did not see); for Voxtral a prompt around 50 audio tokens and
@@ -309,6 +311,8 @@ def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
                        "pixel_values": torch.randn(24, 96, generator=g), "image_grid_thw": torch.tensor([[1, 4, 6]])},
         "qwen3.5-vl": {"input_ids": qwen, "attention_mask": torch.ones_like(qwen),
                        "pixel_values": torch.randn(24, 96, generator=g), "image_grid_thw": torch.tensor([[1, 4, 6]])},
+        "glm-ocr": {"input_ids": qwen, "attention_mask": torch.ones_like(qwen),
+                    "pixel_values": torch.randn(24, 96, generator=g), "image_grid_thw": torch.tensor([[1, 4, 6]])},
         "florence2": {"input_ids": florence, "attention_mask": torch.ones_like(florence),
                       "pixel_values": torch.randn(1, 3, 64, 64, generator=g)},
         "llava": {"input_ids": ids, "attention_mask": torch.ones_like(ids),

@@ -131,7 +131,7 @@ def test_florence2_encoder_decoder_in_four_graphs(tmp_path: pathlib.Path) -> Non
 
 
 @pytest.mark.parametrize(("name", "grid_input"), [("qwen2-vl", "grid_thw"), ("qwen2.5-vl", "image_grid_thw"),
-                                                  ("qwen3.5-vl", "image_grid_thw")])
+                                                  ("qwen3.5-vl", "image_grid_thw"), ("glm-ocr", "image_grid_thw")])
 def test_qwen2_vl_patch_grids_and_multimodal_positions(name: str, grid_input: str, tmp_path: pathlib.Path) -> None:
     # Qwen2-VL: flattened patches + grid_thw through the tower with its per-image positions and
     # attention segments computed in the graph (Qwen2.5-VL: and its window order; Qwen3.5: its
@@ -171,6 +171,8 @@ def test_qwen2_vl_patch_grids_and_multimodal_positions(name: str, grid_input: st
         assert (config["num_hidden_layers"], config["num_key_value_heads"], config["text_config"]["num_hidden_layers"]) == (2, 2, 2)
     elif name == "qwen3.5-vl":  # and a qwen3_5 config flat too (its default normalized config)
         assert (config["num_hidden_layers"], config["text_config"]["num_hidden_layers"]) == (4, 4)
+    elif name == "glm-ocr":  # GLM-OCR's image-start token
+        assert config["image_start_token_id"] == tiny_models.QWEN2_VL_VISION_START
     else:
         assert "num_hidden_layers" not in config and config["text_config"]["num_hidden_layers"] == 2
 

@@ -76,7 +76,7 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
             if entry.name == "florence2" or name != "decoder_model_merged.onnx":  # vision towers: tests/hf/test_vision_language.py
                 continue
             assert flag is None
-            if entry.name.startswith("qwen"):  # the 3-row multimodal rotary positions
+            if entry.name.startswith(("qwen", "glm")):  # the 3-row multimodal rotary positions
                 assert dims.pop("position_ids") == [3, "batch_size", "sequence_length"]
             assert all(shape[0] == "batch_size" for shape in dims.values()), dims
             if name == "decoder_model_merged.onnx":

@@ -1,8 +1,9 @@
 """Vision-language models with a patch-grid vision tower and multimodal rotary positions (Qwen2-VL,
-Qwen2.5-VL, Qwen3.5 and Qwen3.5-MoE): the vision graph and the decoder's 3-row positions, as
-transformers.js' ``Qwen2VLForConditionalGeneration`` runs them
-(``src/models/qwen2_vl/modeling_qwen2_vl.js``; Qwen2.5-VL and its subclass Qwen3.5 name the grid
-input ``image_grid_thw``, ``src/models/qwen2_5_vl``, ``src/models/qwen3_5``):
+Qwen2.5-VL, Qwen3.5, Qwen3.5-MoE, GLM-OCR): the vision graph and the decoder's 3-row positions,
+as transformers.js' ``Qwen2VLForConditionalGeneration`` runs them
+(``src/models/qwen2_vl/modeling_qwen2_vl.js``; Qwen2.5-VL and its subclasses Qwen3.5 and GLM-OCR
+name the grid input ``image_grid_thw``, ``src/models/qwen2_5_vl``, ``src/models/qwen3_5``,
+``src/models/glm_ocr``):
 
 - ``vision_encoder.onnx``: ``pixel_values`` ``[num_patches, C * temporal_patch * patch * patch]``
   (the processor's flattened patches of every image, image after image) and ``grid_thw``
@@ -41,8 +42,9 @@ from onnxport.hf.parts import Component, Sizes
 from onnxport.hf.parts import generator as _generator
 
 GRID = "grid_thw"  # transformers.js' name for the vision graph's grid input (image_grid_thw_name)
-# transformers.js' Qwen2_5_VLForConditionalGeneration and its subclasses (Qwen3.5)
-_GRID_NAMES = {"qwen2_5_vl": "image_grid_thw", "qwen3_5": "image_grid_thw", "qwen3_5_moe": "image_grid_thw"}
+# transformers.js' Qwen2_5_VLForConditionalGeneration and its subclasses (Qwen3.5, GLM-OCR)
+_GRID_NAMES = {"qwen2_5_vl": "image_grid_thw", "qwen3_5": "image_grid_thw", "qwen3_5_moe": "image_grid_thw",
+               "glm_ocr": "image_grid_thw"}
 _FRAME_KEY = 1 << 24  # window_order: frame start x this + window number (< 2^24 windows a frame)
 # A transformers attention implementation name: "flash" in it makes the tower pass cu_seq_lens_q
 # (transformers.utils.generic.is_flash_attention_requested); the function is plain SDPA.
@@ -127,7 +129,7 @@ def _tower(model: torch.nn.Module) -> Any:
 
 
 def supports(model: torch.nn.Module) -> bool:
-    """Whether the model's vision tower is Qwen2-VL's, Qwen2.5-VL's or Qwen3.5's: a ``visual`` module
+    """Whether the model's vision tower is Qwen2-VL's, Qwen2.5-VL's, Qwen3.5's or GLM-OCR's: a ``visual`` module
     whose forward takes ``(hidden_states, grid_thw)`` and reads only the per-image positions,
     attention segments, (Qwen2.5-VL) window order and (Qwen3.5) interpolated position table: no
     deepstack features (Qwen3-VL: its decoder adds them at the image tokens, an input transformers.js'

@@ -107,7 +107,8 @@ def check_model(model: torch.nn.Module) -> None:
             f"{name}'s image path needs more than pixel_values ({', '.join(extra + extras)}): image-text-to-text "
             "exports models whose images are pixel_values of one size and whose decoder reads only embeddings "
             "(LLaVA, Aya Vision, InternVL), Pixtral towers sized by their pixels (Mistral3, LightOn-OCR), image "
-            "splits with a pixel mask (Idefics3, SmolVLM), NaFlex tiles (LFM2-VL) or Qwen2-VL / Qwen2.5-VL / Qwen3.5 patch grids. Export its parts with onnxport.export."
+            "splits with a pixel mask (Idefics3, SmolVLM), NaFlex tiles (LFM2-VL) or Qwen2-VL / Qwen2.5-VL / "
+            "Qwen3.5 / GLM-OCR patch grids. Export its parts with onnxport.export."
         )
 
 

@@ -558,6 +558,28 @@ def _qwen3_5_vl(**overrides: Any) -> Any:
     return transformers.Qwen3_5ForConditionalGeneration(config).eval()
 
 
+def _glm_ocr(**overrides: Any) -> Any:
+    """A ``GlmOcrForConditionalGeneration``: a 2-block GLM-OCR vision tower (4x4 patches of 2
+    frames, merged 2x2 by a strided convolution) and a 2-layer GLM text model with multimodal
+    rotary sections (2, 1, 1) on half the head; the Qwen2-VL token ids (image start 292, end 293)."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    text = {"vocab_size": 300, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 512, "pad_token_id": 0,
+            "eos_token_id": 1, "initializer_range": 0.2,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1],
+                                "partial_rotary_factor": 0.5}}
+    vision = {"depth": 2, "hidden_size": 32, "num_heads": 4, "intermediate_size": 48, "patch_size": 4,
+              "temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": 64, "image_size": 32}
+    torch.manual_seed(0)
+    config = transformers.GlmOcrConfig(text_config=text, vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
+                                       video_token_id=291, image_start_token_id=QWEN2_VL_VISION_START,
+                                       image_end_token_id=293)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.GlmOcrForConditionalGeneration(config).eval()
+
+
 LFM2_VL_IMAGE_TOKEN = 290
 
 
@@ -708,6 +730,7 @@ ZOO.append(Entry("qwen2.5-vl", "image-text-to-text", _qwen2_5_vl))
 ZOO.append(Entry("qwen3.5-vl", "image-text-to-text", _qwen3_5_vl))
 ZOO.append(Entry("mistral3", "image-text-to-text", _mistral3))
 ZOO.append(Entry("lfm2-vl", "image-text-to-text", _lfm2_vl))
+ZOO.append(Entry("glm-ocr", "image-text-to-text", _glm_ocr))
 ZOO.append(Entry("voxtral", "audio-text-to-text", _voxtral))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
