@@ -501,15 +501,17 @@ _QWEN2_VL_TEXT = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers
                   "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}}
 
 
-def _qwen_vl(kind: str, vision: dict[str, Any], overrides: dict[str, Any]) -> Any:
-    """A tiny ``{kind}ForConditionalGeneration`` (``Qwen2VL``, ``Qwen2_5_VL``): ``vision`` and
-    :data:`_QWEN2_VL_TEXT`, image token 290, vision start 292, video 291, vision end 293."""
+def _qwen_vl(kind: str, vision: dict[str, Any], overrides: dict[str, Any], *, text: dict[str, Any] | None = None,
+             marks: str = "vision") -> Any:
+    """A tiny ``{kind}ForConditionalGeneration`` (``Qwen2VL``, ``Qwen2_5_VL``, ``Qwen3_5``,
+    ``GlmOcr``): ``vision`` and ``text`` (default :data:`_QWEN2_VL_TEXT`), image token 290, video
+    291, ``{marks}_start_token_id`` 292 and ``{marks}_end_token_id`` 293."""
     import transformers  # heavy optional dependency (onnxport[hf])
 
     torch.manual_seed(0)
     config = getattr(transformers, f"{kind}Config")(
-        text_config=dict(_QWEN2_VL_TEXT), vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
-        video_token_id=291, vision_start_token_id=QWEN2_VL_VISION_START, vision_end_token_id=293)
+        text_config=dict(text or _QWEN2_VL_TEXT), vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
+        video_token_id=291, **{f"{marks}_start_token_id": QWEN2_VL_VISION_START, f"{marks}_end_token_id": 293})
     for key, value in overrides.items():
         setattr(config, key, value)
     return getattr(transformers, f"{kind}ForConditionalGeneration")(config).eval()
@@ -538,8 +540,6 @@ def _qwen3_5_vl(**overrides: Any) -> Any:
     frames merged 2x2, a 4x4 learned position table interpolated to each grid) and a 4-layer
     Qwen3.5 text model (gated-delta-rule layers between full attention layers, interleaved
     multimodal rotary sections (2, 1, 1) on half the head); the Qwen2-VL token ids."""
-    import transformers  # heavy optional dependency (onnxport[hf])
-
     text = {**_QWEN2_VL_TEXT, "num_hidden_layers": 4, "head_dim": 16,
             "layer_types": ["linear_attention", "full_attention"] * 2, "linear_num_value_heads": 4,
             "linear_num_key_heads": 2, "linear_key_head_dim": 16, "linear_value_head_dim": 16,
@@ -549,21 +549,13 @@ def _qwen3_5_vl(**overrides: Any) -> Any:
     vision = {"depth": 2, "hidden_size": 32, "intermediate_size": 48, "num_heads": 4, "patch_size": 4,
               "temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": 64, "num_position_embeddings": 16,
               "in_channels": 3}
-    torch.manual_seed(0)
-    config = transformers.Qwen3_5Config(text_config=text, vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
-                                        video_token_id=291, vision_start_token_id=QWEN2_VL_VISION_START,
-                                        vision_end_token_id=293)
-    for key, value in overrides.items():
-        setattr(config, key, value)
-    return transformers.Qwen3_5ForConditionalGeneration(config).eval()
+    return _qwen_vl("Qwen3_5", vision, overrides, text=text)
 
 
 def _glm_ocr(**overrides: Any) -> Any:
     """A ``GlmOcrForConditionalGeneration``: a 2-block GLM-OCR vision tower (4x4 patches of 2
     frames, merged 2x2 by a strided convolution) and a 2-layer GLM text model with multimodal
     rotary sections (2, 1, 1) on half the head; the Qwen2-VL token ids (image start 292, end 293)."""
-    import transformers  # heavy optional dependency (onnxport[hf])
-
     text = {"vocab_size": 300, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
             "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 512, "pad_token_id": 0,
             "eos_token_id": 1, "initializer_range": 0.2,
@@ -571,13 +563,7 @@ def _glm_ocr(**overrides: Any) -> Any:
                                 "partial_rotary_factor": 0.5}}
     vision = {"depth": 2, "hidden_size": 32, "num_heads": 4, "intermediate_size": 48, "patch_size": 4,
               "temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": 64, "image_size": 32}
-    torch.manual_seed(0)
-    config = transformers.GlmOcrConfig(text_config=text, vision_config=vision, image_token_id=QWEN2_VL_IMAGE_TOKEN,
-                                       video_token_id=291, image_start_token_id=QWEN2_VL_VISION_START,
-                                       image_end_token_id=293)
-    for key, value in overrides.items():
-        setattr(config, key, value)
-    return transformers.GlmOcrForConditionalGeneration(config).eval()
+    return _qwen_vl("GlmOcr", vision, overrides, text=text, marks="image")
 
 
 LFM2_VL_IMAGE_TOKEN = 290
