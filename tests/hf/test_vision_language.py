@@ -25,6 +25,11 @@ from onnxport.testing import tiny_models
 IMAGE_TOKEN = tiny_models.LLAVA_IMAGE_TOKEN
 
 
+def _sessions(out: pathlib.Path, *names: str) -> list[ort.InferenceSession]:
+    """onnxruntime sessions of the export folder ``out``'s graphs ``names``, in that order."""
+    return [ort.InferenceSession(str(out / "onnx" / f"{name}.onnx"), providers=["CPUExecutionProvider"]) for name in names]
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[transformers.PreTrainedModel, ohf.HFExport]:
     model = tiny_models.build("llava")
@@ -71,9 +76,7 @@ def test_image_splits_with_padding_images(tmp_path: pathlib.Path) -> None:
         ("pixel_values", "FLOAT", ["batch_size", "num_images", "3", "32", "32"]),
         ("pixel_attention_mask", "BOOL", ["batch_size", "num_images", "32", "32"]),
     ]
-    folder = result.output_dir / "onnx"
-    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
-                for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
+    sessions = _sessions(result.output_dir, "vision_encoder", "embed_tokens", "decoder_model_merged")
     g = torch.Generator().manual_seed(3)
     pixel_values = torch.randn(2, 3, 3, 32, 32, generator=g)
     pixel_attention_mask = torch.ones(2, 3, 32, 32, dtype=torch.bool)
@@ -110,9 +113,7 @@ def test_florence2_encoder_decoder_in_four_graphs(tmp_path: pathlib.Path) -> Non
     decoder = result.programs["decoder_model"].model.graph
     assert [v.name for v in decoder.inputs][:3] == ["inputs_embeds", "encoder_hidden_states", "encoder_attention_mask"]
     assert [v.name for v in decoder.inputs][-1] == "use_cache_branch"
-    folder = result.output_dir / "onnx"
-    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
-                for name in ("vision_encoder", "embed_tokens", "encoder_model", "decoder_model_merged")]
+    sessions = _sessions(result.output_dir, "vision_encoder", "embed_tokens", "encoder_model", "decoder_model_merged")
     g = torch.Generator().manual_seed(3)
     pixel_values = torch.randn(2, 3, 64, 64, generator=g)
     prompt = torch.randint(3, 99, (2, 6), generator=g)
@@ -147,9 +148,7 @@ def test_qwen2_vl_patch_grids_and_multimodal_positions(name: str, grid_input: st
     assert [str(d) for d in decoder.inputs[2].shape] == ["3", "batch_size", "sequence_length"]
     if name == "qwen3.5-vl":  # transformers.js names a gated delta rule's state past_recurrent
         assert [v.name for v in decoder.inputs][3:5] == ["past_conv.0", "past_recurrent.0"]
-    folder = result.output_dir / "onnx"
-    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
-                for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
+    sessions = _sessions(result.output_dir, "vision_encoder", "embed_tokens", "decoder_model_merged")
     g = torch.Generator().manual_seed(3)
     grid = torch.tensor([[1, 4, 6], [1, 6, 4]])  # a wide and a tall image, 6 tokens each
     pixel_values = torch.randn(48, 96, generator=g)
@@ -206,9 +205,8 @@ def test_t5gemma2_sliding_window_decoder_past_its_window(tmp_path: pathlib.Path)
     model = transformers.T5Gemma2ForConditionalGeneration(config).eval()
     result = ohf.export(model, "image-text-to-text", output_dir=tmp_path / "out")
     assert result.passed
-    folder = result.output_dir / "onnx"
-    vision_s, embed, encoder_s, decoder = [ort.InferenceSession(str(folder / f"{n}.onnx"), providers=["CPUExecutionProvider"])
-                                           for n in ("vision_encoder", "embed_tokens", "encoder_model", "decoder_model_merged")]
+    vision_s, embed, encoder_s, decoder = _sessions(result.output_dir, "vision_encoder", "embed_tokens", "encoder_model",
+                                                    "decoder_model_merged")
     g = torch.Generator().manual_seed(3)
     pixel_values = torch.randn(2, 3, 32, 32, generator=g)
     text_ids = torch.randint(3, 200, (2, 6), generator=g)
@@ -239,9 +237,7 @@ def test_streamed_from_a_folder(name: str, tmp_path: pathlib.Path) -> None:
 
 
 def _check_generation(model: Any, out: pathlib.Path, image_token: int, tokens: int, types: bool = False) -> None:
-    folder = out / "onnx"
-    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
-                for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
+    sessions = _sessions(out, "vision_encoder", "embed_tokens", "decoder_model_merged")
     g = torch.Generator().manual_seed(3)
     pixel_values = torch.randn(2, 3, 32, 32, generator=g)
     text = torch.randint(0, 99, (2, 5), generator=g)
@@ -304,9 +300,7 @@ def test_pixtral_images_sized_by_their_pixels(tmp_path: pathlib.Path) -> None:
         ("pixel_values", ["1", "3", "8*height", "8*width"]), ("image_features", ["1", "height*width", "64"])]
     assert {c.inputs for c in result.checks if c.component == "vision_encoder"} == {
         "pixel_values 1x3x24x16", "pixel_values 1x3x8x32", "pixel_values 1x3x32x8"}  # the sizes after the example 16x24
-    folder = result.output_dir / "onnx"
-    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
-                for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
+    sessions = _sessions(result.output_dir, "vision_encoder", "embed_tokens", "decoder_model_merged")
     g = torch.Generator().manual_seed(3)
     pixel_values = torch.randn(2, 3, 24, 40, generator=g)  # a size the export never saw: 3 x 5 tokens
     text = torch.randint(0, 99, (2, 5), generator=g)
@@ -332,9 +326,7 @@ def test_naflex_tiles_of_several_shapes(tmp_path: pathlib.Path) -> None:
     assert [(v.name, str(v.dtype), [str(d) for d in v.shape]) for v in vision.inputs] == [
         ("pixel_values", "FLOAT", ["num_images", "num_patches", "48"]),
         ("pixel_attention_mask", "INT64", ["num_images", "num_patches"]), ("spatial_shapes", "INT64", ["num_images", "2"])]
-    folder = result.output_dir / "onnx"
-    sessions = [ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
-                for name in ("vision_encoder", "embed_tokens", "decoder_model_merged")]
+    sessions = _sessions(result.output_dir, "vision_encoder", "embed_tokens", "decoder_model_merged")
     g = torch.Generator().manual_seed(3)
     shapes = torch.tensor([[6, 10], [8, 2], [4, 4]])  # wider, taller and smaller than the 4x4 table: 22 tokens
     pixel_values = torch.zeros(3, 64, 48)

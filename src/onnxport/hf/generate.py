@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from onnxport.hf.vision_language import PIXEL_MASK, TOKEN_TYPES, merge, token_types
+from onnxport.hf.vision_language import PIXEL_MASK, SPATIAL_SHAPES, TOKEN_TYPES, merge, token_types
 
 
 def _ids(value: Any) -> set[int]:
@@ -187,11 +187,11 @@ def greedy_image_text(
     if pixel_attention_mask is not None:
         images[PIXEL_MASK] = pixel_attention_mask.numpy()
     if spatial_shapes is not None:
-        images["spatial_shapes"] = spatial_shapes.numpy().astype(np.int64)
+        images[SPATIAL_SHAPES] = spatial_shapes.numpy().astype(np.int64)
     if grid_thw is not None:  # grid_thw (Qwen2-VL) or image_grid_thw (Qwen2.5-VL): the graph's second input
         images[vision.get_inputs()[1].name] = grid_thw.numpy().astype(np.int64)
     if vision.get_inputs()[0].shape[0] == 1:  # one image a run (Mistral3's Pixtral tower), as transformers.js feeds it
-        runs = [vision.run(None, {"pixel_values": image[None].numpy()})[0] for image in pixel_values]
+        runs = [vision.run(None, {"pixel_values": image[None]})[0] for image in images["pixel_values"]]
         features = torch.from_numpy(np.concatenate(runs))
     else:
         features = torch.from_numpy(vision.run(None, images)[0])

@@ -41,6 +41,7 @@ from onnxport.hf import cache as wrappers
 from onnxport.hf import multimodal_rope, naflex
 from onnxport.hf.dims import BATCH, IMAGES, SEQUENCE, image_sides
 from onnxport.hf.loading import LoadedModel
+from onnxport.hf.naflex import PIXEL_MASK, SPATIAL_SHAPES
 from onnxport.hf.parts import Component, Sizes, image_size, token_ids
 from onnxport.hf.parts import generator as _generator
 
@@ -63,12 +64,13 @@ def token_types(input_ids: torch.Tensor, image_token_id: int) -> torch.Tensor:
     return (input_ids == image_token_id).to(torch.int64)
 
 
+# A required parameter of Pixtral's ``get_image_features``: the pixel shape (:func:`sized_by_pixels`).
+IMAGE_SIZES = "image_sizes"
 # Optional parameters of ``get_image_features`` that mean another image layout: Idefics2/3 and
 # SmolVLM take ``pixel_values`` ``[batch, images, C, H, W]`` with a pixel mask (:data:`PIXEL_MASK`,
-# supported: :class:`onnxport.hf.cache.ImagePatchFeatures`); the others are refused.
-PIXEL_MASK = "pixel_attention_mask"
-IMAGE_SIZES = "image_sizes"
-_IMAGE_LAYOUTS = (PIXEL_MASK, "patch_attention_mask", "spatial_shapes")
+# supported: :class:`onnxport.hf.cache.ImagePatchFeatures`); LFM2-VL padded tiles with the mask and
+# :data:`SPATIAL_SHAPES` (:mod:`onnxport.hf.naflex`); the others are refused.
+_IMAGE_LAYOUTS = (PIXEL_MASK, "patch_attention_mask", SPATIAL_SHAPES)
 
 
 def _extra_image_inputs(model: torch.nn.Module) -> list[str]:
@@ -101,7 +103,7 @@ def check_model(model: torch.nn.Module) -> None:
     if multimodal_rope.supports(model):  # Qwen2-VL: the grid and 3-row positions (onnxport.hf.multimodal_rope)
         extra, extras = [n for n in extra if n != "image_grid_thw"], []
     if naflex.supports(model):  # LFM2-VL: padded tiles (onnxport.hf.naflex)
-        extra = [n for n in extra if n not in (naflex.PIXEL_MASK, naflex.SPATIAL_SHAPES)]
+        extra = [n for n in extra if n not in (PIXEL_MASK, SPATIAL_SHAPES)]
     if extra or extras:
         raise HFError(
             f"{name}'s image path needs more than pixel_values ({', '.join(extra + extras)}): image-text-to-text "
@@ -231,5 +233,5 @@ def merge(input_ids: torch.Tensor, inputs_embeds: torch.Tensor, image_features: 
     return merged
 
 
-__all__ = ["IMAGE_FEATURES", "PIXEL_MASK", "TOKEN_TYPES", "check_model", "components", "encoder_decoder", "image_splits", "merge",
+__all__ = ["IMAGE_FEATURES", "PIXEL_MASK", "SPATIAL_SHAPES", "TOKEN_TYPES", "check_model", "components", "encoder_decoder", "image_splits", "merge",
            "sized_by_pixels", "takes_pixel_mask", "takes_token_types", "token_types"]
