@@ -47,6 +47,11 @@ the user already imported (no library is imported here).
   capture evaluates the sizes to the example's under a guard, and the graph held the example's
   feature-map grid; during capture they build the same values from the symbolic sizes
   (:func:`symbolic_constructor_patches`).
+- ``torch.nn.functional.one_hot`` with a symbolic ``num_classes``: ATen's ``one_hot`` takes an
+  ``int``, so the capture fixed it to the example's value (Gemma 4's vision pooler one-hots each
+  patch's pooling cell among ``num_patches / k²`` cells: the graph dropped every cell past the
+  example's); during capture it compares with an ``arange`` of that size instead
+  (:func:`symbolic_one_hot`).
 - transformers' ``compile_compatible_method_lru_cache`` (anchors and sine position tables of
   RT-DETR, D-FINE, ... ~30 models) is bypassed, as transformers itself does under Dynamo: a cache
   filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
@@ -74,7 +79,7 @@ import contextlib
 import functools
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.utils._device
@@ -243,6 +248,7 @@ def method_patches(
 
 _SYMBOLIC = (torch.SymInt, torch.SymFloat)
 _TENSOR, _AS_TENSOR, _LINSPACE = torch.tensor, torch.as_tensor, torch.linspace
+_ONE_HOT = torch.nn.functional.one_hot
 
 
 def _symbolic_data(data: Any) -> bool:
@@ -287,13 +293,24 @@ def symbolic_linspace(start: Any, end: Any, steps: Any, *args: Any, dtype: torch
     return values.to(dtype or torch.get_default_dtype())
 
 
+def symbolic_one_hot(tensor: torch.Tensor, num_classes: int | torch.SymInt = -1) -> torch.Tensor:
+    """``F.one_hot`` that keeps a symbolic ``num_classes`` symbolic: int64 ``[..., num_classes]``,
+    1 where the class equals ``arange(num_classes)`` (the PyTorch doc's definition; a value out of
+    range gives a row of zeros where ``F.one_hot`` raises); anything else goes to ``F.one_hot``."""
+    if not isinstance(num_classes, torch.SymInt):
+        return _ONE_HOT(tensor, num_classes)
+    return (tensor.unsqueeze(-1) == torch.arange(cast(Any, num_classes), device=tensor.device)).to(torch.int64)
+
+
 def symbolic_constructor_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     """``(torch, name, replacement)`` for ``torch.tensor``, ``torch.as_tensor`` and
     ``torch.linspace``: in a non-strict capture, a symbolic size in their arguments is evaluated to
     the example's value under a guard (Mask2Former's pixel decoder builds ``spatial_shapes`` with
     ``torch.as_tensor`` of the feature maps' sizes and reference points with
-    ``torch.linspace(0.5, height - 0.5, height)``: the graph held the example's grid)."""
-    return [(torch, "tensor", symbolic_tensor), (torch, "as_tensor", symbolic_as_tensor), (torch, "linspace", symbolic_linspace)]
+    ``torch.linspace(0.5, height - 0.5, height)``: the graph held the example's grid); and
+    ``(torch.nn.functional, "one_hot", symbolic_one_hot)``, whose ``num_classes`` the same way."""
+    return [(torch, "tensor", symbolic_tensor), (torch, "as_tensor", symbolic_as_tensor), (torch, "linspace", symbolic_linspace),
+            (torch.nn.functional, "one_hot", symbolic_one_hot)]
 
 
 _MODULE_TO = torch.nn.Module.to

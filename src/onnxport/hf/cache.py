@@ -420,19 +420,23 @@ class EmbedsLMWithCache(CausalLMWithCache):
     present...)``, with ``inputs_embeds`` ``[batch, sequence, hidden]`` (text embeddings with the
     image features written at the image tokens), as transformers.js' ``decoder_model_merged`` of a
     VLM takes it. ``token_type_ids`` ``[batch, sequence]`` (1 at image tokens) for the models whose
-    image tokens attend both ways on the first step (Gemma 3, PaliGemma); left out otherwise."""
+    image tokens attend both ways on the first step (Gemma 3, PaliGemma); left out otherwise.
+    ``per_layer_inputs`` ``[batch, sequence, layers, per_layer_hidden]`` for the models with
+    per-layer embeddings (Gemma 4: :mod:`onnxport.hf.image_audio_text`); left out otherwise."""
 
     def forward(  # type: ignore[override]
         self,
         inputs_embeds: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
+        per_layer_inputs: torch.Tensor | None = None,
         *,
         attention_mask: torch.Tensor,
         position_ids: torch.Tensor,
         past_key_values: list[tuple[torch.Tensor, ...]],
     ) -> tuple[torch.Tensor, ...]:
-        types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
-        return self.step(past_key_values, inputs_embeds=inputs_embeds, **types, attention_mask=attention_mask,
+        extra = {name: value for name, value in (("token_type_ids", token_type_ids), ("per_layer_inputs", per_layer_inputs))
+                 if value is not None}
+        return self.step(past_key_values, inputs_embeds=inputs_embeds, **extra, attention_mask=attention_mask,
                          position_ids=position_ids)
 
 

@@ -195,7 +195,7 @@ def greedy_image_text(
         features = torch.from_numpy(np.concatenate(runs))
     else:
         features = torch.from_numpy(vision.run(None, images)[0])
-    return _decode_merged(embed, decoder, input_ids, attention_mask, features, token_id=image_token_id,
+    return _decode_merged(embed, decoder, input_ids, attention_mask, [(image_token_id, features)],
                           max_new_tokens=max_new_tokens, eos=_ids(eos_token_id), pad=pad_token_id, rope=rope)
 
 
@@ -204,29 +204,79 @@ def _decode_merged(
     decoder: Any,
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
-    features: torch.Tensor,
+    features: Sequence[tuple[int, torch.Tensor]],
     *,
-    token_id: int,
     max_new_tokens: int,
     eos: set[int],
     pad: int | None,
     rope: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """The prompt through ``embed`` with ``features`` written at its ``token_id`` positions, then
-    :func:`_decode` with every new token through ``embed``; a decoder taking ``token_type_ids``
-    (Gemma 3) gets 1 at the prompt's ``token_id`` positions on the first step and zeros after."""
-    embeds = torch.from_numpy(embed.run(None, {"input_ids": input_ids.numpy().astype(np.int64)})[0])
-    first = {"inputs_embeds": merge(input_ids, embeds, features, token_id).numpy()}
+    """The prompt through ``embed`` with each ``(token_id, rows)`` of ``features`` written at its
+    token's positions, then :func:`_decode` with every new token through ``embed``; ``embed``'s
+    other outputs (Gemma 4's ``per_layer_inputs``) go to the decoder as they are; a decoder
+    taking ``token_type_ids`` (Gemma 3) gets 1 at the prompt's first ``token_id``'s positions on
+    the first step and zeros after."""
+    names = [o.name for o in embed.get_outputs()]
+
+    def embedded(tokens: np.ndarray) -> dict[str, np.ndarray]:
+        return dict(zip(names, embed.run(None, {"input_ids": tokens}), strict=True))
+
+    first = embedded(input_ids.numpy().astype(np.int64))
+    embeds = torch.from_numpy(first["inputs_embeds"])
+    for token, rows in features:
+        embeds = merge(input_ids, embeds, rows, token)
+    first["inputs_embeds"] = embeds.numpy()
     typed = any(i.name == TOKEN_TYPES for i in decoder.get_inputs())
     if typed:
-        first[TOKEN_TYPES] = token_types(input_ids, token_id).numpy()
+        first[TOKEN_TYPES] = token_types(input_ids, features[0][0]).numpy()
 
     def step(tokens: np.ndarray) -> dict[str, np.ndarray]:
-        feeds = {"inputs_embeds": embed.run(None, {"input_ids": tokens})[0]}
+        feeds = embedded(tokens)
         return {**feeds, TOKEN_TYPES: np.zeros_like(tokens)} if typed else feeds
 
     return _decode(decoder, first, input_ids.numpy().astype(np.int64), attention_mask, max_new_tokens, step,
                    eos=eos, pad=pad, rope=rope)
+
+
+def greedy_image_audio_text(
+    sessions: dict[str, Any],
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    max_new_tokens: int,
+    *,
+    images: dict[str, torch.Tensor] | None = None,
+    audio: dict[str, torch.Tensor] | None = None,
+    image_token_id: int | None = None,
+    audio_token_id: int | None = None,
+    eos_token_id: Any = None,
+    pad_token_id: int | None = None,
+) -> torch.Tensor:
+    """Greedy decoding with an image-audio-text export (:mod:`onnxport.hf.image_audio_text`,
+    Gemma 4): the images through ``vision_encoder``, the audio through ``audio_encoder``, the prompt
+    through ``embed_tokens`` (``inputs_embeds`` and ``per_layer_inputs``), the features written at
+    their tokens of ``inputs_embeds``, then ``decoder_model_merged`` step by step, as transformers.js'
+    ``Gemma4ForConditionalGeneration`` runs the four graphs.
+
+    Args:
+        sessions: onnxruntime sessions by graph name (``embed_tokens``, ``decoder_model_merged``,
+            and ``vision_encoder`` / ``audio_encoder`` when their inputs are given).
+        input_ids: ``(batch, prompt)`` ids holding each image's and audio's tokens, left-padded.
+        attention_mask: ``(batch, prompt)``, 0 at padding.
+        max_new_tokens, eos_token_id, pad_token_id: As :func:`greedy_causal_lm`.
+        images: ``vision_encoder``'s inputs by name (``pixel_values``, ``pixel_position_ids``).
+        audio: ``audio_encoder``'s inputs by name (``input_features``, ``input_features_mask``).
+        image_token_id, audio_token_id: The config's ids of the tokens the features replace.
+
+    Returns:
+        ``(batch, prompt + generated)`` ids, as ``model.generate`` returns them.
+    """
+    merges = []
+    for graph, inputs, token in (("vision_encoder", images, image_token_id), ("audio_encoder", audio, audio_token_id)):
+        if inputs is not None and token is not None:
+            rows = sessions[graph].run(None, {name: value.numpy() for name, value in inputs.items()})[0]
+            merges.append((token, torch.from_numpy(rows)))
+    return _decode_merged(sessions["embed_tokens"], sessions["decoder_model_merged"], input_ids, attention_mask, merges,
+                          max_new_tokens=max_new_tokens, eos=_ids(eos_token_id), pad=pad_token_id)
 
 
 def greedy_audio_text(
@@ -259,7 +309,7 @@ def greedy_audio_text(
     """
     audio, embed, decoder = sessions
     features = torch.from_numpy(audio.run(None, {audio.get_inputs()[0].name: input_features.numpy()})[0])
-    return _decode_merged(embed, decoder, input_ids, attention_mask, features, token_id=audio_token_id,
+    return _decode_merged(embed, decoder, input_ids, attention_mask, [(audio_token_id, features)],
                           max_new_tokens=max_new_tokens, eos=_ids(eos_token_id), pad=pad_token_id)
 
 

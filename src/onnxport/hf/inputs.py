@@ -18,6 +18,7 @@ import torch
 from onnxport.errors import HFError
 from onnxport.hf import (
     audio_language,
+    image_audio_text,
     multimodal_rope,
     segment_anything,
     speech,
@@ -261,11 +262,14 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
             else token_ids(config, sizes.batch, sizes.sequence, gen)
         )
         types = {}
+        if layered:  # Gemma 4's per-layer embeddings
+            types[image_audio_text.PER_LAYER_INPUTS] = torch.randn(sizes.batch, sizes.sequence, *layered, generator=gen,
+                                                                   dtype=dtype)
         if typed:  # an image block inside each prompt of several tokens; decode steps are text
             kinds = torch.zeros(sizes.batch, sizes.sequence, dtype=torch.int64)
             if sizes.sequence > 2:
                 kinds[:, 1 : sizes.sequence - 1] = 1
-            types = {vision_language.TOKEN_TYPES: kinds}
+            types[vision_language.TOKEN_TYPES] = kinds
         positions = position_ids_from_mask(mask, sizes.sequence)
         if rows:  # temporal/height/width rows: equal for text, as transformers' get_rope_index gives them
             positions = positions[None].expand(rows, -1, -1).contiguous()
@@ -281,7 +285,9 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
     hidden = config.get_text_config().hidden_size if embeds else 0
     typed = embeds and vision_language.takes_token_types(model)
     rows = 3 if embeds and multimodal_rope.supports(model) else 0  # Qwen2-VL's [3, batch_size, sequence_length]
-    tokens = [first_name, *([vision_language.TOKEN_TYPES] if typed else [])]  # [batch_size, sequence_length]
+    layered = image_audio_text.per_layer_shape(model) if embeds and image_audio_text.supports(model) else None
+    tokens = [first_name, *([vision_language.TOKEN_TYPES] if typed else []),
+              *([image_audio_text.PER_LAYER_INPUTS] if layered else [])]  # [batch_size, sequence_length, ...]
     dynamic = {
         **{name: {0: BATCH, 1: SEQUENCE} for name in tokens},
         "attention_mask": {0: BATCH, 1: TOTAL},
@@ -532,6 +538,8 @@ def components(loaded: LoadedModel) -> list[Component]:
                 stacklevel=2,
             )
             return [text_component(loaded, use_cache=False)]
+    if kind == "vision-language" and image_audio_text.supports(loaded.model):
+        return [*image_audio_text.components(loaded), causal_lm_component(loaded, embeds=True)]
     if kind == "vision-language":
         seq2seq = vision_language.encoder_decoder(loaded.model)
         language = seq2seq_components(loaded, embeds=True) if seq2seq else [causal_lm_component(loaded, embeds=True)]
