@@ -73,6 +73,31 @@ def test_tensors_built_from_symbolic_sizes_stay_dynamic() -> None:
         assert torch.as_tensor([(2, 3)]).dtype == torch.int64
 
 
+class PoolByPairs(torch.nn.Module):
+    """Gemma 4's vision pooler in small: each position one-hot among ``N / 2`` cells (a symbolic
+    ``num_classes``), the cells averaged."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        cells = torch.arange(x.shape[0], device=x.device) // 2
+        weights = torch.nn.functional.one_hot(cells, x.shape[0] // 2).to(x.dtype) / 2
+        return weights.T @ x
+
+
+def test_one_hot_with_a_symbolic_num_classes_stays_dynamic() -> None:
+    """ATen's one_hot takes an ``int``: without the patch the graph held the example's 3 cells and
+    returned 3 rows for 12 positions."""
+    import onnxport
+
+    model = PoolByPairs().eval()
+    program = onnxport.export(model, (torch.rand(6, 4),), dynamic_shapes={"x": {0: 2 * torch.export.Dim("cells")}})
+    other = torch.rand(12, 4)
+    (actual,) = (torch.as_tensor(o) for o in program(other))
+    assert actual.shape == (6, 4)
+    torch.testing.assert_close(actual, other.reshape(6, 2, 4).mean(1), rtol=1e-6, atol=1e-6)
+    with library_patches():  # outside a capture with an int: torch's own
+        assert torch.nn.functional.one_hot(torch.tensor([2, 0]), 3).tolist() == [[0, 0, 1], [1, 0, 0]]
+
+
 def test_torch_caches_keep_the_real_constructors(tmp_path) -> None:  # noqa: ANN001
     """A ``with torch.device(...)`` block first entered during a capture used to cache the
     replaced ``torch.tensor`` in torch's device-constructor table: afterwards ``torch.tensor`` ignored

@@ -23,7 +23,8 @@ FAST = {"bert", "roberta", "vit", "resnet", "rt-detr", "detr-panoptic", "maskfor
 # Architectures also exported through the streamed path
 # (meta-device model, weights streamed from the saved safetensors: what ``onnxport export --hf`` runs).
 STREAMED = ["vit-features", "wav2vec2-ctc", "wav2vec2-audio", "w2v-bert-ctc", "parakeet-ctc", "whisper-audio", "ast", "detr", "rt-detr", "segformer", "depth-anything", "levit", "clip", "bert-choice", "marian", "m2m100",
-            "bert2bert", "trocr", "vits", "swin", "mistral3", "qwen3.5-vl", "lfm2-vl"]
+            "bert2bert", "trocr", "vits", "swin", "mistral3", "qwen3.5-vl", "lfm2-vl",
+            "gemma4"]
 # rt-detr streamed (53 s, the slowest default test) runs with -m slow; its in-memory export stays in FAST.
 # swin in memory (22 s) runs with -m slow: its streamed export and tests/models/test_swin_any_size.py stay
 STREAMED_FAST = {"detr", "marian", "parakeet-ctc", "depth-anything", "levit", "vits", "swin"}
@@ -50,6 +51,8 @@ def test_zoo_exports_and_validates(entry, tmp_path: pathlib.Path) -> None:  # no
     vlm = ["decoder_model_merged.onnx", "embed_tokens.onnx", "vision_encoder.onnx"]
     if entry.name == "florence2":  # an encoder-decoder language model: transformers.js' four graphs
         vlm = sorted([*vlm, "encoder_model.onnx"])
+    if entry.name == "gemma4":  # images and audio: transformers.js' ImageAudioTextToText graphs
+        vlm = sorted([*vlm, "audio_encoder.onnx"])
     sam = ["prompt_encoder_mask_decoder.onnx", "vision_encoder.onnx"]  # Optimum's split SAM, transformers.js' sessions
     assert onnx_files == (
         vlm if entry.task == "image-text-to-text"

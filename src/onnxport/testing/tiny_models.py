@@ -588,6 +588,41 @@ def _lfm2_vl(**overrides: Any) -> Any:
     return transformers.Lfm2VlForConditionalGeneration(config).eval()
 
 
+GEMMA4_IMAGE_TOKEN, GEMMA4_AUDIO_TOKEN = 290, 292
+
+
+def _gemma4(**overrides: Any) -> Any:
+    """A ``Gemma4ForConditionalGeneration`` as Gemma 4 E2B is built, shrunk: a 4-layer text model
+    (sliding and full attention alternating, a proportional rotary on a quarter of the full layers'
+    32-wide heads, per-layer embeddings of 8, the last 2 layers reusing earlier layers' key/values),
+    a 2-layer vision tower (4x4-pixel patches as the processor flattens them, 2D rotary, 2x2 pooling
+    into the tokens of image token 290) and a 2-layer conformer audio tower (8 log-mel bins, 4x
+    subsampled, chunked local attention) for audio token 292."""
+    import transformers  # heavy optional dependency (onnxport[hf])
+
+    torch.manual_seed(0)
+    text = {"vocab_size": 300, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "global_head_dim": 32,
+            "max_position_embeddings": 512, "sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"] * 2,
+            "vocab_size_per_layer_input": 300, "hidden_size_per_layer_input": 8, "num_kv_shared_layers": 2,
+            "pad_token_id": 0, "eos_token_id": 1,
+            "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                   "rope_theta": 1000000.0}}}
+    vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+              "num_key_value_heads": 2, "head_dim": 16, "pooling_kernel_size": 2, "patch_size": 4,
+              "position_embedding_size": 64}
+    audio = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "subsampling_conv_channels": [8, 4],
+             "output_proj_dims": 48, "attention_chunk_size": 4, "attention_context_left": 5}
+    config = transformers.Gemma4Config(text_config=text, vision_config=vision, audio_config=audio,
+                                       image_token_id=GEMMA4_IMAGE_TOKEN, video_token_id=291,
+                                       audio_token_id=GEMMA4_AUDIO_TOKEN, boi_token_id=293, eoi_token_id=294,
+                                       boa_token_id=295, eoa_token_index=296)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return transformers.Gemma4ForConditionalGeneration(config).eval()
+
+
 MISTRAL3_IMAGE_TOKEN = 290
 
 
@@ -717,6 +752,7 @@ ZOO.append(Entry("qwen3.5-vl", "image-text-to-text", _qwen3_5_vl))
 ZOO.append(Entry("mistral3", "image-text-to-text", _mistral3))
 ZOO.append(Entry("lfm2-vl", "image-text-to-text", _lfm2_vl))
 ZOO.append(Entry("glm-ocr", "image-text-to-text", _glm_ocr))
+ZOO.append(Entry("gemma4", "image-text-to-text", _gemma4))
 ZOO.append(Entry("voxtral", "audio-text-to-text", _voxtral))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
 BY_NAME = {e.name: e for e in ZOO}
