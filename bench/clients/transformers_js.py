@@ -61,6 +61,8 @@ from typing import Any
 import torch
 
 import onnxport.hf
+from onnxport.hf.image_audio_text import audio_inputs, patch_inputs
+from onnxport.hf.parts import Sizes
 from onnxport.testing import tiny_models
 from onnxport.verify.ties import index_ordered
 
@@ -75,7 +77,7 @@ NEW_TOKENS = 20
 SEQ2SEQ = ("bart", "whisper", "moonshine", "trocr")  # encoder-decoders (onnxport.testing.tiny_models)
 # image-/audio-text-to-text (onnxport.testing.tiny_models; inputs: image_text_inputs)
 VLMS = ("llava", "smolvlm", "florence2", "qwen2-vl", "qwen2.5-vl", "qwen3.5-vl", "glm-ocr", "mistral3", "lfm2-vl",
-        "voxtral")
+        "gemma4", "voxtral")
 
 
 def install(scratch: pathlib.Path) -> None:
@@ -284,7 +286,9 @@ def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
     image tokens and two tiles of 4x6 and 2x4 patches padded to 32 (its processor's three inputs);
     for Mistral3 a prompt around 15 image tokens
     and one 24x40 image (3 x 5 merged patches, a size the export did not see); for Voxtral a prompt around 50 audio tokens and
-    two chunks of 16x100 log-mel features (``audio_values``, as its transformers.js processor)."""
+    two chunks of 16x100 log-mel features (``audio_values``, as its transformers.js processor); for Gemma 4 a prompt
+    with the tokens of 3 images (their patches as its processor flattens them, with ``image_position_ids``) and of
+    2 audios (log-mel frames with ``input_features_mask``, the second padded)."""
     g = torch.Generator().manual_seed(3)
     text = torch.randint(0, 99, (1, 5), generator=g)
     ids = torch.cat([text[:, :2], torch.full((1, 16), tiny_models.LLAVA_IMAGE_TOKEN), text[:, 2:]], dim=1)
@@ -298,7 +302,14 @@ def image_text_inputs() -> dict[str, dict[str, torch.Tensor]]:
     tiles = torch.randn(2, 32, 48, generator=g)  # a 4x6-patch tile and a 2x4 one, padded to 32 patches
     tiles[0, 24:], tiles[1, 8:] = 0.0, 0.0
     tile_mask = (torch.arange(32) < torch.tensor([[24], [8]])).long()
+    images, audio = patch_inputs(Sizes(seed=5), 48, 2), audio_inputs(Sizes(seed=2), 8, 16)
+    image_tokens = int((images["pixel_position_ids"][..., 0] >= 0).sum()) // 4  # 2x2 patches pooled per token
+    audio_tokens = int(audio["input_features_mask"][:, ::2][:, ::2].sum())  # two stride-2 subsamplings
+    gemma4 = torch.cat([text[:, :2], torch.full((1, image_tokens), tiny_models.GEMMA4_IMAGE_TOKEN), text[:, 2:3],
+                        torch.full((1, audio_tokens), tiny_models.GEMMA4_AUDIO_TOKEN), text[:, 3:]], dim=1)
     return {
+        "gemma4": {"input_ids": gemma4, "attention_mask": torch.ones_like(gemma4),
+                   "pixel_values": images["pixel_values"], "image_position_ids": images["pixel_position_ids"], **audio},
         "lfm2-vl": {"input_ids": lfm2, "attention_mask": torch.ones_like(lfm2), "pixel_values": tiles,
                     "pixel_attention_mask": tile_mask, "spatial_shapes": torch.tensor([[4, 6], [2, 4]])},
         "mistral3": {"input_ids": mistral, "attention_mask": torch.ones_like(mistral),
