@@ -34,6 +34,7 @@ NUM_CHOICES = DimName("num_choices", min=1)  # multiple-choice inputs, axis 1
 TEXT_BATCH = DimName("text_batch_size", min=1)  # CLIP-style: texts and images batched apart
 IMAGE_BATCH = DimName("image_batch_size", min=1)
 IMAGES = DimName("num_images", min=1)  # images per row: Idefics3 / SmolVLM's splits (onnxport.hf.vision_language)
+AUDIOS = DimName("num_audios", min=1)  # audio clips of a batch (Gemma 4: onnxport.hf.image_audio_text)
 HEIGHT = DimName("height", min=1)
 WIDTH = DimName("width", min=1)
 

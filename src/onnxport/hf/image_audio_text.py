@@ -36,17 +36,16 @@ from typing import Any, cast
 import torch
 
 from onnxport.errors import HFError
-from onnxport.hf.dims import BATCH, IMAGES, SEQUENCE, DimName
+from onnxport.hf.audio_language import AUDIO_FEATURES
+from onnxport.hf.dims import AUDIOS, BATCH, IMAGES, SEQUENCE
 from onnxport.hf.loading import LoadedModel
 from onnxport.hf.parts import Component, Sizes, token_ids
 from onnxport.hf.parts import generator as _generator
+from onnxport.hf.vision_language import IMAGE_FEATURES
 
 PER_LAYER_INPUTS = "per_layer_inputs"
 PIXEL_POSITIONS = "pixel_position_ids"
 AUDIO_MASK = "input_features_mask"
-IMAGE_FEATURES = "image_features"
-AUDIO_FEATURES = "audio_features"
-AUDIOS = DimName("num_audios", min=1)
 _FRAMES = "num_frames"
 _SOFT_TOKENS = "num_soft_tokens"  # a vision input's patches are pooling_kernel_size² per soft token
 # model_type -> the config's multimodal token ids that the embeddings look up as padding
@@ -208,6 +207,6 @@ def components(loaded: LoadedModel) -> list[Component]:
     return result
 
 
-__all__ = ["AUDIO_FEATURES", "AUDIO_MASK", "IMAGE_FEATURES", "PER_LAYER_INPUTS", "PIXEL_POSITIONS",
+__all__ = ["AUDIO_MASK", "PER_LAYER_INPUTS", "PIXEL_POSITIONS",
            "MaskedAudioFeatures", "PerLayerEmbeddings", "PositionedPatchFeatures", "audio_inputs", "components",
            "patch_inputs", "per_layer_shape", "supports"]
