@@ -117,15 +117,28 @@ class PositionedPatchFeatures(torch.nn.Module):
 
 class MaskedAudioFeatures(torch.nn.Module):
     """``(input_features, input_features_mask)`` → ``audio_features`` (module doc): the audio
-    tower, the multimodal embedder, and the rows of the real (subsampled) frames."""
+    tower, the multimodal embedder, and the rows of the real (subsampled) frames.
+
+    The frames are first padded (features 0, mask false) to whole attention blocks of the
+    subsampled sequence (``4 * attention_chunk_size`` frames). That changes no valid row: the
+    tower zeroes masked frames before each convolution, its conformer convolutions are causal,
+    masked frames take no part in the attention, and the padded rows are dropped. It keeps the
+    capture's sizes multiples of one symbol: with the frame count itself, every layer's block
+    arithmetic (two stride-2 subsamplings, then blocks rounded up) was nested floor divisions that
+    sympy re-simplified, about 20 s of capture per layer."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
         inner = cast(Any, model).model
         self.tower = inner.audio_tower
         self.embedder = inner.embed_audio
+        self.block = 4 * int(inner.audio_tower.config.attention_chunk_size)
 
     def forward(self, input_features: torch.Tensor, input_features_mask: torch.Tensor) -> torch.Tensor:
+        frames = input_features.shape[1]
+        pad = (frames + self.block - 1) // self.block * self.block - frames
+        input_features = torch.nn.functional.pad(input_features, (0, 0, 0, pad))
+        input_features_mask = torch.nn.functional.pad(input_features_mask, (0, pad), value=False)
         out = self.tower(input_features, input_features_mask)
         return self.embedder(inputs_embeds=out.last_hidden_state)[out.attention_mask]
 
