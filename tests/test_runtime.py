@@ -90,6 +90,29 @@ def test_weights_are_handed_to_onnxruntime_and_copied() -> None:
     assert not runtime.on_disk(program.model)  # the placeholders were put back
 
 
+def test_past_the_protobuf_limit_every_weight_goes_to_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bfloat16 weights are never handed as arrays; when they alone pass 2 GB (a bfloat16 LLM in
+    memory) the model goes to a file, float32 weights included. Before, the float32 ones were left
+    as placeholders that ir.save then read from a file called "onnxport-in-memory"."""
+    model = _add_model()
+    add = model.graph.node(0)
+    half = ir.Value(name="half", const_value=ir.tensor(torch.full((2, 3), 0.5, dtype=torch.bfloat16)))
+    table = ir.Value(name="table", const_value=ir.tensor(torch.arange(300, dtype=torch.float32).reshape(100, 3)))
+    model.graph.initializers["half"], model.graph.initializers["table"] = half, table
+    cast = ir.node("Cast", [half], attributes={"to": ir.DataType.FLOAT})
+    total = ir.node("ReduceSum", [table], attributes={"keepdims": 0})
+    plus = ir.node("Add", [cast.outputs[0], total.outputs[0]])
+    model.graph.extend([cast, total, plus])
+    add.replace_input_with(1, plus.outputs[0])
+    model.graph.inputs.pop()
+    monkeypatch.setattr(runtime, "PROTOBUF_LIMIT", 12)  # the bfloat16 weight alone passes it
+    session = runtime.create_session(model)
+    x = torch.randn(2, 3)
+    (z,) = runtime.run_session(session, runtime.feeds(["x"], (x,), {}))
+    torch.testing.assert_close(z, x + 0.5 + torch.arange(300.0).sum())  # ReduceSum without axes: all of it
+    assert not runtime.on_disk(model)
+
+
 def test_refusal_of_other_input_dimensions_lists_them() -> None:
     """onnxruntime puts the offending axes of an input on the lines after its first one; the reason
     keeps them (the hf validation's error showed only "... for the following indices")."""

@@ -193,6 +193,8 @@ def create_session(
     data: Any
     handed = [] if check or initializer is not None or on_disk(model) else _in_memory_weights(model)
     to_file = initializer_bytes(model) - sum(t.nbytes for _, t in handed) >= PROTOBUF_LIMIT or on_disk(model)
+    if to_file:  # the file takes every weight: ir.save would read the placeholders' bytes from "onnxport-in-memory"
+        handed = []  # (2 GB of bfloat16 weights, which are never handed, and float32 ones beside them)
     at_mean = draws.onnx_draws_at_mean(model) if draws_at_mean else contextlib.nullcontext()
     with _with_outputs(model, extra_outputs), at_mean, _data_elsewhere(handed):
         if to_file:
