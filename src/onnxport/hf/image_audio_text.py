@@ -209,10 +209,11 @@ def components(loaded: LoadedModel) -> list[Component]:
             {"pixel_values": {0: IMAGES, 1: patches}, PIXEL_POSITIONS: {0: IMAGES, 1: patches}},
             ["pixel_values", PIXEL_POSITIONS], [IMAGE_FEATURES], resizable=False))
     if config.audio_config is not None:
-        bins, block = _mel_bins(model), 4 * int(config.audio_config.attention_chunk_size)
+        audio = MaskedAudioFeatures(model)
+        bins = _mel_bins(model)
         frames = torch.export.Dim(_FRAMES, min=2)
         result.append(Component(
-            "audio_encoder", MaskedAudioFeatures(model), lambda sizes: audio_inputs(sizes, bins, block),
+            "audio_encoder", audio, lambda sizes: audio_inputs(sizes, bins, audio.block),
             {"input_features": {0: AUDIOS, 1: frames}, AUDIO_MASK: {0: AUDIOS, 1: frames}},
             ["input_features", AUDIO_MASK], [AUDIO_FEATURES], resizable=False))
     result.append(Component("embed_tokens", PerLayerEmbeddings(model), tokens, {"input_ids": {0: BATCH, 1: SEQUENCE}}, ["input_ids"],

@@ -261,21 +261,21 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
             torch.randn(sizes.batch, sizes.sequence, hidden, generator=gen, dtype=dtype) if embeds
             else token_ids(config, sizes.batch, sizes.sequence, gen)
         )
-        types = {}
+        extra = {}  # decoder inputs beside the embeddings, [batch_size, sequence_length, ...]
         if layered:  # Gemma 4's per-layer embeddings
-            types[image_audio_text.PER_LAYER_INPUTS] = torch.randn(sizes.batch, sizes.sequence, *layered, generator=gen,
+            extra[image_audio_text.PER_LAYER_INPUTS] = torch.randn(sizes.batch, sizes.sequence, *layered, generator=gen,
                                                                    dtype=dtype)
         if typed:  # an image block inside each prompt of several tokens; decode steps are text
             kinds = torch.zeros(sizes.batch, sizes.sequence, dtype=torch.int64)
             if sizes.sequence > 2:
                 kinds[:, 1 : sizes.sequence - 1] = 1
-            types[vision_language.TOKEN_TYPES] = kinds
+            extra[vision_language.TOKEN_TYPES] = kinds
         positions = position_ids_from_mask(mask, sizes.sequence)
         if rows:  # temporal/height/width rows: equal for text, as transformers' get_rope_index gives them
             positions = positions[None].expand(rows, -1, -1).contiguous()
         return {
             first_name: first,
-            **types,
+            **extra,
             "attention_mask": mask,
             "position_ids": positions,
             "past_key_values": past,
