@@ -366,3 +366,40 @@ def test_slice_config_of_a_config_refusing_num_hidden_layers() -> None:
     assert streamed.slice_config(config) is None
     llama = transformers.LlamaConfig(num_hidden_layers=6)
     assert streamed.slice_config(llama).num_hidden_layers == streamed.SLICE_LAYERS
+
+
+def test_slice_config_cuts_every_stack_of_a_composite_config() -> None:
+    """A vision-language config keeps its layer counts in ``text_config`` and ``vision_config``:
+    each stack deeper than the slice is cut (with its ``layer_types``), the others are kept."""
+    text = transformers.Gemma3TextConfig(num_hidden_layers=5, layer_types=["sliding_attention"] * 4 + ["full_attention"])
+    vision = transformers.SiglipVisionConfig(num_hidden_layers=2)
+    config = transformers.Gemma3Config(text_config=text, vision_config=vision)
+    assert not hasattr(config, "num_hidden_layers")
+    assert streamed.layer_counts(config) == {"text_config": 5, "vision_config": 2}
+    cut = streamed.slice_config(config)
+    assert cut.text_config.num_hidden_layers == 2 and cut.vision_config.num_hidden_layers == 2
+    assert cut.text_config.layer_types == ["sliding_attention", "sliding_attention"]
+    assert config.text_config.num_hidden_layers == 5  # the original is untouched
+    shallow = transformers.Gemma3Config(text_config=transformers.Gemma3TextConfig(num_hidden_layers=2), vision_config=vision)
+    assert streamed.slice_config(shallow) is None
+
+
+def test_slice_validation_of_a_vision_language_model(tmp_path: pathlib.Path) -> None:
+    """A LLaVA checkpoint (3 vision and 3 text layers) too large for memory is validated through a
+    slice of both stacks: the vision encoder, the embeddings and the decoder each against eager."""
+    from onnxport.testing.tiny_models import BY_NAME
+
+    config = BY_NAME["llava"].build().config
+    config.text_config.num_hidden_layers = config.vision_config.num_hidden_layers = 3
+    torch.manual_seed(0)
+    transformers.LlavaForConditionalGeneration(config).eval().save_pretrained(tmp_path / "ckpt")
+    out = tmp_path / "onnx"
+    result = onnxport.hf.export(tmp_path / "ckpt", output_dir=out, stream=True, memory_fraction=0.0)
+    assert result.streamed is not None and result.passed
+    assert result.streamed.validation == "slice (2 of 3 vision_config layers, 2 of 3 text_config layers)"
+    assert {c.component for c in result.checks} == {f"{n} (slice)" for n in ("vision_encoder", "embed_tokens", "decoder_model")}
+    # image_features, inputs_embeds, then logits and the 2 sliced layers' keys and values
+    assert len(result.checks) == len(CHECK_SIZES) * (1 + 1 + 1 + 2 * 2)
+    names = set(_initializers(find_model(out, "decoder_model")))
+    assert any(n.startswith("model.language_model.layers.2.") for n in names)  # the full model written
+    assert not (out / streamed.SLICE_FOLDER).exists()

@@ -228,25 +228,54 @@ def _save_parts(
 
 
 def slice_config(config: Any, layers: int = SLICE_LAYERS) -> Any | None:
-    """``config`` with ``layers`` hidden layers (per-layer lists cut too), or ``None`` when the
-    config has no ``num_hidden_layers``, already has at most ``layers``, or refuses to set it
-    (ProphetNet's ``num_hidden_layers`` raises ``NotImplementedError``: its encoder and decoder
-    counts are set apart)."""
-    count = getattr(config, "num_hidden_layers", None)
-    if not isinstance(count, int) or count <= layers:
+    """``config`` with every stack of more than ``layers`` hidden layers cut to ``layers``
+    (per-layer lists cut too): its own ``num_hidden_layers`` and those of its sub-configs (a
+    vision-language model's ``text_config`` and ``vision_config``, an encoder-decoder's
+    ``encoder`` and ``decoder``: :func:`layer_counts`). ``None`` when no stack has more than
+    ``layers``, or a count refuses to be set (ProphetNet's ``num_hidden_layers`` raises
+    ``NotImplementedError``: its encoder and decoder counts are set apart)."""
+    if not layer_counts(config, layers):
         return None
     cut = config.__class__.from_dict(config.to_dict())
     try:
-        cut.num_hidden_layers = layers
+        for sub in _stacks(cut).values():
+            _cut_stack(sub, layers)
     except (NotImplementedError, AttributeError):
         return None
-    for attr in ("encoder_layers", "decoder_layers"):
-        if isinstance(getattr(cut, attr, None), int):
-            setattr(cut, attr, min(getattr(cut, attr), layers))
-    per_layer = getattr(cut, "layer_types", None)
-    if isinstance(per_layer, list) and len(per_layer) == count:
-        cut.layer_types = per_layer[:layers]
     return cut
+
+
+def layer_counts(config: Any, above: int = 0) -> dict[str, int]:
+    """The hidden-layer count of each stack of ``config`` with more than ``above`` layers, by
+    sub-config (``""``: the config itself, ``"text_config"``, ``"vision_config"``, ...; a
+    sub-config is an attribute holding a ``PretrainedConfig``)."""
+    counts = {}
+    for name, sub in _stacks(config).items():
+        count = getattr(sub, "num_hidden_layers", None)
+        if isinstance(count, int) and count > above:
+            counts[name] = count
+    return counts
+
+
+def _stacks(config: Any) -> dict[str, Any]:
+    """``config`` (named ``""``) and its sub-configs by attribute name."""
+    subs = {name: value for name, value in vars(config).items() if hasattr(value, "to_dict") and hasattr(value, "model_type")}  # configs
+    return {"": config, **subs}
+
+
+def _cut_stack(config: Any, layers: int) -> None:
+    """Cut one config's ``num_hidden_layers`` (and ``encoder_layers`` / ``decoder_layers``,
+    ``layer_types``) to ``layers`` in place, when it has more."""
+    count = getattr(config, "num_hidden_layers", None)
+    if not isinstance(count, int) or count <= layers:
+        return
+    config.num_hidden_layers = layers
+    for attr in ("encoder_layers", "decoder_layers"):
+        if isinstance(getattr(config, attr, None), int):
+            setattr(config, attr, min(getattr(config, attr), layers))
+    per_layer = getattr(config, "layer_types", None)
+    if isinstance(per_layer, list) and len(per_layer) == count:
+        config.layer_types = per_layer[:layers]
 
 
 def _draws_at_mean(path: Path) -> bytes | None:
@@ -357,7 +386,8 @@ def _check_folder(spec: _Spec, config: Any, folder: Path, build: _Build, label: 
     real = _reference(spec, config)
     checks = []
     for part in hf_inputs.components(LoadedModel(real, spec.task, spec.folder, spec.pooling)):
-        checks += _check_part(part, folder / f"{part.name}.onnx", spec.rule, f"{part.name} ({label})")
+        path = folder / hf_layout.model_path(part.name, "flat")
+        checks += _check_part(part, path, spec.rule, f"{part.name} ({label})")
     return checks
 
 
@@ -366,7 +396,6 @@ def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck]
     (see the module docstring). Without ``fits`` nothing of the full export is read, so it may run
     while the full export is still being written."""
     cut = slice_config(spec.config)
-    total = getattr(spec.config, "num_hidden_layers", None)
     if spec.build.quantize is None and fits:
         real = _reference(spec, spec.config)
         loaded = LoadedModel(real, spec.task, spec.folder, spec.pooling)
@@ -377,14 +406,14 @@ def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck]
     if cut is None and spec.build.quantize is None:
         raise HFError(
             f"The checkpoint ({spec.checkpoint.nbytes / 2**30:.1f} GiB) is too large to validate in "
-            f"memory and its config has no num_hidden_layers to validate a slice; pass validate=False."
+            f"memory and its config has no stack of more than {SLICE_LAYERS} layers (num_hidden_layers) to validate a slice; pass validate=False."
         )
     folder = staging / SLICE_FOLDER
     folder.mkdir()
     float_build = dataclasses.replace(spec.build, quantize=None)
     before = "" if spec.build.quantize is None else ", before quantization"
     checks, cut = _check_slice(spec, cut, folder, float_build, before, fits)
-    label = (f"slice ({SLICE_LAYERS} of {total} layers)" if cut is not None else "full") + before
+    label = (_slice_label(spec.config) if cut is not None else "full") + before
     if spec.build.quantize is not None:
         if fits:  # the quantized files run: eager's shapes, dtypes, finite values (module docstring)
             real = _reference(spec, spec.config)
@@ -396,6 +425,13 @@ def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck]
             label += f"; the {bits} model ran"
     shutil.rmtree(folder)
     return checks, label
+
+
+def _slice_label(config: Any) -> str:
+    """``slice (2 of 32 layers)``; per stack for a config with sub-configs:
+    ``slice (2 of 32 text_config layers, 2 of 24 vision_config layers)``."""
+    stacks = [f"{SLICE_LAYERS} of {count}{' ' + name if name else ''} layers" for name, count in layer_counts(config, SLICE_LAYERS).items()]
+    return f"slice ({', '.join(stacks)})"
 
 
 def _check_slice(spec: _Spec, cut: Any, folder: Path, build: _Build, before: str, fits: bool) -> tuple[list[OutputCheck], Any]:
