@@ -3,6 +3,7 @@ shown in the report; the error when all fail names the first real cause and the 
 
 from __future__ import annotations
 
+import logging
 import sys
 import warnings
 from pathlib import Path
@@ -231,3 +232,52 @@ def test_constraint_violation_in_both_modes_is_not_drafted() -> None:
     specialize silently) is not tried."""
     with pytest.raises(onnxport.DynamicShapesError):
         onnxport.export(FixedBatch(), (torch.randn(2, 3),), dynamic_shapes=({0: "batch"},))
+
+
+class SingleChunkBranch(torch.nn.Module):
+    """Gemma 4's audio tower in small: a branch on whether ``n`` frames fill more than one chunk
+    of 4, which a ``Dim`` over [1, 64] violates in both modes (the capture then relaxes it)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if (x.shape[1] - 1) // 4 + 1 != 1:
+            return x * 2
+        return x + 1
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_a_strict_mode_constraint_violation_is_not_logged_by_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TorchDynamo logs the guard it cannot create at error level with a traceback; onnxport reports
+    the violation itself (here in the warning of the relaxed capture), so torch's log stays quiet."""
+    monkeypatch.delenv("TORCH_LOGS", raising=False)
+    logger, seen = logging.getLogger(strategies._GUARD_LOGGER), _Records()
+    logger.addHandler(seen)
+    try:
+        with pytest.warns(UserWarning, match="whose ranges the code narrows"):
+            program = onnxport.export(SingleChunkBranch(), (torch.randn(2, 9),),
+                                      dynamic_shapes={"x": {1: torch.export.Dim("n", min=1, max=64)}})
+    finally:
+        logger.removeHandler(seen)
+    assert "torch.export.export(strict=True)" in [a.strategy for a in program.status.capture_attempts]
+    assert [r.getMessage() for r in seen.records] == []
+    x = torch.randn(2, 13)
+    torch.testing.assert_close(program(x)[0], x * 2)
+
+
+def test_torch_logs_asked_for_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``TORCH_LOGS`` set the user asked for torch's logs: the guard logger is left as it is."""
+    logger = logging.getLogger(strategies._GUARD_LOGGER)
+    monkeypatch.setenv("TORCH_LOGS", "+dynamic")
+    with strategies._quiet_guard_errors():
+        assert not logger.disabled
+    monkeypatch.delenv("TORCH_LOGS")
+    with strategies._quiet_guard_errors():
+        assert logger.disabled
+    assert not logger.disabled

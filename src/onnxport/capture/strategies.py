@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import re
 import time
@@ -94,8 +95,31 @@ def _nonstrict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes
 
 
 def _strict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
-    with _size_oblivious():
+    with _size_oblivious(), _quiet_guard_errors():
         return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=True)
+
+
+# TorchDynamo logs a guard it cannot create at error level, traceback included, before raising
+# (``torch/_guards.py``, ``Guard.create``: a constraint violation is one). onnxport records the
+# raised error and reports it (``CaptureError``, or the warning of a relaxed capture), so the log
+# only repeats it, and reads as a failure when a later strategy succeeds.
+_GUARD_LOGGER = "torch._guards"
+
+
+@contextlib.contextmanager
+def _quiet_guard_errors() -> Iterator[None]:
+    """Silence :data:`_GUARD_LOGGER` for the duration, unless the user asked for torch's logs
+    (``TORCH_LOGS``)."""
+    logger = logging.getLogger(_GUARD_LOGGER)
+    if os.environ.get("TORCH_LOGS"):
+        yield
+        return
+    disabled = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
 
 
 def _draft(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
