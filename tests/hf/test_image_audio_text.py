@@ -111,3 +111,22 @@ def test_image_tokens_attending_both_ways_are_refused() -> None:
     model.config.text_config.use_bidirectional_attention = "vision"
     with pytest.raises(HFError, match="mm_token_type_ids"):
         ohf.export(model)
+
+
+@pytest.mark.slow  # a 6-layer Gemma 4 exported streamed, then its slice exported and validated (~60 s)
+def test_a_checkpoint_too_large_for_memory_is_validated_on_a_slice(tmp_path: pathlib.Path) -> None:
+    """Above ``memory_fraction`` the four graphs are checked on a 2-layer slice of each stack: the
+    per-layer embedding tables cut to the slice's layers (``hf/checkpoint.sliced``), the KV-shared
+    layers (the last 2 of 6) outside it."""
+    config = tiny_models.BY_NAME["gemma4"].build().config.to_dict()
+    config["text_config"].pop("per_layer_config", None)  # rebuilt for 6 layers
+    config["text_config"].update(num_hidden_layers=6, layer_types=["sliding_attention", "full_attention"] * 3)
+    config["vision_config"]["num_hidden_layers"] = config["audio_config"]["num_hidden_layers"] = 3
+    torch.manual_seed(0)
+    transformers.Gemma4ForConditionalGeneration(transformers.Gemma4Config.from_dict(config)).eval().save_pretrained(tmp_path / "ckpt")
+    result = ohf.export(tmp_path / "ckpt", output_dir=tmp_path / "out", stream=True, memory_fraction=0.0)
+    assert result.passed and result.streamed is not None
+    assert result.streamed.validation == (
+        "slice (2 of 6 text_config layers, 2 of 3 vision_config layers, 2 of 3 audio_config layers)")
+    graphs = ("vision_encoder", "audio_encoder", "embed_tokens", "decoder_model")
+    assert {c.component for c in result.checks} == {f"{g} (slice)" for g in graphs}

@@ -228,12 +228,13 @@ def test_gemma4_kv_shared_layers_keep_standard_attention(tmp_path: Path) -> None
     assert_greedy_equals_transformers(model, result.programs["model"])
 
 
-def test_gemma4_int4_folder_validates_the_whole_float_model(tmp_path: Path) -> None:
-    """Gemma 4's per-layer embedding tables are sized by the layer count, so the 2-layer slice the
-    quantized export validates does not fit the checkpoint; a model that fits in memory is
-    validated whole instead (``hf/streamed._check_slice``)."""
+def test_gemma4_int4_folder_validates_a_slice_of_the_float_model(tmp_path: Path) -> None:
+    """Gemma 4's per-layer embedding tables are sized by the layer count: the 2-layer slice the
+    quantized export validates takes their first 2 layers' columns (rows of the projection),
+    ``hf/checkpoint.sliced``; the int4 model itself then runs whole."""
     _gemma4(layer_types=["sliding_attention"] * 5 + ["full_attention"], per_layer_config={"5": {"head_dim": 32}})().save_pretrained(tmp_path / "ckpt")
     result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out", target="onnxruntime", quantize="int4", stream=True)
     assert result.passed
-    assert any("whole, before quantization" in c.component for c in result.checks)
+    assert result.streamed.validation == "slice (2 of 6 layers), before quantization; the int4 model ran"
+    assert any(c.component == "model (slice, before quantization)" for c in result.checks)
     assert any("int4, runs" in c.component for c in result.checks)

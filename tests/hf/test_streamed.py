@@ -403,3 +403,33 @@ def test_slice_validation_of_a_vision_language_model(tmp_path: pathlib.Path) -> 
     names = set(_initializers(find_model(out, "decoder_model")))
     assert any(n.startswith("model.language_model.layers.2.") for n in names)  # the full model written
     assert not (out / streamed.SLICE_FOLDER).exists()
+
+
+def test_a_slice_takes_the_first_layers_of_per_layer_tables(tmp_path: pathlib.Path) -> None:
+    """Gemma 4's per-layer embedding table ``[vocab, layers * d]`` and projection ``[layers * d,
+    hidden]`` are sized by the layer count: the slice's checkpoint is cut to their first 2 layers'
+    columns / rows (views of the memory map), and its KV-shared layers (the last 4 of 6) are not
+    in the first 2."""
+    from onnxport.hf import meta
+    from onnxport.hf.checkpoint import read_checkpoint, sliced
+
+    config = transformers.Gemma4TextConfig(
+        vocab_size=50, hidden_size=32, intermediate_size=32, num_hidden_layers=6, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=16, vocab_size_per_layer_input=50, hidden_size_per_layer_input=4,
+        num_kv_shared_layers=4, layer_types=["sliding_attention", "full_attention"] * 3)  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.Gemma4ForCausalLM(config).eval()
+    model.save_pretrained(tmp_path)
+    cut = streamed.slice_config(config)
+    assert cut.num_hidden_layers == 2 and cut.num_kv_shared_layers == 0
+    assert streamed.slice_config(transformers.Gemma4TextConfig(num_hidden_layers=6, num_kv_shared_layers=5)).num_kv_shared_layers == 1
+    checkpoint = read_checkpoint(tmp_path)
+    small = meta.build(cut, "AutoModelForCausalLM", torch.float32)
+    view = sliced(checkpoint, small, [(2, 6)])
+    table, projection = "model.embed_tokens_per_layer.weight", "model.per_layer_model_projection.weight"
+    assert view.cuts == {table: (1, 8), projection: (0, 8)}
+    assert view.entries[table].shape == (50, 8) and checkpoint.entries[table].shape == (50, 24)
+    torch.testing.assert_close(view.tensor(table), model.model.embed_tokens_per_layer.weight[:, :8], rtol=0, atol=0)
+    torch.testing.assert_close(view.tensor(projection), model.model.per_layer_model_projection.weight[:8], rtol=0, atol=0)
+    torch.testing.assert_close(view.tensor("model.norm.weight"), checkpoint.tensor("model.norm.weight"))
+    assert sliced(checkpoint, model, [(2, 6)]) is checkpoint  # the whole model: nothing to cut

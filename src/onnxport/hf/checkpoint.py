@@ -106,6 +106,50 @@ class Checkpoint:
             ) from e
 
 
+@dataclasses.dataclass
+class SlicedCheckpoint(Checkpoint):
+    """A checkpoint as the meta model of a slice of its config sees it (:func:`sliced`): the
+    tensors of ``cuts`` (name → (dim, length)) are their first ``length`` entries along ``dim``
+    (a view of the memory map, nothing read)."""
+
+    cuts: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+
+    def tensor(self, name: str) -> torch.Tensor:
+        tensor = super().tensor(name)
+        if name in self.cuts:
+            dim, length = self.cuts[name]
+            tensor = tensor.narrow(dim, 0, length)
+        return tensor
+
+
+def sliced(checkpoint: Checkpoint, model: Any, ratios: list[tuple[int, int]]) -> Checkpoint:
+    """``checkpoint`` for ``model``, built from a config whose stacks were cut from ``count`` to
+    ``layers`` hidden layers (``ratios``: (layers, count) pairs). A checkpoint tensor with one dim
+    larger than its model tensor's by exactly such a ratio holds every layer's rows or columns side
+    by side, layer by layer, and is cut to the slice's first layers: Gemma 4's (and Gemma 3n's)
+    per-layer embedding table ``embed_tokens_per_layer`` ``[vocab, layers * d]`` and projection
+    ``per_layer_model_projection`` ``[layers * d, hidden]``, reshaped to ``[..., layers, d]`` by
+    the model (``transformers/models/gemma4/modeling_gemma4.py``, ``get_per_layer_inputs``).
+    Other tensors are left as they are (a shape that still differs fails when bound)."""
+    shapes = {name: tuple(t.shape) for name, t in model.state_dict(keep_vars=True).items()}
+    cuts = {}
+    for key, name in model_keys(model, checkpoint).items():
+        want, have = shapes.get(key), checkpoint.entries[name].shape
+        if want is None or len(want) != len(have):
+            continue
+        differ = [d for d, (w, h) in enumerate(zip(want, have, strict=True)) if w != h]
+        if len(differ) == 1 and any(want[differ[0]] * count == have[differ[0]] * layers for layers, count in ratios):
+            cuts[name] = (differ[0], want[differ[0]])
+    if not cuts:
+        return checkpoint
+    entries = {n: dataclasses.replace(e, shape=_cut(e.shape, *cuts[n])) if n in cuts else e for n, e in checkpoint.entries.items()}
+    return SlicedCheckpoint(checkpoint.folder, entries, cuts)
+
+
+def _cut(shape: tuple[int, ...], dim: int, length: int) -> tuple[int, ...]:
+    return shape[:dim] + (length,) + shape[dim + 1:]
+
+
 def _header(path: Path) -> dict[str, Entry]:
 
     if not path.is_file():

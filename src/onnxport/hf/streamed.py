@@ -51,7 +51,7 @@ from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf import meta, moe, repeat, shared_cache
-from onnxport.hf.checkpoint import Checkpoint, read_checkpoint
+from onnxport.hf.checkpoint import Checkpoint, read_checkpoint, sliced
 from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, write_genai_config
@@ -270,6 +270,9 @@ def _cut_stack(config: Any, layers: int) -> None:
     if not isinstance(count, int) or count <= layers:
         return
     config.num_hidden_layers = layers
+    shared = getattr(config, "num_kv_shared_layers", None)
+    if isinstance(shared, int):  # Gemma 3n / 4: the last `shared` layers reuse earlier layers' key/values
+        config.num_kv_shared_layers = max(0, shared - (count - layers))
     for attr in ("encoder_layers", "decoder_layers"):
         if isinstance(getattr(config, attr, None), int):
             setattr(config, attr, min(getattr(config, attr), layers))
@@ -379,6 +382,9 @@ def _check_folder(spec: _Spec, config: Any, folder: Path, build: _Build, label: 
     """Export ``config`` (the slice, or the whole model) with ``build`` into ``folder`` (flat) and
     compare it with eager."""
     model = meta.build(config, spec.task.auto_class, spec.dtype)
+    if config is not spec.config:  # a slice: per-layer tables cut to its layers
+        ratios = [(SLICE_LAYERS, count) for count in layer_counts(spec.config, SLICE_LAYERS).values()]
+        spec = dataclasses.replace(spec, checkpoint=sliced(spec.checkpoint, model, ratios))
     loaded = LoadedModel(model, spec.task, spec.folder, spec.pooling)
     programs = {p.name: _export_part(p, loaded, spec.checkpoint, build, {}) for p in hf_inputs.components(loaded)}
     _save_parts(programs, folder, None, "flat")
@@ -437,9 +443,9 @@ def _slice_label(config: Any) -> str:
 def _check_slice(spec: _Spec, cut: Any, folder: Path, build: _Build, before: str, fits: bool) -> tuple[list[OutputCheck], Any]:
     """The float checks of ``cut`` (a slice config) exported into ``folder``, or of the whole model
     when there is no slice or, for a model that fits in memory, when the slice cannot be built or
-    its weights do not fit the checkpoint (Gemma 4's per-layer embedding tables are sized by the
-    layer count; its shared-KV layers refuse a cut ``layer_types``): a genuine failure repeats on
-    the whole model.
+    its weights do not fit the checkpoint (a tensor sized by the layer count that
+    :func:`onnxport.hf.checkpoint.sliced` does not recognise): a genuine failure repeats on the
+    whole model.
     Returns the checks and the config checked (``None``: the whole model).
 
     Raises:
