@@ -120,12 +120,15 @@ class MaskedAudioFeatures(torch.nn.Module):
     tower, the multimodal embedder, and the rows of the real (subsampled) frames.
 
     The frames are first padded (features 0, mask false) to whole attention blocks of the
-    subsampled sequence (``4 * attention_chunk_size`` frames). That changes no valid row: the
-    tower zeroes masked frames before each convolution, its conformer convolutions are causal,
-    masked frames take no part in the attention, and the padded rows are dropped. It keeps the
-    capture's sizes multiples of one symbol: with the frame count itself, every layer's block
-    arithmetic (two stride-2 subsamplings, then blocks rounded up) was nested floor divisions that
-    sympy re-simplified, about 20 s of capture per layer."""
+    subsampled sequence (``4 * attention_chunk_size`` frames), plus one block. That changes no
+    valid row: the tower zeroes masked frames before each convolution, its conformer convolutions
+    are causal, masked frames take no part in the attention, and the padded rows are dropped.
+    Whole blocks keep the capture's sizes multiples of one symbol: with the frame count itself,
+    every layer's block arithmetic (two stride-2 subsamplings, then blocks rounded up) was nested
+    floor divisions that sympy re-simplified, about 20 s of capture per layer. The extra block
+    makes at least two: the tower's code guards on more than one block, which a dynamic frame
+    count from 1 violates (one failed capture in each mode, then a relaxed one: 3.7x the capture
+    time of the tiny tower)."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
@@ -136,7 +139,7 @@ class MaskedAudioFeatures(torch.nn.Module):
 
     def forward(self, input_features: torch.Tensor, input_features_mask: torch.Tensor) -> torch.Tensor:
         frames = input_features.shape[1]
-        pad = (frames + self.block - 1) // self.block * self.block - frames
+        pad = (frames + self.block - 1) // self.block * self.block + self.block - frames
         input_features = torch.nn.functional.pad(input_features, (0, 0, 0, pad))
         input_features_mask = torch.nn.functional.pad(input_features_mask, (0, pad), value=False)
         out = self.tower(input_features, input_features_mask)
