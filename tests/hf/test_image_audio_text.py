@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pathlib
 
+import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
@@ -63,6 +64,22 @@ def test_four_graphs_in_the_transformers_js_layout(exported: tuple) -> None:
         "past_key_values.0.key", "past_key_values.0.value", "past_key_values.1.key", "past_key_values.1.value"]
     assert decoder["past_key_values.0.key"][1] == ["batch_size", "2", "past_sequence_length", "16"]
     assert decoder["present.1.value"][1] == ["batch_size", "2", "total_sequence_length", "32"]
+
+
+@pytest.mark.parametrize("frames", [1, 5, 16, 17, 50])
+def test_audio_of_any_length_equals_eager(exported: tuple, frames: int) -> None:
+    """The audio graph pads to whole attention blocks plus one (16 frames here); audios shorter than
+    one block, exactly one, and longer give eager's features (the tower's own masked rows dropped)."""
+    model, result = exported
+    session = ort.InferenceSession(str(result.output_dir / "onnx" / "audio_encoder.onnx"), providers=["CPUExecutionProvider"])
+    features = torch.randn(1, frames, 8, generator=torch.Generator().manual_seed(frames))
+    mask = torch.ones(1, frames, dtype=torch.bool)
+    (actual,) = session.run(None, {"input_features": features.numpy(), "input_features_mask": mask.numpy()})
+    with torch.no_grad():
+        out = model.model.audio_tower(features, mask)
+        expected = model.model.embed_audio(inputs_embeds=out.last_hidden_state)[out.attention_mask]
+    assert actual.shape == tuple(expected.shape) and actual.shape[0] >= 1
+    np.testing.assert_allclose(actual, expected.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_generation_from_images_and_audio_equals_transformers(exported: tuple) -> None:
