@@ -216,15 +216,17 @@ def _gemma4(**extra: Any) -> Any:
 def test_gemma4_kv_shared_layers_keep_standard_attention(tmp_path: Path) -> None:
     """Gemma 4 with ``num_kv_shared_layers=2``: the last two layers attend over the cache of the
     last earlier layer of their type, so one Concat feeds two attentions. GroupQueryAttention
-    appends its own new keys to its past, so those attentions stay standard (the fused graph gave
-    logits 0.33 off eager); the layers with caches of their own are fused."""
+    appends its own new keys to its past, so the shared layers' attentions stay standard (fused,
+    they gave logits 0.33 off eager) and read the present of the owner's GroupQueryAttention; every
+    layer with a cache of its own is fused, the owners too."""
     types = ["sliding_attention", "sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
              "full_attention"]  # fmt: skip
     model = _gemma4(layer_types=types, num_kv_shared_layers=2, per_layer_config={"2": {"head_dim": 32}, "5": {"head_dim": 32}})()
     result = onnxport.hf.export(model, target="onnxruntime")
     assert result.passed
     ops = collections.Counter(n.op_type for n in result.programs["model"].model.graph)
-    assert ops["GroupQueryAttention"] == 2, ops  # layers 0 and 1: layer 2's and 3's caches are shared
+    # layers 0-3 (2 and 3 own the caches layers 5 and 4 reuse); the shared layers 4 and 5 standard
+    assert ops["GroupQueryAttention"] == 4 and ops["Attention"] == 2, ops
     assert_greedy_equals_transformers(model, result.programs["model"])
 
 

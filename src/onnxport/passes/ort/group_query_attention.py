@@ -62,8 +62,9 @@ mask (no ``attention_bias``), so rows must not be left-padded. Every attention m
 :class:`~onnxport.errors.InputError`.
 
 An attention over another layer's cache (Gemma 3n's and Gemma 4's KV-shared layers: one cache
-Concat feeds several attentions) is not fused, nor is the attention owning that cache: the kernel
-appends its own new keys to its past (:func:`_own_caches`).
+Concat feeds several attentions) is not fused: the kernel appends its own new keys to its past. The
+attention owning that cache is, and the others read its ``present``; with ``shared_buffer`` it is
+not (:func:`_own_caches`).
 
 onnxruntime-genai's model builder (src/python/py/models/builders/base.py, ``make_group_query_attention``)
 emits the same op with the rotary fused; its input layout was read there, nothing copied.
@@ -169,16 +170,25 @@ def _reads_token_types(mask: ir.Value | None) -> bool:
     return False
 
 
-def _own_caches(matches: list[Match]) -> list[Match]:
-    """The matches whose cache Concats serve no other attention. Gemma 3n's and Gemma 4's
-    KV-shared layers attend over an earlier layer's cache (``num_kv_shared_layers``): one Concat
-    feeds several attentions, and the kernel, which appends its own new keys to its past, fits
-    only the layer that owns the cache; those attentions keep the standard ops."""
-    users: dict[int, int] = {}
+def _own_caches(matches: list[Match], owners: bool) -> list[Match]:
+    """The matches that may fuse given the cache Concats they share. Gemma 3n's and Gemma 4's
+    KV-shared layers (``num_kv_shared_layers``) attend over an earlier layer's cache: one Concat
+    feeds several attentions. The kernel appends its own new keys to its past, so only the layer
+    that owns the cache fits it: with ``owners``, the first attention in graph order on each
+    shared Concat (the owner's layer comes before the layers reusing its cache) fuses, and the
+    others read its ``present`` outputs (the same past and new keys as the Concat) with the
+    standard ops; without (the in-place buffer, whose ``present`` spans ``max_length`` rows), none
+    of them fuses."""
+    users: dict[int, list[Match]] = {}
     for m in matches:
         for concat in {id(m.key_concat), id(m.value_concat)}:
-            users[concat] = users.get(concat, 0) + 1
-    return [m for m in matches if users[id(m.key_concat)] == 1 and users[id(m.value_concat)] == 1]
+            users.setdefault(concat, []).append(m)
+
+    def fuses(m: Match) -> bool:
+        readers = [users[id(m.key_concat)], users[id(m.value_concat)]]
+        return all(len(r) == 1 or (owners and r[0] is m) for r in readers)
+
+    return [m for m in matches if fuses(m)]
 
 
 class GroupQueryAttentionPass(ir.passes.InPlacePass):
@@ -211,7 +221,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         graph = model.graph
         found = (match_attention(n) for n in list(graph))
         matches = [m for m in found if m is not None and not _reads_token_types(m.mask)]
-        matches = _own_caches(matches)
+        matches = _own_caches(matches, owners=not self.shared_buffer)
         if not has_kernel("GroupQueryAttention"):
             matches = []
         if self.shared_buffer:
