@@ -13,6 +13,7 @@ import json
 import pathlib
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -145,6 +146,18 @@ def test_bf16_checkpoint_keeps_bf16_initializers(tmp_path: pathlib.Path) -> None
     assert inits["model.embed_tokens.weight"].data_type == onnx.TensorProto.BFLOAT16
     size = sum(t.nbytes for t in model.state_dict().values())
     assert size <= _stored_bytes(find_model(out)) <= size + 4096
+    # float32 at the boundary (onnxruntime-node and transformers.js have no bfloat16 tensor), and the
+    # logits are eager's bfloat16 logits exactly as float32 where the two round alike
+    graph = onnx.load(str(find_model(out)), load_external_data=False).graph
+    floats = {v.name: v.type.tensor_type.elem_type for v in [*graph.input, *graph.output] if "past" in v.name or "present" in v.name or v.name == "logits"}
+    assert floats and set(floats.values()) == {onnx.TensorProto.FLOAT}
+    feeds = _feeds()
+    with torch.no_grad():
+        expected = model(**feeds).logits
+    actual = _run(find_model(out), feeds)
+    assert actual.dtype == np.float32 and actual.shape == tuple(expected.shape)
+    np.testing.assert_allclose(actual, expected.float().numpy(), atol=0.1)
+    assert np.array_equal(actual, actual.astype(ml_dtypes.bfloat16).astype(np.float32))  # bfloat16 values
 
 
 def _broken(tmp_path: pathlib.Path, case: str) -> pathlib.Path:

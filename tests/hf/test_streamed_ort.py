@@ -269,6 +269,22 @@ def test_quantize_of_a_half_checkpoint_builds_a_float32_graph(tmp_path: pathlib.
     assert not (tmp_path / "in-memory").exists()
 
 
+def test_quantize_of_a_half_gemma_checkpoint_validates(tmp_path: pathlib.Path) -> None:
+    """Gemma 3 scales its embeddings by √hidden, a buffer computed when the model is built. The
+    float32 graph of a bfloat16 checkpoint is built in float32 (√40 = 6.3246); the eager reference
+    is too (it was built in bfloat16, 6.3125, then upcast: every embedding 0.19% off, a failed
+    validation of a correct graph)."""
+    from onnxport.testing.tiny_models import DECODER, _make
+
+    model = _make("Gemma3TextConfig", "Gemma3ForCausalLM", **{**DECODER, "hidden_size": 40, "num_attention_heads": 2,
+                                                              "num_key_value_heads": 1, "head_dim": 16})()
+    model.to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+    result = onnxport.hf.export(tmp_path / "bf16", output_dir=tmp_path / "out", stream=True, quantize="int4")
+    assert result.passed and result.streamed is not None and result.streamed.dtype == torch.float32
+    assert [c.component for c in result.checks if c.output == "logits"][0] == "model (whole, before quantization)"
+    assert max(c.max_abs_diff for c in result.checks if "before quantization" in c.component) < 1e-4
+
+
 def test_cli_int4_tied_embeddings_share_the_heads_quantized_bytes(tmp_path: pathlib.Path) -> None:
     """A tied checkpoint (Qwen2 with ``tie_word_embeddings``): the embedding lookup reads the int4
     LM head's bytes (GatherBlockQuantized), the float table is not written, the folder is smaller

@@ -31,12 +31,15 @@ from onnxport.hf.streamed import (
 )
 from onnxport.hf.validate import (
     DEFAULT_ATOL,
+    HALF_TOLERANCE,
     OutputCheck,
+    Tolerance,
     compare_outputs,
     describe,
     eager,
     eager_rerun,
 )
+from onnxport.passes.float32_io import float32_boundary
 from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
 from onnxport.verify.runtime_check import run_at_mean
 
@@ -109,7 +112,10 @@ def export(
             exist or be empty; it is created only when everything succeeded.
         validate: Compare every output with eager PyTorch on fresh inputs (another batch, sequence
             and past length); a failure raises ``VerificationError`` and writes nothing.
-        atol: ``None``: onnxport's tolerance table per dtype (``verify/compare.py``); a number:
+        atol: ``None``: onnxport's tolerance table per dtype (``verify/compare.py``), except
+            ``HALF_TOLERANCE`` (atol 0.1, rtol 0.02) for bfloat16/float16 weights exported in their
+            dtype (eager CPU rounds every half op, onnxruntime computes most of them in float32,
+            ``hf/validate.py``); a number:
             Optimum's rule, max abs difference ≤ ``atol``.
         optimize: Run onnxport's graph passes.
         stream: Build the model on the meta device and stream the checkpoint's tensors into the
@@ -230,6 +236,9 @@ def export(
         raise HFError(
             f"kv_cache='shared' is for text-generation decoders, not task {loaded.task.name!r}."
         )
+    tolerance: float | Tolerance | None = atol
+    if atol is None and floating & {torch.bfloat16, torch.float16}:  # as the streamed path
+        tolerance = HALF_TOLERANCE
     if shared:
         check_full_attention(loaded.model.config)
     result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
@@ -256,15 +265,16 @@ def export(
         name_total_sequence(program.model)
         result.seconds[part.name] = time.perf_counter() - start
         if validate and shared:
-            result.checks += validate_shared(part, program, atol)
+            result.checks += validate_shared(part, program, tolerance)
         elif validate:
-            result.checks += validate_component(part, program, atol)
+            result.checks += validate_component(part, program, tolerance)
         if quantization is not None:
             optimize_for_onnxruntime(
                 program.model, fuse=False, quantize=quantization, report=result.quantization
             )
             if target == "onnxruntime":
                 finish_for_onnxruntime(program.model)
+        float32_boundary(program.model)  # after the validation, which fed eager's dtypes: lossless
     _raise_failed(result, validate)
     if destination is not None:
         result.files = _write(destination, result.programs, loaded, layout, shared)
@@ -306,7 +316,7 @@ def dtype_option(dtype: str | torch.dtype | None) -> torch.dtype | None:
 
 
 def validate_component(
-    part: hf_inputs.Component, program: Any, atol: float | None
+    part: hf_inputs.Component, program: Any, atol: float | Tolerance | None
 ) -> list[OutputCheck]:
     """Every output of ``program`` vs eager on :data:`onnxport.hf.inputs.CHECK_SIZES`."""
     checks = []

@@ -19,7 +19,14 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf import inputs as hf_inputs
-from onnxport.hf.validate import OutputCheck, compare_outputs, describe, eager, eager_rerun
+from onnxport.hf.validate import (
+    OutputCheck,
+    Tolerance,
+    compare_outputs,
+    describe,
+    eager,
+    eager_rerun,
+)
 
 KV_CACHE_MODES = ("concat", "shared")
 # Config fields that limit attention beyond causality; the shared-buffer graph drops the mask
@@ -100,7 +107,7 @@ def check_full_attention(config: Any) -> None:
 
 
 def validate_shared(
-    part: hf_inputs.Component, program: Any, atol: float | None
+    part: hf_inputs.Component, program: Any, atol: float | Tolerance | None
 ) -> list[OutputCheck]:
     """Every output of the shared-buffer ``program`` vs eager on
     :data:`onnxport.hf.inputs.CHECK_SIZES` made unpadded (see the module docstring)."""

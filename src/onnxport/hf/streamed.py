@@ -58,18 +58,20 @@ from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, writ
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import (
+    HALF_TOLERANCE,
     OutputCheck,
+    Tolerance,
     compare_outputs,
     describe,
     eager,
     eager_rerun,
     refusal,
 )
+from onnxport.passes.float32_io import float32_boundary
 from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
 from onnxport.runtime import available_memory, run_session, to_numpy
 
 SLICE_LAYERS = 2
-HALF_ATOL = 0.1
 SLICE_FOLDER = ".onnxport-slice"
 
 
@@ -193,6 +195,7 @@ def _export_part(
     if build.target == "onnxruntime":
         finish_for_onnxruntime(program.model)
     name_total_sequence(program.model)
+    float32_boundary(program.model)
     return program
 
 
@@ -323,6 +326,7 @@ def _check_part(
     :data:`onnxport.hf.inputs.CHECK_SIZES`) and compare every output by ``rule``."""
     sess = session(path)
     names = [i.name for i in sess.get_inputs()]
+    types = {i.name: i.type for i in sess.get_inputs()}
     checks = []
     graph_dtype = rule.dtype
     for size in sizes or hf_inputs.CHECK_SIZES:
@@ -333,7 +337,7 @@ def _check_part(
         if graph_dtype is not None:  # float inputs rounded to the graph's dtype, eager gets the same values
             feeds, graph = (torch.utils._pytree.tree_map(lambda t: _round(t, graph_dtype), f) for f in (feeds, graph))
         leaves = [t for t in torch.utils._pytree.tree_leaves(graph) if isinstance(t, torch.Tensor)]
-        arrays = {n: to_numpy(_cast(t, rule.dtype)) for n, t in zip(names, leaves, strict=True)}
+        arrays = {n: to_numpy(_boundary(_cast(t, rule.dtype), types[n])) for n, t in zip(names, leaves, strict=True)}
         try:
             actual = run_session(sess, arrays)
         except Exception as e:  # onnxruntime's own exception types
@@ -341,10 +345,17 @@ def _check_part(
         if rule.shared_buffer:
             actual = shared_cache.trim_presents(part.output_names, actual, total)
         expected = [_cast(t, rule.dtype) for t in eager(part.module, feeds)]
+        actual = [a.to(e.dtype) if e.dtype == torch.bfloat16 and a.dtype == torch.float32 else a
+                  for a, e in zip(actual, expected)]  # the float32 boundary (lossless) back to eager's dtype
         where = describe(feeds) + (f", buffer {total + shared_cache.SPARE_ROWS}" if rule.shared_buffer else "")
         checks += compare_outputs((label, where), part.output_names, actual, expected, rule.atol,
                                   eager_rerun(part.module, feeds))
     return checks
+
+
+def _boundary(t: Any, onnx_type: str) -> Any:
+    """A bfloat16 feed as float32 where the graph takes float32 (:mod:`onnxport.passes.float32_io`)."""
+    return t.float() if isinstance(t, torch.Tensor) and t.dtype == torch.bfloat16 and onnx_type == "tensor(float)" else t
 
 
 def _cast(t: Any, dtype: torch.dtype | None) -> Any:
@@ -364,15 +375,19 @@ class _Rule:
     ``shared_buffer``: the graph's past inputs are fixed buffers, fed and compared as
     :func:`onnxport.hf.shared_cache.graph_feeds` says."""
 
-    atol: float | None
+    atol: float | Tolerance | None
     dtype: torch.dtype | None = None
     shared_buffer: bool = False
 
 
 def _reference(spec: _Spec, config: Any) -> torch.nn.Module:
     """The eager model of ``config`` with the checkpoint's tensors memory-mapped; in float32
-    when the export chose its dtype (``dtype=``), which copies half-precision checkpoints."""
-    model = meta.materialize(meta.build(config, spec.task.auto_class, spec.source_dtype), spec.checkpoint)
+    when the export chose its dtype (``dtype=``), which copies half-precision checkpoints. That
+    model is built in float32, so buffers computed at construction are too, as in
+    ``from_pretrained(dtype=torch.float32)`` (Gemma's embedding scale √hidden: built in bfloat16,
+    39.25 instead of 39.19 at width 1536, every embedding 0.15% off)."""
+    build_dtype = torch.float32 if spec.rule.dtype is not None else spec.source_dtype
+    model = meta.materialize(meta.build(config, spec.task.auto_class, build_dtype), spec.checkpoint)
     if spec.rule.dtype is not None and spec.source_dtype != torch.float32:
         model = model.float()
     return model
@@ -506,7 +521,7 @@ def export_streamed(
         opset_version: The ONNX opset (onnxport's default when ``None``).
         validate: Compare with eager PyTorch on fresh inputs.
         atol: Validation tolerance: ``None``, onnxport's per-dtype table
-            (``verify/compare.py``), except :data:`HALF_ATOL` for bfloat16/float16 checkpoints
+            (``verify/compare.py``), except :data:`~onnxport.hf.validate.HALF_TOLERANCE` for bfloat16/float16 checkpoints
             exported in their dtype (eager CPU rounds every half op, onnxruntime computes them in
             float32); a number, Optimum's max-abs-difference rule.
         memory_fraction: Validate the whole model when the checkpoint's bytes are at most this
@@ -553,14 +568,15 @@ def export_streamed(
             "(float16 MatMulNBits is not done yet)."
         )
     pooling = read_pooling(folder) if resolved.name == "feature-extraction" else None
+    tolerance: float | Tolerance | None = atol
     if atol is None and dtype is None and source_dtype in (torch.bfloat16, torch.float16):
-        atol = HALF_ATOL
+        tolerance = HALF_TOLERANCE
     if shared_buffer and resolved.kind != "causal-lm":
         raise HFError(f"kv_cache='shared' is for text-generation decoders, not task {resolved.name!r}.")
     if shared_buffer:
         shared_cache.check_full_attention(config)
     build = _Build(opset_version, optimize, target, quantize, cast=dtype is not None, shared_buffer=shared_buffer)
-    rule = _Rule(atol, dtype, shared_buffer)
+    rule = _Rule(tolerance, dtype, shared_buffer)
     spec = _Spec(folder, config, resolved, checkpoint, graph_dtype, pooling, build, rule, source_dtype, layout)
     model = meta.build(config, resolved.auto_class, graph_dtype)
     meta.check(model, checkpoint, cast=build.cast)
