@@ -12,7 +12,9 @@ layers: ``past_conv.{i}``) and a tiny Granite-4.0-H (GraniteMoeHybrid: Mamba2 la
 ``past_conv.{i}`` / ``past_ssm.{i}``, beside attention layers; its config.json spells the layer types
 ``mamba``/``attention`` as the hub's checkpoints do, which transformers.js 4.3.1 reads, where
 transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-query GPT-BigCode
-(StarCoder: one ``past_key_values.{i}.key_value`` per layer):
+(StarCoder: one ``past_key_values.{i}.key_value`` per layer), and the tiny Llama saved in bfloat16
+(``llama-bf16``: its graph's inputs and outputs are float32, ``passes/float32_io.py``; compared with
+transformers' bfloat16 ``generate``):
 
 - ``pipeline('feature-extraction', minilm)`` with mean pooling + normalization vs
   sentence-transformers-style embeddings in eager PyTorch (transformers + mean pooling + L2 norm):
@@ -147,6 +149,8 @@ def decoders() -> dict[str, torch.nn.Module]:
     return {
         "llama": tiny_models.build("llama"), "lfm2": lfm2.eval(), "granite-hybrid": granite.eval(),
         "starcoder": bigcode.eval(),
+        # most hub checkpoints are bfloat16: its graph's inputs and outputs are float32 (passes/float32_io.py)
+        "llama-bf16": tiny_models.build("llama").to(torch.bfloat16),
     }  # fmt: skip
 
 

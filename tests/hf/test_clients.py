@@ -33,7 +33,7 @@ def _bench(name: str) -> ModuleType:
 
 @pytest.mark.slow
 def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -> None:
-    """all-MiniLM-L6-v2 embeddings, generation with a Llama, an LFM2 (conv cache), a
+    """all-MiniLM-L6-v2 embeddings, generation with a Llama (also saved in bfloat16), an LFM2 (conv cache), a
     Granite-4.0-H (Mamba2 conv/SSM states beside attention) and a multi-query StarCoder, and the
     encoder-decoders BART, Whisper and a TrOCR-style image-to-text model (cross-attention cache
     fed back with use_cache_branch), Moonshine and a LLaVA, and one forward of every model of the
@@ -51,7 +51,7 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
     assert figures["min_cosine"] >= 0.99999
     ten = {"bart", "whisper", "trocr", "moonshine", "llava", "smolvlm", "florence2", "qwen2-vl",
            "qwen2.5-vl", "qwen3.5-vl", "glm-ocr", "mistral3", "lfm2-vl", "gemma4", "voxtral"}  # encoder-decoders, VLMs: 10 new tokens
-    assert set(figures["generation"]) == {"llama", "lfm2", "granite-hybrid", "starcoder"} | ten
+    assert set(figures["generation"]) == {"llama", "lfm2", "granite-hybrid", "starcoder", "llama-bf16"} | ten
     for name, gen in figures["generation"].items():
         assert gen["new_tokens"] == (10 if name in ten else 20) and gen["tokens_equal"], gen
         assert len({t for row in gen["generated"] for t in row}) > 3, gen  # not one repeated token
