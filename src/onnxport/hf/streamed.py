@@ -261,8 +261,9 @@ def layer_counts(config: Any, above: int = 0) -> dict[str, int]:
 
 
 def _stacks(config: Any) -> dict[str, Any]:
-    """``config`` (named ``""``) and its sub-configs by attribute name."""
-    subs = {name: value for name, value in vars(config).items() if hasattr(value, "to_dict") and hasattr(value, "model_type")}  # configs
+    """``config`` (named ``""``) and its sub-configs by attribute name (an attribute with
+    ``to_dict`` and ``model_type`` is a config: transformers stays an optional import here)."""
+    subs = {name: value for name, value in vars(config).items() if hasattr(value, "to_dict") and hasattr(value, "model_type")}
     return {"": config, **subs}
 
 
