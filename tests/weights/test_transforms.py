@@ -13,7 +13,7 @@ import torch
 
 from onnxport.errors import InputError, MissingWeightsError
 from onnxport.weights import tensor as tensor_mod
-from onnxport.weights.sources import MissingSource, TorchSource
+from onnxport.weights.sources import CastSource, MissingSource, TorchSource
 from onnxport.weights.tensor import Slot, WeightTensor, cast, derive, reshaped, transposed
 
 
@@ -69,3 +69,21 @@ def test_bfloat16_stays_bits_exact() -> None:
     base = _root(values)
     assert base.numpy().dtype == ml_dtypes.bfloat16
     assert base.tobytes() == values.view(torch.int16).numpy().tobytes()
+
+
+@pytest.mark.parametrize("shape", [(37, 24), (5, 3, 8), (0, 4), ()])
+def test_a_cast_weight_is_written_in_blocks(shape: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bfloat16 checkpoint tensor exported in float32 (``CastSource``) is converted and written
+    block by block: the same bytes as the whole cast, and the whole converted tensor never made."""
+    monkeypatch.setattr(tensor_mod, "BLOCK_BYTES", 200)  # many blocks
+    raw = torch.randn(shape).to(torch.bfloat16)
+    source = CastSource(TorchSource(raw), ir.DataType.FLOAT)
+    weight = WeightTensor.root(Slot("table", source))
+    expected = raw.float().numpy().tobytes()
+    assert source.tensor().tobytes() == expected
+    monkeypatch.setattr(CastSource, "tensor", lambda self: pytest.fail("the whole cast was made"))
+    buffer = io.BytesIO()
+    weight.tofile(buffer)
+    assert buffer.getvalue() == expected
+    if raw.dim() == 2 and raw.shape[0] > 0:
+        assert len(list(source.blocks(200))) == -(-raw.shape[0] // (200 // (raw.shape[1] * 4)))

@@ -25,7 +25,7 @@ import onnx_ir as ir
 import torch
 
 from onnxport.errors import InputError
-from onnxport.weights.sources import MissingSource, Source
+from onnxport.weights.sources import CastSource, MissingSource, Source
 
 
 class Slot:
@@ -76,12 +76,18 @@ class WeightTensor(ir.LazyTensor):
         self.perm: tuple[int, ...] | None = None  # set by :func:`transposed`: this is bases[0] permuted
 
     def tofile(self, file: Any) -> None:
-        """Write the bytes to ``file``; a transform that streams (a transpose) writes block by
-        block, so writing never holds the whole transformed tensor."""
-        if self.chunks is None:
+        """Write the bytes to ``file``; a transform that streams (a transpose) or a weight
+        converted as it is read (:class:`~onnxport.weights.sources.CastSource`: a bfloat16
+        checkpoint exported in float32) writes block by block, so writing never holds the whole
+        transformed tensor."""
+        if self.chunks is not None:
+            blocks = self.chunks(*(base.numpy() for base in self.bases))
+        elif self.slot is not None and isinstance(self.slot.source, CastSource):
+            blocks = self.slot.source.blocks(BLOCK_BYTES)
+        else:
             super().tofile(file)
             return
-        for block in self.chunks(*(base.numpy() for base in self.bases)):
+        for block in blocks:
             file.write(np.asarray(block, order="C").reshape(-1).view(np.uint8).data)
 
     @classmethod
