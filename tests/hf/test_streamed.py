@@ -16,6 +16,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import onnx
+import onnx_ir
 import pytest
 import torch
 from safetensors import safe_open
@@ -446,3 +447,25 @@ def test_a_slice_takes_the_first_layers_of_per_layer_tables(tmp_path: pathlib.Pa
     torch.testing.assert_close(view.tensor(projection), model.model.per_layer_model_projection.weight[:8], rtol=0, atol=0)
     torch.testing.assert_close(view.tensor("model.norm.weight"), checkpoint.tensor("model.norm.weight"))
     assert sliced(checkpoint, model, [(2, 6)]) is checkpoint  # the whole model: nothing to cut
+
+
+def test_a_loaded_bf16_model_exports_float32_inputs_and_outputs() -> None:
+    """In memory too: the program is validated with eager's bfloat16, then its boundary becomes
+    float32 and its session is renewed, so calling it takes float32 feeds."""
+    from onnxport.testing.tiny_models import build
+
+    model = build("llama").to(torch.bfloat16)
+    result = onnxport.hf.export(model)
+    program = result.programs["model"]
+    assert result.passed and {c.comparison.atol for c in result.checks} == {0.1}
+    graph = program.model.graph
+    assert {v.dtype for v in [*graph.inputs, *graph.outputs] if v.dtype.is_floating_point()} == {onnx_ir.DataType.FLOAT}
+    ids = torch.tensor([[1, 5, 9]])
+    feeds: dict[str, torch.Tensor] = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "position_ids": torch.arange(3)[None]}
+    for value in list(graph.inputs)[3:]:
+        feeds[str(value.name)] = torch.zeros(1, 2, 0, 8)
+    logits = program(**feeds)[0]
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits
+    assert logits.dtype == torch.float32 and logits.shape == expected.shape
+    torch.testing.assert_close(logits, expected.float(), rtol=0.02, atol=0.1)

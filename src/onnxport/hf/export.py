@@ -274,7 +274,8 @@ def export(
             )
             if target == "onnxruntime":
                 finish_for_onnxruntime(program.model)
-        float32_boundary(program.model)  # after the validation, which fed eager's dtypes: lossless
+        if float32_boundary(program.model):  # after the validation, which fed eager's dtypes: lossless
+            program.release()  # a session of the program ran the bfloat16 boundary
     _raise_failed(result, validate)
     if destination is not None:
         result.files = _write(destination, result.programs, loaded, layout, shared)
