@@ -31,13 +31,13 @@ from onnxport.hf.streamed import (
 )
 from onnxport.hf.validate import (
     DEFAULT_ATOL,
-    HALF_TOLERANCE,
     OutputCheck,
     Tolerance,
     compare_outputs,
     describe,
     eager,
     eager_rerun,
+    tolerance_for,
 )
 from onnxport.passes.float32_io import float32_boundary
 from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
@@ -236,9 +236,7 @@ def export(
         raise HFError(
             f"kv_cache='shared' is for text-generation decoders, not task {loaded.task.name!r}."
         )
-    tolerance: float | Tolerance | None = atol
-    if atol is None and floating & {torch.bfloat16, torch.float16}:  # as the streamed path
-        tolerance = HALF_TOLERANCE
+    tolerance = tolerance_for(atol, floating)
     if shared:
         check_full_attention(loaded.model.config)
     result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)

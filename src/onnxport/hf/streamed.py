@@ -58,7 +58,6 @@ from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, writ
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import (
-    HALF_TOLERANCE,
     OutputCheck,
     Tolerance,
     compare_outputs,
@@ -66,6 +65,7 @@ from onnxport.hf.validate import (
     eager,
     eager_rerun,
     refusal,
+    tolerance_for,
 )
 from onnxport.passes.float32_io import float32_boundary
 from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
@@ -569,9 +569,7 @@ def export_streamed(
             "(float16 MatMulNBits is not done yet)."
         )
     pooling = read_pooling(folder) if resolved.name == "feature-extraction" else None
-    tolerance: float | Tolerance | None = atol
-    if atol is None and dtype is None and source_dtype in (torch.bfloat16, torch.float16):
-        tolerance = HALF_TOLERANCE
+    tolerance = tolerance_for(atol, {source_dtype} if dtype is None and source_dtype is not None else set())
     if shared_buffer and resolved.kind != "causal-lm":
         raise HFError(f"kv_cache='shared' is for text-generation decoders, not task {resolved.name!r}.")
     if shared_buffer:

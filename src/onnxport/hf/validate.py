@@ -41,6 +41,12 @@ class Tolerance:
 HALF_TOLERANCE = Tolerance(0.1, 2e-2)
 
 
+def tolerance_for(atol: float | None, weights: set[torch.dtype]) -> float | Tolerance | None:
+    """``atol``, or :data:`HALF_TOLERANCE` when it is ``None`` and the exported graph keeps
+    half-precision ``weights`` (the one rule of both hf export paths)."""
+    return HALF_TOLERANCE if atol is None and weights & {torch.bfloat16, torch.float16} else atol
+
+
 @dataclasses.dataclass
 class OutputCheck:
     """One output of one component on one input set.
