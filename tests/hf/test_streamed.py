@@ -27,9 +27,11 @@ from _checkpoints import LAYERS, llama_checkpoint
 from onnxport.cli import app
 from onnxport.cli.export import hf_summary_lines
 from onnxport.errors import HFError, InputError, OnnxportError
-from onnxport.hf import streamed
+from onnxport.hf import meta, streamed
+from onnxport.hf.checkpoint import read_checkpoint, sliced
 from onnxport.hf.inputs import CHECK_SIZES
 from onnxport.hf.layout import find_model
+from onnxport.testing.tiny_models import BY_NAME, build
 
 transformers = pytest.importorskip("transformers")
 
@@ -401,8 +403,6 @@ def test_slice_config_cuts_every_stack_of_a_composite_config() -> None:
 def test_slice_validation_of_a_vision_language_model(tmp_path: pathlib.Path) -> None:
     """A LLaVA checkpoint (3 vision and 3 text layers) too large for memory is validated through a
     slice of both stacks: the vision encoder, the embeddings and the decoder each against eager."""
-    from onnxport.testing.tiny_models import BY_NAME
-
     config = BY_NAME["llava"].build().config
     config.text_config.num_hidden_layers = config.vision_config.num_hidden_layers = 3
     torch.manual_seed(0)
@@ -424,9 +424,6 @@ def test_a_slice_takes_the_first_layers_of_per_layer_tables(tmp_path: pathlib.Pa
     hidden]`` are sized by the layer count: the slice's checkpoint is cut to their first 2 layers'
     columns / rows (views of the memory map), and its KV-shared layers (the last 4 of 6) are not
     in the first 2."""
-    from onnxport.hf import meta
-    from onnxport.hf.checkpoint import read_checkpoint, sliced
-
     config = transformers.Gemma4TextConfig(
         vocab_size=50, hidden_size=32, intermediate_size=32, num_hidden_layers=6, num_attention_heads=2,
         num_key_value_heads=1, head_dim=16, vocab_size_per_layer_input=50, hidden_size_per_layer_input=4,
@@ -452,8 +449,6 @@ def test_a_slice_takes_the_first_layers_of_per_layer_tables(tmp_path: pathlib.Pa
 def test_a_loaded_bf16_model_exports_float32_inputs_and_outputs() -> None:
     """In memory too: the program is validated with eager's bfloat16, then its boundary becomes
     float32 and its session is renewed, so calling it takes float32 feeds."""
-    from onnxport.testing.tiny_models import build
-
     model = build("llama").to(torch.bfloat16)
     result = onnxport.hf.export(model)
     program = result.programs["model"]
