@@ -1,4 +1,4 @@
-"""The float32-rounding referees (onnxport.verify.referee): a float32 output beyond tolerance passes
+"""The rounding referees (onnxport.verify.referee): a float output beyond tolerance passes
 only when a float64 run or one-ulp input moves show the difference is rounding, and a real
 difference stays a mismatch with the figures in its notes."""
 
@@ -114,3 +114,42 @@ def test_hf_validation_referees_with_the_components_inputs() -> None:
     checks = hf_validate.compare_outputs(("model", "pixel_values 8x256"), ["out"], [actual], [expected], None,
                                          hf_validate.eager_rerun(model, {"pixel_values": x}))
     assert checks[0].passed and checks[0].max_abs_diff > 1e-4
+
+
+class DeepHalf(torch.nn.Module):
+    """Eight bfloat16 ``tanh(x @ w)`` layers then a wide head: eager rounds every op to bfloat16."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(3)
+        self.layers = torch.nn.ParameterList(torch.randn(64, 64, generator=g) / 8 for _ in range(8))
+        self.head = torch.nn.Parameter(4 * torch.randn(64, 512, generator=g))  # logits up to ~35
+        self.to(torch.bfloat16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for w in self.layers:
+            x = torch.tanh(x @ w)
+        return x @ self.head
+
+
+def test_float64_referee_judges_half_precision_outputs() -> None:
+    model = DeepHalf().eval()
+    x = torch.randn(16, 64, generator=torch.Generator().manual_seed(4)).to(torch.bfloat16)
+    with torch.no_grad():
+        expected = model(x)
+        exact = DeepHalf().double()(x.double())  # what a runtime computing in float32 approaches
+    actual = exact.to(torch.bfloat16)
+    tolerance = hf_validate.HALF_TOLERANCE
+    c = compare_tensors("out", expected, actual, tolerance.rtol, tolerance.atol)
+    assert not c.passed and c.max_abs_diff > tolerance.atol  # eager bfloat16's own rounding
+    referee.settle([c], [expected], [actual], referee.Rerun(model, (x,), {}, _run))
+    assert c.passed, c.notes
+    assert any("bfloat16 rounding by the float64 referee" in n for n in c.notes)
+    assert model.head.dtype == torch.bfloat16  # the model itself was not converted
+
+    wrong = actual.clone()
+    wrong[3, 7] += 2.0  # one real error among rounding
+    c = compare_tensors("out", expected, wrong, tolerance.rtol, tolerance.atol)
+    referee.settle([c], [expected], [wrong], referee.Rerun(model, (x,), {}, _run))
+    assert not c.passed
+    assert any("beyond" in n and "eager bfloat16" in n for n in c.notes)
