@@ -34,6 +34,7 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from onnxport.capture.bounds import known_dims
+from onnxport.capture.finite import AssumedFinite
 from onnxport.capture.packed import keep_packed_sequences
 from onnxport.capture.patches import library_patches
 from onnxport.capture.rnn import keep_recurrent_ops
@@ -42,7 +43,10 @@ from onnxport.errors import CaptureError, user_source_line
 
 @dataclasses.dataclass
 class Attempt:
-    """One capture attempt: strategy name, seconds taken, and the error if it failed."""
+    """One capture attempt: strategy name, seconds taken, and the error if it failed.
+
+    ``warnings`` lists the values draft export specialized; ``assumed_finite`` the source lines of
+    the finiteness tests decided as finite (:mod:`onnxport.capture.finite`)."""
 
     strategy: str
     seconds: float
@@ -51,6 +55,7 @@ class Attempt:
     cause: str | None = None
     source_line: str | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
+    assumed_finite: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def success(self) -> bool:
@@ -89,9 +94,15 @@ def uncached_fake_tensors() -> Iterator[None]:
         yield
 
 
+# ``ExportedProgram.graph_module.meta`` key: the finiteness tests :class:`AssumedFinite` decided.
+ASSUMED_FINITE = "onnxport_assumed_finite"
+
+
 def _nonstrict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
-    with _size_oblivious(), known_dims(model, dynamic_shapes):
-        return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+    with _size_oblivious(), known_dims(model, dynamic_shapes), AssumedFinite() as finite:
+        ep = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+    ep.graph_module.meta[ASSUMED_FINITE] = finite.decided
+    return ep
 
 
 def _strict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
@@ -314,7 +325,8 @@ def capture(
             if _is_user_error(e) or attempts[-1].cause in MODEL_FAILURES:
                 break
             continue
-        attempt = Attempt(name, time.perf_counter() - start, warnings=_draft_warnings(ep))
+        attempt = Attempt(name, time.perf_counter() - start, warnings=_draft_warnings(ep),
+                          assumed_finite=ep.graph_module.meta.get(ASSUMED_FINITE, []))
         attempts.append(attempt)
         if attempt.warnings:
             warnings.warn(

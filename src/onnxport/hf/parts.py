@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from onnxport.capture.finite import AssumedFinite
 from onnxport.capture.patches import dense_experts, transformers_method_caches_off
 from onnxport.errors import HFError
 from onnxport.hf import meta
@@ -167,7 +168,8 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     would leave them holding fake outputs); the model's Python-number state restored after
     (:func:`onnxport.verify.ties.kept_state`: a Swin probe at a small image kept its shift off);
     on fake tensors, experts that loop over the experts hit run densely
-    (:func:`onnxport.capture.patches.dense_experts`)."""
+    (:func:`onnxport.capture.patches.dense_experts`) and tests of whether activations are finite
+    are decided as finite (:class:`onnxport.capture.finite.AssumedFinite`)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(module_caches_kept(model))
         stack.enter_context(kept_state(model))
@@ -176,6 +178,7 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
             stack.enter_context(meta.all_on_meta(model))
             stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
             stack.enter_context(dense_experts())  # their nonzero cannot run on fake tensors
+            stack.enter_context(AssumedFinite())  # BART's float16 clamp tests isfinite(...).all()
         yield
 
 

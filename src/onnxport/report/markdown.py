@@ -97,6 +97,8 @@ def _checklist(status: Any, verify_ran: bool) -> list[str]:
                     result += f" ({a.cause})"
                 if a.warnings:
                     result += f"; specialized {len(a.warnings)} value(s)"
+                if a.assumed_finite:
+                    result += f"; {len(a.assumed_finite)} finiteness test(s) taken as finite"
                 out.append(f"  - [{'x' if a.success else ' '}] `{a.strategy}` {_inline(result)} ({a.seconds:.2f} s)")
     if not verify_ran and status.error is None:
         for name in VERIFY_STEPS:
@@ -129,6 +131,10 @@ def _attempts(status: Any) -> list[str]:
         if a.warnings:
             out += [f"Draft export specialized on the example inputs ({a.strategy}):", ""]
             out += [f"- {_inline(w)}" for w in a.warnings] + [""]
+        if a.assumed_finite:
+            out += [f"Finiteness tests taken as finite, the branch of finite activations traced ({a.strategy}; "
+                    "onnxport.capture.finite):", ""]
+            out += [f"- {_inline(w)}" for w in a.assumed_finite] + [""]
     return out
 
 
