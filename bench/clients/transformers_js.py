@@ -14,7 +14,8 @@ layers: ``past_conv.{i}``) and a tiny Granite-4.0-H (GraniteMoeHybrid: Mamba2 la
 transformers 5 saves ``linear_attention``/``full_attention``) and a tiny multi-query GPT-BigCode
 (StarCoder: one ``past_key_values.{i}.key_value`` per layer), and the tiny Llama saved in bfloat16
 (``llama-bf16``: its graph's inputs and outputs are float32, ``passes/float32_io.py``; compared with
-transformers' bfloat16 ``generate``):
+transformers' bfloat16 ``generate``) and in float16 (``llama-fp16``, float16 inputs and outputs; and
+``bart-fp16`` among the encoder-decoders), compared with transformers' ``generate`` in their dtype:
 
 - ``pipeline('feature-extraction', minilm)`` with mean pooling + normalization vs
   sentence-transformers-style embeddings in eager PyTorch (transformers + mean pooling + L2 norm):
@@ -151,6 +152,8 @@ def decoders() -> dict[str, torch.nn.Module]:
         "starcoder": bigcode.eval(),
         # most hub checkpoints are bfloat16: its graph's inputs and outputs are float32 (passes/float32_io.py)
         "llama-bf16": tiny_models.build("llama").to(torch.bfloat16),
+        # a float16 checkpoint keeps float16 inputs and outputs; transformers.js sizes its past from the session
+        "llama-fp16": tiny_models.build("llama").to(torch.float16),
     }  # fmt: skip
 
 
@@ -408,7 +411,10 @@ FLORENCE2_IMAGE_FEATURES = 65  # the tiny Florence-2's features per 64x64 image 
 
 def seq2seq_models() -> dict[str, torch.nn.Module]:
     """The encoder-decoders checked (``onnxport.testing.tiny_models``, random weights): folder name → model."""
-    return {name: tiny_models.build(name) for name in SEQ2SEQ}
+    models = {name: tiny_models.build(name) for name in SEQ2SEQ}
+    # BART's float16 encoder layer branches on isfinite(...).all() (onnxport.capture.finite)
+    models["bart-fp16"] = tiny_models.build("bart").to(torch.float16)
+    return models
 
 
 def seq2seq_inputs(ids: torch.Tensor, mask: torch.Tensor) -> dict[str, dict[str, torch.Tensor]]:
@@ -420,7 +426,8 @@ def seq2seq_inputs(ids: torch.Tensor, mask: torch.Tensor) -> dict[str, dict[str,
     features = torch.randn(1, config.num_mel_bins, frames, generator=torch.Generator().manual_seed(3))
     image = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(4))
     waveform = torch.randn(1, 9001, generator=torch.Generator().manual_seed(6))
-    return {"bart": {"input_ids": ids, "attention_mask": mask}, "whisper": {"input_features": features},
+    return {"bart": {"input_ids": ids, "attention_mask": mask}, "bart-fp16": {"input_ids": ids, "attention_mask": mask},
+            "whisper": {"input_features": features},
             "moonshine": {"input_values": waveform}, "trocr": {"pixel_values": image}}  # fmt: skip
 
 

@@ -50,8 +50,9 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
     assert figures["embedding_shape"] == (3, 384)
     assert figures["min_cosine"] >= 0.99999
     ten = {"bart", "whisper", "trocr", "moonshine", "llava", "smolvlm", "florence2", "qwen2-vl",
-           "qwen2.5-vl", "qwen3.5-vl", "glm-ocr", "mistral3", "lfm2-vl", "gemma4", "voxtral"}  # encoder-decoders, VLMs: 10 new tokens
-    assert set(figures["generation"]) == {"llama", "lfm2", "granite-hybrid", "starcoder", "llama-bf16"} | ten
+           "qwen2.5-vl", "qwen3.5-vl", "glm-ocr", "mistral3", "lfm2-vl", "gemma4", "voxtral",
+           "bart-fp16"}  # encoder-decoders, VLMs: 10 new tokens
+    assert set(figures["generation"]) == {"llama", "lfm2", "granite-hybrid", "starcoder", "llama-bf16", "llama-fp16"} | ten
     for name, gen in figures["generation"].items():
         assert gen["new_tokens"] == (10 if name in ten else 20) and gen["tokens_equal"], gen
         assert len({t for row in gen["generated"] for t in row}) > 3, gen  # not one repeated token

@@ -20,6 +20,7 @@ import onnx_ir
 import pytest
 import torch
 from safetensors import safe_open
+from safetensors.torch import save_file
 from typer.testing import CliRunner
 
 import onnxport.hf
@@ -28,7 +29,7 @@ from onnxport.cli import app
 from onnxport.cli.export import hf_summary_lines
 from onnxport.errors import HFError, InputError, OnnxportError
 from onnxport.hf import meta, streamed
-from onnxport.hf.checkpoint import read_checkpoint, sliced
+from onnxport.hf.checkpoint import model_keys, read_checkpoint, sliced
 from onnxport.hf.inputs import CHECK_SIZES
 from onnxport.hf.layout import find_model
 from onnxport.testing.tiny_models import BY_NAME, build
@@ -486,3 +487,19 @@ def test_half_precision_encoder_decoders_stream(name: str, dtype: torch.dtype, t
     keys = set(read_checkpoint(tmp_path / "ckpt").entries)
     streamed_weights = [t for t in encoder.graph.initializer if t.name in keys]
     assert len(streamed_weights) > 4 and all(t.data_type == want for t in streamed_weights)  # the checkpoint's dtype
+
+
+def test_a_key_the_renames_should_leave_alone_keeps_its_name(tmp_path: pathlib.Path) -> None:
+    # DeepSeek-V4's rename ``\.norm\.`` → ``.kv_norm.`` also matches the final ``model.norm.weight``;
+    # transformers' loader keeps a key the model has when its rename is not a model key
+    config = transformers.DeepseekV4Config(
+        vocab_size=64, hidden_size=32, intermediate_size=32, moe_intermediate_size=16, num_hidden_layers=1,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=16, n_routed_experts=4, num_experts_per_tok=2)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    save_file({k: torch.zeros(v.shape, dtype=v.dtype) for k, v in model.state_dict().items()}, folder / "model.safetensors")
+    mapping = model_keys(model, read_checkpoint(folder))
+    assert mapping["model.norm.weight"] == "model.norm.weight"
+    assert mapping["model.layers.0.self_attn.kv_norm.weight"] == "model.layers.0.self_attn.kv_norm.weight"

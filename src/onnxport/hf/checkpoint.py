@@ -295,6 +295,11 @@ def _scan(model: Any, checkpoint: Checkpoint) -> tuple[dict[str, str], dict[str,
     unsupported = []
     for name in checkpoint.entries:
         target, pattern = rename_source_key(name, renamings, converters, model.base_model_prefix, own)
+        if target not in own and name in own:
+            # a key the renames should have left alone (DeepSeek-V4's ``\.norm\.`` → ``.kv_norm.`` also
+            # matches ``model.norm.weight``): kept as it is, as transformers' loader does
+            # (``core_model_loading.convert_and_load_state_dict_in_model``)
+            target, pattern = name, None
         if pattern is None:
             mapping.setdefault(target, name)
             continue
