@@ -447,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ok = figures["min_cosine"] >= 0.99999
     for name, gen in figures["generation"].items():
-        kind = ("encoder-decoder" if name in SEQ2SEQ else "audio-text-to-text" if name == "voxtral"
+        kind = ("encoder-decoder" if name.removesuffix("-fp16") in SEQ2SEQ else "audio-text-to-text" if name == "voxtral"
                 else "image-text-to-text" if name in VLMS else "text-generation")
         print(
             f"{kind} (tiny {name}): {gen['new_tokens']} greedy tokens: "
