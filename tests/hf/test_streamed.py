@@ -267,7 +267,9 @@ def test_summary_says_validation_off_for_an_in_memory_export(exported: tuple[Any
 #: router adds a buffer kept in memory (``e_score_correction_bias``) to an activation on meta;
 #: XGLM indexes its sinusoidal table (a buffer, on meta) with positions made on ``input_ids.device``
 #: (the cache-shape probe once fed CPU ids: "found at least two devices, meta and cpu"), and names
-#: its head count ``attention_heads`` (``attribute_map``), which genai_config.json once lacked.
+#: its head count ``attention_heads`` (``attribute_map``), which genai_config.json once lacked;
+#: JetMoE routes its tokens with ``.tolist()`` of the expert counts, which fake tensors without a
+#: shape environment could not run in the cache-shape probe (an unbacked size now).
 META_EDGES = {
     "gpt-neo": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
         vocab_size=100, hidden_size=32, num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]],
@@ -281,6 +283,9 @@ META_EDGES = {
         topk_group=1, first_k_dense_replace=1, head_dim=8, max_position_embeddings=64)),
     "xglm": ("XGLMConfig", "XGLMForCausalLM", dict(
         vocab_size=100, d_model=32, num_layers=2, attention_heads=4, ffn_dim=64, max_position_embeddings=64)),
+    "jetmoe": ("JetMoeConfig", "JetMoeForCausalLM", dict(
+        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_key_value_heads=2, kv_channels=8,
+        intermediate_size=64, num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=64)),
 }  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from onnxport.capture.finite import AssumedFinite
 from onnxport.capture.patches import dense_experts, transformers_method_caches_off
@@ -167,7 +168,9 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     (:func:`onnxport.capture.patches.transformers_method_caches_off`: a probe on fake tensors
     would leave them holding fake outputs); the model's Python-number state restored after
     (:func:`onnxport.verify.ties.kept_state`: a Swin probe at a small image kept its shift off);
-    on fake tensors, experts that loop over the experts hit run densely
+    on fake tensors (with a shape environment, so that a value read from a tensor is an unbacked
+    size, not an error: JetMoE routes with ``.tolist()`` of its expert counts), experts that loop
+    over the experts hit run densely
     (:func:`onnxport.capture.patches.dense_experts`) and tests of whether activations are finite
     are decided as finite (:class:`onnxport.capture.finite.AssumedFinite`)."""
     with contextlib.ExitStack() as stack:
@@ -176,7 +179,7 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
         stack.enter_context(transformers_method_caches_off())
         if any(p.device.type == "meta" for p in model.parameters()):
             stack.enter_context(meta.all_on_meta(model))
-            stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+            stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv()))
             stack.enter_context(dense_experts())  # their nonzero cannot run on fake tensors
             stack.enter_context(AssumedFinite())  # BART's float16 clamp tests isfinite(...).all()
         yield
