@@ -4,6 +4,7 @@ difference stays a mismatch with the figures in its notes."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import onnxport
@@ -153,3 +154,20 @@ def test_float64_referee_judges_half_precision_outputs() -> None:
     referee.settle([c], [expected], [wrong], referee.Rerun(model, (x,), {}, _run))
     assert not c.passed
     assert any("beyond" in n and "eager bfloat16" in n for n in c.notes)
+
+
+def test_half_outputs_fall_back_to_a_float32_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = DeepHalf().eval()
+    x = torch.randn(16, 64, generator=torch.Generator().manual_seed(4)).to(torch.bfloat16)
+    with torch.no_grad():
+        expected = model(x)
+        actual = DeepHalf().float()(x.float()).to(torch.bfloat16)
+    weights = sum(p.numel() for p in model.parameters())
+    monkeypatch.setattr(referee, "available_memory", lambda: 2 * 6 * weights)  # float32 copies fit, float64 do not
+    assert referee.float64_outputs(referee.Rerun(model, (x,), {}, _run)) is None
+    tolerance = hf_validate.HALF_TOLERANCE
+    c = compare_tensors("out", expected, actual, tolerance.rtol, tolerance.atol)
+    assert not c.passed
+    referee.settle([c], [expected], [actual], referee.Rerun(model, (x,), {}, _run))
+    assert c.passed, c.notes
+    assert any("against eager in float32" in n for n in c.notes)

@@ -27,7 +27,8 @@ of two referees finds the difference within float32 rounding:
    difference below 8x the most sensitive output's rounding scale cannot be told from rounding.
 
 Half-precision outputs (a bfloat16 or float16 model) are judged by rule 1 alone, with the model's
-half parameters, buffers and inputs in float64: eager CPU rounds every half op to its dtype while
+half parameters, buffers and inputs in float64 (float32 when float64 copies do not fit: 2x the
+half model's bytes instead of 4x, still 2¹⁶ times finer than bfloat16): eager CPU rounds every half op to its dtype while
 onnxruntime computes most of them in float32 (``passes/half_compute.py``), so a graph closer to the
 exact result than eager can still miss a fixed tolerance (a tiny bfloat16 Whisper's logits: 0.114
 from eager, beyond atol 0.1, with ONNX the closer of the two to float64).
@@ -75,10 +76,10 @@ class Rerun:
     run: Run
 
 
-def _float64_bytes(module: torch.nn.Module) -> int:
-    """Bytes of the module's :data:`FLOATS` parameters and buffers once copied to float64."""
+def _copy_bytes(module: torch.nn.Module, dtype: torch.dtype) -> int:
+    """Bytes of the module's :data:`FLOATS` parameters and buffers once copied to ``dtype``."""
     tensors = [*module.parameters(), *module.buffers()]
-    return sum(t.numel() * 8 for t in tensors if t.dtype in FLOATS)
+    return sum(t.numel() * dtype.itemsize for t in tensors if t.dtype in FLOATS)
 
 
 def _map_dtypes(fn: Callable[[torch.Tensor], torch.Tensor], value: Any, dtypes: tuple[torch.dtype, ...]) -> Any:
@@ -93,20 +94,21 @@ def _has_float32(value: Any) -> bool:
     return any(isinstance(x, torch.Tensor) and x.dtype == torch.float32 and x.numel() for x in leaves)
 
 
-def float64_outputs(rerun: Rerun) -> list[torch.Tensor] | None:
+def float64_outputs(rerun: Rerun, dtype: torch.dtype = torch.float64) -> list[torch.Tensor] | None:
     """The outputs of the module with its float32 and half-precision parameters and buffers in
     float64 (``torch.func.functional_call`` on float64 copies: the module itself is untouched) on
     the inputs of those dtypes cast to float64, or ``None`` when the module is not an
     ``nn.Module``, the copies would take more than half the available memory, or the model cannot
-    run in float64."""
+    run in float64. ``dtype`` float32 makes float32 copies instead (the reference of half-precision
+    outputs when float64 copies do not fit)."""
     module = rerun.module
-    if not isinstance(module, torch.nn.Module) or _float64_bytes(module) > available_memory() // 2:
+    if not isinstance(module, torch.nn.Module) or _copy_bytes(module, dtype) > available_memory() // 2:
         return None
     try:
         named = {**dict(module.named_parameters(remove_duplicate=False)),
                  **dict(module.named_buffers(remove_duplicate=False))}
-        state = {n: t.detach().to(torch.float64) if t.dtype in FLOATS else t for n, t in named.items()}
-        a64, k64 = _map_dtypes(lambda t: t.to(torch.float64), (tuple(rerun.args), dict(rerun.kwargs)), FLOATS)
+        state = {n: t.detach().to(dtype) if t.dtype in FLOATS else t for n, t in named.items()}
+        a64, k64 = _map_dtypes(lambda t: t.to(dtype), (tuple(rerun.args), dict(rerun.kwargs)), FLOATS)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             return torch.func.functional_call(module, state, args, kwargs)
@@ -161,7 +163,7 @@ def judge_float64(c: OutputComparison, expected: torch.Tensor, actual: torch.Ten
     max_onnx, max_eager = float(onnx_error.max()), float(eager_error.max())
     multiplier = SMALL_RMSE_MULTIPLIER if ref.numel() < SMALL_NUMEL else RMSE_MULTIPLIER
     within = rms_onnx <= multiplier * rms_eager + c.atol / 10 and max_onnx <= MAX_MULTIPLIER * max_eager + c.atol
-    c.notes.append(f"against eager in float64, ONNX's max abs error is {max_onnx:.3g} (RMS {rms_onnx:.3g}), "
+    c.notes.append(f"against eager in {str(reference.dtype).removeprefix('torch.')}, ONNX's max abs error is {max_onnx:.3g} (RMS {rms_onnx:.3g}), "
                    f"eager {str(expected.dtype).removeprefix('torch.')}'s {max_eager:.3g} (RMS {rms_eager:.3g})"
                    + ("" if within else f": beyond {multiplier:g}x (RMS) / {MAX_MULTIPLIER:g}x (max)"))
     return within
@@ -219,11 +221,14 @@ def settle(
                 "a normal or uniform one, which verification takes at the mean: onnxport.draws)")
         return
     doubles = float64_outputs(how)
+    if doubles is None and any(expected[i].dtype != torch.float32 for i in failed):
+        doubles = float64_outputs(how, torch.float32)  # 2x a half model's bytes, not 4x
     moved = perturbed_outputs(how)
     for i in failed:
         c = comparisons[i]
         ref = doubles[i] if doubles is not None and len(doubles) == len(comparisons) else None
-        if isinstance(ref, torch.Tensor) and ref.dtype == torch.float64 and tuple(ref.shape) == c.expected_shape:
+        finer = isinstance(ref, torch.Tensor) and (ref.dtype == torch.float64 or ref.dtype == torch.float32 != expected[i].dtype)
+        if isinstance(ref, torch.Tensor) and finer and tuple(ref.shape) == c.expected_shape:
             if judge_float64(c, expected[i], actual[i], ref):
                 c.passed = True
                 c.notes.append(f"passed as {str(expected[i].dtype).removeprefix('torch.')} rounding by the float64 referee "
