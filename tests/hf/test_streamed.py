@@ -29,7 +29,7 @@ from onnxport.cli import app
 from onnxport.cli.export import hf_summary_lines
 from onnxport.errors import HFError, InputError, OnnxportError
 from onnxport.hf import meta, streamed
-from onnxport.hf.checkpoint import model_keys, read_checkpoint, sliced
+from onnxport.hf.checkpoint import merged_keys, model_keys, read_checkpoint, sliced
 from onnxport.hf.inputs import CHECK_SIZES
 from onnxport.hf.layout import find_model
 from onnxport.testing.tiny_models import BY_NAME, build
@@ -508,3 +508,21 @@ def test_a_key_the_renames_should_leave_alone_keeps_its_name(tmp_path: pathlib.P
     mapping = model_keys(model, read_checkpoint(folder))
     assert mapping["model.norm.weight"] == "model.norm.weight"
     assert mapping["model.layers.0.self_attn.kv_norm.weight"] == "model.layers.0.self_attn.kv_norm.weight"
+
+
+def test_named_tensors_concatenated_into_one_stream(tmp_path: pathlib.Path) -> None:
+    # Bailing-hybrid's checkpoint keeps q_conv1d/k_conv1d/v_conv1d, which transformers concatenates
+    # into one conv1d on load (a WeightConverter whose source patterns have no ``*``)
+    config = transformers.AutoConfig.for_model(
+        "bailing_hybrid", vocab_size=64, hidden_size=32, intermediate_size=32, moe_intermediate_size=16,
+        num_hidden_layers=2, layer_types=["linear_attention", "full_attention"], num_attention_heads=4,
+        num_key_value_heads=4, head_dim=8, num_experts=4, num_experts_per_tok=2, pad_token_id=0)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    model.save_pretrained(tmp_path / "ckpt")
+    checkpoint = read_checkpoint(tmp_path / "ckpt")
+    assert any("q_conv1d" in name for name in checkpoint.entries)
+    merges = merged_keys(model, checkpoint)
+    key = next(k for k in merges if k.endswith("conv1d.weight"))
+    assert {n.rsplit(".", 2)[-2] for n in merges[key].names} == {"q_conv1d", "k_conv1d", "v_conv1d"}
+    torch.testing.assert_close(merges[key].build(checkpoint.tensor), model.state_dict()[key], rtol=0, atol=0)

@@ -264,9 +264,13 @@ class Merge:
 
 def _index(name: str, pattern: str) -> int | None:
     """The integer the ``*`` of ``pattern`` matches in checkpoint key ``name`` (its tail after
-    the ``*``, e.g. ``.3.w1.weight`` for ``.experts.*.w1.weight``)."""
-    tail = pattern.split("*", 1)[1] if "*" in pattern else None
-    match = None if tail is None else re.search(r"\.(\d+)" + re.escape(tail) + "$", name)
+    the ``*``, e.g. ``.3.w1.weight`` for ``.experts.*.w1.weight``); 0 for a pattern without ``*``,
+    which matches one tensor per model key (Bailing-hybrid's ``q_conv1d``/``k_conv1d``/``v_conv1d``
+    concatenated into one ``conv1d``)."""
+    if "*" not in pattern:
+        return 0
+    tail = pattern.split("*", 1)[1]
+    match = re.search(r"\.(\d+)" + re.escape(tail) + "$", name)
     return None if match is None else int(match.group(1))
 
 
