@@ -170,15 +170,22 @@ def aten_split(ctx: Ctx, self: ir.Value, split_size: int | ir.Value, dim: int = 
     sizes = [o.shape[dim] for o in outs]
     if all(isinstance(s, int) for s in sizes):
         return _split_at(ctx, self, dim, sizes)
-    if isinstance(split_size, int):  # dynamic length: slice chunk by chunk
+    return _chunks_of(ctx, self, dim, split_size, len(outs))
+
+
+def _chunks_of(ctx: Ctx, self: ir.Value, dim: int, size: int | ir.Value, count: int) -> tuple[ir.Value, ...]:
+    """``count`` slices of ``size`` along ``dim``, the last one to the end: a split whose length is
+    dynamic, its chunk count fixed by the capture (the FX node's list of outputs)."""
+    if isinstance(size, int):
         return tuple(
-            ctx.op.Slice(self, ctx.const([i * split_size]),
-                         ctx.const([(i + 1) * split_size if i < len(outs) - 1 else INT64_MAX]),
+            ctx.op.Slice(self, ctx.const([i * size]), ctx.const([(i + 1) * size if i < count - 1 else INT64_MAX]),
                          ctx.const([dim]))
-            for i in range(len(outs))
+            for i in range(count)
         )
-    ctx.unsupported("split with a symbolic split_size and a dynamic number of chunks")
-    raise AssertionError
+    step = ctx.shape_tensor([size])
+    ends = [ctx.op.Mul(step, ctx.const([i + 1])) for i in range(count - 1)] + [ctx.const([INT64_MAX])]
+    starts = [ctx.const([0]), *ends[:-1]]
+    return tuple(ctx.op.Slice(self, start, end, ctx.const([dim])) for start, end in zip(starts, ends))
 
 
 @translates(aten.split_with_sizes.default, aten.split.sizes)
@@ -191,11 +198,14 @@ def aten_split_with_sizes(ctx: Ctx, self: ir.Value, split_sizes: Sequence[int | 
 def aten_chunk(ctx: Ctx, self: ir.Value, chunks: int, dim: int = 0) -> tuple[ir.Value, ...]:
     """chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
     dim = dim % rank(self)
-    sizes = [o.shape[dim] for o in ctx.val()]
+    outs = ctx.val()
+    sizes = [o.shape[dim] for o in outs]
     if all(isinstance(s, int) for s in sizes):
         return _split_at(ctx, self, dim, sizes)
-    ctx.unsupported("chunk along a dynamic dimension")
-    raise AssertionError
+    # torch.chunk: every chunk ceil(length / chunks) long, the last one the rest
+    length = ctx.op.Shape(self, start=dim, end=dim + 1)
+    size = ctx.op.Div(ctx.op.Add(length, ctx.const([chunks - 1])), ctx.const([chunks]))
+    return _chunks_of(ctx, self, dim, size, len(outs))
 
 
 @translates(aten.unbind.int)
