@@ -5,7 +5,8 @@
     PYTHONPATH=src /work/venv-genai/bin/python bench/clients/genai.py [llama qwen2 ...]
 
 (A separate venv keeps the pinned torch/transformers of the main environment untouched.) For each
-tiny model of ``onnxport.testing.tiny_models`` (default: llama, qwen2, mistral, qwen3, gemma, gpt2, opt): save it, export it with
+tiny model of ``onnxport.testing.tiny_models`` (default: llama, qwen2, mistral, qwen3, gemma, gpt2, opt, and
+llama saved in float16 and in bfloat16): save it, export it with
 ``onnxport.hf.export`` (hub layout: ``genai_config.json`` at the root naming ``onnx/model.onnx``),
 open the folder with ``onnxruntime_genai.Model(folder)`` and generate 20 greedy tokens from a
 6-token prompt (``min_length`` keeps eos from stopping early), then compare them with
@@ -28,7 +29,8 @@ from onnxport.testing import tiny_models
 
 PROMPT = [5, 17, 42, 9, 33, 71]
 NEW_TOKENS = 20
-DEFAULT = ["llama", "qwen2", "mistral", "qwen3", "gemma", "gpt2", "opt"]
+DEFAULT = ["llama", "qwen2", "mistral", "qwen3", "gemma", "gpt2", "opt", "llama-fp16", "llama-bf16"]
+HALF = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def genai_tokens(folder: pathlib.Path) -> list[int]:
@@ -49,8 +51,10 @@ def genai_tokens(folder: pathlib.Path) -> list[int]:
 
 
 def check(name: str, work: pathlib.Path) -> tuple[list[int], list[int]]:
-    """(genai tokens, transformers tokens) for tiny model ``name``."""
-    model = tiny_models.build(name)
+    """(genai tokens, transformers tokens) for tiny model ``name`` (``llama-fp16``, ``llama-bf16``:
+    saved in that dtype, transformers generating in it too)."""
+    base, _, dtype = name.partition("-")
+    model = tiny_models.build(base).to(HALF.get(dtype, torch.float32))
     model.save_pretrained(work / f"{name}-src")
     onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
     ids = torch.tensor([PROMPT])

@@ -66,7 +66,7 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["llama", "qwen2"])
+@pytest.mark.parametrize("name", ["llama", "qwen2", "llama-fp16", "llama-bf16"])
 def test_genai_generates_like_transformers(name: str, tmp_path: pathlib.Path) -> None:
     pytest.importorskip("onnxruntime_genai")
     actual, expected = _bench("genai").check(name, tmp_path)
