@@ -223,6 +223,14 @@ def export_command(
             "from attention_mask; no left padding); `concat` (default) grows the cache.",
         ),
     ] = "concat",
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="With --hf: replace a non-empty output folder, once the new export is complete and "
+            "validated (a failed export leaves it as it was). A SPEC's output file is always replaced.",
+        ),
+    ] = False,
     validate: Annotated[
         bool | None,
         typer.Option(
@@ -298,6 +306,7 @@ def export_command(
         return run_hf_export(
             folder, task, output, opset, optimize, layout=layout, target=target,
             quantization=quantization, kv_cache=kv_cache, dtype=dtype, validate=validate is not False,
+            overwrite=overwrite,
         )  # fmt: skip
     if spec is None:
         raise typer.BadParameter("give a SPEC or --hf FOLDER.", param_hint="'SPEC'")
@@ -460,9 +469,11 @@ def run_hf_export(
     kv_cache: str = "concat",
     dtype: str | None = None,
     validate: bool = True,
+    overwrite: bool = False,
 ) -> None:
     """Export ``folder`` for ``task`` into ``output_dir`` with :func:`onnxport.hf.export` (which
-    validates every output on fresh inputs unless ``validate`` is false) and print the summary.
+    validates every output on fresh inputs unless ``validate`` is false, and replaces a non-empty
+    ``output_dir`` only with ``overwrite``) and print the summary.
 
     ``quantization`` holds :class:`onnxport.passes.ort.QuantizeOptions` fields (``bits`` may be an
     unknown string, reported as a usage error). A folder with safetensors weights takes the
@@ -487,14 +498,14 @@ def run_hf_export(
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
                     stream=True, progress=bar, layout=layout, target=target, quantize=quantize,
-                    dtype=dtype, kv_cache=kv_cache, validate=validate,
+                    dtype=dtype, kv_cache=kv_cache, validate=validate, overwrite=overwrite,
                 )
         else:
             with progress.phase(label):
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
                     layout=layout, target=target, quantize=quantize, kv_cache=kv_cache, dtype=dtype,
-                    validate=validate,
+                    validate=validate, overwrite=overwrite,
                 )
     except (HFError, InputError) as e:
         fail(err, str(e), EXIT_USAGE)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
+from onnxport.hf.output import check_output_dir, publish, staging_dir
 from onnxport.hf.shared_cache import KV_CACHE_MODES, check_full_attention, validate_shared
 from onnxport.hf.streamed import (
     QUANTIZATION_REPORT,
@@ -97,6 +97,7 @@ def export(
     quantize: str | QuantizeOptions | None = None,
     kv_cache: str = "concat",
     dtype: str | torch.dtype | None = None,
+    overwrite: bool = False,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -109,7 +110,7 @@ def export(
             Only ``True`` (the default) is supported: one cache model serves the first step
             (empty past) and the later ones.
         output_dir: Folder to write ``*.onnx`` plus config and tokenizer files into. It must not
-            exist or be empty; it is created only when everything succeeded.
+            exist or be empty (unless ``overwrite``); it is created only when everything succeeded.
         validate: Compare every output with eager PyTorch on fresh inputs (another batch, sequence
             and past length); a failure raises ``VerificationError`` and writes nothing.
         atol: ``None``: onnxport's tolerance table per dtype (``verify/compare.py``), except
@@ -152,6 +153,8 @@ def export(
             rows); validated on unpadded inputs
             (:mod:`onnxport.hf.shared_cache`), ``genai_config.json`` says
             ``past_present_share_buffer: true``.
+        overwrite: Replace a non-empty ``output_dir`` whole, once the new export is complete and
+            validated (:mod:`onnxport.hf.output`); a failed export leaves it as it was.
 
     Returns:
         An :class:`HFExport` with the programs, the validation rows and the files written.
@@ -169,14 +172,14 @@ def export(
             raise HFError("A diffusers pipeline exports in memory, in float32: stream, quantize, dtype and kv_cache do not apply.")
         if target not in (None, "onnx", "onnxruntime"):
             raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
-        destination = _check_output_dir(output_dir) if output_dir is not None else None
+        destination = check_output_dir(output_dir, overwrite) if output_dir is not None else None
         return _export_pipeline(Path(model_or_folder), destination, opset_version, optimize, target, (validate, atol))
     if with_past is False:
         raise HFError(
             "with_past=False is not supported: the cache model also runs the first step (empty past)."
         )
     hf_layout.check_layout(layout)
-    destination = _check_output_dir(output_dir) if output_dir is not None else None
+    destination = check_output_dir(output_dir, overwrite) if output_dir is not None else None
     quantization = quantize_options(quantize)
     if target not in (None, "onnx", "onnxruntime"):
         raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
@@ -386,26 +389,15 @@ def _raise_failed(result: HFExport, validate: bool) -> None:
 
 def _staged(destination: Path, fill: Any) -> list[Path]:
     """``fill(staging)`` writes into a temporary sibling folder and returns the files; the folder
-    then moves into place. A failure leaves nothing."""
-    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    then moves into place (:func:`onnxport.hf.output.publish`). A failure leaves nothing."""
+    staging = staging_dir(destination)
     try:
         files = fill(staging)
-        if destination.exists():
-            destination.rmdir()  # checked empty before the export
-        staging.rename(destination)
+        publish(staging, destination)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return files
-
-
-def _check_output_dir(output_dir: str | Path) -> Path:
-    path = Path(output_dir)
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise HFError(f"Output folder {path} exists and is not empty; remove it or choose another.")
-    if not path.parent.is_dir():
-        raise HFError(f"Cannot write to {path}: folder {path.parent} does not exist.")
-    return path
 
 
 def _write(

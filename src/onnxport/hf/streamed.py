@@ -34,9 +34,7 @@ import concurrent.futures
 import dataclasses
 import json
 import math
-import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -56,6 +54,7 @@ from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
+from onnxport.hf.output import publish, staging_dir
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import (
     OutputCheck,
@@ -587,7 +586,7 @@ def export_streamed(
         programs[part.name] = _export_part(part, loaded, checkpoint, build, result.quantization)
         result.programs[part.name] = programs[part.name]
         result.seconds[part.name] = time.perf_counter() - start
-    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    staging = staging_dir(destination)
     fits = checkpoint.nbytes <= memory_fraction * available_memory()
     try:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -627,12 +626,7 @@ def export_streamed(
                 raise VerificationError(
                     f"ONNX outputs differ from eager PyTorch on fresh inputs ({result.validation}):\n{rows}"
                 )
-        if destination.exists():
-            destination.rmdir()  # checked empty by the caller
-        umask = os.umask(0)
-        os.umask(umask)
-        staging.chmod(0o777 & ~umask)  # mkdtemp made it private
-        staging.rename(destination)
+        publish(staging, destination)  # checked by the caller (onnxport.hf.output.check_output_dir)
     except OnnxportError:
         shutil.rmtree(staging, ignore_errors=True)
         raise

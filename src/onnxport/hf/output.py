@@ -1,0 +1,70 @@
+"""The output folder of an hf export: checked before the export, filled in a staging sibling, then
+moved into place, so that a failed or killed export leaves nothing and never touches what the
+folder held.
+
+A folder that exists and is not empty is refused unless ``overwrite`` is given (the CLI's
+``--overwrite``); with it, the previous folder is replaced only once the new one is complete and
+validated: it is renamed aside, the staging folder renamed into place, and the old one deleted
+(restored when the second rename fails). Optimum's ``optimum-cli export onnx`` writes into an
+existing folder; onnxport asks first, since an export folder is replaced whole (stale files of the
+previous export, ``model.onnx.data`` of another layout, are not left beside the new ones).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from onnxport.errors import HFError
+
+
+def check_output_dir(output_dir: str | Path, overwrite: bool = False) -> Path:
+    """``output_dir`` as a ``Path`` after checking that the export may write it.
+
+    Raises:
+        HFError: It exists and is not a folder, or is a non-empty folder and ``overwrite`` is
+            false, or its parent folder does not exist.
+    """
+    path = Path(output_dir)
+    if path.exists() and not path.is_dir():
+        raise HFError(f"Output folder {path} exists and is a file; remove it or choose another.")
+    if path.is_dir() and any(path.iterdir()) and not overwrite:
+        raise HFError(
+            f"Output folder {path} exists and is not empty; remove it, choose another, or pass "
+            "overwrite=True (CLI: --overwrite) to replace it once the new export is complete."
+        )
+    if not path.parent.is_dir():
+        raise HFError(f"Cannot write to {path}: folder {path.parent} does not exist.")
+    return path
+
+
+def staging_dir(destination: Path) -> Path:
+    """A new hidden sibling folder of ``destination`` to write the export into."""
+    return Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+
+
+def publish(staging: Path, destination: Path) -> None:
+    """Move the complete ``staging`` folder to ``destination``, replacing what it held (see the
+    module doc); its permissions become a new folder's (``mkdtemp`` made it private)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)
+    if destination.is_dir() and not any(destination.iterdir()):
+        destination.rmdir()
+    if not destination.exists():
+        staging.rename(destination)
+        return
+    previous = Path(tempfile.mkdtemp(prefix=f".{destination.name}.previous.", dir=destination.parent))
+    previous.rmdir()
+    destination.rename(previous)
+    try:
+        staging.rename(destination)
+    except BaseException:
+        previous.rename(destination)
+        raise
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+__all__ = ["check_output_dir", "publish", "staging_dir"]

@@ -1,0 +1,71 @@
+"""The output folder of an hf export (onnxport.hf.output): refused when not empty unless
+``overwrite``; with it, replaced whole once the new export is complete, and left as it was by a
+failed export; no staging or previous folder is left beside it."""
+
+from __future__ import annotations
+
+import pathlib
+import stat
+
+import onnx
+import pytest
+from typer.testing import CliRunner
+
+import onnxport.hf
+from _checkpoints import llama_checkpoint
+from onnxport.cli import app
+from onnxport.errors import HFError, OnnxportError
+from onnxport.hf.output import check_output_dir, publish, staging_dir
+
+
+def _previous(folder: pathlib.Path) -> None:
+    folder.mkdir()
+    (folder / "stale.onnx.data").write_bytes(b"from an earlier export")
+    (folder / "model.onnx").write_bytes(b"not a model")
+
+
+def test_a_non_empty_folder_needs_overwrite(tmp_path: pathlib.Path) -> None:
+    _previous(tmp_path / "out")
+    with pytest.raises(HFError, match="--overwrite"):
+        check_output_dir(tmp_path / "out")
+    assert check_output_dir(tmp_path / "out", overwrite=True) == tmp_path / "out"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(HFError, match="is a file"):
+        check_output_dir(tmp_path / "file", overwrite=True)
+
+
+def test_publish_replaces_the_folder_whole(tmp_path: pathlib.Path) -> None:
+    destination = tmp_path / "out"
+    _previous(destination)
+    staging = staging_dir(destination)
+    (staging / "model.onnx").write_bytes(b"new")
+    publish(staging, destination)
+    assert sorted(p.name for p in destination.iterdir()) == ["model.onnx"]
+    assert (destination / "model.onnx").read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging, no previous folder
+    assert stat.S_IMODE(destination.stat().st_mode) & 0o055  # not mkdtemp's private 0700
+
+
+def test_overwrite_replaces_an_export_and_a_failure_keeps_it(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "ckpt"
+    llama_checkpoint(folder)
+    out = tmp_path / "onnx"
+    _previous(out)
+    result = CliRunner().invoke(app, ["export", "--hf", str(folder), "-o", str(out), "--no-validate"])
+    assert result.exit_code == 2 and "--overwrite" in result.output
+    result = CliRunner().invoke(app, ["export", "--hf", str(folder), "-o", str(out), "--no-validate", "--overwrite"])
+    assert result.exit_code == 0, result.output
+    assert not (out / "stale.onnx.data").exists()
+    assert len(onnx.load(out / "onnx" / "model.onnx").graph.node) > 10  # the new export, its data beside it
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full (injected)")
+
+    monkeypatch.setattr("onnxport.hf.streamed._save_parts", broken)
+    with pytest.raises(OnnxportError, match="disk full"):
+        onnxport.hf.export(folder, output_dir=out, stream=True, overwrite=True, validate=False)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "onnx"]
