@@ -140,3 +140,25 @@ def test_decision_transformer_predicts_from_a_left_padded_trajectory(tmp_path: p
     assert actual[3].shape == (2, 18, 32)
     for name, value in zip(names, actual, strict=True):
         np.testing.assert_allclose(value, expected[name].numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_mobilevit_v2_classifies_at_its_size(tmp_path: pathlib.Path) -> None:
+    # unfold/fold of patches: eager runs at multiples of 16, torch.export cannot solve the parity
+    # guard it records on the stride-16 map, so the height and width stay the configured ones
+    torch.manual_seed(0)
+    config = transformers.MobileViTV2Config(image_size=64, num_labels=3)
+    model = transformers.MobileViTV2ForImageClassification(config)
+    with torch.no_grad():  # measured batch statistics: random norms decay a deep CNN's outputs to ~0
+        for module in model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                module.reset_parameters()
+                module.momentum = None
+        model.train()(pixel_values=torch.randn(4, 3, 64, 64))
+    model.eval()
+    session = _export(model, tmp_path, "image-classification")
+    assert [(i.name, i.shape) for i in session.get_inputs()] == [("pixel_values", ["batch_size", 3, 64, 64])]
+    pixels = torch.randn(3, 3, 64, 64, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        expected = model(pixel_values=pixels).logits.numpy()
+    assert np.abs(expected).max() > 1e-2
+    np.testing.assert_allclose(session.run(None, {"pixel_values": pixels.numpy()})[0], expected, rtol=1e-4, atol=1e-5)

@@ -281,11 +281,13 @@ def vision_component(loaded: LoadedModel) -> Component:
 
 
 def _resamples_to_patches(model: torch.nn.Module) -> bool:
-    """Whether a module's ``unfolding`` resamples its map to patch multiples (MobileViT:
-    ``nn.functional.interpolate`` under a branch on the map's size, whose side the graph would
-    hold; MobileViT V2's ``unfolding`` is an ``unfold`` without a branch). Such models keep their size."""
-    return any("interpolate" in getattr(getattr(getattr(m, "unfolding", None), "__code__", None), "co_names", ())
-               for m in model.modules())
+    """Whether a module cuts its map into patches in an ``unfolding`` method: MobileViT resamples
+    the map to patch multiples (``nn.functional.interpolate`` under a branch on the map's size,
+    whose side the graph would hold); MobileViT V2 ``unfold``s it and ``fold``s it back, which
+    eager runs at any multiple of 16 while torch.export cannot solve the parity guard of the
+    stride-16 map it records (``Eq(x/16 - 2*((x/16)//2), 0)``: sympy's
+    ``solve_univariate_inequality`` raises NotImplementedError). Such models keep their size."""
+    return any(callable(getattr(m, "unfolding", None)) for m in model.modules())
 
 
 def _size_multiple(module: torch.nn.Module, channels: int, height: int, width: int) -> int | None:
