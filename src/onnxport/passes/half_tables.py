@@ -33,18 +33,40 @@ def _lookup_only(value: ir.Value) -> bool:
     )
 
 
+def _shared(model: ir.Model) -> set[int]:
+    """``id`` of every weight tensor another initializer is derived from (a tied table's
+    transposed LM head, ``weights.derive``) and of every slot two initializers hold."""
+    shared: set[int] = set()
+    seen_slots: set[int] = set()
+    stack = [v.const_value for v in model.graph.initializers.values()]
+    for tensor in stack:
+        slot = getattr(tensor, "slot", None)
+        if slot is not None:
+            shared.update({id(slot)} & seen_slots)
+            seen_slots.add(id(slot))
+    while stack:
+        for base in getattr(stack.pop(), "bases", ()):
+            if id(base) not in shared:
+                shared.add(id(base))
+                stack.append(base)
+    return shared
+
+
 def half_lookup_tables(model: ir.Model) -> list[str]:
     """Keep, in place, the half-precision checkpoint dtype of every float32 initializer converted
     from it as it streams (:class:`~onnxport.weights.sources.CastSource`) that only ``Gather``
-    reads (module doc); the names of the tables kept."""
+    reads and no other initializer is derived from (module doc); the names of the tables kept."""
     kept = []
+    shared = _shared(model)
     for value in list(model.graph.initializers.values()):
         tensor = value.const_value
+        if id(tensor) in shared:
+            continue
         slot = tensor.slot if isinstance(tensor, WeightTensor) else None
         source = slot.source if slot is not None else None
         if not (isinstance(source, CastSource) and source.dtype == ir.DataType.FLOAT and source.inner.dtype in HALF):
             continue
-        if slot is None or not _lookup_only(value):
+        if slot is None or id(slot) in shared or not _lookup_only(value):
             continue
         slot.source, slot.dtype = source.inner, source.inner.dtype
         value.const_value = WeightTensor.root(slot)
