@@ -475,7 +475,8 @@ def test_a_loaded_bf16_model_exports_float32_inputs_and_outputs() -> None:
 HALF_ENCODER_DECODERS = [
     # BART's encoder layer tests isfinite(...).all() in float16: a data-dependent branch no probe or
     # capture of a meta-device model could decide (onnxport.capture.finite decides it as finite)
-    ("bart", torch.float16),
+    pytest.param("bart", torch.float16, marks=pytest.mark.slow(
+        reason="~9 s; tests/capture/test_finite.py runs the mechanism by default")),
     # eager bfloat16's own rounding put the decoder logits 0.114 from ONNX's: refereed against float64
     pytest.param("whisper", torch.bfloat16, marks=pytest.mark.slow(reason="~15 s; the referee's unit test runs by default")),
 ]
