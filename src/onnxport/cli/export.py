@@ -625,8 +625,8 @@ def hf_summary_lines(result: Any) -> list[str]:
     if streamed is not None:
         dtype = str(streamed.dtype).removeprefix("torch.")
         lines.append(
-            f"Weights: streamed from the checkpoint ({format_bytes(streamed.weight_bytes)} written, "
-            f"checkpoint {format_bytes(streamed.checkpoint_bytes)}, {dtype}); validation: {streamed.validation}"
+            f"Weights: streamed from the checkpoint ({format_bytes(streamed.weight_bytes)} written in {dtype}, "
+            f"checkpoint {format_bytes(streamed.checkpoint_bytes)}); validation: {streamed.validation}"
             + (
                 " (the graph before quantization: a 2-layer copy with those layers' real weights"
                 " was exported the same way, unquantized, and compared with eager)"
