@@ -15,7 +15,7 @@ import onnxport.hf
 from _checkpoints import llama_checkpoint
 from onnxport.cli import app
 from onnxport.errors import HFError, OnnxportError
-from onnxport.hf.output import check_output_dir, publish, staging_dir
+from onnxport.hf.output import check_output_dir, staged
 
 
 def _previous(folder: pathlib.Path) -> None:
@@ -34,12 +34,12 @@ def test_a_non_empty_folder_needs_overwrite(tmp_path: pathlib.Path) -> None:
         check_output_dir(tmp_path / "file", overwrite=True)
 
 
-def test_publish_replaces_the_folder_whole(tmp_path: pathlib.Path) -> None:
+def test_a_staged_folder_replaces_the_previous_one_whole(tmp_path: pathlib.Path) -> None:
     destination = tmp_path / "out"
     _previous(destination)
-    staging = staging_dir(destination)
-    (staging / "model.onnx").write_bytes(b"new")
-    publish(staging, destination)
+    with staged(destination) as staging:
+        (staging / "model.onnx").write_bytes(b"new")
+        assert (destination / "stale.onnx.data").exists()  # replaced only at the end
     assert sorted(p.name for p in destination.iterdir()) == ["model.onnx"]
     assert (destination / "model.onnx").read_bytes() == b"new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging, no previous folder

@@ -164,7 +164,7 @@ def test_half_outputs_fall_back_to_a_float32_reference(monkeypatch: pytest.Monke
         actual = DeepHalf().float()(x.float()).to(torch.bfloat16)
     weights = sum(p.numel() for p in model.parameters())
     monkeypatch.setattr(referee, "available_memory", lambda: 2 * 6 * weights)  # float32 copies fit, float64 do not
-    assert referee.float64_outputs(referee.Rerun(model, (x,), {}, _run)) is None
+    assert referee.upcast_outputs(referee.Rerun(model, (x,), {}, _run)) is None
     tolerance = hf_validate.HALF_TOLERANCE
     c = compare_tensors("out", expected, actual, tolerance.rtol, tolerance.atol)
     assert not c.passed

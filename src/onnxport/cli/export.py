@@ -625,7 +625,7 @@ def hf_summary_lines(result: Any) -> list[str]:
     if streamed is not None:
         dtype = str(streamed.dtype).removeprefix("torch.")
         lines.append(
-            f"Weights: streamed from the checkpoint ({format_bytes(streamed.weight_bytes)} written in {dtype}, "
+            f"Weights: streamed from the checkpoint ({format_bytes(streamed.weight_bytes)} written, graph in {dtype}, "
             f"checkpoint {format_bytes(streamed.checkpoint_bytes)}); validation: {streamed.validation}"
             + (
                 " (the graph before quantization: a 2-layer copy with those layers' real weights"

@@ -20,7 +20,7 @@ from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, from_model, load
-from onnxport.hf.output import check_output_dir, publish, staging_dir
+from onnxport.hf.output import check_output_dir, staged
 from onnxport.hf.shared_cache import KV_CACHE_MODES, check_full_attention, validate_shared
 from onnxport.hf.streamed import (
     QUANTIZATION_REPORT,
@@ -369,7 +369,8 @@ def _export_pipeline(
                 files.append(target_path)
             return files
 
-        result.files = _staged(destination, fill)
+        with staged(destination) as staging:  # a failure leaves nothing
+            result.files = fill(staging)
         result.output_dir = destination
     return result
 
@@ -385,19 +386,6 @@ def _raise_failed(result: HFExport, validate: bool) -> None:
         for c in failed
     )
     raise VerificationError(f"ONNX outputs differ from eager PyTorch on fresh inputs:\n{rows}")
-
-
-def _staged(destination: Path, fill: Any) -> list[Path]:
-    """``fill(staging)`` writes into a temporary sibling folder and returns the files; the folder
-    then moves into place (:func:`onnxport.hf.output.publish`). A failure leaves nothing."""
-    staging = staging_dir(destination)
-    try:
-        files = fill(staging)
-        publish(staging, destination)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return files
 
 
 def _write(
@@ -436,7 +424,8 @@ def _write(
             )
         return files
 
-    return _staged(destination, fill)
+    with staged(destination) as staging:
+        return fill(staging)
 
 
 def _write_genai_config(

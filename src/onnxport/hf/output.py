@@ -12,9 +12,11 @@ previous export, ``model.onnx.data`` of another layout, are not left beside the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from onnxport.errors import HFError
@@ -40,9 +42,17 @@ def check_output_dir(output_dir: str | Path, overwrite: bool = False) -> Path:
     return path
 
 
-def staging_dir(destination: Path) -> Path:
-    """A new hidden sibling folder of ``destination`` to write the export into."""
-    return Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+@contextlib.contextmanager
+def staged(destination: Path) -> Iterator[Path]:
+    """A new hidden sibling folder of ``destination`` to write the export into; moved into place
+    (:func:`publish`) when the block ends without an error, deleted when it raises."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    try:
+        yield staging
+        publish(staging, destination)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def publish(staging: Path, destination: Path) -> None:
@@ -67,4 +77,4 @@ def publish(staging: Path, destination: Path) -> None:
     shutil.rmtree(previous, ignore_errors=True)
 
 
-__all__ = ["check_output_dir", "publish", "staging_dir"]
+__all__ = ["check_output_dir", "publish", "staged"]

@@ -54,7 +54,7 @@ from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, write_genai_config
 from onnxport.hf.loading import LoadedModel, read_config, read_pooling
-from onnxport.hf.output import publish, staging_dir
+from onnxport.hf.output import staged
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import (
     OutputCheck,
@@ -588,52 +588,49 @@ def export_streamed(
         programs[part.name] = _export_part(part, loaded, checkpoint, build, result.quantization)
         result.programs[part.name] = programs[part.name]
         result.seconds[part.name] = time.perf_counter() - start
-    staging = staging_dir(destination)
     fits = checkpoint.nbytes <= memory_fraction * available_memory()
     try:
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            # a slice is exported and checked beside the save (CPU while the save waits on the disk)
-            early = pool.submit(_validate, spec, staging, fits) if validate and not fits else None
-            result.files, result.weight_bytes = _save_parts(programs, staging, progress, layout)
-            if early is not None:
-                result.checks, result.validation = early.result()
-        for rel in hf_inputs.folder_files(folder):
-            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(folder / rel, staging / rel)
-            result.files.append(rel)
-        if (staging / "config.json").is_file():
-            hf_layout.flatten_text_config(staging / "config.json")
-        if resolved.kind == "causal-lm" and genai_runs(programs["model"].model):
-            generation_file = folder / "generation_config.json"
-            generation = json.loads(generation_file.read_text()) if generation_file.is_file() else None
-            content = genai_config(
-                programs["model"].model, config_dict(config), generation, hf_layout.model_path("model", layout).as_posix(),
-                past_present_share_buffer=shared_buffer,
-            )
-            result.files.append(write_genai_config(staging, content).relative_to(staging))
-        if quantize is not None:
-            report = staging / QUANTIZATION_REPORT
-            report.write_text(json.dumps(quantization_report(quantize, result.quantization), indent=1))
-            result.files.append(report.relative_to(staging))
-        if validate:
-            if early is None:
-                result.checks, result.validation = _validate(spec, staging, fits)
-            failed = [c for c in result.checks if not c.passed]
-            if failed:
-                rows = "\n".join(
-                    f"  {c.component}/{c.output} ({c.inputs}): "
-                    + (c.comparison.summary() if c.comparison is not None else f"max abs diff {c.max_abs_diff:.3g}")
-                    for c in failed
+        with staged(destination) as staging:  # moved into place at the end (checked by the caller)
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                # a slice is exported and checked beside the save (CPU while the save waits on the disk)
+                early = pool.submit(_validate, spec, staging, fits) if validate and not fits else None
+                result.files, result.weight_bytes = _save_parts(programs, staging, progress, layout)
+                if early is not None:
+                    result.checks, result.validation = early.result()
+            for rel in hf_inputs.folder_files(folder):
+                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(folder / rel, staging / rel)
+                result.files.append(rel)
+            if (staging / "config.json").is_file():
+                hf_layout.flatten_text_config(staging / "config.json")
+            if resolved.kind == "causal-lm" and genai_runs(programs["model"].model):
+                generation_file = folder / "generation_config.json"
+                generation = json.loads(generation_file.read_text()) if generation_file.is_file() else None
+                content = genai_config(
+                    programs["model"].model, config_dict(config), generation, hf_layout.model_path("model", layout).as_posix(),
+                    past_present_share_buffer=shared_buffer,
                 )
-                raise VerificationError(
-                    f"ONNX outputs differ from eager PyTorch on fresh inputs ({result.validation}):\n{rows}"
-                )
-        publish(staging, destination)  # checked by the caller (onnxport.hf.output.check_output_dir)
+                result.files.append(write_genai_config(staging, content).relative_to(staging))
+            if quantize is not None:
+                report = staging / QUANTIZATION_REPORT
+                report.write_text(json.dumps(quantization_report(quantize, result.quantization), indent=1))
+                result.files.append(report.relative_to(staging))
+            if validate:
+                if early is None:
+                    result.checks, result.validation = _validate(spec, staging, fits)
+                failed = [c for c in result.checks if not c.passed]
+                if failed:
+                    rows = "\n".join(
+                        f"  {c.component}/{c.output} ({c.inputs}): "
+                        + (c.comparison.summary() if c.comparison is not None else f"max abs diff {c.max_abs_diff:.3g}")
+                        for c in failed
+                    )
+                    raise VerificationError(
+                        f"ONNX outputs differ from eager PyTorch on fresh inputs ({result.validation}):\n{rows}"
+                    )
     except OnnxportError:
-        shutil.rmtree(staging, ignore_errors=True)
         raise
     except BaseException as e:
-        shutil.rmtree(staging, ignore_errors=True)
         if isinstance(e, (KeyboardInterrupt, SystemExit, MemoryError)):
             raise
         raise HFError(f"Exporting {folder} failed: {type(e).__name__}: {e}") from e

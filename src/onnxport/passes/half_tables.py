@@ -37,13 +37,13 @@ def _shared(model: ir.Model) -> set[int]:
     """``id`` of every weight tensor another initializer is derived from (a tied table's
     transposed LM head, ``weights.derive``) and of every slot two initializers hold."""
     shared: set[int] = set()
-    seen_slots: set[int] = set()
+    slots: set[int] = set()
     stack = [v.const_value for v in model.graph.initializers.values()]
     for tensor in stack:
         slot = getattr(tensor, "slot", None)
         if slot is not None:
-            shared.update({id(slot)} & seen_slots)
-            seen_slots.add(id(slot))
+            shared.update({id(slot)} & slots)
+            slots.add(id(slot))
     while stack:
         for base in getattr(stack.pop(), "bases", ()):
             if id(base) not in shared:
@@ -60,13 +60,12 @@ def half_lookup_tables(model: ir.Model) -> list[str]:
     shared = _shared(model)
     for value in list(model.graph.initializers.values()):
         tensor = value.const_value
-        if id(tensor) in shared:
+        if not isinstance(tensor, WeightTensor) or tensor.slot is None or {id(tensor), id(tensor.slot)} & shared:
             continue
-        slot = tensor.slot if isinstance(tensor, WeightTensor) else None
-        source = slot.source if slot is not None else None
+        slot, source = tensor.slot, tensor.slot.source
         if not (isinstance(source, CastSource) and source.dtype == ir.DataType.FLOAT and source.inner.dtype in HALF):
             continue
-        if slot is None or id(slot) in shared or not _lookup_only(value):
+        if not _lookup_only(value):
             continue
         slot.source, slot.dtype = source.inner, source.inner.dtype
         value.const_value = WeightTensor.root(slot)
@@ -78,9 +77,8 @@ def half_lookup_tables(model: ir.Model) -> list[str]:
             rows.type, rows.shape, rows.name = ir.TensorType(ir.DataType.FLOAT), looked_up.shape, looked_up.name
             looked_up.name = f"{looked_up.name}_{slot.dtype.name.lower()}"
             looked_up.type = ir.TensorType(slot.dtype)
-            for user, index in list(looked_up.uses()):
-                if user is not cast:
-                    user.replace_input_with(index, rows)
+            looked_up.replace_all_uses_with(rows)
+            cast.replace_input_with(0, looked_up)  # its own input, replaced above with the rest
             assert gather.graph is not None
             gather.graph.insert_after(gather, cast)
         kept.append(str(value.name))

@@ -76,6 +76,10 @@ class Rerun:
     run: Run
 
 
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
 def _copy_bytes(module: torch.nn.Module, dtype: torch.dtype) -> int:
     """Bytes of the module's :data:`FLOATS` parameters and buffers once copied to ``dtype``."""
     tensors = [*module.parameters(), *module.buffers()]
@@ -94,7 +98,7 @@ def _has_float32(value: Any) -> bool:
     return any(isinstance(x, torch.Tensor) and x.dtype == torch.float32 and x.numel() for x in leaves)
 
 
-def float64_outputs(rerun: Rerun, dtype: torch.dtype = torch.float64) -> list[torch.Tensor] | None:
+def upcast_outputs(rerun: Rerun, dtype: torch.dtype = torch.float64) -> list[torch.Tensor] | None:
     """The outputs of the module with its float32 and half-precision parameters and buffers in
     float64 (``torch.func.functional_call`` on float64 copies: the module itself is untouched) on
     the inputs of those dtypes cast to float64, or ``None`` when the module is not an
@@ -108,13 +112,13 @@ def float64_outputs(rerun: Rerun, dtype: torch.dtype = torch.float64) -> list[to
         named = {**dict(module.named_parameters(remove_duplicate=False)),
                  **dict(module.named_buffers(remove_duplicate=False))}
         state = {n: t.detach().to(dtype) if t.dtype in FLOATS else t for n, t in named.items()}
-        a64, k64 = _map_dtypes(lambda t: t.to(dtype), (tuple(rerun.args), dict(rerun.kwargs)), FLOATS)
+        args, kwargs = _map_dtypes(lambda t: t.to(dtype), (tuple(rerun.args), dict(rerun.kwargs)), FLOATS)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             return torch.func.functional_call(module, state, args, kwargs)
 
         with torch.no_grad(), kept_state(module):  # ``call`` is no module: rerun.run cannot keep its state
-            return list(rerun.run(call, a64, k64))
+            return list(rerun.run(call, args, kwargs))
     except Exception:  # the model cannot run in float64 (it mixes dtypes it fixes itself): no referee
         return None
 
@@ -163,8 +167,8 @@ def judge_float64(c: OutputComparison, expected: torch.Tensor, actual: torch.Ten
     max_onnx, max_eager = float(onnx_error.max()), float(eager_error.max())
     multiplier = SMALL_RMSE_MULTIPLIER if ref.numel() < SMALL_NUMEL else RMSE_MULTIPLIER
     within = rms_onnx <= multiplier * rms_eager + c.atol / 10 and max_onnx <= MAX_MULTIPLIER * max_eager + c.atol
-    c.notes.append(f"against eager in {str(reference.dtype).removeprefix('torch.')}, ONNX's max abs error is {max_onnx:.3g} (RMS {rms_onnx:.3g}), "
-                   f"eager {str(expected.dtype).removeprefix('torch.')}'s {max_eager:.3g} (RMS {rms_eager:.3g})"
+    c.notes.append(f"against eager in {_name(reference.dtype)}, ONNX's max abs error is {max_onnx:.3g} (RMS {rms_onnx:.3g}), "
+                   f"eager {_name(expected.dtype)}'s {max_eager:.3g} (RMS {rms_eager:.3g})"
                    + ("" if within else f": beyond {multiplier:g}x (RMS) / {MAX_MULTIPLIER:g}x (max)"))
     return within
 
@@ -220,21 +224,22 @@ def settle(
                 "not refereed: eager PyTorch gives other values on the same inputs (a random draw other than "
                 "a normal or uniform one, which verification takes at the mean: onnxport.draws)")
         return
-    doubles = float64_outputs(how)
+    doubles = upcast_outputs(how)
     if doubles is None and any(expected[i].dtype != torch.float32 for i in failed):
-        doubles = float64_outputs(how, torch.float32)  # 2x a half model's bytes, not 4x
-    moved = perturbed_outputs(how)
+        doubles = upcast_outputs(how, torch.float32)  # 2x a half model's bytes, not 4x
+    # rule 2 moves float32 inputs by float32 ulps: not run for half outputs alone
+    moved = perturbed_outputs(how) if any(expected[i].dtype == torch.float32 for i in failed) else []
     for i in failed:
         c = comparisons[i]
         ref = doubles[i] if doubles is not None and len(doubles) == len(comparisons) else None
-        finer = isinstance(ref, torch.Tensor) and (ref.dtype == torch.float64 or ref.dtype == torch.float32 != expected[i].dtype)
-        if isinstance(ref, torch.Tensor) and finer and tuple(ref.shape) == c.expected_shape:
+        finer = (torch.float64,) if expected[i].dtype == torch.float32 else (torch.float64, torch.float32)
+        if isinstance(ref, torch.Tensor) and ref.dtype in finer and tuple(ref.shape) == c.expected_shape:
             if judge_float64(c, expected[i], actual[i], ref):
                 c.passed = True
-                c.notes.append(f"passed as {str(expected[i].dtype).removeprefix('torch.')} rounding by the float64 referee "
+                c.notes.append(f"passed as {_name(expected[i].dtype)} rounding by the {_name(ref.dtype)} referee "
                                "(onnxport.verify.referee)")
                 continue
-        if expected[i].dtype != torch.float32:  # rule 2 moves float32 inputs by float32 ulps
+        if expected[i].dtype != torch.float32:
             continue
         runs = [m[i] for m in moved if len(m) == len(comparisons) and isinstance(m[i], torch.Tensor)
                 and tuple(m[i].shape) == c.expected_shape]
@@ -243,4 +248,4 @@ def settle(
             c.notes.append("passed as float32 rounding by the one-ulp referee (onnxport.verify.referee)")
 
 
-__all__ = ["PERTURBATIONS", "Rerun", "float64_outputs", "judge_float64", "judge_ulps", "perturbed_outputs", "settle"]
+__all__ = ["PERTURBATIONS", "Rerun", "upcast_outputs", "judge_float64", "judge_ulps", "perturbed_outputs", "settle"]

@@ -177,13 +177,11 @@ def _chunks_of(ctx: Ctx, self: ir.Value, dim: int, size: int | ir.Value, count: 
     """``count`` slices of ``size`` along ``dim``, the last one to the end: a split whose length is
     dynamic, its chunk count fixed by the capture (the FX node's list of outputs)."""
     if isinstance(size, int):
-        return tuple(
-            ctx.op.Slice(self, ctx.const([i * size]), ctx.const([(i + 1) * size if i < count - 1 else INT64_MAX]),
-                         ctx.const([dim]))
-            for i in range(count)
-        )
-    step = ctx.shape_tensor([size])
-    ends = [ctx.op.Mul(step, ctx.const([i + 1])) for i in range(count - 1)] + [ctx.const([INT64_MAX])]
+        ends = [ctx.const([(i + 1) * size]) for i in range(count - 1)]
+    else:
+        step = ctx.shape_tensor([size])
+        ends = [ctx.op.Mul(step, ctx.const([i + 1])) for i in range(count - 1)]
+    ends.append(ctx.const([INT64_MAX]))
     starts = [ctx.const([0]), *ends[:-1]]
     return tuple(ctx.op.Slice(self, start, end, ctx.const([dim])) for start, end in zip(starts, ends))
 
