@@ -97,6 +97,28 @@ def test_cache_states_are_inputs_and_generation_equals_transformers(name: str, t
         assert got.tolist() == want.tolist()
 
 
+@pytest.mark.parametrize("name", ["falcon-h1", "lfm2"])
+def test_shared_kv_buffer_keeps_recurrent_states_whole(name: str, tmp_path: Path) -> None:
+    """``kv_cache="shared"`` on a hybrid: the attention caches become fixed buffers, the conv / SSM
+    states stay as they are. Validation feeds only the keys and values as buffers (it indexed a
+    3-D conv state as one before: IndexError), and generation through the folder equals transformers."""
+    config, cls, extra, _ = FAMILIES[name]
+    model = _make(config, cls, **{**TINY, **extra, "head_dim": 16, "num_attention_heads": 2,
+                                  "num_key_value_heads": 1})(initializer_range=0.2)  # fmt: skip
+    result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache="shared")
+    assert result.passed
+    graph = result.programs["model"].model.graph
+    assert collections.Counter(n.op_type for n in graph)["GroupQueryAttention"] == (2 if name == "falcon-h1" else 1)
+    checked = {c.output for c in result.checks}
+    assert "present_conv.0" in checked and "present.1.key" in checked
+    ids = torch.randint(3, 99, (1, 6), generator=torch.Generator().manual_seed(3))
+    got = onnxport.inference.load(tmp_path / "out").generate_ids(ids.numpy(), max_new_tokens=12)
+    with torch.no_grad():
+        want = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=12, do_sample=False)
+    assert got.tolist() == want.tolist()
+    assert len(set(got[0, 6:].tolist())) > 3, "degenerate decoding proves little"
+
+
 def test_mamba_v1_cache_is_left_out_with_the_reason() -> None:
     """Jamba's Mamba (v1) layers restart their scan for every input of several tokens, so no graph
     serves prompt and steps with a cache: the model is exported without it (hf/inputs.components)."""

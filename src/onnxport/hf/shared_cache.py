@@ -13,6 +13,7 @@ being the kernel's scratch.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -33,6 +34,9 @@ KV_CACHE_MODES = ("concat", "shared")
 _MASK_LIMITS = ("attention_chunk_size",)
 # Buffer rows beyond past + sequence in validation: shows that the unused tail is not read.
 SPARE_ROWS = 5
+# The cache entries the shared-buffer graph takes as buffers (a hybrid's ``past_conv.{i}`` /
+# ``past_ssm.{i}`` states keep their fixed shapes; names of :func:`onnxport.hf.inputs.cache_entries`).
+_BUFFERED = re.compile(r"(past_key_values|present)\.\d+\.(key|value)")
 
 
 def unpadded(feeds: dict[str, Any]) -> dict[str, Any]:
@@ -50,8 +54,15 @@ def unpadded(feeds: dict[str, Any]) -> dict[str, Any]:
     return {**feeds, "attention_mask": mask, "position_ids": positions}
 
 
-def buffered(feeds: dict[str, Any], max_length: int) -> dict[str, Any]:
-    """``feeds`` with every past tensor ``[B, H, past, D]`` copied into zeros ``[B, H, max_length, D]``.
+def buffered(feeds: dict[str, Any], max_length: int, names: list[str]) -> dict[str, Any]:
+    """``feeds`` with every attention past ``[B, H, past, D]`` copied into zeros ``[B, H, max_length, D]``.
+
+    Args:
+        feeds: Inputs whose ``past_key_values`` holds each layer's cache tensors.
+        max_length: Rows of each buffer.
+        names: Graph input names of the capture; those of the past, in order, tell the attention
+            keys and values (``past_key_values.{i}.key`` / ``.value``, grown) from a hybrid's
+            recurrent states (``past_conv.{i}``..., passed as they are).
 
     Raises:
         ValueError: ``max_length`` is shorter than the past plus the new tokens.
@@ -65,12 +76,17 @@ def buffered(feeds: dict[str, Any], max_length: int) -> dict[str, Any]:
         buffer[:, :, : t.shape[2]] = t
         return buffer
 
-    past = [tuple(grow(t) for t in layer) for layer in feeds["past_key_values"]]
+    past_names = iter(n for n in names if n.startswith("past_"))
+    past = [
+        tuple(grow(t) if _BUFFERED.fullmatch(next(past_names)) else t for t in layer)
+        for layer in feeds["past_key_values"]
+    ]
     return {**feeds, "past_key_values": past}
 
 
-def graph_feeds(feeds: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], int]:
-    """The validation inputs of a shared-buffer graph for one input set.
+def graph_feeds(feeds: dict[str, Any], names: list[str]) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """The validation inputs of a shared-buffer graph for one input set (``names``: the graph's
+    input names, :func:`buffered`).
 
     Returns:
         ``(eager_feeds, graph_feeds, total)``: ``feeds`` made :func:`unpadded` for eager, the
@@ -79,12 +95,13 @@ def graph_feeds(feeds: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], 
     """
     plain = unpadded(feeds)
     total = plain["attention_mask"].shape[1]
-    return plain, buffered(plain, total + SPARE_ROWS), total
+    return plain, buffered(plain, total + SPARE_ROWS, names), total
 
 
 def trim_presents(names: list[str], outputs: list[Any], total: int) -> list[Any]:
-    """``outputs`` with every ``present.*`` cut to its first ``total`` buffer rows (axis 2)."""
-    return [a[:, :, :total] if name.startswith("present") else a for name, a in zip(names, outputs, strict=True)]
+    """``outputs`` with every ``present.{i}.key`` / ``.value`` cut to its first ``total`` buffer rows
+    (axis 2); a hybrid's recurrent states (``present_conv.{i}``...) are returned whole."""
+    return [a[:, :, :total] if _BUFFERED.fullmatch(name) else a for name, a in zip(names, outputs, strict=True)]
 
 
 def check_full_attention(config: Any) -> None:
@@ -113,9 +130,20 @@ def validate_shared(
     :data:`onnxport.hf.inputs.CHECK_SIZES` made unpadded (see the module docstring)."""
     checks = []
     for sizes in hf_inputs.CHECK_SIZES:
-        plain, buffers, total = graph_feeds(part.make_inputs(sizes))
+        plain, buffers, total = graph_feeds(part.make_inputs(sizes), _input_names(part))
         actual = trim_presents(part.output_names, program(**buffers), total)
         expected = eager(part.module, plain)
         where = (part.name, describe(plain) + f", buffer {total + SPARE_ROWS}")
         checks += compare_outputs(where, part.output_names, actual, expected, atol, eager_rerun(part.module, plain))
     return checks
+
+
+def _input_names(part: hf_inputs.Component) -> list[str]:
+    """The component's graph input names (a causal LM's are always set, :func:`onnxport.hf.inputs.causal_lm_component`).
+
+    Raises:
+        HFError: The component has none (not a decoder with a KV cache).
+    """
+    if part.input_names is None:
+        raise HFError(f"kv_cache='shared' needs the input names of {part.name}; it is not a decoder with a KV cache")
+    return part.input_names

@@ -335,7 +335,7 @@ def _check_part(
         feeds = graph = part.make_inputs(size)
         total = 0
         if rule.shared_buffer:  # unpadded rows, past in fixed buffers (hf.shared_cache)
-            feeds, graph, total = shared_cache.graph_feeds(feeds)
+            feeds, graph, total = shared_cache.graph_feeds(feeds, names)
         if graph_dtype is not None:  # float inputs rounded to the graph's dtype, eager gets the same values
             feeds, graph = (torch.utils._pytree.tree_map(lambda t: _round(t, graph_dtype), f) for f in (feeds, graph))
         leaves = [t for t in torch.utils._pytree.tree_leaves(graph) if isinstance(t, torch.Tensor)]
