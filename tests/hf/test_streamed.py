@@ -24,6 +24,7 @@ from safetensors.torch import save_file
 from typer.testing import CliRunner
 
 import onnxport.hf
+import onnxport.inference
 from _checkpoints import LAYERS, llama_checkpoint
 from onnxport.cli import app
 from onnxport.cli.export import hf_summary_lines
@@ -527,3 +528,28 @@ def test_named_tensors_concatenated_into_one_stream(tmp_path: pathlib.Path) -> N
     key = next(k for k in merges if k.endswith("conv1d.weight"))
     assert {n.rsplit(".", 2)[-2] for n in merges[key].names} == {"q_conv1d", "k_conv1d", "v_conv1d"}
     torch.testing.assert_close(merges[key].build(checkpoint.tensor), model.state_dict()[key], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-vl", "llava"])
+def test_text_generation_of_a_vision_language_checkpoint(name: str, tmp_path: pathlib.Path) -> None:
+    """``--task text-generation`` of an image-text-to-text checkpoint whose type
+    ``AutoModelForCausalLM`` does not list: the decoder alone from ``input_ids`` (built by
+    ``AutoModelForImageTextToText``; "has no AutoModelForCausalLM model" before), and a
+    ``genai_config.json`` whose sizes come from ``text_config`` (it stopped the export with "config.json
+    lacks vocab_size, hidden_size, num_attention_heads" before)."""
+    model = build(name)
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out", task="text-generation")
+    assert result.passed and result.task == "text-generation"
+    graph = result.programs["model"].model.graph
+    assert [str(v.name) for v in graph.inputs][:3] == ["input_ids", "attention_mask", "position_ids"]
+    genai = json.loads((tmp_path / "out" / "genai_config.json").read_text())["model"]
+    text = model.config.get_text_config()
+    assert genai["decoder"]["hidden_size"] == text.hidden_size
+    assert genai["decoder"]["num_attention_heads"] == text.num_attention_heads
+    assert genai["vocab_size"] == text.vocab_size
+    ids = torch.randint(3, 90, (1, 6), generator=torch.Generator().manual_seed(3))
+    got = onnxport.inference.load(tmp_path / "out").generate_ids(ids.numpy(), max_new_tokens=10)
+    with torch.no_grad():
+        want = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=10, do_sample=False)
+    assert got.tolist() == want.tolist()

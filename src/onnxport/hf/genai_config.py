@@ -189,12 +189,17 @@ _ALIASES = {
 
 
 def config_dict(config: Any) -> dict[str, Any]:
-    """``config.to_dict()`` with the standard names a config maps to its own
+    """``config.to_dict()`` with the text config's fields on top (a vision-language checkpoint
+    exported for ``text-generation`` keeps the decoder's sizes in ``text_config``:
+    ``PretrainedConfig.get_text_config``) and the standard names a config maps to its own
     (``PretrainedConfig.attribute_map``: XGLM's ``num_attention_heads`` is ``attention_heads``),
     for the names none of whose :data:`_ALIASES` is set: Bart maps ``num_attention_heads`` to the
     encoder's heads, while its CLM's alias ``decoder_attention_heads`` is the decoder's."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
     out = config.to_dict()
-    for standard, own in getattr(config, "attribute_map", {}).items():
+    if text is not config:
+        out |= {k: v for k, v in text.to_dict().items() if v is not None and k != "model_type"}
+    for standard, own in getattr(text, "attribute_map", {}).items():
         if _get(out, standard) is None and out.get(own) is not None:
             out[standard] = out[own]
     return out
