@@ -118,6 +118,15 @@ def test_complex_views_count_dims_without_the_real_imag_axis() -> None:
                       torch.cat([a, a.real.to(torch.complex64)], dim=-1)), a)
 
 
+def test_complex_splits_count_dims_without_the_real_imag_axis() -> None:
+    """split / split_with_sizes / chunk / unbind of a complex tensor (Qwen-Image's rotary table,
+    ``freqs.split([16, 24, 24], dim=1)``): no complex translation before ("no complex translation
+    for aten.split_with_sizes.default")."""
+    a = z(4, 6, 3)
+    check_against_eager(lambda a: (*a.split([1, 2, 3], dim=1), *a.split(2, dim=-2), *a.chunk(2, dim=0),
+                                   *a.unbind(-1), *a.split([2, 2], dim=-3)), a)
+
+
 def test_complex_padding_and_dtype_casts() -> None:
     a = z(2, 6)
     check_against_eager(lambda a: (torch.nn.functional.pad(a, (2, 1)), torch.nn.functional.pad(a.unsqueeze(0), (2, 2), mode="reflect"),

@@ -19,6 +19,7 @@ import torch
 
 from onnxport.ops._common import INT64_MAX, dtype_of, full_pads, rank, window_index
 from onnxport.ops.pointwise.arithmetic import aten_atan2
+from onnxport.ops.tensor.shape import aten_chunk, aten_split, aten_split_with_sizes, aten_unbind
 from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.dispatch import is_complex
 from onnxport.translate.registry import Promote, translates
@@ -338,6 +339,33 @@ def aten_cat_complex(ctx: Ctx, tensors: Sequence[ir.Value], dim: int = 0) -> ir.
     parts = [_complex_operand(ctx, t, dtype) for t, v in zip(tensors, vals)
              if not (list(v.shape) == [0] and r != 1)]  # torch skips legacy 1-D empty tensors
     return ctx.op.Concat(*parts, axis=dim % r) if len(parts) > 1 else ctx.op.Identity(parts[0])
+
+
+@translates(aten.split_with_sizes.default, aten.split.sizes, complex=True)
+def aten_split_with_sizes_complex(
+    ctx: Ctx, self: ir.Value, split_sizes: Sequence[int | ir.Value], dim: int = 0
+) -> tuple[ir.Value, ...]:
+    """split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]: the
+    real view split along the same axis (Qwen-Image splits its complex rotary table by axis)."""
+    return aten_split_with_sizes(ctx, self, split_sizes, dim % _crank(ctx))
+
+
+@translates(aten.split.Tensor, complex=True)
+def aten_split_complex(ctx: Ctx, self: ir.Value, split_size: int | ir.Value, dim: int = 0) -> tuple[ir.Value, ...]:
+    """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]"""
+    return aten_split(ctx, self, split_size, dim % _crank(ctx))
+
+
+@translates(aten.chunk.default, complex=True)
+def aten_chunk_complex(ctx: Ctx, self: ir.Value, chunks: int, dim: int = 0) -> tuple[ir.Value, ...]:
+    """chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
+    return aten_chunk(ctx, self, chunks, dim % _crank(ctx))
+
+
+@translates(aten.unbind.int, complex=True)
+def aten_unbind_complex(ctx: Ctx, self: ir.Value, dim: int = 0) -> tuple[ir.Value, ...]:
+    """unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"""
+    return aten_unbind(ctx, self, dim % _crank(ctx))
 
 
 @translates(aten.unfold.default, complex=True)

@@ -1,0 +1,156 @@
+"""onnxruntime-genai generates from onnxport's CLI exports of many decoder families, standard and
+``--target onnxruntime --kv-cache shared``, with transformers' tokens.
+
+    python -m venv --system-site-packages /work/venv-genai
+    /work/venv-genai/bin/pip install onnxruntime-genai==0.18.0
+    PYTHONPATH=src /work/venv-genai/bin/python bench/clients/genai_families.py [--variants std,shared,int4] [TYPE ...]
+
+For each transformers ``model_type`` (default :data:`FAMILIES`: the decoders onnxruntime-genai's
+model builder knows and others, dense, MoE, sliding-window, no-RoPE), a random-weight model is built
+from the type's default config shrunk to 2 layers of width 64 (:data:`SHRINK`, plus the type's own
+fields in :data:`EXTRA`: windows of 4 tokens so the 26-token run crosses them), saved as a
+safetensors folder and exported by ``onnxport export --hf`` (the streamed path users take, with its
+validation) once per variant:
+
+- ``std``: the standard graph (``past_present_share_buffer: false``);
+- ``shared``: ``--target onnxruntime --kv-cache shared`` (GroupQueryAttention over a fixed buffer,
+  ``past_present_share_buffer: true``);
+- ``int4``: ``shared`` plus ``--quantize int4`` (its tokens are printed, not compared: random
+  weights quantized to 4 bits pick other argmaxes).
+
+``onnxruntime_genai.Model(folder)`` then generates 20 greedy tokens from a 6-token prompt
+(``min_length`` keeps eos from stopping early), compared with transformers'
+``generate(do_sample=False, min_new_tokens=20)``. One row per type; exit status 1 when an export
+fails or a compared row differs. A type whose graph genai cannot feed (hybrid states, multi-query
+fused caches, MLA's latent cache) gets no ``genai_config.json``: reported as ``no genai_config``,
+not a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+import numpy as np
+import torch
+
+PROMPT = [5, 17, 42, 9, 33, 71]
+NEW_TOKENS = 20
+FAMILIES = [
+    "llama", "mistral", "ministral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi", "phi3",
+    "granite", "olmo", "olmo2", "olmo3", "smollm3", "cohere", "cohere2", "starcoder2", "stablelm",
+    "falcon", "gpt_neox", "gptj", "codegen", "glm", "glm4", "exaone4", "helium", "nemotron", "seed_oss",
+    "qwen2_moe", "qwen3_moe", "mixtral", "gpt_oss", "glm4_moe", "granitemoe", "olmoe", "phimoe",
+]  # fmt: skip
+SHRINK = dict(
+    num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+    head_dim=16, vocab_size=512, num_experts=4, num_local_experts=4, num_experts_per_tok=2,
+    moe_intermediate_size=32, shared_expert_intermediate_size=32, layer_types=None, pad_token_id=0,
+    bos_token_id=1, eos_token_id=2,
+)  # fmt: skip
+WINDOW = dict(sliding_window=4)
+EXTRA: dict[str, dict[str, Any]] = {
+    "gptj": dict(rotary_dim=8), "codegen": dict(rotary_dim=8), "glm": dict(eos_token_id=[2]),
+    "glm4": dict(eos_token_id=[2]), "glm4_moe": dict(eos_token_id=[2], first_k_dense_replace=1, n_group=1, topk_group=1),
+    "mistral": WINDOW, "ministral": WINDOW, "gemma2": WINDOW, "gemma3_text": WINDOW, "cohere2": WINDOW,
+    "gpt_oss": WINDOW, "exaone4": WINDOW,
+}  # fmt: skip
+VARIANTS = {
+    "std": [],
+    "shared": ["--target", "onnxruntime", "--kv-cache", "shared"],
+    "int4": ["--target", "onnxruntime", "--kv-cache", "shared", "--quantize", "int4"],
+}
+
+
+def shrunk_config(model_type: str) -> Any:
+    """The type's default config with the :data:`SHRINK` fields it has (of a matching type) and
+    its :data:`EXTRA`."""
+    import transformers
+
+    base = transformers.AutoConfig.for_model(model_type)
+
+    def fits(key: str, value: Any) -> bool:
+        if not hasattr(base, key) or isinstance(getattr(type(base), key, None), property):
+            return False
+        current = getattr(base, key)
+        return current is None or isinstance(current, type(value)) or isinstance(value, type(current))
+
+    fields = {k: v for k, v in SHRINK.items() if fits(k, v)} | EXTRA.get(model_type, {})
+    return transformers.AutoConfig.for_model(model_type, **fields)
+
+
+def genai_tokens(folder: pathlib.Path) -> list[int]:
+    """20 greedy tokens from onnxruntime-genai for :data:`PROMPT`."""
+    import onnxruntime_genai as og  # optional: installed in its own venv
+
+    model = og.Model(str(folder))
+    params = og.GeneratorParams(model)
+    total = len(PROMPT) + NEW_TOKENS
+    params.set_search_options(max_length=total, min_length=total, do_sample=False)
+    generator = og.Generator(model, params)
+    generator.append_tokens(np.array([PROMPT], dtype=np.int32))
+    tokens = []
+    while not generator.is_done():
+        generator.generate_next_token()
+        tokens.append(int(generator.get_next_tokens()[0]))
+    return tokens
+
+
+def check(model_type: str, work: pathlib.Path, variants: list[str]) -> dict[str, str]:
+    """Each variant's outcome for ``model_type``: ``equal``, ``DIFFERENT ...``, ``no genai_config``,
+    ``tokens ...`` (int4) or ``export failed: ...``."""
+    import transformers
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(shrunk_config(model_type)).eval()
+    model.save_pretrained(work / "src")
+    ids = torch.tensor([PROMPT])
+    with torch.no_grad():
+        reference = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS,
+                                   min_new_tokens=NEW_TOKENS, do_sample=False)[0, len(PROMPT):].tolist()  # fmt: skip
+    outcomes = {}
+    for variant in variants:
+        out = work / variant
+        command = [sys.executable, "-m", "onnxport", "export", "--hf", str(work / "src"), "-o", str(out)]
+        proc = subprocess.run([*command, *VARIANTS[variant]], capture_output=True, text=True)
+        if proc.returncode:
+            outcomes[variant] = "export failed: " + (proc.stdout + proc.stderr).strip().splitlines()[-1][:300]
+        elif not (out / "genai_config.json").is_file():
+            outcomes[variant] = "no genai_config"
+        else:
+            tokens = genai_tokens(out)
+            if variant == "int4":
+                outcomes[variant] = f"tokens {tokens}"
+            else:
+                outcomes[variant] = "equal" if tokens == reference else f"DIFFERENT {tokens} vs {reference}"
+    return outcomes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("types", nargs="*", default=FAMILIES)
+    parser.add_argument("--variants", default="std,shared", help=f"comma-separated of {', '.join(VARIANTS)}")
+    args = parser.parse_args()
+    import onnxruntime_genai as og  # optional: installed in its own venv
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    variants = args.variants.split(",")
+    print(f"onnxruntime-genai {og.__version__}; variants {', '.join(variants)}")
+    failed = 0
+    for model_type in args.types:
+        with tempfile.TemporaryDirectory() as tmp:
+            outcomes = check(model_type, pathlib.Path(tmp), variants)
+        failed += any(o.startswith(("export failed", "DIFFERENT")) for o in outcomes.values())
+        print(f"{model_type}: " + "; ".join(f"{v} {o}" for v, o in outcomes.items()), flush=True)
+    print(json.dumps({"types": len(args.types), "failed": failed}))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
