@@ -107,8 +107,11 @@ def test_all_fail_names_first_real_cause_and_source_line(tmp_path: Path) -> None
     err = info.value
     assert err.cause == "unsupported Python construct"
     assert err.source_line is not None and "sys._getframe()  # the construct strict export rejects" in err.source_line
-    # every strategy but the rewrites, which apply only where they find their construct
-    assert [a.strategy for a in err.attempts] == [s for s, _ in strategies.STRATEGIES if "loop as" not in s]
+    # every strategy but the rewrites, which apply only where they find their construct, and the
+    # capture above size 1, tried only after a guard against size 1
+    assert [a.strategy for a in err.attempts] == [
+        s for s, _ in strategies.STRATEGIES if "loop as" not in s and "above 1" not in s
+    ]
     text = str(err)
     assert "could not capture the model: unsupported Python construct; first cause (torch.export.export(strict=True))" in text
     assert "torch.export._draft_export.draft_export: TypeError: expected a plain torch.Tensor" in text
@@ -281,3 +284,36 @@ def test_torch_logs_asked_for_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     with strategies._quiet_guard_errors():
         assert logger.disabled
     assert not logger.disabled
+
+
+def test_a_guard_against_size_one_is_captured_as_torch_export_does() -> None:
+    """A tiny AuraFlow transformer (diffusers 0.42) with dynamic batch, height and width: the
+    size-oblivious capture records ``batch != 1`` in its attention and fails the declared range
+    (``torch.export.export`` alone captures it); the capture that assumes dynamic dims above 1
+    does, and the graph matches eager at other sizes, a batch of 1 included."""
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.AuraFlowTransformer2DModel(
+        sample_size=16, patch_size=2, in_channels=4, num_mmdit_layers=1, num_single_dit_layers=1,
+        attention_head_dim=16, num_attention_heads=2, joint_attention_dim=32, caption_projection_dim=32,
+        out_channels=4, pos_embed_max_size=64,
+    ).eval()  # fmt: skip
+
+    def inputs(batch: int, height: int, width: int) -> dict[str, torch.Tensor]:
+        return {"hidden_states": torch.randn(batch, 4, height, width), "encoder_hidden_states": torch.randn(batch, 7, 32),
+                "timestep": torch.rand(batch) * 1000}  # fmt: skip
+
+    batch = torch.export.Dim("batch_size", max=16)
+    half_h, half_w = torch.export.Dim("half_height", min=1, max=32), torch.export.Dim("half_width", min=1, max=32)
+    dynamic = {"hidden_states": {0: batch, 2: 2 * half_h, 3: 2 * half_w}, "encoder_hidden_states": {0: batch},
+               "timestep": {0: batch}}  # fmt: skip
+    program = onnxport.export(model, (), kwargs=inputs(2, 8, 12), dynamic_shapes=dynamic)
+    attempts = program.status.capture_attempts
+    assert attempts[0].cause == "constraint violation" and "!= 1" in str(attempts[0].error)
+    assert attempts[-1].strategy == "torch.export.export(strict=False), dynamic dims assumed above 1"
+    assert attempts[-1].success
+    for size in [(3, 10, 6), (1, 8, 8)]:
+        feeds = inputs(*size)
+        with torch.no_grad():
+            expected = model(**feeds, return_dict=False)[0]
+        torch.testing.assert_close(torch.as_tensor(program(**feeds)[0]), expected, rtol=1e-4, atol=1e-5)

@@ -63,14 +63,15 @@ class Attempt:
 
 
 @contextlib.contextmanager
-def _size_oblivious() -> Iterator[None]:
+def _size_oblivious(oblivious: bool = True) -> Iterator[None]:
     """Do not specialize dims of size 0/1 in the example inputs (a batch of 1 stays dynamic), as
-    torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious``; keep the ATen RNN
+    torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious`` (``oblivious=False``:
+    torch.export's own rule, :func:`_nonstrict_sizes_above_one`); keep the ATen RNN
     ops whole with a dynamic sequence length (:func:`onnxport.capture.rnn.keep_recurrent_ops`) and
     packed sequences padded (:func:`onnxport.capture.packed.keep_packed_sequences`);
     replace library functions that specialize sizes (:mod:`onnxport.capture.patches`)."""
     with (
-        torch.fx.experimental._config.patch(backed_size_oblivious=True),  # type: ignore[attr-defined]
+        torch.fx.experimental._config.patch(backed_size_oblivious=oblivious),  # type: ignore[attr-defined]
         keep_recurrent_ops(),
         keep_packed_sequences(),
         library_patches(),
@@ -98,11 +99,25 @@ def uncached_fake_tensors() -> Iterator[None]:
 ASSUMED_FINITE = "onnxport_assumed_finite"
 
 
-def _nonstrict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
-    with _size_oblivious(), known_dims(model, dynamic_shapes), AssumedFinite() as finite:
+def _nonstrict(
+    model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any, oblivious: bool = True
+) -> ExportedProgram:
+    with _size_oblivious(oblivious), known_dims(model, dynamic_shapes), AssumedFinite() as finite:
         ep = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     ep.graph_module.meta[ASSUMED_FINITE] = finite.decided
     return ep
+
+
+def _nonstrict_sizes_above_one(
+    model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any
+) -> ExportedProgram:
+    """Non-strict export with torch.export's own size rule: a dynamic dim is assumed to be at
+    least 2, so a test ``size != 1`` holds without a guard. Tried only after a size-oblivious
+    capture failed on such a guard (:data:`_SIZE_ONE_GUARD`), which that rule cannot prove for a
+    range that includes 1: an attention broadcasting a ``[batch, ...]`` tensor (AuraFlow,
+    HunyuanVideo in diffusers 0.42) gives ``batch != 1`` there, while ``torch.export.export``
+    alone captures it. The example's sizes must then be above 1 (a size of 1 is specialized)."""
+    return _nonstrict(model, args, kwargs, dynamic_shapes, oblivious=False)
 
 
 def _strict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
@@ -190,9 +205,13 @@ STRATEGIES: tuple[tuple[str, Callable[..., ExportedProgram]], ...] = (
     # Rewrites of known data-dependent constructs into equivalent fixed-shape code; each applies
     # only where it finds its construct.
     ("transformers experts 'eager' loop as 'grouped_mm', torch.export.export(strict=False)", _experts_as_grouped_mm),
+    ("torch.export.export(strict=False), dynamic dims assumed above 1", _nonstrict_sizes_above_one),
     ("torch.export.export(strict=True)", _strict),
     ("torch.export._draft_export.draft_export", _draft),
 )
+# A constraint violation a size-oblivious capture reports for a test of a dim against 1, e.g.
+# "satisfy the generated guard L['x'].size()[0] != 1" (:func:`_nonstrict_sizes_above_one`).
+_SIZE_ONE_GUARD = re.compile(r"generated guard [^\n]*!= 1\b")
 
 DATA_DEPENDENT = "data-dependent guard"
 UNSUPPORTED_CONSTRUCT = "unsupported Python construct"
@@ -304,7 +323,10 @@ def capture(
     """
     constrained = False
     for name, strategy in STRATEGIES:
-        if constrained and strategy is not _strict:
+        if strategy is _nonstrict_sizes_above_one:
+            if not any(a.cause == CONSTRAINT_VIOLATION and _SIZE_ONE_GUARD.search(str(a.error)) for a in attempts):
+                continue
+        elif constrained and strategy is not _strict:
             continue
         start = time.perf_counter()
         try:
@@ -321,6 +343,8 @@ def capture(
                 # specializes them (RT-DETR's batch_size = len(source_flatten)): strict mode only,
                 # never draft export, which would hide the violation behind a specialized graph.
                 constrained = True
+                continue
+            if strategy is _nonstrict_sizes_above_one:  # strict mode may still take the model
                 continue
             if _is_user_error(e) or attempts[-1].cause in MODEL_FAILURES:
                 break
