@@ -359,6 +359,15 @@ def capture(
                 UserWarning,
                 stacklevel=3,
             )
+        if strategy is _nonstrict_sizes_above_one:
+            guards = sorted({m.group(0) for a in attempts if a.error is not None
+                             for m in _SIZE_ONE_GUARD.finditer(str(a.error))})  # fmt: skip
+            attempt.warnings.append(
+                "captured with dynamic dims assumed above 1 (torch.export's rule): the model tests "
+                f"{'; '.join(guards)}; at size 1 the graph runs the path of larger sizes. Check the "
+                "outputs at size 1 (onnxport.verify with such inputs), or give those dims min=2."
+            )
+            warnings.warn(attempt.warnings[-1], UserWarning, stacklevel=3)
         return ep
     raise capture_error(attempts)
 
