@@ -27,7 +27,7 @@ from onnxport import weights
 from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.specialization import check_specialized, warn_narrowed
-from onnxport.capture.strategies import capture, source_line
+from onnxport.capture.strategies import capture, capture_sizes_above_one, source_line
 from onnxport.errors import CaptureError, DynamicShapesError, InputError, OnnxportError
 from onnxport.metadata import (
     KEY_GRAPH_SIGNATURE,
@@ -318,7 +318,12 @@ def _capture_relaxed(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
     graph where the code's guards are false. Raises ``error`` when that does not apply or fails."""
     relaxed = dyn.as_hints(spec.export_shapes) if isinstance(error, DynamicShapesError) else None
     if relaxed is None:
-        raise error
+        above_one = None
+        if isinstance(error, DynamicShapesError):  # derived dims: torch.export's rule for sizes of 1
+            above_one = capture_sizes_above_one(model, args, kwargs, spec.export_shapes, status.capture_attempts)
+        if above_one is None:
+            raise error
+        return above_one
     try:
         ep = capture(model, args, kwargs, relaxed, status.capture_attempts)
     except CaptureError:

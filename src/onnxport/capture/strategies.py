@@ -205,13 +205,44 @@ STRATEGIES: tuple[tuple[str, Callable[..., ExportedProgram]], ...] = (
     # Rewrites of known data-dependent constructs into equivalent fixed-shape code; each applies
     # only where it finds its construct.
     ("transformers experts 'eager' loop as 'grouped_mm', torch.export.export(strict=False)", _experts_as_grouped_mm),
-    ("torch.export.export(strict=False), dynamic dims assumed above 1", _nonstrict_sizes_above_one),
     ("torch.export.export(strict=True)", _strict),
     ("torch.export._draft_export.draft_export", _draft),
 )
 # A constraint violation a size-oblivious capture reports for a test of a dim against 1, e.g.
-# "satisfy the generated guard L['x'].size()[0] != 1" (:func:`_nonstrict_sizes_above_one`).
+# "satisfy the generated guard L['x'].size()[0] != 1" (:func:`capture_sizes_above_one`).
 _SIZE_ONE_GUARD = re.compile(r"generated guard [^\n]*!= 1\b")
+SIZES_ABOVE_ONE = "torch.export.export(strict=False), dynamic dims assumed above 1"
+
+
+def capture_sizes_above_one(
+    model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any, attempts: list[Attempt]
+) -> ExportedProgram | None:
+    """After :func:`capture` failed on guards ``size != 1`` that the declared ranges include 1 for,
+    and the ranges cannot be relaxed to the code's (``Dim.DYNAMIC`` hints lose a derived dim's
+    relation: ``2 * Dim("h")``), capture with torch.export's own size rule
+    (:func:`_nonstrict_sizes_above_one`), record the attempt in ``attempts`` and warn with the
+    guards assumed. Returns ``None`` when no attempt failed on such a guard, or when this capture
+    fails too."""
+    guards = sorted({m.group(0) for a in attempts if a.cause == CONSTRAINT_VIOLATION
+                     for m in _SIZE_ONE_GUARD.finditer(str(a.error))})  # fmt: skip
+    if not guards:
+        return None
+    start = time.perf_counter()
+    try:
+        ep = _nonstrict_sizes_above_one(model, args, kwargs, dynamic_shapes)
+    except Exception as e:  # recorded; the caller raises the original violation
+        attempts.append(Attempt(SIZES_ABOVE_ONE, time.perf_counter() - start, e, traceback.format_exc(),
+                                classify(e), source_line(e)))  # fmt: skip
+        return None
+    message = (
+        "onnxport captured the model with dynamic dims assumed above 1 (torch.export's rule): the model "
+        f"tests {'; '.join(guards)}; at size 1 the graph runs the path of larger sizes. Check the outputs "
+        "at size 1 (onnxport.verify with such inputs), or give those dims min=2."
+    )
+    attempts.append(Attempt(SIZES_ABOVE_ONE, time.perf_counter() - start, warnings=[message],
+                            assumed_finite=ep.graph_module.meta.get(ASSUMED_FINITE, [])))  # fmt: skip
+    warnings.warn(message, UserWarning, stacklevel=4)
+    return ep
 
 DATA_DEPENDENT = "data-dependent guard"
 UNSUPPORTED_CONSTRUCT = "unsupported Python construct"
@@ -323,10 +354,7 @@ def capture(
     """
     constrained = False
     for name, strategy in STRATEGIES:
-        if strategy is _nonstrict_sizes_above_one:
-            if not any(a.cause == CONSTRAINT_VIOLATION and _SIZE_ONE_GUARD.search(str(a.error)) for a in attempts):
-                continue
-        elif constrained and strategy is not _strict:
+        if constrained and strategy is not _strict:
             continue
         start = time.perf_counter()
         try:
@@ -344,8 +372,6 @@ def capture(
                 # never draft export, which would hide the violation behind a specialized graph.
                 constrained = True
                 continue
-            if strategy is _nonstrict_sizes_above_one:  # strict mode may still take the model
-                continue
             if _is_user_error(e) or attempts[-1].cause in MODEL_FAILURES:
                 break
             continue
@@ -359,15 +385,6 @@ def capture(
                 UserWarning,
                 stacklevel=3,
             )
-        if strategy is _nonstrict_sizes_above_one:
-            guards = sorted({m.group(0) for a in attempts if a.error is not None
-                             for m in _SIZE_ONE_GUARD.finditer(str(a.error))})  # fmt: skip
-            attempt.warnings.append(
-                "captured with dynamic dims assumed above 1 (torch.export's rule): the model tests "
-                f"{'; '.join(guards)}; at size 1 the graph runs the path of larger sizes. Check the "
-                "outputs at size 1 (onnxport.verify with such inputs), or give those dims min=2."
-            )
-            warnings.warn(attempt.warnings[-1], UserWarning, stacklevel=3)
         return ep
     raise capture_error(attempts)
 
