@@ -37,11 +37,9 @@ import sys
 import tempfile
 from typing import Any
 
-import numpy as np
 import torch
+from genai import NEW_TOKENS, PROMPT, genai_tokens  # bench/clients/genai.py, beside this script
 
-PROMPT = [5, 17, 42, 9, 33, 71]
-NEW_TOKENS = 20
 FAMILIES = [
     "llama", "mistral", "ministral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi", "phi3",
     "granite", "olmo", "olmo2", "olmo3", "smollm3", "cohere", "cohere2", "starcoder2", "stablelm",
@@ -83,23 +81,6 @@ def shrunk_config(model_type: str) -> Any:
 
     fields = {k: v for k, v in SHRINK.items() if fits(k, v)} | EXTRA.get(model_type, {})
     return transformers.AutoConfig.for_model(model_type, **fields)
-
-
-def genai_tokens(folder: pathlib.Path) -> list[int]:
-    """20 greedy tokens from onnxruntime-genai for :data:`PROMPT`."""
-    import onnxruntime_genai as og  # optional: installed in its own venv
-
-    model = og.Model(str(folder))
-    params = og.GeneratorParams(model)
-    total = len(PROMPT) + NEW_TOKENS
-    params.set_search_options(max_length=total, min_length=total, do_sample=False)
-    generator = og.Generator(model, params)
-    generator.append_tokens(np.array([PROMPT], dtype=np.int32))
-    tokens = []
-    while not generator.is_done():
-        generator.generate_next_token()
-        tokens.append(int(generator.get_next_tokens()[0]))
-    return tokens
 
 
 def check(model_type: str, work: pathlib.Path, variants: list[str]) -> dict[str, str]:
