@@ -99,3 +99,33 @@ def test_bart_classifier_pools_the_last_eos(tmp_path: pathlib.Path) -> None:
         want = model(ids, attention_mask=mask).logits
     assert got.shape == (3, 3)
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_windowed_backbone_saved_without_a_processor_takes_whole_windows(tmp_path: pathlib.Path) -> None:
+    """RF-DETR saved without preprocessor_config.json: its DINOv2 backbone is configured at 518 px
+    (37 patches of 14), which its 4 x 4 windows do not divide, so no size ran ("shape '[s99, 4, 9,
+    4, 9, -1]' is invalid"); the export takes the nearest side of whole windows (504 px, 36
+    patches), keeps it, and matches eager."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model("rf_detr")
+    backbone = config.backbone_config
+    backbone.num_hidden_layers, backbone.hidden_size, backbone.num_attention_heads = 4, 64, 2
+    backbone.out_indices, backbone.out_features = [1, 2, 3, 4], ["stage1", "stage2", "stage3", "stage4"]
+    backbone.window_block_indexes = [0, 2]
+    config.decoder_layers, config.d_model, config.decoder_ffn_dim, config.intermediate_size = 1, 64, 128, 128
+    config.num_queries, config.group_detr = 30, 2
+    config.decoder_self_attention_heads = config.decoder_cross_attention_heads = 2
+    torch.manual_seed(0)
+    model = transformers.AutoModelForObjectDetection.from_config(config).eval()
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
+    assert result.passed
+    pixel_values = result.programs["model"].model.graph.inputs[0]
+    assert [str(d) for d in pixel_values.shape] == ["batch_size", "3", "504", "504"]
+    images = torch.randn(2, 3, 504, 504, generator=torch.Generator().manual_seed(1))
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"), providers=["CPUExecutionProvider"])
+    logits, boxes = session.run(["logits", "pred_boxes"], {"pixel_values": images.numpy()})
+    with torch.no_grad():
+        expected = model(pixel_values=images)
+    np.testing.assert_allclose(logits, expected.logits.numpy(), atol=1e-5)
+    np.testing.assert_allclose(boxes, expected.pred_boxes.numpy(), atol=1e-5)

@@ -193,6 +193,8 @@ _LARGER_IMAGES = (128, 256, 512, 640, 1024, 1536)
 # The side multiples a convolutional image model is probed at (encoders._size_multiple), up to the
 # output stride of ResNet-style backbones.
 _MULTIPLES = (1, 2, 4, 8, 16, 32)
+# Patch counts per side tried when a patch model does not run at its configured size (_patch_multiples).
+_PATCH_GROUPS = (2, 4, 8)
 # Sides of a convolutional model's dynamic height/width start above one output stride of 32 (or at
 # the example's): at 32 pixels or less the last feature map is 1x1, where broadcasting takes other
 # paths than at larger sizes (torch's size-1 specialization; Mask2Former's pixel decoder at 32x32).
@@ -262,9 +264,14 @@ def vision_component(loaded: LoadedModel) -> Component:
     probe = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     smallest = min(height, width, _SMALLEST_SIDE)
     if not _runs(probe, make(Sizes(batch=1), resized=False)):
-        fits = (side for side in _LARGER_IMAGES if side > max(height, width)
-                and _runs(probe, {"pixel_values": torch.randn(1, channels, side, side)}))
+        grouped = _patch_multiples(height, width, getattr(sized, "patch_size", None))  # a backbone's patches
+        fits = (side for side in (*grouped, *_LARGER_IMAGES) if (side > max(height, width) or side in grouped)
+                and _runs(probe, {"pixel_values": torch.randn(1, channels, side, side)}))  # fmt: skip
         height = width = smallest = next(fits, height)  # smaller sides do not run: the least side
+        # a grid of whole windows (RF-DETR): the graph keeps that size; eager's guards at other
+        # sizes do not describe the windowing the capture records
+        probed = probed and height not in grouped
+        resizable = height not in grouped
     axes: dict[int, Any] = {0: BATCH, 2: HEIGHT, 3: WIDTH}
     if probed:  # any size, or multiples of what it divides by, or none
         multiple = _size_multiple(probe, channels, height, width)
@@ -278,6 +285,17 @@ def vision_component(loaded: LoadedModel) -> Component:
         outputs.append("pooler_output")  # transformers.js image-feature-extraction with pool: true
     module = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     return Component("model", module, make, {"pixel_values": axes if resizable else {0: BATCH}}, None, outputs)
+
+
+def _patch_multiples(height: int, width: int, patch: int | None) -> tuple[int, ...]:
+    """Square sides at or below the configured size that are multiples of 2, 4 and 8 patches, for
+    a patch model that does not run at that size: RF-DETR's windowed DINOv2 backbone is configured
+    at 518 px (37 patches of 14) and cuts the patch grid into 4 x 4 windows, so it runs at 504
+    (36 patches), as its processor's sizes are."""
+    if not isinstance(patch, int) or patch < 2:
+        return ()
+    side = min(height, width)
+    return tuple(dict.fromkeys(side - side % (patch * k) for k in _PATCH_GROUPS if side >= patch * k))
 
 
 def _resamples_to_patches(model: torch.nn.Module) -> bool:
