@@ -6,7 +6,7 @@
     PYTHONPATH=src /work/venv-genai/bin/python bench/clients/genai_families.py [--variants std,shared,int4] [TYPE ...]
 
 For each transformers ``model_type`` (default :data:`FAMILIES`: the decoders onnxruntime-genai's
-model builder knows and others, dense, MoE, sliding-window, no-RoPE), a random-weight model is built
+model builder knows and others: dense, MoE, sliding-window, partial rotary), a random-weight model is built
 from the type's default config shrunk to 2 layers of width 64 (:data:`SHRINK`, plus the type's own
 fields in :data:`EXTRA`: windows of 4 tokens so the 26-token run crosses them), saved as a
 safetensors folder and exported by ``onnxport export --hf`` (the streamed path users take, with its
