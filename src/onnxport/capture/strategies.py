@@ -66,7 +66,7 @@ class Attempt:
 def _size_oblivious(oblivious: bool = True) -> Iterator[None]:
     """Do not specialize dims of size 0/1 in the example inputs (a batch of 1 stays dynamic), as
     torch.onnx's ``_capture_strategies.py`` does with ``backed_size_oblivious`` (``oblivious=False``:
-    torch.export's own rule, :func:`_nonstrict_sizes_above_one`); keep the ATen RNN
+    torch.export's own rule, :func:`capture_sizes_above_one`); keep the ATen RNN
     ops whole with a dynamic sequence length (:func:`onnxport.capture.rnn.keep_recurrent_ops`) and
     packed sequences padded (:func:`onnxport.capture.packed.keep_packed_sequences`);
     replace library functions that specialize sizes (:mod:`onnxport.capture.patches`)."""
@@ -106,18 +106,6 @@ def _nonstrict(
         ep = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     ep.graph_module.meta[ASSUMED_FINITE] = finite.decided
     return ep
-
-
-def _nonstrict_sizes_above_one(
-    model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any
-) -> ExportedProgram:
-    """Non-strict export with torch.export's own size rule: a dynamic dim is assumed to be at
-    least 2, so a test ``size != 1`` holds without a guard. Tried only after a size-oblivious
-    capture failed on such a guard (:data:`_SIZE_ONE_GUARD`), which that rule cannot prove for a
-    range that includes 1: an attention broadcasting a ``[batch, ...]`` tensor (AuraFlow,
-    HunyuanVideo in diffusers 0.42) gives ``batch != 1`` there, while ``torch.export.export``
-    alone captures it. The example's sizes must then be above 1 (a size of 1 is specialized)."""
-    return _nonstrict(model, args, kwargs, dynamic_shapes, oblivious=False)
 
 
 def _strict(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
@@ -219,20 +207,21 @@ def capture_sizes_above_one(
 ) -> ExportedProgram | None:
     """After :func:`capture` failed on guards ``size != 1`` that the declared ranges include 1 for,
     and the ranges cannot be relaxed to the code's (``Dim.DYNAMIC`` hints lose a derived dim's
-    relation: ``2 * Dim("h")``), capture with torch.export's own size rule
-    (:func:`_nonstrict_sizes_above_one`), record the attempt in ``attempts`` and warn with the
-    guards assumed. Returns ``None`` when no attempt failed on such a guard, or when this capture
-    fails too."""
+    relation: ``2 * Dim("h")``), capture non-strict with torch.export's own size rule: a dynamic
+    dim is assumed to be at least 2, so ``size != 1`` holds without a guard (an attention
+    broadcasting a ``[batch, ...]`` tensor: AuraFlow, HunyuanVideo in diffusers 0.42, which
+    ``torch.export.export`` alone captures; the example's sizes must be above 1). Records the
+    attempt in ``attempts`` and warns with the guards assumed. Returns ``None`` when no attempt
+    failed on such a guard, or when this capture fails too."""
     guards = sorted({m.group(0) for a in attempts if a.cause == CONSTRAINT_VIOLATION
                      for m in _SIZE_ONE_GUARD.finditer(str(a.error))})  # fmt: skip
     if not guards:
         return None
     start = time.perf_counter()
     try:
-        ep = _nonstrict_sizes_above_one(model, args, kwargs, dynamic_shapes)
+        ep = _nonstrict(model, args, kwargs, dynamic_shapes, oblivious=False)
     except Exception as e:  # recorded; the caller raises the original violation
-        attempts.append(Attempt(SIZES_ABOVE_ONE, time.perf_counter() - start, e, traceback.format_exc(),
-                                classify(e), source_line(e)))  # fmt: skip
+        attempts.append(_failed(SIZES_ABOVE_ONE, start, e))
         return None
     message = (
         "onnxport captured the model with dynamic dims assumed above 1 (torch.export's rule): the model "
@@ -362,10 +351,7 @@ def capture(
         except _NotApplicable:
             continue
         except Exception as e:  # recorded and re-raised below as CaptureError
-            attempts.append(
-                Attempt(name, time.perf_counter() - start, e, traceback.format_exc(), classify(e),
-                        source_line(e))
-            )
+            attempts.append(_failed(name, start, e))
             if attempts[-1].cause == CONSTRAINT_VIOLATION and _is_user_error(e) and not constrained:
                 # Dynamo traces len(tensor) and int(size) symbolically where non-strict mode
                 # specializes them (RT-DETR's batch_size = len(source_flatten)): strict mode only,
@@ -387,6 +373,12 @@ def capture(
             )
         return ep
     raise capture_error(attempts)
+
+
+def _failed(name: str, start: float, error: BaseException) -> Attempt:
+    """The failed attempt of strategy ``name`` started at ``start`` (``time.perf_counter``), inside
+    the ``except`` that caught ``error``."""
+    return Attempt(name, time.perf_counter() - start, error, traceback.format_exc(), classify(error), source_line(error))
 
 
 def capture_error(attempts: list[Attempt]) -> CaptureError:

@@ -265,13 +265,14 @@ def vision_component(loaded: LoadedModel) -> Component:
     smallest = min(height, width, _SMALLEST_SIDE)
     if not _runs(probe, make(Sizes(batch=1), resized=False)):
         grouped = _patch_multiples(height, width, getattr(sized, "patch_size", None))  # a backbone's patches
-        fits = (side for side in (*grouped, *_LARGER_IMAGES) if (side > max(height, width) or side in grouped)
-                and _runs(probe, {"pixel_values": torch.randn(1, channels, side, side)}))  # fmt: skip
+        larger = (side for side in _LARGER_IMAGES if side > max(height, width))
+        fits = (side for side in (*grouped, *larger)
+                if _runs(probe, {"pixel_values": torch.randn(1, channels, side, side)}))  # fmt: skip
         height = width = smallest = next(fits, height)  # smaller sides do not run: the least side
-        # a grid of whole windows (RF-DETR): the graph keeps that size; eager's guards at other
-        # sizes do not describe the windowing the capture records
-        probed = probed and height not in grouped
+        # a grid of whole windows (RF-DETR) keeps its size: eager's guards at other sizes do not
+        # describe the windowing the capture records
         resizable = height not in grouped
+        probed = probed and resizable
     axes: dict[int, Any] = {0: BATCH, 2: HEIGHT, 3: WIDTH}
     if probed:  # any size, or multiples of what it divides by, or none
         multiple = _size_multiple(probe, channels, height, width)
@@ -288,14 +289,14 @@ def vision_component(loaded: LoadedModel) -> Component:
 
 
 def _patch_multiples(height: int, width: int, patch: int | None) -> tuple[int, ...]:
-    """Square sides at or below the configured size that are multiples of 2, 4 and 8 patches, for
+    """Square sides below the configured size that are multiples of 2, 4 and 8 patches, for
     a patch model that does not run at that size: RF-DETR's windowed DINOv2 backbone is configured
     at 518 px (37 patches of 14) and cuts the patch grid into 4 x 4 windows, so it runs at 504
     (36 patches), as its processor's sizes are."""
     if not isinstance(patch, int) or patch < 2:
         return ()
-    side = min(height, width)
-    return tuple(dict.fromkeys(side - side % (patch * k) for k in _PATCH_GROUPS if side >= patch * k))
+    side = min(height, width)  # sides below it only: the configured size itself did not run
+    return tuple(dict.fromkeys(side - side % (patch * k) for k in _PATCH_GROUPS if side >= patch * k and side % (patch * k)))
 
 
 def _resamples_to_patches(model: torch.nn.Module) -> bool:

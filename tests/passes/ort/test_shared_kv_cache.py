@@ -201,12 +201,13 @@ def test_shared_buffer_feeds_helpers() -> None:
     part = hf_inputs.components(from_model(llama(num_hidden_layers=1), None))[0]
     feeds = unpadded(part.make_inputs(hf_inputs.Sizes(2, 3, 4, seed=0)))
     assert feeds["attention_mask"].all() and feeds["position_ids"].tolist() == [[4, 5, 6]] * 2
-    grown = buffered(feeds, 9, part.input_names or [])
+    assert part.input_names is not None
+    grown = buffered(feeds, 9, part.input_names)
     key = grown["past_key_values"][0][0]
     assert key.shape[2] == 9 and torch.equal(key[:, :, :4], feeds["past_key_values"][0][0])
     assert not key[:, :, 4:].any()
     with pytest.raises(ValueError, match="max_length 6"):
-        buffered(feeds, 6, part.input_names or [])
+        buffered(feeds, 6, part.input_names)
 
 
 def _assert_genai_generates_like_transformers(og, model, folder) -> None:
