@@ -228,15 +228,19 @@ def timed(command: list[str], log: Path) -> dict[str, Any]:
 
 
 def onnxport_command(
-    checkpoint: Path, out: Path, target: str | None, quantize: str | None, kv_cache: str = "concat"
+    checkpoint: Path, out: Path, target: str | None, quantize: str | None, kv_cache: str = "concat",
+    prune: bool = False,
 ) -> list[str]:
     """onnxport's command line, as the builder's is run: the streamed export of a safetensors
-    folder, without the validation against eager (the builder has none)."""
+    folder, without the validation against eager (the builder has none). ``prune``:
+    ``--prune-lm-head``."""
     command = [sys.executable, "-m", "onnxport", "export", "--hf", str(checkpoint), "-o", str(out)]
     if target is not None:
         command += ["--target", target, "--kv-cache", kv_cache]
     if quantize is not None:
         command += ["--quantize", quantize]
+    if prune:
+        command.append("--prune-lm-head")
     return [*command, "--no-validate"]
 
 
@@ -258,11 +262,14 @@ def ensure_genai(venv: Path) -> Path:
 
 
 def builder_command(
-    python: Path, checkpoint: Path, out: Path, precision: str, cache: Path
+    python: Path, checkpoint: Path, out: Path, precision: str, cache: Path, prune: bool = False
 ) -> list[str]:
+    """The model builder's command line; ``prune``: ``--extra_options prune_lm_head=true`` (the
+    LM head on the last position only, ``builders/base.py: make_lm_head``)."""
     return [
         str(python), "-m", "onnxruntime_genai.models.builder",
         "-i", str(checkpoint), "-o", str(out), "-p", precision, "-e", "cpu", "-c", str(cache),
+        *(["--extra_options", "prune_lm_head=true"] if prune else []),
     ]  # fmt: skip
 
 
@@ -516,6 +523,12 @@ def main() -> None:
         help="also time a second session of the builder's graph (builder-control): the ratio "
         "of a graph to itself, i.e. the run's noise (fp32: one more 3.4 GB session in RAM)",
     )
+    parser.add_argument(
+        "--prune-lm-head",
+        action="store_true",
+        help="add the last-position-logits exports: onnxport-ort-shared-pruned (--prune-lm-head) "
+        "and builder-pruned (prune_lm_head=true), fp32 and int4 (skip others to save RAM)",
+    )
     args = parser.parse_args()
 
     _, _, family_sizes, family_tied = FAMILIES[args.family]
@@ -561,13 +574,23 @@ def main() -> None:
                 "int4",
             ),
         }
-        skip = {s for s in args.skip.split(",") if s}
         folders = {
             "onnxport": work / "op", "onnxport-ort": work / "op-ort", "builder": work / "gb",
             "onnxport-ort-int4": work / "op-ort-int4", "builder-int4": work / "gb-int4",
             "onnxport-ort-shared": work / "op-shared",
             "onnxport-ort-shared-int4": work / "op-shared-int4",
         }  # fmt: skip
+        if args.prune_lm_head:
+            for precision, suffix, quantize in (("fp32", "", None), ("int4", "-int4", "int4")):
+                ours, theirs = f"onnxport-ort-shared-pruned{suffix}", f"builder-pruned{suffix}"
+                folders[ours], folders[theirs] = work / f"op-shared-pruned{suffix}", work / f"gb-pruned{suffix}"
+                variants[ours] = (
+                    onnxport_command(ckpt, folders[ours], "onnxruntime", quantize, "shared", prune=True), precision
+                )
+                variants[theirs] = (
+                    builder_command(python, ckpt, folders[theirs], precision, work / "cache", prune=True), precision
+                )
+        skip = {s for s in args.skip.split(",") if s}
         report["exports"] = {}
         for attempt in range(1 if args.measure_only else args.export_repeats):
             for name, (command, _) in variants.items():
@@ -658,19 +681,27 @@ def accuracy(logits: dict[str, np.ndarray]) -> dict[str, float]:
     reference = logits.get("builder")
     if reference is None:
         return result
-    for name in ("onnxport", "onnxport-ort", "onnxport-ort-shared"):
+    for name in ("onnxport", "onnxport-ort", "onnxport-ort-shared", "onnxport-ort-shared-pruned", "builder-pruned"):
+        if name in logits:  # a pruned graph's one row against the last of the builder's 128
+            result[f"{name} vs builder fp32 (rel max)"] = rel_max(logits[name], reference[:, -logits[name].shape[1] :])
+    for name in ("onnxport-ort-int4", "onnxport-ort-shared-int4", "builder-int4", "onnxport-ort-shared-pruned-int4",
+                 "builder-pruned-int4"):  # fmt: skip
         if name in logits:
-            result[f"{name} vs builder fp32 (rel max)"] = rel_max(logits[name], reference)
-    for name in ("onnxport-ort-int4", "onnxport-ort-shared-int4", "builder-int4"):
-        if name in logits:
-            result[f"{name} vs fp32 (rel L2)"] = rel_l2(logits[name], reference)
-            result[f"{name} vs fp32 (rel max)"] = rel_max(logits[name], reference)
+            last = reference[:, -logits[name].shape[1] :]
+            result[f"{name} vs fp32 (rel L2)"] = rel_l2(logits[name], last)
+            result[f"{name} vs fp32 (rel max)"] = rel_max(logits[name], last)
     ours, theirs = (
         result.get("onnxport-ort-int4 vs fp32 (rel L2)"),
         result.get("builder-int4 vs fp32 (rel L2)"),
     )
     if ours is not None and theirs:
         result["int4 error ratio (onnxport / builder)"] = ours / theirs
+    ours, theirs = (
+        result.get("onnxport-ort-shared-pruned-int4 vs fp32 (rel L2)"),
+        result.get("builder-pruned-int4 vs fp32 (rel L2)"),
+    )
+    if ours is not None and theirs:
+        result["pruned int4 error ratio (onnxport / builder)"] = ours / theirs
     return result
 
 
@@ -679,11 +710,15 @@ PAIRS = {
         ("onnxport", "builder"),
         ("onnxport-ort", "builder"),
         ("onnxport-ort-shared", "builder-shared"),
+        ("onnxport-ort-shared-pruned", "builder-pruned-shared"),
+        ("onnxport-ort-shared-pruned", "builder-shared"),
         ("builder-control", "builder"),
     ],
     "int4": [
         ("onnxport-ort-int4", "builder-int4"),
         ("onnxport-ort-shared-int4", "builder-int4-shared"),
+        ("onnxport-ort-shared-pruned-int4", "builder-pruned-int4-shared"),
+        ("onnxport-ort-shared-pruned-int4", "builder-int4-shared"),
         ("builder-int4-control", "builder-int4"),
     ],
 }

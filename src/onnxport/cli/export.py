@@ -223,6 +223,15 @@ def export_command(
             "from attention_mask; no left padding); `concat` (default) grows the cache.",
         ),
     ] = "concat",
+    prune_lm_head: Annotated[
+        bool,
+        typer.Option(
+            "--prune-lm-head",
+            help="With --hf, text generation: logits of the last position only ([batch_size, 1, "
+            "vocab_size]), the LM head run on one row at prefill, as the model builder's "
+            "prune_lm_head=true; onnxruntime-genai reads them, scoring every position cannot.",
+        ),
+    ] = False,
     overwrite: Annotated[
         bool,
         typer.Option(
@@ -306,7 +315,7 @@ def export_command(
         return run_hf_export(
             folder, task, output, opset, optimize, layout=layout, target=target,
             quantization=quantization, kv_cache=kv_cache, dtype=dtype, validate=validate is not False,
-            overwrite=overwrite,
+            overwrite=overwrite, prune_lm_head=prune_lm_head,
         )  # fmt: skip
     if spec is None:
         raise typer.BadParameter("give a SPEC or --hf FOLDER.", param_hint="'SPEC'")
@@ -314,6 +323,11 @@ def export_command(
         raise typer.BadParameter(
             "--validate/--no-validate is for a Hugging Face folder; a SPEC export is checked "
             "with --verify.", param_hint="'--no-validate'",
+        )  # fmt: skip
+    if prune_lm_head:
+        raise typer.BadParameter(
+            "--prune-lm-head is for a Hugging Face text-generation folder (--hf); a SPEC's graph returns "
+            "what its model returns.", param_hint="'--prune-lm-head'",
         )  # fmt: skip
     try:
         parsed_dynamic = parse_dynamic_options(dynamic or [])
@@ -470,6 +484,7 @@ def run_hf_export(
     dtype: str | None = None,
     validate: bool = True,
     overwrite: bool = False,
+    prune_lm_head: bool = False,
 ) -> None:
     """Export ``folder`` for ``task`` into ``output_dir`` with :func:`onnxport.hf.export` (which
     validates every output on fresh inputs unless ``validate`` is false, and replaces a non-empty
@@ -499,13 +514,14 @@ def run_hf_export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
                     stream=True, progress=bar, layout=layout, target=target, quantize=quantize,
                     dtype=dtype, kv_cache=kv_cache, validate=validate, overwrite=overwrite,
+                    prune_lm_head=prune_lm_head,
                 )
         else:
             with progress.phase(label):
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
                     layout=layout, target=target, quantize=quantize, kv_cache=kv_cache, dtype=dtype,
-                    validate=validate, overwrite=overwrite,
+                    validate=validate, overwrite=overwrite, prune_lm_head=prune_lm_head,
                 )
     except (HFError, InputError) as e:
         fail(err, str(e), EXIT_USAGE)

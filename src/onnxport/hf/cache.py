@@ -378,6 +378,14 @@ def fused_key_value(config: Any) -> bool:
     return getattr(config, "model_type", None) == "gpt_bigcode" and bool(getattr(config, "multi_query", False))
 
 
+def keeps_last_logits(model: torch.nn.Module) -> str | None:
+    """The argument through which ``model.forward`` computes the logits of its last positions
+    only: ``logits_to_keep`` (transformers ≥ 4.50) or ``num_logits_to_keep`` (earlier), else
+    ``None``."""
+    parameters = inspect.signature(model.forward).parameters
+    return next((name for name in ("logits_to_keep", "num_logits_to_keep") if name in parameters), None)
+
+
 class CausalLMWithCache(torch.nn.Module):
     """Decoder-only LM step: ``(input_ids, attention_mask, position_ids, past)`` →
     ``(logits, present.0.key, present.0.value, ...)``.
@@ -386,12 +394,22 @@ class CausalLMWithCache(torch.nn.Module):
     empty (the first step). A model without positions (Mamba2) ignores ``position_ids``. With
     :func:`fused_key_value`, each layer's past is ``(key_value,)``: the key and the value of the
     one key/value head joined on the last axis, ``[B, past, 2 * head_dim]``, and so is its present.
+
+    ``prune_lm_head``: ``logits`` are the last position's only, ``[B, 1, vocab]`` (a static 1),
+    as the model builder's ``prune_lm_head=true`` writes them and onnxruntime-genai reads them
+    (``Model::IsPruned``: logits dim 1 == 1, "Trimmed Prefill Logits", ``src/models/logits.cpp``).
+    The model computes them from the last hidden state alone through transformers'
+    ``logits_to_keep=1`` (``num_logits_to_keep`` in older models), so the LM head runs on one
+    row instead of ``sequence``; a model without that argument gets its full logits sliced
+    (:func:`keeps_last_logits`).
     """
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: torch.nn.Module, *, prune_lm_head: bool = False) -> None:
         super().__init__()
         self.model = model
         self.fused = fused_key_value(model.config)
+        self.prune_lm_head = prune_lm_head
+        self.keep_argument = keeps_last_logits(model) if prune_lm_head else None
 
     def forward(
         self,
@@ -407,7 +425,10 @@ class CausalLMWithCache(torch.nn.Module):
         if self.fused:
             past_key_values = [tuple(kv.unsqueeze(1).chunk(2, dim=-1)) for (kv,) in past_key_values]
         cache = fill_cache(new_cache(self.model.config), past_key_values)
-        logits, cache = run_with_cache(self.model, cache, **inputs)
+        keep = {self.keep_argument: 1} if self.keep_argument is not None else {}
+        logits, cache = run_with_cache(self.model, cache, **inputs, **keep)
+        if self.prune_lm_head and not (isinstance(logits.shape[1], int) and logits.shape[1] == 1):
+            logits = logits[:, -1:]  # the model ignored logits_to_keep (or has none); no guard on a SymInt
         present = flatten_cache(cache)
         if self.fused:
             present = [torch.cat([k, v], dim=-1).squeeze(1) for k, v in zip(present[::2], present[1::2], strict=True)]

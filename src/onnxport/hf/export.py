@@ -98,6 +98,7 @@ def export(
     kv_cache: str = "concat",
     dtype: str | torch.dtype | None = None,
     overwrite: bool = False,
+    prune_lm_head: bool = False,
 ) -> HFExport:
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
@@ -155,6 +156,12 @@ def export(
             ``past_present_share_buffer: true``.
         overwrite: Replace a non-empty ``output_dir`` whole, once the new export is complete and
             validated (:mod:`onnxport.hf.output`); a failed export leaves it as it was.
+        prune_lm_head: Text generation (and a VLM's decoder): ``logits`` are the last position's
+            only, ``[batch_size, 1, vocab_size]``, computed from the last hidden state alone
+            (transformers' ``logits_to_keep=1``), as the model builder's ``prune_lm_head=true``:
+            the LM head runs on one row at prefill. onnxruntime-genai reads such logits
+            (``Model::IsPruned``); runtimes that need every position's logits (scoring,
+            n-gram or speculative decoding) cannot use the graph. Default ``False``.
 
     Returns:
         An :class:`HFExport` with the programs, the validation rows and the files written.
@@ -163,13 +170,17 @@ def export(
         HFError: The folder has no usable config or weights, the architecture or task is unknown,
             or ``target``/``quantize``/``kv_cache``/``dtype`` is not one of the values above,
             ``kv_cache="shared"`` on a model whose attention does not fuse,
-            or ``dtype`` given without ``stream=True``.
+            ``dtype`` given without ``stream=True``, or ``prune_lm_head`` for a model with no
+            decoder step.
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
     """
     if diffusion.is_pipeline(model_or_folder):
-        if stream or quantize is not None or dtype is not None or kv_cache != "concat":
-            raise HFError("A diffusers pipeline exports in memory, in float32: stream, quantize, dtype and kv_cache do not apply.")
+        if stream or quantize is not None or dtype is not None or kv_cache != "concat" or prune_lm_head:
+            raise HFError(
+                "A diffusers pipeline exports in memory, in float32: stream, quantize, dtype, kv_cache and "
+                "prune_lm_head do not apply."
+            )
         if target not in (None, "onnx", "onnxruntime"):
             raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
         destination = check_output_dir(output_dir, overwrite) if output_dir is not None else None
@@ -215,6 +226,7 @@ def export(
             quantize=quantization,
             dtype=export_dtype,
             shared_buffer=shared,
+            prune_lm_head=prune_lm_head,
         )
         return HFExport(
             done.task.name, done.model, done.programs, done.checks, destination, done.files,
@@ -228,6 +240,7 @@ def export(
         raise HFError(
             f"model_or_folder must be a folder path or a transformers model, not {type(model_or_folder).__name__}."
         )
+    loaded = dataclasses.replace(loaded, prune_lm_head=prune_lm_head)
     floating = {p.dtype for p in loaded.model.parameters() if p.is_floating_point()}
     if quantization is not None and floating - {torch.float32}:
         raise HFError(
@@ -244,6 +257,7 @@ def export(
         check_full_attention(loaded.model.config)
     result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
     parts = hf_inputs.components(loaded)
+    hf_inputs.check_pruned(parts, loaded)
     for part in parts:
         start = time.perf_counter()
         program = export_component(part, opset_version, optimize, target)

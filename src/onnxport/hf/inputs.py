@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -297,9 +297,9 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
     flat = [e for layer in entries for e in layer]
     names = [*tokens, "attention_mask", "position_ids", *(e.past for e in flat)]
     outputs = ["logits", *(e.present for e in flat)]
-    if embeds:
-        return Component("decoder_model", wrappers.EmbedsLMWithCache(model), make, dynamic, names, outputs)
-    return Component("model", wrappers.CausalLMWithCache(model), make, dynamic, names, outputs)
+    step = wrappers.EmbedsLMWithCache if embeds else wrappers.CausalLMWithCache
+    module = step(model, prune_lm_head=loaded.prune_lm_head)
+    return Component("decoder_model" if embeds else "model", module, make, dynamic, names, outputs)
 
 
 # -- encoder-decoder ---------------------------------------------------------------------------
@@ -555,6 +555,18 @@ def components(loaded: LoadedModel) -> list[Component]:
     if kind == "trajectory":
         return [trajectory.trajectory_component(loaded)]
     return seq2seq_components(loaded)
+
+
+def check_pruned(parts: Sequence[Component], loaded: LoadedModel) -> None:
+    """``HFError`` when ``loaded.prune_lm_head`` asks for last-position logits and no component
+    is a decoder step with a KV cache to give them (an encoder, a seq2seq model, a decoder
+    exported without its cache)."""
+    if loaded.prune_lm_head and not any(isinstance(p.module, wrappers.CausalLMWithCache) for p in parts):
+        raise HFError(
+            f"prune_lm_head (--prune-lm-head) keeps the last position's logits of a decoder with a KV cache; "
+            f"the {loaded.task.name} export of {type(loaded.model).__name__} has none "
+            f"({', '.join(p.name for p in parts)}). Leave the option out."
+        )
 
 
 def folder_files(folder: Path) -> list[Path]:

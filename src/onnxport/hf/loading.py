@@ -26,12 +26,15 @@ class LoadedModel:
         folder: The folder it came from (``None`` when a model object was given).
         pooling: Sentence-transformers pooling (``{"mode": "mean"|"cls"|"max"|"lasttoken", "normalize": bool}``) when the
             folder has a ``1_Pooling`` module, else ``None``.
+        prune_lm_head: Text generation: the decoder graph returns the last position's logits only,
+            ``[batch_size, 1, vocab_size]`` (:class:`onnxport.hf.cache.CausalLMWithCache`).
     """
 
     model: Any
     task: Task
     folder: Path | None
     pooling: dict[str, Any] | None = None
+    prune_lm_head: bool = False
 
 
 def import_transformers() -> Any:

@@ -159,7 +159,7 @@ def _grown(part: hf_inputs.Component, loaded: LoadedModel, build: _Build) -> Any
     if names is None or cut is None:
         return None
     small = meta.build(cut, loaded.task.auto_class, model.dtype)
-    small_part = next(p for p in hf_inputs.components(LoadedModel(small, loaded.task, loaded.folder, loaded.pooling)) if p.name == part.name)
+    small_part = next(p for p in hf_inputs.components(dataclasses.replace(loaded, model=small)) if p.name == part.name)
     program = _capture(small_part, small, build)
     return program if repeat.grow(program, names, model.config.num_hidden_layers) else None
 
@@ -402,13 +402,13 @@ def _check_folder(spec: _Spec, config: Any, folder: Path, build: _Build, label: 
     if config is not spec.config:  # a slice: per-layer tables cut to its layers
         ratios = [(SLICE_LAYERS, count) for count in layer_counts(spec.config, SLICE_LAYERS).values()]
         spec = dataclasses.replace(spec, checkpoint=sliced(spec.checkpoint, model, ratios))
-    loaded = LoadedModel(model, spec.task, spec.folder, spec.pooling)
+    loaded = spec.loaded(model)
     programs = {p.name: _export_part(p, loaded, spec.checkpoint, build, {}) for p in hf_inputs.components(loaded)}
     _save_parts(programs, folder, None, "flat")
     del programs
     real = _reference(spec, config)
     checks = []
-    for part in hf_inputs.components(LoadedModel(real, spec.task, spec.folder, spec.pooling)):
+    for part in hf_inputs.components(spec.loaded(real)):
         path = folder / hf_layout.model_path(part.name, "flat")
         checks += _check_part(part, path, spec.rule, f"{part.name} ({label})")
     return checks
@@ -421,7 +421,7 @@ def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck]
     cut = slice_config(spec.config)
     if spec.build.quantize is None and fits:
         real = _reference(spec, spec.config)
-        loaded = LoadedModel(real, spec.task, spec.folder, spec.pooling)
+        loaded = spec.loaded(real)
         checks = []
         for part in hf_inputs.components(loaded):
             checks += _check_part(part, staging / hf_layout.model_path(part.name, spec.layout), spec.rule, part.name)
@@ -442,7 +442,7 @@ def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck]
             real = _reference(spec, spec.config)
             bits = f"int{spec.build.quantize.bits}"
             runs = _Rule(math.inf, spec.rule.dtype)
-            for part in hf_inputs.components(LoadedModel(real, spec.task, spec.folder, spec.pooling)):
+            for part in hf_inputs.components(spec.loaded(real)):
                 path = staging / hf_layout.model_path(part.name, spec.layout)
                 checks += _check_part(part, path, runs, f"{part.name} ({bits}, runs)", hf_inputs.CHECK_SIZES[:1])
             label += f"; the {bits} model ran"
@@ -494,6 +494,11 @@ class _Spec:
     rule: _Rule
     source_dtype: torch.dtype | None = None
     layout: str = hf_layout.DEFAULT_LAYOUT
+    prune_lm_head: bool = False
+
+    def loaded(self, model: torch.nn.Module) -> LoadedModel:
+        """``model`` (the meta model, a slice or the eager reference) as the components take it."""
+        return LoadedModel(model, self.task, self.folder, self.pooling, self.prune_lm_head)
 
 
 @moe.grouped_mm_fallback()  # float32 meta-device MoE models (hf.moe)
@@ -513,6 +518,7 @@ def export_streamed(
     quantize: QuantizeOptions | None = None,
     dtype: torch.dtype | None = None,
     shared_buffer: bool = False,
+    prune_lm_head: bool = False,
 ) -> Streamed:
     """Export ``folder`` into ``destination`` without loading its weights (module docstring).
 
@@ -545,6 +551,8 @@ def export_streamed(
             in-place KV cache graph, validated on unpadded inputs with the past in fixed buffers
             (:mod:`onnxport.hf.shared_cache`); ``genai_config.json`` says
             ``past_present_share_buffer: true``.
+        prune_lm_head: Text generation: logits of the last position only (``[batch_size, 1,
+            vocab_size]``, :class:`onnxport.hf.cache.CausalLMWithCache`).
 
     Returns:
         A :class:`Streamed` with the meta model, the programs, the checks and the files written.
@@ -577,13 +585,16 @@ def export_streamed(
         shared_cache.check_full_attention(config)
     build = _Build(opset_version, optimize, target, quantize, cast=dtype is not None, shared_buffer=shared_buffer)
     rule = _Rule(tolerance, dtype, shared_buffer)
-    spec = _Spec(folder, config, resolved, checkpoint, graph_dtype, pooling, build, rule, source_dtype, layout)
+    spec = _Spec(folder, config, resolved, checkpoint, graph_dtype, pooling, build, rule, source_dtype, layout,
+                 prune_lm_head)
     model = meta.build(config, resolved.auto_class, graph_dtype)
     meta.check(model, checkpoint, cast=build.cast)
     result = Streamed(resolved, model, checkpoint.nbytes, graph_dtype)
     programs: dict[str, Any] = {}
-    loaded = LoadedModel(model, resolved, folder, pooling)
-    for part in hf_inputs.components(loaded):
+    loaded = spec.loaded(model)
+    parts = hf_inputs.components(loaded)
+    hf_inputs.check_pruned(parts, loaded)
+    for part in parts:
         start = time.perf_counter()
         programs[part.name] = _export_part(part, loaded, checkpoint, build, result.quantization)
         result.programs[part.name] = programs[part.name]

@@ -1,0 +1,147 @@
+"""``prune_lm_head`` (CLI ``--prune-lm-head``): a decoder graph returning the last position's logits.
+
+- the logits are ``[batch_size, 1, vocab_size]`` with a static 1 (what onnxruntime-genai's
+  ``Model::IsPruned`` reads), the LM head's MatMul takes one row, and the values equal the last
+  row of the unpruned graph's logits on the same inputs (prompt and decode step);
+- greedy generation with left padding equals transformers; onnxruntime-genai with the shared
+  buffer generates transformers' tokens from the streamed ``--prune-lm-head`` folder;
+- a model whose forward has no ``logits_to_keep`` gets its logits sliced (same contract);
+- the option is refused where there is no decoder step, and for a SPEC.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import onnxport.hf
+from _checkpoints import llama_checkpoint
+from _generation import assert_greedy_equals_transformers
+from onnxport.cli import app
+from onnxport.errors import HFError
+from onnxport.hf import inputs as hf_inputs
+from onnxport.hf.layout import find_model
+from onnxport.testing.tiny_models import DECODER, _make
+
+transformers = pytest.importorskip("transformers")
+
+
+def _llama() -> Any:
+    return _make("LlamaConfig", "LlamaForCausalLM", **DECODER)()
+
+
+def _session(program: Any) -> ort.InferenceSession:
+    return ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def _feeds(part: hf_inputs.Component, sizes: hf_inputs.Sizes) -> dict[str, np.ndarray]:
+    made = part.make_inputs(sizes)
+    flat = [made[name] for name in part.input_names[:3]] + [t for layer in made["past_key_values"] for t in layer]
+    return {name: value.numpy() for name, value in zip(part.input_names, flat, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def exports() -> tuple[Any, Any, Any]:
+    """(model, pruned export, full export) of a tiny Llama, standard ONNX."""
+    model = _llama()
+    return model, onnxport.hf.export(model, prune_lm_head=True), onnxport.hf.export(model)
+
+
+def test_logits_are_the_last_row_of_the_full_graphs(exports) -> None:
+    model, pruned, full = exports
+    assert pruned.passed
+    graph = pruned.programs["model"].model.graph
+    logits = graph.outputs[0]
+    assert logits.name == "logits"
+    assert [str(d) for d in logits.shape] == ["batch_size", "1", str(model.config.vocab_size)]
+    head = next(n for n in graph if n.op_type == "MatMul" and "lm_head" in n.inputs[1].name)
+    assert head.inputs[0].shape[1] == 1  # the LM head runs on one row, not sequence_length
+    part = hf_inputs.components(onnxport.hf.loading.from_model(model, "text-generation"))[0]
+    for sizes in (hf_inputs.Sizes(2, 6, 0, seed=1), hf_inputs.Sizes(3, 1, 5, seed=2)):
+        feeds = _feeds(part, sizes)
+        got = _session(pruned.programs["model"]).run(["logits"], feeds)[0]
+        want = _session(full.programs["model"]).run(["logits"], feeds)[0]
+        assert got.shape == (sizes.batch, 1, model.config.vocab_size) and got.dtype == np.float32
+        np.testing.assert_allclose(got, want[:, -1:], rtol=1e-5, atol=1e-6)
+
+
+def test_pruned_graph_generates_like_transformers_with_left_padding(exports) -> None:
+    model, pruned, _ = exports
+    assert_greedy_equals_transformers(model, pruned.programs["model"])
+
+
+class _NoLogitsToKeep(transformers.LlamaForCausalLM):  # type: ignore[misc, name-defined]
+    """A causal LM whose forward does not take ``logits_to_keep``."""
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,  # type: ignore[override]
+                use_cache=None, **kwargs):  # fmt: skip
+        return super().forward(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                               past_key_values=past_key_values, use_cache=use_cache)  # fmt: skip
+
+
+def test_a_model_without_logits_to_keep_gets_its_logits_sliced(exports) -> None:
+    model, _, full = exports
+    other = _NoLogitsToKeep(model.config).eval()
+    other.load_state_dict(model.state_dict())
+    pruned = onnxport.hf.export(other, "text-generation", prune_lm_head=True)
+    assert pruned.passed
+    assert pruned.programs["model"].model.graph.outputs[0].shape[1] == 1
+    part = hf_inputs.components(onnxport.hf.loading.from_model(model, "text-generation"))[0]
+    feeds = _feeds(part, hf_inputs.Sizes(2, 4, 3, seed=5))
+    got = _session(pruned.programs["model"]).run(["logits"], feeds)[0]
+    want = _session(full.programs["model"]).run(["logits"], feeds)[0]
+    assert got.shape == (2, 1, model.config.vocab_size)
+    np.testing.assert_allclose(got, want[:, -1:], rtol=1e-5, atol=1e-6)
+
+
+def test_cli_streamed_shared_buffer_pruned_folder_runs_in_genai(tmp_path: pathlib.Path) -> None:
+    og = pytest.importorskip("onnxruntime_genai")
+    model = llama_checkpoint(tmp_path / "ckpt", tied=False)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app, ["export", "--hf", str(tmp_path / "ckpt"), "-o", str(out), "--target", "onnxruntime",
+              "--kv-cache", "shared", "--prune-lm-head"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    logits = next(o for o in onnx.load(find_model(out), load_external_data=False).graph.output if o.name == "logits")
+    assert logits.type.tensor_type.shape.dim[1].dim_value == 1
+    assert json.loads((out / "genai_config.json").read_text())["search"]["past_present_share_buffer"] is True
+    genai = og.Model(str(out))
+    prompts = [[5, 17, 42, 9, 33, 71], [8, 3, 64, 21, 90, 11]]
+    params = og.GeneratorParams(genai)
+    params.set_search_options(max_length=26, min_length=26, do_sample=False, batch_size=2)
+    generator = og.Generator(genai, params)
+    generator.append_tokens(np.array(prompts, dtype=np.int32))
+    while not generator.is_done():
+        generator.generate_next_token()
+    ids = torch.tensor(prompts)
+    with torch.no_grad():
+        expected = model.generate(
+            input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=20, min_new_tokens=20,
+            do_sample=False,
+        )  # fmt: skip
+    assert [list(generator.get_sequence(i)) for i in range(2)] == expected.tolist()
+    assert len(set(expected[:, 6:].flatten().tolist())) > 3, "degenerate decoding proves little"
+
+
+def test_refused_without_a_decoder_step() -> None:
+    bert = _make("BertConfig", "BertModel", hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                 intermediate_size=37, vocab_size=99)()  # fmt: skip
+    with pytest.raises(HFError, match="prune_lm_head"):
+        onnxport.hf.export(bert, "feature-extraction", prune_lm_head=True)
+
+
+def test_cli_refuses_it_for_a_spec(tmp_path: pathlib.Path) -> None:
+    spec = tmp_path / "m.py"
+    spec.write_text("import torch\ndef make():\n    return torch.nn.Linear(2, 2), (torch.zeros(1, 2),)\n")
+    result = CliRunner().invoke(app, ["export", f"{spec}:make", "-o", str(tmp_path / "m.onnx"), "--prune-lm-head"])
+    assert result.exit_code == 2
+    assert "--prune-lm-head" in result.output and not (tmp_path / "m.onnx").exists()
