@@ -3,7 +3,7 @@
 
     python -m venv --system-site-packages /work/venv-genai
     /work/venv-genai/bin/pip install onnxruntime-genai==0.18.0
-    PYTHONPATH=src /work/venv-genai/bin/python bench/clients/genai_families.py [--variants std,shared,int4] [TYPE ...]
+    PYTHONPATH=src /work/venv-genai/bin/python bench/clients/genai_families.py [--variants std,shared,int4,pruned] [TYPE ...]
 
 For each transformers ``model_type`` (default :data:`FAMILIES`: the decoders onnxruntime-genai's
 model builder knows and others: dense, MoE, sliding-window, partial rotary), a random-weight model is built
@@ -16,7 +16,9 @@ validation) once per variant:
 - ``shared``: ``--target onnxruntime --kv-cache shared`` (GroupQueryAttention over a fixed buffer,
   ``past_present_share_buffer: true``);
 - ``int4``: ``shared`` plus ``--quantize int4`` (its tokens are printed, not compared: random
-  weights quantized to 4 bits pick other argmaxes).
+  weights quantized to 4 bits pick other argmaxes);
+- ``pruned``: ``shared`` plus ``--prune-lm-head`` (logits of the last position only, read by
+  genai as pruned logits).
 
 ``onnxruntime_genai.Model(folder)`` then generates 20 greedy tokens from a 6-token prompt
 (``min_length`` keeps eos from stopping early), compared with transformers'
@@ -63,6 +65,7 @@ VARIANTS = {
     "std": [],
     "shared": ["--target", "onnxruntime", "--kv-cache", "shared"],
     "int4": ["--target", "onnxruntime", "--kv-cache", "shared", "--quantize", "int4"],
+    "pruned": ["--target", "onnxruntime", "--kv-cache", "shared", "--prune-lm-head"],
 }
 
 

@@ -1,11 +1,14 @@
-"""transformers' method LRU caches are bypassed while onnxport probes or captures on fake tensors."""
+"""Capture-time library patches: transformers' method LRU caches bypassed on fake tensors, tensors
+built from symbolic sizes, and Chroma's batch kept dynamic."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.export import Dim
 
+import onnxport
 from onnxport.capture.patches import library_patches, transformers_method_caches_off
 
 pytest.importorskip("transformers")
@@ -142,3 +145,37 @@ def test_a_module_cast_to_its_own_dtype_on_fake_parameters() -> None:
     real = torch.nn.Linear(4, 3)
     with library_patches():  # a cast that changes the dtype still casts
         assert real.to(torch.float64).weight.dtype == torch.float64
+
+
+def test_chroma_batch_stays_dynamic() -> None:
+    """A tiny Chroma transformer (diffusers 0.42), whose timestep embedding builds its guidance from
+    ``torch.tensor([0] * batch_size)``: exported at batch 2, the graph matches eager at batch 3 and
+    1 with other image and text lengths (before the patch: DynamicShapesError, the batch fixed to
+    2). Its attention's ``batch != 1`` guard is relaxed to Dim.DYNAMIC with a warning."""
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.ChromaTransformer2DModel(
+        patch_size=1, in_channels=16, num_layers=1, num_single_layers=1, attention_head_dim=16, num_attention_heads=2,
+        joint_attention_dim=32, axes_dims_rope=(4, 6, 6), approximator_num_channels=16, approximator_hidden_dim=32,
+        approximator_layers=1,
+    ).eval()  # fmt: skip
+
+    def inputs(batch: int, height: int, width: int, text: int) -> dict[str, torch.Tensor]:
+        grid = torch.meshgrid(torch.zeros(1), torch.arange(float(height)), torch.arange(float(width)), indexing="ij")
+        return {"hidden_states": torch.randn(batch, height * width, 16), "encoder_hidden_states": torch.randn(batch, text, 32),
+                "timestep": torch.rand(batch), "img_ids": torch.stack(grid, -1).reshape(-1, 3),
+                "txt_ids": torch.zeros(text, 3)}  # fmt: skip
+
+    batch, image, text = Dim("batch_size", max=16), Dim("image", min=2, max=4096), Dim("text", min=2, max=512)
+    dynamic = {"hidden_states": {0: batch, 1: image}, "encoder_hidden_states": {0: batch, 1: text},
+               "timestep": {0: batch}, "img_ids": {0: image}, "txt_ids": {0: text}}  # fmt: skip
+    with pytest.warns(UserWarning, match=r"Dim.DYNAMIC .*batch_size.*!= 1"):  # its attention's guard, relaxed
+        program = onnxport.export(model, (), kwargs=inputs(2, 4, 6, 7), dynamic_shapes=dynamic)
+    assert [str(d) for d in program.model.graph.inputs[0].shape] == ["batch_size", "image", "16"]
+    for size in [(3, 3, 5, 9), (1, 2, 4, 3)]:
+        feeds = inputs(*size)
+        with torch.no_grad():
+            expected = model(**feeds, return_dict=False)[0]
+        got = torch.as_tensor(program(**feeds)[0])
+        assert got.shape == expected.shape == (size[0], size[1] * size[2], 16)
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
