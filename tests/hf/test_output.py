@@ -1,11 +1,15 @@
 """The output folder of an hf export (onnxport.hf.output): refused when not empty unless
 ``overwrite``; with it, replaced whole once the new export is complete, and left as it was by a
-failed export; no staging or previous folder is left beside it."""
+failed export; no staging or previous folder is left beside it, and a killed export's staging
+folder is removed by the next export."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import stat
+import subprocess
+import sys
 
 import onnx
 import pytest
@@ -69,3 +73,22 @@ def test_overwrite_replaces_an_export_and_a_failure_keeps_it(
         onnxport.hf.export(folder, output_dir=out, stream=True, overwrite=True, validate=False)
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "onnx"]
+
+
+def test_a_killed_exports_staging_folder_is_removed_by_the_next_export(tmp_path: pathlib.Path) -> None:
+    """A staging folder of a process that is gone (as a SIGKILLed export leaves it) is removed when
+    the next export to the same destination starts; one of a live process, or of another
+    destination, is kept."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    killed = tmp_path / f".out.onnxport-{gone.pid}-abc123"
+    running = tmp_path / f".out.onnxport-{os.getppid()}-def456"  # the test runner's parent: alive
+    other = tmp_path / f".other.onnxport-{gone.pid}-abc123"
+    for folder in (killed, running, other):
+        folder.mkdir()
+        (folder / "model.onnx.data").write_bytes(b"partial")
+    with staged(tmp_path / "out") as staging:
+        assert staging.name.startswith(f".out.onnxport-{os.getpid()}-")
+        assert not killed.exists() and running.is_dir() and other.is_dir()
+        (staging / "model.onnx").write_bytes(b"new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out", running.name, other.name])

@@ -1,6 +1,6 @@
 """The output folder of an hf export: checked before the export, filled in a staging sibling, then
 moved into place, so that a failed or killed export leaves nothing and never touches what the
-folder held.
+folder held (a killed export's staging folder is removed by the next export to the same place).
 
 A folder that exists and is not empty is refused unless ``overwrite`` is given (the CLI's
 ``--overwrite``); with it, the previous folder is replaced only once the new one is complete and
@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from onnxport.errors import HFError
+from onnxport.weights.save import TEMP_TAG, sweep_stale
 
 
 def check_output_dir(output_dir: str | Path, overwrite: bool = False) -> Path:
@@ -45,8 +46,16 @@ def check_output_dir(output_dir: str | Path, overwrite: bool = False) -> Path:
 @contextlib.contextmanager
 def staged(destination: Path) -> Iterator[Path]:
     """A new hidden sibling folder of ``destination`` to write the export into; moved into place
-    (:func:`publish`) when the block ends without an error, deleted when it raises."""
-    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    (:func:`publish`) when the block ends without an error, deleted when it raises.
+
+    Its name carries the process id (``.<name>.onnxport-<pid>-<random>``, the tag of
+    :mod:`onnxport.weights.save`): a killed export cannot delete it, so the next export to the
+    same destination removes the staging folders of processes that are gone
+    (:func:`onnxport.weights.save.sweep_stale`) before it starts its own.
+    """
+    sweep_stale(destination.parent, destination.name, keep=set())
+    prefix = f".{destination.name}{TEMP_TAG}{os.getpid()}-"
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=destination.parent))
     try:
         yield staging
         publish(staging, destination)
