@@ -553,3 +553,21 @@ def test_text_generation_of_a_vision_language_checkpoint(name: str, tmp_path: pa
     with torch.no_grad():
         want = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=10, do_sample=False)
     assert got.tolist() == want.tolist()
+
+
+def test_cli_memory_fraction_zero_validates_a_slice(exported: tuple[Any, pathlib.Path, Any], tmp_path: pathlib.Path) -> None:
+    """``--memory-fraction 0``: the checkpoint never fits, so a 2-layer slice is validated (the
+    default validates this small model whole) and the same files are written; with a SPEC it is a
+    usage error."""
+    _, out, _ = exported
+    sliced = tmp_path / "sliced"
+    result = CliRunner().invoke(
+        app, ["export", "--hf", str(out.parent / "ckpt"), "-o", str(sliced), "--memory-fraction", "0"]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"validation: slice (2 of {LAYERS} layers)" in result.output and "FAIL" not in result.output
+    assert sorted(p.name for p in sliced.rglob("*")) == sorted(p.name for p in out.rglob("*"))
+    spec = tmp_path / "m.py"
+    spec.write_text("import torch\ndef make():\n    return torch.nn.Linear(2, 2), (torch.zeros(1, 2),)\n")
+    result = CliRunner().invoke(app, ["export", f"{spec}:make", "-o", str(tmp_path / "m.onnx"), "--memory-fraction", "0.5"])
+    assert result.exit_code == 2 and "--memory-fraction" in result.output

@@ -35,6 +35,7 @@ from onnxport.cli._common import (
 from onnxport.cli.spec import LoadedSpec, SpecError, apply_dynamic, load_spec, parse_dynamic_options
 from onnxport.errors import HFError, InputError, OnnxportError, SaveError
 from onnxport.hf.layout import DEFAULT_LAYOUT, model_path, usage_lines
+from onnxport.hf.streamed import DEFAULT_MEMORY_FRACTION
 from onnxport.passes.ort import QuantizeOptions
 from onnxport.runtime import initializer_bytes
 
@@ -223,6 +224,17 @@ def export_command(
             "from attention_mask; no left padding); `concat` (default) grows the cache.",
         ),
     ] = "concat",
+    memory_fraction: Annotated[
+        float,
+        typer.Option(
+            "--memory-fraction",
+            min=0.0,
+            help="With --hf (safetensors folders): validate the whole model when the checkpoint "
+            "takes at most this fraction of the available memory, else a 2-layer slice with its "
+            "real weights (0 always validates a slice).",
+            show_default="1/3",
+        ),
+    ] = DEFAULT_MEMORY_FRACTION,
     prune_lm_head: Annotated[
         bool,
         typer.Option(
@@ -315,7 +327,7 @@ def export_command(
         return run_hf_export(
             folder, task, output, opset, optimize, layout=layout, target=target,
             quantization=quantization, kv_cache=kv_cache, dtype=dtype, validate=validate is not False,
-            overwrite=overwrite, prune_lm_head=prune_lm_head,
+            overwrite=overwrite, prune_lm_head=prune_lm_head, memory_fraction=memory_fraction,
         )  # fmt: skip
     if spec is None:
         raise typer.BadParameter("give a SPEC or --hf FOLDER.", param_hint="'SPEC'")
@@ -328,6 +340,11 @@ def export_command(
         raise typer.BadParameter(
             "--prune-lm-head is for a Hugging Face text-generation folder (--hf); a SPEC's graph returns "
             "what its model returns.", param_hint="'--prune-lm-head'",
+        )  # fmt: skip
+    if memory_fraction != DEFAULT_MEMORY_FRACTION:
+        raise typer.BadParameter(
+            "--memory-fraction is for a Hugging Face safetensors folder (--hf): it chooses what the "
+            "streamed export validates.", param_hint="'--memory-fraction'",
         )  # fmt: skip
     try:
         parsed_dynamic = parse_dynamic_options(dynamic or [])
@@ -485,12 +502,14 @@ def run_hf_export(
     validate: bool = True,
     overwrite: bool = False,
     prune_lm_head: bool = False,
+    memory_fraction: float = DEFAULT_MEMORY_FRACTION,
 ) -> None:
     """Export ``folder`` for ``task`` into ``output_dir`` with :func:`onnxport.hf.export` (which
     validates every output on fresh inputs unless ``validate`` is false, and replaces a non-empty
     ``output_dir`` only with ``overwrite``) and print the summary.
 
-    ``quantization`` holds :class:`onnxport.passes.ort.QuantizeOptions` fields (``bits`` may be an
+    ``memory_fraction`` (streamed path) sets when the whole model is validated rather than a
+    2-layer slice. ``quantization`` holds :class:`onnxport.passes.ort.QuantizeOptions` fields (``bits`` may be an
     unknown string, reported as a usage error). A folder with safetensors weights takes the
     streamed path (meta-device model, weights streamed, cast and quantized as they are written)
     whatever the target, quantization and dtype; others are loaded by transformers.
@@ -514,7 +533,7 @@ def run_hf_export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
                     stream=True, progress=bar, layout=layout, target=target, quantize=quantize,
                     dtype=dtype, kv_cache=kv_cache, validate=validate, overwrite=overwrite,
-                    prune_lm_head=prune_lm_head,
+                    prune_lm_head=prune_lm_head, memory_fraction=memory_fraction,
                 )
         else:
             with progress.phase(label):

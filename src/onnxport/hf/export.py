@@ -23,6 +23,7 @@ from onnxport.hf.loading import LoadedModel, from_model, load
 from onnxport.hf.output import check_output_dir, staged
 from onnxport.hf.shared_cache import KV_CACHE_MODES, check_full_attention, validate_shared
 from onnxport.hf.streamed import (
+    DEFAULT_MEMORY_FRACTION,
     QUANTIZATION_REPORT,
     Streamed,
     WeightProgress,
@@ -90,7 +91,7 @@ def export(
     atol: float | None = DEFAULT_ATOL,
     optimize: bool = True,
     stream: bool | None = None,
-    memory_fraction: float = 1 / 3,
+    memory_fraction: float = DEFAULT_MEMORY_FRACTION,
     progress: WeightProgress | None = None,
     layout: str = hf_layout.DEFAULT_LAYOUT,
     target: str | None = None,

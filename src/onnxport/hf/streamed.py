@@ -501,6 +501,10 @@ class _Spec:
         return LoadedModel(model, self.task, self.folder, self.pooling, self.prune_lm_head)
 
 
+# the share of the available memory up to which a streamed export validates the whole model
+DEFAULT_MEMORY_FRACTION = 1 / 3
+
+
 @moe.grouped_mm_fallback()  # float32 meta-device MoE models (hf.moe)
 def export_streamed(
     folder: Path,
@@ -510,7 +514,7 @@ def export_streamed(
     opset_version: int | None = None,
     validate: bool = True,
     atol: float | None = None,
-    memory_fraction: float = 1 / 3,
+    memory_fraction: float = DEFAULT_MEMORY_FRACTION,
     progress: WeightProgress | None = None,
     optimize: bool = True,
     layout: str = hf_layout.DEFAULT_LAYOUT,
