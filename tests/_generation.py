@@ -1,9 +1,11 @@
-"""Greedy generation through an exported causal-LM graph compared with transformers' ``generate``."""
+"""Greedy generation through an exported causal-LM graph (onnxruntime, onnxruntime-genai) compared with
+transformers' ``generate``."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import onnxruntime as ort
 import torch
 
@@ -33,3 +35,26 @@ def assert_greedy_equals_transformers(model: Any, program: Any, new_tokens: int 
     )
     assert actual.tolist() == expected.tolist()
     assert len(set(actual[:, 7:].flatten().tolist())) > 3, "degenerate decoding proves little"
+
+
+def assert_genai_equals_transformers(og: Any, model: Any, folder: Any) -> None:
+    """20 greedy tokens from onnxruntime-genai (``folder``'s genai_config: shared buffer) for two
+    unpadded prompts equal transformers' ``generate``."""
+    prompts = [[5, 17, 42, 9, 33, 71], [8, 3, 61, 27, 90, 14]]  # equal lengths: no padding
+    genai = og.Model(str(folder))
+    params = og.GeneratorParams(genai)
+    total = len(prompts[0]) + 20
+    params.set_search_options(max_length=total, min_length=total, do_sample=False, batch_size=2)
+    generator = og.Generator(genai, params)
+    generator.append_tokens(np.array(prompts, dtype=np.int32))
+    while not generator.is_done():
+        generator.generate_next_token()
+    ids = torch.tensor(prompts)
+    with torch.no_grad():
+        expected = model.generate(
+            input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=20,
+            min_new_tokens=20, do_sample=False,
+        )  # fmt: skip
+    actual = [list(generator.get_sequence(i)) for i in range(2)]
+    assert actual == expected.tolist()
+    assert len(set(expected[:, 6:].flatten().tolist())) > 3, "degenerate decoding proves little"

@@ -19,12 +19,11 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-import torch
 from typer.testing import CliRunner
 
 import onnxport.hf
 from _checkpoints import llama_checkpoint
-from _generation import assert_greedy_equals_transformers
+from _generation import assert_genai_equals_transformers, assert_greedy_equals_transformers
 from onnxport.cli import app
 from onnxport.errors import HFError
 from onnxport.hf import inputs as hf_inputs
@@ -114,22 +113,7 @@ def test_cli_streamed_shared_buffer_pruned_folder_runs_in_genai(tmp_path: pathli
     logits = next(o for o in onnx.load(find_model(out), load_external_data=False).graph.output if o.name == "logits")
     assert logits.type.tensor_type.shape.dim[1].dim_value == 1
     assert json.loads((out / "genai_config.json").read_text())["search"]["past_present_share_buffer"] is True
-    genai = og.Model(str(out))
-    prompts = [[5, 17, 42, 9, 33, 71], [8, 3, 64, 21, 90, 11]]
-    params = og.GeneratorParams(genai)
-    params.set_search_options(max_length=26, min_length=26, do_sample=False, batch_size=2)
-    generator = og.Generator(genai, params)
-    generator.append_tokens(np.array(prompts, dtype=np.int32))
-    while not generator.is_done():
-        generator.generate_next_token()
-    ids = torch.tensor(prompts)
-    with torch.no_grad():
-        expected = model.generate(
-            input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=20, min_new_tokens=20,
-            do_sample=False,
-        )  # fmt: skip
-    assert [list(generator.get_sequence(i)) for i in range(2)] == expected.tolist()
-    assert len(set(expected[:, 6:].flatten().tolist())) > 3, "degenerate decoding proves little"
+    assert_genai_equals_transformers(og, model, out)
 
 
 def test_refused_without_a_decoder_step() -> None:

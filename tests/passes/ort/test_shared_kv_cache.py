@@ -21,6 +21,7 @@ import pytest
 import torch
 
 import onnxport.hf
+from _generation import assert_genai_equals_transformers
 from onnxport.errors import HFError
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.inputs import CHECK_SIZES
@@ -210,33 +211,10 @@ def test_shared_buffer_feeds_helpers() -> None:
         buffered(feeds, 6, part.input_names)
 
 
-def _assert_genai_generates_like_transformers(og, model, folder) -> None:
-    """20 greedy tokens from onnxruntime-genai (``folder``'s genai_config: shared buffer) for two
-    unpadded prompts equal transformers' ``generate``."""
-    prompts = [[5, 17, 42, 9, 33, 71], [8, 3, 61, 27, 90, 14]]  # equal lengths: no padding
-    genai = og.Model(str(folder))
-    params = og.GeneratorParams(genai)
-    total = len(prompts[0]) + 20
-    params.set_search_options(max_length=total, min_length=total, do_sample=False, batch_size=2)
-    generator = og.Generator(genai, params)
-    generator.append_tokens(np.array(prompts, dtype=np.int32))
-    while not generator.is_done():
-        generator.generate_next_token()
-    ids = torch.tensor(prompts)
-    with torch.no_grad():
-        expected = model.generate(
-            input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=20,
-            min_new_tokens=20, do_sample=False,
-        )  # fmt: skip
-    actual = [list(generator.get_sequence(i)) for i in range(2)]
-    assert actual == expected.tolist()
-    assert len(set(expected[:, 6:].flatten().tolist())) > 3, "degenerate decoding proves little"
-
-
 def test_genai_generates_like_transformers_with_shared_buffer(shared) -> None:
     og = pytest.importorskip("onnxruntime_genai")
     model, _, folder = shared
-    _assert_genai_generates_like_transformers(og, model, folder)
+    assert_genai_equals_transformers(og, model, folder)
 
 
 @pytest.mark.parametrize(
@@ -296,7 +274,7 @@ def test_sliding_window_shared_buffer_generates_like_transformers(name, tmp_path
         assert all(n.attributes["softcap"].as_float() == 50.0 for n in gqa)
     if name == "gpt-oss":
         assert all(len(n.inputs) == 12 and n.inputs[11] is not None for n in gqa)  # head_sink
-    _assert_genai_generates_like_transformers(og, model, tmp_path / "out")
+    assert_genai_equals_transformers(og, model, tmp_path / "out")
 
 
 def test_shared_buffer_needs_every_attention_fused() -> None:
