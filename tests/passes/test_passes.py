@@ -130,3 +130,27 @@ def test_folded_transcendentals_equal_eager_bit_for_bit() -> None:
     expected = _TimestepEmbedding()(t)
     actual = torch.as_tensor(program(t)[0])
     torch.testing.assert_close(actual, expected, rtol=0, atol=2e-6)
+
+
+class _AlternatingFilter(torch.nn.Module):
+    """Cosmos' wavelet patcher (diffusers 0.42 ``AutoencoderKLCosmos``): a filter buffer times
+    ``(-1) ** arange``, an integer ``Pow`` over a buffer, folded into a weight derived from it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("wavelets", torch.tensor([0.5, 2.0, 0.25]), persistent=False)
+        self.register_buffer("_arange", torch.arange(3), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * (self.wavelets * ((-1) ** self._arange)).reshape(1, -1)
+
+
+def test_a_folded_integer_pow_of_a_buffer_is_written() -> None:
+    """The int64 ``Pow`` left torch's float kernels for the reference implementation, which got a
+    node that had left the graph with its inputs unnamed: the folded weight failed when it was
+    written (SerdeError). It now evaluates by position."""
+    x = torch.tensor([[1.0, 3.0, -2.0], [0.5, 0.0, 4.0]])
+    program = onnxport.export(_AlternatingFilter(), (x,))
+    assert not any(n.op_type == "Pow" for n in program.model.graph)  # folded
+    actual = torch.as_tensor(program(x)[0])
+    torch.testing.assert_close(actual, torch.tensor([[0.5, -6.0, -0.5], [0.25, 0.0, 1.0]]), rtol=0, atol=0)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
+import onnx
 import onnx_ir as ir
 import torch
 from onnx.reference import ReferenceEvaluator
@@ -118,9 +119,17 @@ NOT_FOLDED = frozenset(
 
 def _reference(node: ir.Node | Any, values: list[np.ndarray | None]) -> np.ndarray:
     """Evaluate one node (or its serialized ``NodeProto``) with ``onnx.reference`` (its ONNX
-    reference implementation)."""
-    proto = ir.serde.serialize_node(node) if isinstance(node, ir.Node) else node
-    feeds = {name: v for name, v in zip(proto.input, values) if name and v is not None}
+    reference implementation) on ``values``, matched to the inputs by position: a folded weight's
+    node is evaluated when the weight is written, after it left the graph, its inputs and output
+    unnamed by then."""
+    proto = onnx.NodeProto()
+    proto.CopyFrom(ir.serde.serialize_node(node) if isinstance(node, ir.Node) else node)
+    names = [f"input_{i}" if v is not None else "" for i, v in enumerate(values)]
+    del proto.input[:]
+    proto.input.extend(names)
+    del proto.output[:]
+    proto.output.append("output_0")  # the folded ops have one output
+    feeds = {name: v for name, v in zip(names, values) if name}
     try:
         outputs = cast(list[np.ndarray], ReferenceEvaluator(proto).run(None, feeds))
         return outputs[0]
