@@ -179,3 +179,36 @@ def test_chroma_batch_stays_dynamic() -> None:
         got = torch.as_tensor(program(**feeds)[0])
         assert got.shape == expected.shape == (size[0], size[1] * size[2], 16)
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_cogvideox_exports_with_dynamic_frames_and_sides() -> None:
+    """A tiny CogVideoX transformer (diffusers 0.42): its patch embedding adds the registered 3-D
+    sin-cos table at the configured sample size and rebuilds it in place elsewhere. Exported at the
+    configured size with dynamic batch, latent frames, height and width, the graph matches eager at
+    other sizes (before the patches: "Constant ... is mutated in the forward method")."""
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.CogVideoXTransformer3DModel(
+        num_attention_heads=2, attention_head_dim=8, in_channels=4, out_channels=4, time_embed_dim=2,
+        text_embed_dim=8, num_layers=2, sample_width=8, sample_height=8, sample_frames=8, patch_size=2,
+        temporal_compression_ratio=4, max_text_seq_length=8,
+    ).eval()  # fmt: skip
+
+    def inputs(batch: int, frames: int, height: int, width: int) -> dict[str, torch.Tensor]:
+        return {"hidden_states": torch.randn(batch, frames, 4, height, width),
+                "encoder_hidden_states": torch.randn(batch, 8, 8), "timestep": torch.randint(0, 1000, (batch,))}  # fmt: skip
+
+    batch, frames = Dim("batch_size", max=16), Dim("frames", min=1, max=32)
+    half_h, half_w = Dim("half_height", min=1, max=64), Dim("half_width", min=1, max=64)
+    dynamic = {"hidden_states": {0: batch, 1: frames, 3: 2 * half_h, 4: 2 * half_w},
+               "encoder_hidden_states": {0: batch}, "timestep": {0: batch}}  # fmt: skip
+    program = onnxport.export(model, (), kwargs=inputs(2, 2, 8, 8), dynamic_shapes=dynamic)
+    dims = [str(d) for d in program.model.graph.inputs[0].shape]
+    assert dims == ["batch_size", "frames", "4", "2*half_height", "2*half_width"]
+    for size in [(3, 3, 10, 6), (1, 1, 4, 12)]:
+        feeds = inputs(*size)
+        with torch.no_grad():
+            expected = model(**feeds, return_dict=False)[0]
+        got = torch.as_tensor(program(**feeds)[0])
+        assert got.shape == expected.shape == (size[0], size[1], 4, size[2], size[3])
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)

@@ -56,9 +56,9 @@ the user already imported (no library is imported here).
   RT-DETR, D-FINE, ... ~30 models) is bypassed, as transformers itself does under Dynamo: a cache
   filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
   same sizes got back (:func:`transformers_method_caches_off`).
-- diffusers' Chroma timestep embedding builds its zero guidance as ``torch.tensor([0] *
-  batch_size)``, which fixed the batch; replaced by the same embedding of ``torch.zeros``
-  (:func:`chroma_timestep_embedding`).
+- diffusers' position and timestep embeddings that fix sizes (PatchEmbed's table at the
+  configured size, Chroma's guidance of ``torch.tensor([0] * batch_size)``, CogVideoX's table
+  copied in place): :mod:`onnxport.capture.diffusers_embeddings`.
 - RecurrentGemma's RG-LRU recurrence as a ``scan`` op (:mod:`onnxport.capture.rg_lru`).
 - RWKV's WKV recurrence (``rwkv_linear_attention``) as a ``scan`` op (:mod:`onnxport.capture.wkv`).
 - xLSTM's mLSTM cell in inference mode as a ``scan`` of its step kernel (:mod:`onnxport.capture.mlstm`).
@@ -90,6 +90,7 @@ import torch.utils._device
 from onnxport.capture.causal_buffers import positional_mask
 from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
+from onnxport.capture.diffusers_embeddings import DIFFUSERS_PATCHES
 from onnxport.capture.expert_loops import EXPERT_LOOP_PATCHES
 from onnxport.capture.lightning import whole_sequence
 from onnxport.capture.mlstm import recurrent_inference
@@ -194,61 +195,10 @@ def position_interpolation_patches() -> list[tuple[Any, str, Callable[..., Any]]
     return patches
 
 
-def always_interpolating(forward: Callable[..., Any]) -> Callable[..., Any]:
-    """diffusers' ``PatchEmbed.forward`` (DiT, PixArt) taking its general path at every size.
-
-    It recomputes its sin-cos position table when the latent's patch grid differs from the
-    configured one (``if self.height != height or self.width != width``) and otherwise adds the
-    table it registered. An example at the configured size leaves that branch out of the graph
-    without a guard torch.export reports, so the graph runs at that size only. With the configured
-    grid hidden for the call, the table is always recomputed. That is exact at the configured size
-    when the registered table is the same formula at the same grid: a square grid and a
-    non-persistent buffer (``pos_embed_max_size`` unset: SD3's cropped, persistent table is
-    left alone).
-    """
-
-    @functools.wraps(forward)
-    def wrapper(self: Any, latent: torch.Tensor) -> Any:
-        square = self.height == self.width
-        formula = "pos_embed" in getattr(self, "_non_persistent_buffers_set", ())
-        if self.pos_embed_max_size or getattr(self, "pos_embed", None) is None or not (square and formula):
-            return forward(self, latent)
-        configured = self.height, self.width
-        self.height = self.width = -1
-        try:
-            return forward(self, latent)
-        finally:
-            self.height, self.width = configured
-
-    return wrapper
-
-
-def chroma_timestep_embedding(self: Any, timestep: torch.Tensor) -> torch.Tensor:
-    """diffusers' ``ChromaCombinedTimestepTextProjEmbeddings.forward`` (Chroma) with its zero
-    guidance built from the symbolic batch size.
-
-    The original embeds ``torch.tensor([0] * batch_size)``: the Python list needs an ``int``, so
-    the capture fixed the batch to the example's and the graph ran at that batch only. Here the
-    zeros are ``torch.zeros(batch_size)`` (int64, as the list gives), the rest as in diffusers
-    0.42: ``[time_proj(t), guidance_proj(0)]`` repeated over the ``mod_proj`` rows, concatenated
-    with ``mod_proj``: ``[batch, rows, 4 * channels]``.
-    """
-    batch = timestep.shape[0]
-    rows = self.mod_proj.shape[0]
-    time = self.time_proj(timestep).to(dtype=timestep.dtype)
-    zero = torch.zeros(batch, dtype=torch.int64, device=timestep.device)
-    guidance = self.guidance_proj(zero).to(dtype=timestep.dtype)
-    modulation = self.mod_proj.to(dtype=time.dtype, device=time.device).repeat(batch, 1, 1)
-    steps = torch.cat([time, guidance], dim=1).unsqueeze(1).repeat(1, rows, 1)
-    return torch.cat([steps, modulation], dim=-1).to(timestep.dtype)
-
-
 # Methods replaced on classes of optional libraries when their module is imported:
 # (module, class, method, the replacement made from the original).
 METHOD_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]], ...] = (
-    ("diffusers.models.embeddings", "PatchEmbed", "forward", always_interpolating),
-    ("diffusers.models.transformers.transformer_chroma", "ChromaCombinedTimestepTextProjEmbeddings", "forward",
-     lambda _original: chroma_timestep_embedding),
+    *DIFFUSERS_PATCHES,
     ("transformers.models.minimax.modeling_minimax", "MiniMaxLightningAttention", "forward", whole_sequence),
     ("transformers.models.gpt_neo.modeling_gpt_neo", "GPTNeoSelfAttention", "_attn", positional_mask),
     ("transformers.models.recurrent_gemma.modeling_recurrent_gemma", "RecurrentGemmaRglru", "_rnn_scan",
