@@ -34,6 +34,7 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from onnxport.capture.bounds import known_dims
+from onnxport.capture.fake_leaks import fake_tensors_undone
 from onnxport.capture.finite import AssumedFinite
 from onnxport.capture.packed import keep_packed_sequences
 from onnxport.capture.patches import library_patches
@@ -219,7 +220,8 @@ def capture_sizes_above_one(
         return None
     start = time.perf_counter()
     try:
-        ep = _nonstrict(model, args, kwargs, dynamic_shapes, oblivious=False)
+        with fake_tensors_undone(model):
+            ep = _nonstrict(model, args, kwargs, dynamic_shapes, oblivious=False)
     except Exception as e:  # recorded; the caller raises the original violation
         attempts.append(_failed(SIZES_ABOVE_ONE, start, e))
         return None
@@ -328,7 +330,8 @@ def capture(
     inputs.
 
     Args:
-        model: The module to capture (not modified).
+        model: The module to capture (not modified: attributes a strategy left holding fake
+            tensors are put back, :mod:`onnxport.capture.fake_leaks`).
         args: Positional example inputs.
         kwargs: Keyword example inputs.
         dynamic_shapes: As for ``torch.export.export``.
@@ -347,7 +350,8 @@ def capture(
             continue
         start = time.perf_counter()
         try:
-            ep = strategy(model, args, kwargs, dynamic_shapes)
+            with fake_tensors_undone(model):
+                ep = strategy(model, args, kwargs, dynamic_shapes)
         except _NotApplicable:
             continue
         except Exception as e:  # recorded and re-raised below as CaptureError

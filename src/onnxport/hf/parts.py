@@ -15,6 +15,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
+from onnxport.capture.fake_leaks import fake_tensors_undone
 from onnxport.capture.finite import AssumedFinite
 from onnxport.capture.patches import dense_experts, transformers_method_caches_off
 from onnxport.errors import HFError
@@ -166,7 +167,8 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     so that transformers skips its data-dependent shortcuts (``padding_mask.all()`` in
     ``masking_utils``) as under torch.export; transformers' method caches off in both
     (:func:`onnxport.capture.patches.transformers_method_caches_off`: a probe on fake tensors
-    would leave them holding fake outputs); the model's Python-number state restored after
+    would leave them holding fake outputs) and attributes left holding fake tensors put back
+    (:func:`onnxport.capture.fake_leaks.fake_tensors_undone`); the model's Python-number state restored after
     (:func:`onnxport.verify.ties.kept_state`: a Swin probe at a small image kept its shift off);
     on fake tensors (with a shape environment, so that a value read from a tensor is an unbacked
     size, not an error: JetMoE routes with ``.tolist()`` of its expert counts), experts that loop
@@ -175,6 +177,7 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     are decided as finite (:class:`onnxport.capture.finite.AssumedFinite`)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(module_caches_kept(model))
+        stack.enter_context(fake_tensors_undone(model))
         stack.enter_context(kept_state(model))
         stack.enter_context(transformers_method_caches_off())
         if any(p.device.type == "meta" for p in model.parameters()):

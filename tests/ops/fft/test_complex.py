@@ -147,3 +147,14 @@ def test_verify_and_localize_compare_complex_outputs_as_complex() -> None:
     assert (second.actual_dtype, second.actual_shape) == (torch.float32, (3, 8, 2))
     assert first.passed and second.passed and first.max_abs_diff < 1e-5
     assert result.localization is not None and result.localization.first is None
+
+
+def test_complex_indexing_scatter_and_filled_tensors() -> None:
+    """index.Tensor (one index, two adjacent, two apart), select_scatter, new_full / new_zeros /
+    zeros_like on complex tensors (Z-Image's rotary table, diffusers 0.42): no complex translation
+    before ("no complex translation for aten.index.Tensor")."""
+    a = z(4, 5, 3)
+    rows, cols = torch.tensor([[0, 3], [2, 2]]), torch.tensor([1, 4])
+    check_against_eager(lambda a: (a[rows], a[:, cols], a[rows, cols], a[rows, :, torch.tensor([0, 2])],
+                                   torch.select_scatter(a, a[1] * 2, 0, 3), torch.select_scatter(a, a.real[:, 0], 1, -1),
+                                   a.new_full((2, 3), 1.5 - 2j), a.new_zeros((3,)), torch.zeros_like(a)), a)

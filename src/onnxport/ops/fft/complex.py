@@ -19,6 +19,8 @@ import torch
 
 from onnxport.ops._common import INT64_MAX, dtype_of, full_pads, rank, window_index
 from onnxport.ops.pointwise.arithmetic import aten_atan2
+from onnxport.ops.tensor.indexing import aten_index
+from onnxport.ops.tensor.scatter import aten_select_scatter
 from onnxport.ops.tensor.shape import aten_chunk, aten_split, aten_split_with_sizes, aten_unbind
 from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.dispatch import is_complex
@@ -366,6 +368,49 @@ def aten_chunk_complex(ctx: Ctx, self: ir.Value, chunks: int, dim: int = 0) -> t
 def aten_unbind_complex(ctx: Ctx, self: ir.Value, dim: int = 0) -> tuple[ir.Value, ...]:
     """unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"""
     return aten_unbind(ctx, self, dim % _crank(ctx))
+
+
+@translates(aten.index.Tensor, complex=True)
+def aten_index_complex(ctx: Ctx, self: ir.Value, indices: Sequence[ir.Value | None]) -> ir.Value:
+    """index.Tensor(Tensor self, Tensor?[] indices) -> Tensor: the real view indexed on the same
+    leading dims (there are at most as many indices as complex dims: the real/imaginary axis is
+    never indexed and stays last). Z-Image gathers its complex rotary table by position ids."""
+    return aten_index(ctx, self, indices)
+
+
+@translates(aten.select_scatter.default, complex=True)
+def aten_select_scatter_complex(ctx: Ctx, self: ir.Value, src: ir.Value, dim: int, index: int | ir.Value) -> ir.Value:
+    """select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor: the real views,
+    ``dim`` counted on the complex tensor (a real ``src`` gets an imaginary part of 0)."""
+    src = _complex_operand(ctx, src, _real_dtype(ctx))
+    return aten_select_scatter(ctx, self, src, dim % _crank(ctx), index)
+
+
+def _complex_filled(ctx: Ctx, shape: ir.Value, fill_value: Any) -> ir.Value:
+    """A complex tensor of ``shape`` (the real view's, real/imaginary axis included) filled with
+    ``fill_value``."""
+    value = complex(fill_value)
+    return ctx.op.Expand(ctx.const([value.real, value.imag], _real_dtype(ctx)), shape)
+
+
+@translates(aten.new_full.default, complex=True)
+def aten_new_full_complex(ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value], fill_value: Any, **kwargs: Any) -> ir.Value:
+    """new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _complex_filled(ctx, ctx.shape_tensor([*size, 2]), fill_value)
+
+
+@translates(aten.new_zeros.default, aten.new_empty.default, complex=True)
+def aten_new_zeros_complex(ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value], **kwargs: Any) -> ir.Value:
+    """new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _complex_filled(ctx, ctx.shape_tensor([*size, 2]), 0)
+
+
+@translates(aten.zeros_like.default, aten.empty_like.default, complex=True)
+def aten_zeros_like_complex(ctx: Ctx, self: ir.Value, **kwargs: Any) -> ir.Value:
+    """zeros_like(Tensor self, *, ScalarType? dtype=None, ...) -> Tensor (a real ``self``: its
+    shape and a real/imaginary axis)."""
+    shape = ctx.op.Shape(self) if is_complex(self) else ctx.shape_tensor([*_arg_val(ctx).shape, 2])
+    return _complex_filled(ctx, shape, 0)
 
 
 @translates(aten.unfold.default, complex=True)

@@ -83,8 +83,9 @@ def aten_index(ctx: Ctx, self: ir.Value, indices: Sequence[ir.Value | None]) -> 
     adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
     if not adjacent or positions[0] == 0:
         return out
-    # Move the broadcast index dims to where the first indexed dim was.
-    idx_rank = len(ctx.val().shape) - len(rest)
+    # Move the broadcast index dims to where the first indexed dim was (a complex result's real
+    # view has the real/imaginary axis last, among ``rest``).
+    idx_rank = len(ctx.val().shape) + int(ctx.val().is_complex()) - len(rest)
     before = positions[0]
     perm = list(range(idx_rank, idx_rank + before)) + list(range(idx_rank)) + list(
         range(idx_rank + before, idx_rank + len(rest))
