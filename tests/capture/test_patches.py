@@ -212,3 +212,39 @@ def test_cogvideox_exports_with_dynamic_frames_and_sides() -> None:
         got = torch.as_tensor(program(**feeds)[0])
         assert got.shape == expected.shape == (size[0], size[1], 4, size[2], size[3])
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_mochi_attention_keeps_the_batch_and_the_prompt_masks() -> None:
+    """A tiny Mochi transformer (diffusers 0.42), whose attention loops over the batch and gathers
+    each prompt's valid tokens with ``nonzero``: before, the batch was fixed to the example's.
+    Exported at batch 2 with dynamic batch, frames, height, width and prompt length, the graph
+    matches eager at other sizes with prompts masked in places (padding inside and at the end)."""
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.MochiTransformer3DModel(
+        patch_size=2, num_attention_heads=2, attention_head_dim=8, num_layers=2, pooled_projection_dim=16,
+        in_channels=4, qk_norm="rms_norm", text_embed_dim=16, time_embed_dim=4, max_sequence_length=16,
+    ).eval()  # fmt: skip
+
+    def inputs(batch: int, frames: int, height: int, width: int, text: int, masked: bool) -> dict[str, torch.Tensor]:
+        mask = torch.ones(batch, text, dtype=torch.bool)
+        if masked:
+            mask[0, -3:] = False  # padding at the end
+            mask[-1, 1:3] = False  # and inside
+        return {"hidden_states": torch.randn(batch, 4, frames, height, width),
+                "encoder_hidden_states": torch.randn(batch, text, 16),
+                "timestep": torch.randint(0, 1000, (batch,)), "encoder_attention_mask": mask}  # fmt: skip
+
+    batch, frames, text = Dim("batch_size", max=16), Dim("frames", max=16), Dim("text", min=4, max=64)
+    half_h, half_w = Dim("half_height", min=2, max=64), Dim("half_width", min=2, max=64)
+    dynamic = {"hidden_states": {0: batch, 2: frames, 3: 2 * half_h, 4: 2 * half_w},
+               "encoder_hidden_states": {0: batch, 1: text}, "timestep": {0: batch},
+               "encoder_attention_mask": {0: batch, 1: text}}  # fmt: skip
+    program = onnxport.export(model, (), kwargs=inputs(2, 2, 8, 8, 16, masked=False), dynamic_shapes=dynamic)
+    for size in [(3, 3, 6, 10, 12), (1, 2, 8, 4, 9)]:
+        feeds = inputs(*size, masked=True)
+        with torch.no_grad():
+            expected = model(**feeds, return_dict=False)[0]
+        got = torch.as_tensor(program(**feeds)[0])
+        assert got.shape == expected.shape == (size[0], 4, *size[1:4])
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)

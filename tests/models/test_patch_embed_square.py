@@ -1,6 +1,6 @@
 """diffusers' ``PatchEmbed`` (DiT, PixArt) exported from a latent at the configured sample size:
 its forward adds the registered sin-cos table there and recomputes it elsewhere, a branch
-torch.export leaves out without a guard. The capture patch (``capture/diffusers_embeddings.always_interpolating``)
+torch.export leaves out without a guard. The capture patch (``capture/diffusers_models.always_interpolating``)
 takes the recomputing path, so the graph runs at other sizes, non-square ones too, with eager's
 values; and the recomputed table equals the registered one at the configured size."""
 

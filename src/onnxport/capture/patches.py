@@ -58,7 +58,7 @@ the user already imported (no library is imported here).
   same sizes got back (:func:`transformers_method_caches_off`).
 - diffusers' position and timestep embeddings that fix sizes (PatchEmbed's table at the
   configured size, Chroma's guidance of ``torch.tensor([0] * batch_size)``, CogVideoX's table
-  copied in place): :mod:`onnxport.capture.diffusers_embeddings`.
+  copied in place): :mod:`onnxport.capture.diffusers_models`.
 - RecurrentGemma's RG-LRU recurrence as a ``scan`` op (:mod:`onnxport.capture.rg_lru`).
 - RWKV's WKV recurrence (``rwkv_linear_attention``) as a ``scan`` op (:mod:`onnxport.capture.wkv`).
 - xLSTM's mLSTM cell in inference mode as a ``scan`` of its step kernel (:mod:`onnxport.capture.mlstm`).
@@ -90,7 +90,7 @@ import torch.utils._device
 from onnxport.capture.causal_buffers import positional_mask
 from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
-from onnxport.capture.diffusers_embeddings import DIFFUSERS_PATCHES
+from onnxport.capture.diffusers_models import DIFFUSERS_PATCHES
 from onnxport.capture.expert_loops import EXPERT_LOOP_PATCHES
 from onnxport.capture.lightning import whole_sequence
 from onnxport.capture.mlstm import recurrent_inference

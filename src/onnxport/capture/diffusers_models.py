@@ -1,4 +1,4 @@
-"""Capture-time replacements for diffusers' embeddings that fix sizes (applied by
+"""Capture-time replacements for diffusers code that fixes sizes (applied by
 :func:`onnxport.capture.patches.library_patches` through :data:`DIFFUSERS_PATCHES`).
 
 - ``PatchEmbed.forward`` (DiT, PixArt) adds its registered sin-cos table at the configured
@@ -11,6 +11,9 @@
   elsewhere recomputes it with an in-place ``.data`` copy into a zero tensor, which torch.export's
   decomposition refuses ("Constant ... is mutated in the forward method")
   (:func:`cogvideox_table`, :func:`always_recomputed`).
+- Mochi's attention (``MochiAttnProcessor2_0``) loops over the batch and keeps each prompt's valid
+  tokens with ``nonzero``: the loop fixes the batch, the ``nonzero`` makes the lengths data
+  dependent (:func:`mochi_attention`).
 """
 
 from __future__ import annotations
@@ -111,6 +114,57 @@ def always_recomputed(forward: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _mochi_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Mochi's rotation of interleaved (even, odd) pairs, computed in float32 (diffusers 0.42)."""
+    even, odd = x[..., 0::2].float(), x[..., 1::2].float()
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2).to(x.dtype)
+
+
+def mochi_attention(
+    self: Any, attn: Any, hidden_states: torch.Tensor, encoder_hidden_states: torch.Tensor,
+    attention_mask: torch.Tensor, image_rotary_emb: Any = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``MochiAttnProcessor2_0.__call__`` for the whole batch at once, same values.
+
+    The original attends, per sample, over the video tokens and the prompt tokens whose
+    ``attention_mask`` is set, gathered in order with ``nonzero``; its output has the video rows,
+    then one row per valid prompt token, then zero rows up to the prompt length. Here each prompt's
+    valid tokens are moved first (a stable ``argsort`` of the mask, the order ``nonzero`` gives),
+    the keys past each prompt's count are masked out of one ``scaled_dot_product_attention`` (the
+    softmax over the kept keys is the original's), and the rows past the count are zeroed.
+    """
+    heads = attn.heads
+    query, key, value = (proj(hidden_states).unflatten(2, (heads, -1)) for proj in (attn.to_q, attn.to_k, attn.to_v))
+    if attn.norm_q is not None:
+        query = attn.norm_q(query)
+    if attn.norm_k is not None:
+        key = attn.norm_k(key)
+    projections = (attn.add_q_proj, attn.add_k_proj, attn.add_v_proj)
+    text_query, text_key, text_value = (proj(encoder_hidden_states).unflatten(2, (heads, -1)) for proj in projections)
+    if attn.norm_added_q is not None:
+        text_query = attn.norm_added_q(text_query)
+    if attn.norm_added_k is not None:
+        text_key = attn.norm_added_k(text_key)
+    if image_rotary_emb is not None:
+        query, key = _mochi_rotary(query, *image_rotary_emb), _mochi_rotary(key, *image_rotary_emb)
+    valid = attention_mask.bool()  # [batch, text]
+    count = valid.sum(dim=1, keepdim=True)
+    order = torch.argsort((~valid).to(torch.int8), dim=1, stable=True)  # valid tokens first, in order
+    index = order[:, :, None, None].expand(-1, -1, text_query.shape[2], text_query.shape[3])
+    text_query, text_key, text_value = (t.gather(1, index) for t in (text_query, text_key, text_value))
+    kept = torch.arange(valid.shape[1], device=valid.device)[None, :] < count  # [batch, text]
+    rows = torch.cat([torch.ones_like(kept[:, :1]).expand(-1, query.shape[1]), kept], dim=1)  # [batch, total]
+    q, k, v = (torch.cat([a, b], dim=1).transpose(1, 2) for a, b in ((query, text_query), (key, text_key), (value, text_value)))
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=rows[:, None, None, :], dropout_p=0.0)
+    out = out * rows[:, None, :, None].to(out.dtype)  # the original pads the rows past the count with 0
+    out = out.transpose(1, 2).flatten(2, 3)
+    hidden_states, encoder_hidden_states = out.split_with_sizes((query.shape[1], text_query.shape[1]), dim=1)
+    hidden_states = attn.to_out[1](attn.to_out[0](hidden_states))
+    if hasattr(attn, "to_add_out"):
+        encoder_hidden_states = attn.to_add_out(encoder_hidden_states)
+    return hidden_states, encoder_hidden_states
+
+
 # (module, class, method, the replacement made from the original), as patches.METHOD_PATCHES
 DIFFUSERS_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]], ...] = (
     ("diffusers.models.embeddings", "PatchEmbed", "forward", always_interpolating),
@@ -118,4 +172,5 @@ DIFFUSERS_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]
      lambda _original: chroma_timestep_embedding),
     ("diffusers.models.embeddings", "CogVideoXPatchEmbed", "_get_positional_embeddings", cogvideox_table),
     ("diffusers.models.embeddings", "CogVideoXPatchEmbed", "forward", always_recomputed),
+    ("diffusers.models.attention_processor", "MochiAttnProcessor2_0", "__call__", lambda _original: mochi_attention),
 )
