@@ -5,9 +5,10 @@ verification's -- compute what they computed before."""
 from __future__ import annotations
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 import onnxport
-from onnxport.capture.fake_leaks import holds_fake
+from onnxport.capture.fake_leaks import fake_tensors_undone, holds_fake
 
 
 class _Table:
@@ -54,9 +55,38 @@ def test_caches_filled_during_the_capture_are_put_back() -> None:
     assert isinstance(model.table.tables, list) and not holds_fake(model.table.tables)
 
 
-def test_holds_fake_looks_into_containers() -> None:
-    from torch._subclasses.fake_tensor import FakeTensorMode
+class _DictCache(torch.nn.Module):
+    """A bias cached per device in a dict the forward fills in place, as LeViT's
+    ``attention_bias_cache``."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.randn(4))
+        self.cache: dict[str, torch.Tensor] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        key = str(x.device)
+        if key not in self.cache:
+            self.cache[key] = self.bias * 2
+        return x + self.cache[key]
+
+
+def test_a_dict_filled_in_place_gets_its_entries_back() -> None:
+    """A forward on fake tensors (an hf shape probe) fills the module's dict in place: the dict
+    stays the module's, with its entries from before (a deleted attribute broke LeViT)."""
+    model = _DictCache().eval()
+    cache = model.cache
+    cache["meta"] = torch.ones(4)
+    with fake_tensors_undone(model), FakeTensorMode(allow_non_fake_inputs=True):
+        model(torch.empty(2, 4))
+    assert model.cache is cache and list(cache) == ["meta"] and not holds_fake(cache)
+    x = torch.randn(2, 4)
+    program = onnxport.export(model, (x,))  # torch.export puts a copy of the dict back itself
+    assert not holds_fake(vars(model))
+    torch.testing.assert_close(torch.as_tensor(program(x)[0]), x + model.bias.detach() * 2)
+
+
+def test_holds_fake_looks_into_containers() -> None:
     with FakeTensorMode():
         fake = torch.zeros(2)
     assert holds_fake(fake) and holds_fake([1, (fake,)]) and holds_fake({"a": [fake]})

@@ -65,17 +65,37 @@ def fake_tensors_undone(model: Any) -> Iterator[None]:
     if not isinstance(model, torch.nn.Module):
         yield
         return
-    saved = [(owner, dict(vars(owner))) for owner in _owners(model)]
+    saved = [(owner, {name: (value, _contents(value)) for name, value in vars(owner).items()})
+             for owner in _owners(model)]  # fmt: skip
     try:
         yield
     finally:
         for owner, before in saved:
             state = vars(owner)
             for name in [n for n, v in state.items() if n not in _MODULE_STATE and holds_fake(v)]:
-                if name in before and not holds_fake(before[name]):
-                    state[name] = before[name]
+                value, contents = before.get(name, (None, None))
+                if contents is not None and state[name] is value:  # a cache filled in place
+                    _refill(value, contents)
+                elif name in before and not holds_fake(value):
+                    state[name] = value
                 else:
                     del state[name]
+
+
+def _contents(value: Any) -> Any:
+    """A shallow copy of a dict or list (a cache filled in place keeps its identity), else ``None``."""
+    if isinstance(value, dict):
+        return dict(value)
+    return list(value) if isinstance(value, list) else None
+
+
+def _refill(container: Any, contents: Any) -> None:
+    """``container`` (a dict or list) holding ``contents`` again."""
+    container.clear()
+    if isinstance(container, dict):
+        container.update(contents)
+    else:
+        container.extend(contents)
 
 
 __all__ = ["fake_tensors_undone", "holds_fake"]
