@@ -10,8 +10,10 @@ difference 0.64 on outputs of magnitude 2), without an error.
 
 :func:`fake_tensors_undone` records the attributes of the model's modules and of the plain
 objects they hold, and on exit puts back every attribute that now holds a fake tensor (directly or
-in a list, tuple or dict): its value from before, or no attribute when it had none. The modules'
-parameters, buffers and submodules are not touched (torch.export restores them itself).
+in a list, tuple or dict): its value from before (a dict or list the code filled in place gets its
+entries from before back: LeViT's ``attention_bias_cache`` after an hf probe), or no attribute
+when it had none. The modules' parameters, buffers and submodules are not touched (torch.export
+restores them itself).
 """
 
 from __future__ import annotations
