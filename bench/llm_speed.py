@@ -690,18 +690,13 @@ def accuracy(logits: dict[str, np.ndarray]) -> dict[str, float]:
             last = reference[:, -logits[name].shape[1] :]
             result[f"{name} vs fp32 (rel L2)"] = rel_l2(logits[name], last)
             result[f"{name} vs fp32 (rel max)"] = rel_max(logits[name], last)
-    ours, theirs = (
-        result.get("onnxport-ort-int4 vs fp32 (rel L2)"),
-        result.get("builder-int4 vs fp32 (rel L2)"),
-    )
-    if ours is not None and theirs:
-        result["int4 error ratio (onnxport / builder)"] = ours / theirs
-    ours, theirs = (
-        result.get("onnxport-ort-shared-pruned-int4 vs fp32 (rel L2)"),
-        result.get("builder-pruned-int4 vs fp32 (rel L2)"),
-    )
-    if ours is not None and theirs:
-        result["pruned int4 error ratio (onnxport / builder)"] = ours / theirs
+    for label, ours_name, theirs_name in (
+        ("int4 error ratio", "onnxport-ort-int4", "builder-int4"),
+        ("pruned int4 error ratio", "onnxport-ort-shared-pruned-int4", "builder-pruned-int4"),
+    ):
+        ours, theirs = result.get(f"{ours_name} vs fp32 (rel L2)"), result.get(f"{theirs_name} vs fp32 (rel L2)")
+        if ours is not None and theirs:
+            result[f"{label} (onnxport / builder)"] = ours / theirs
     return result
 
 

@@ -67,8 +67,10 @@ def fake_tensors_undone(model: Any) -> Iterator[None]:
     if not isinstance(model, torch.nn.Module):
         yield
         return
-    saved = [(owner, {name: (value, _contents(value)) for name, value in vars(owner).items()})
-             for owner in _owners(model)]  # fmt: skip
+    saved = [
+        (owner, {name: (value, _contents(value)) for name, value in vars(owner).items() if name not in _MODULE_STATE})
+        for owner in _owners(model)
+    ]
     try:
         yield
     finally:

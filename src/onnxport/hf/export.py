@@ -258,7 +258,6 @@ def export(
         check_full_attention(loaded.model.config)
     result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
     parts = hf_inputs.components(loaded)
-    hf_inputs.check_pruned(parts, loaded)
     for part in parts:
         start = time.perf_counter()
         program = export_component(part, opset_version, optimize, target)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -517,7 +517,24 @@ def modality(loaded: LoadedModel) -> str:
 
 
 def components(loaded: LoadedModel) -> list[Component]:
-    """The components to export for ``loaded.task``."""
+    """The components to export for ``loaded.task``.
+
+    Raises:
+        HFError: ``loaded.prune_lm_head`` and no component is a decoder step with a KV cache to
+            give last-position logits (an encoder, a seq2seq model, a decoder exported without its
+            cache).
+    """
+    parts = _components(loaded)
+    if loaded.prune_lm_head and not any(isinstance(p.module, wrappers.CausalLMWithCache) for p in parts):
+        raise HFError(
+            f"prune_lm_head (--prune-lm-head) keeps the last position's logits of a decoder with a KV cache; "
+            f"the {loaded.task.name} export of {type(loaded.model).__name__} has none "
+            f"({', '.join(p.name for p in parts)}). Leave the option out."
+        )
+    return parts
+
+
+def _components(loaded: LoadedModel) -> list[Component]:
     kind = modality(loaded)
     if kind in ("text", "multiple-choice"):
         return [text_component(loaded)]
@@ -555,18 +572,6 @@ def components(loaded: LoadedModel) -> list[Component]:
     if kind == "trajectory":
         return [trajectory.trajectory_component(loaded)]
     return seq2seq_components(loaded)
-
-
-def check_pruned(parts: Sequence[Component], loaded: LoadedModel) -> None:
-    """``HFError`` when ``loaded.prune_lm_head`` asks for last-position logits and no component
-    is a decoder step with a KV cache to give them (an encoder, a seq2seq model, a decoder
-    exported without its cache)."""
-    if loaded.prune_lm_head and not any(isinstance(p.module, wrappers.CausalLMWithCache) for p in parts):
-        raise HFError(
-            f"prune_lm_head (--prune-lm-head) keeps the last position's logits of a decoder with a KV cache; "
-            f"the {loaded.task.name} export of {type(loaded.model).__name__} has none "
-            f"({', '.join(p.name for p in parts)}). Leave the option out."
-        )
 
 
 def folder_files(folder: Path) -> list[Path]:

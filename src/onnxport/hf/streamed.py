@@ -596,9 +596,7 @@ def export_streamed(
     result = Streamed(resolved, model, checkpoint.nbytes, graph_dtype)
     programs: dict[str, Any] = {}
     loaded = spec.loaded(model)
-    parts = hf_inputs.components(loaded)
-    hf_inputs.check_pruned(parts, loaded)
-    for part in parts:
+    for part in hf_inputs.components(loaded):
         start = time.perf_counter()
         programs[part.name] = _export_part(part, loaded, checkpoint, build, result.quantization)
         result.programs[part.name] = programs[part.name]

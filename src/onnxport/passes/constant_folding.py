@@ -21,7 +21,6 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
-import onnx
 import onnx_ir as ir
 import torch
 from onnx.reference import ReferenceEvaluator
@@ -117,13 +116,11 @@ NOT_FOLDED = frozenset(
 )
 
 
-def _reference(node: ir.Node | Any, values: list[np.ndarray | None]) -> np.ndarray:
-    """Evaluate one node (or its serialized ``NodeProto``) with ``onnx.reference`` (its ONNX
-    reference implementation) on ``values``, matched to the inputs by position: a folded weight's
-    node is evaluated when the weight is written, after it left the graph, its inputs and output
-    unnamed by then."""
-    proto = onnx.NodeProto()
-    proto.CopyFrom(ir.serde.serialize_node(node) if isinstance(node, ir.Node) else node)
+def _reference(node: ir.Node, values: list[np.ndarray | None]) -> np.ndarray:
+    """Evaluate one node with ``onnx.reference`` (its ONNX reference implementation) on
+    ``values``, matched to the inputs by position: a folded weight's node is evaluated when the
+    weight is written, after it left the graph, its inputs and output unnamed by then."""
+    proto = ir.serde.serialize_node(node)
     names = [f"input_{i}" if v is not None else "" for i, v in enumerate(values)]
     del proto.input[:]
     proto.input.extend(names)
@@ -135,6 +132,12 @@ def _reference(node: ir.Node | Any, values: list[np.ndarray | None]) -> np.ndarr
         return outputs[0]
     except Exception as e:  # the reference implementation raises assorted types for unsupported cases
         raise ValueError(str(e)) from e
+
+
+def _evaluate_node(node: ir.Node, values: list[np.ndarray | None]) -> np.ndarray:
+    """``node`` on ``values``: its :data:`_EVAL` entry, else the reference implementation."""
+    fn = _EVAL.get(node.op_type)
+    return np.asarray(fn(node, *values) if fn is not None else _reference(node, values))
 
 
 def _const(value: ir.Value | None) -> np.ndarray | None:
@@ -212,12 +215,9 @@ class FoldConstantsPass(ir.passes.InPlacePass):
         if any(v is None and inp is not None and i != k for i, (v, inp) in enumerate(zip(values, node.inputs))):
             return False
         target = out.dtype.numpy()
-        fn = _EVAL.get(node.op_type)
-        proto = None if fn is not None else ir.serde.serialize_node(node)  # before the node is detached
 
         def compute(array: np.ndarray, node: ir.Node = node, values: list = values, k: int = k) -> np.ndarray:
-            args = [array if i == k else v for i, v in enumerate(values)]
-            result = np.asarray(fn(node, *args) if fn is not None else _reference(proto, args))
+            result = _evaluate_node(node, [array if i == k else v for i, v in enumerate(values)])
             return np.asarray(result.astype(target, copy=False).reshape(shape), order="C")
 
         name = out.name or f"{weight.name}.{node.op_type.lower()}"
@@ -249,9 +249,8 @@ class FoldConstantsPass(ir.passes.InPlacePass):
             return None
         if any(_would_copy(v) for v in node.inputs):
             return None
-        fn = _EVAL.get(node.op_type)
         try:
-            result = np.asarray(fn(node, *values) if fn is not None else _reference(node, values))
+            result = _evaluate_node(node, values)
         except (ValueError, TypeError, IndexError):  # leave an op numpy cannot evaluate to onnxruntime
             return None
         if result.size > MAX_ELEMENTS:

@@ -389,8 +389,7 @@ def aten_select_scatter_complex(ctx: Ctx, self: ir.Value, src: ir.Value, dim: in
 def _complex_filled(ctx: Ctx, shape: ir.Value, fill_value: Any) -> ir.Value:
     """A complex tensor of ``shape`` (the real view's, real/imaginary axis included) filled with
     ``fill_value``."""
-    value = complex(fill_value)
-    return ctx.op.Expand(ctx.const([value.real, value.imag], _real_dtype(ctx)), shape)
+    return ctx.op.Expand(_complex_operand(ctx, fill_value, _real_dtype(ctx)), shape)
 
 
 @translates(aten.new_full.default, complex=True)
