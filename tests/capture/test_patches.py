@@ -3,6 +3,8 @@ built from symbolic sizes, and Chroma's batch kept dynamic."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
@@ -147,6 +149,16 @@ def test_a_module_cast_to_its_own_dtype_on_fake_parameters() -> None:
         assert real.to(torch.float64).weight.dtype == torch.float64
 
 
+def _assert_denoises_like_eager(model: torch.nn.Module, program: Any, feeds: dict[str, torch.Tensor],
+                                shape: tuple[int, ...]) -> None:
+    """The program's first output on ``feeds`` has ``shape`` and equals the diffusers model's."""
+    with torch.no_grad():
+        expected = model(**feeds, return_dict=False)[0]
+    got = torch.as_tensor(program(**feeds)[0])
+    assert got.shape == expected.shape == shape
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+
+
 def test_chroma_batch_stays_dynamic() -> None:
     """A tiny Chroma transformer (diffusers 0.42), whose timestep embedding builds its guidance from
     ``torch.tensor([0] * batch_size)``: exported at batch 2, the graph matches eager at batch 3 and
@@ -173,12 +185,7 @@ def test_chroma_batch_stays_dynamic() -> None:
         program = onnxport.export(model, (), kwargs=inputs(2, 4, 6, 7), dynamic_shapes=dynamic)
     assert [str(d) for d in program.model.graph.inputs[0].shape] == ["batch_size", "image", "16"]
     for size in [(3, 3, 5, 9), (1, 2, 4, 3)]:
-        feeds = inputs(*size)
-        with torch.no_grad():
-            expected = model(**feeds, return_dict=False)[0]
-        got = torch.as_tensor(program(**feeds)[0])
-        assert got.shape == expected.shape == (size[0], size[1] * size[2], 16)
-        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+        _assert_denoises_like_eager(model, program, inputs(*size), (size[0], size[1] * size[2], 16))
 
 
 def test_cogvideox_exports_with_dynamic_frames_and_sides() -> None:
@@ -206,12 +213,7 @@ def test_cogvideox_exports_with_dynamic_frames_and_sides() -> None:
     dims = [str(d) for d in program.model.graph.inputs[0].shape]
     assert dims == ["batch_size", "frames", "4", "2*half_height", "2*half_width"]
     for size in [(3, 3, 10, 6), (1, 1, 4, 12)]:
-        feeds = inputs(*size)
-        with torch.no_grad():
-            expected = model(**feeds, return_dict=False)[0]
-        got = torch.as_tensor(program(**feeds)[0])
-        assert got.shape == expected.shape == (size[0], size[1], 4, size[2], size[3])
-        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+        _assert_denoises_like_eager(model, program, inputs(*size), (size[0], size[1], 4, size[2], size[3]))
 
 
 def test_mochi_attention_keeps_the_batch_and_the_prompt_masks() -> None:
@@ -242,9 +244,4 @@ def test_mochi_attention_keeps_the_batch_and_the_prompt_masks() -> None:
                "encoder_attention_mask": {0: batch, 1: text}}  # fmt: skip
     program = onnxport.export(model, (), kwargs=inputs(2, 2, 8, 8, 16, masked=False), dynamic_shapes=dynamic)
     for size in [(3, 3, 6, 10, 12), (1, 2, 8, 4, 9)]:
-        feeds = inputs(*size, masked=True)
-        with torch.no_grad():
-            expected = model(**feeds, return_dict=False)[0]
-        got = torch.as_tensor(program(**feeds)[0])
-        assert got.shape == expected.shape == (size[0], 4, *size[1:4])
-        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+        _assert_denoises_like_eager(model, program, inputs(*size, masked=True), (size[0], 4, *size[1:4]))
