@@ -92,3 +92,47 @@ def test_a_killed_exports_staging_folder_is_removed_by_the_next_export(tmp_path:
         assert not killed.exists() and running.is_dir() and other.is_dir()
         (staging / "model.onnx").write_bytes(b"new")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out", running.name, other.name])
+
+
+def test_an_export_killed_while_replacing_a_folder_loses_nothing(tmp_path: pathlib.Path) -> None:
+    """``publish`` sets the old export aside under a pid-tagged name before it moves the new one in.
+    Killed between the two renames, the old export is only in the aside folder: the next export to
+    the same place renames it back (and then needs ``overwrite`` to replace it). Killed after them,
+    the aside folder is deleted. An aside folder of a live process is left alone."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    aside = tmp_path / f".out.previous.onnxport-{gone.pid}-abc123"
+    _previous(aside)
+    live = tmp_path / f".out.previous.onnxport-{os.getppid()}-def456"
+    live.mkdir()
+    with pytest.raises(HFError, match="not empty"):
+        check_output_dir(tmp_path / "out")  # the old export is back, so overwrite is needed
+    assert (tmp_path / "out" / "stale.onnx.data").read_bytes() == b"from an earlier export"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out", live.name])
+
+    killed_late = tmp_path / f".out.previous.onnxport-{gone.pid}-0f0f0f"
+    _previous(killed_late)  # the new export was already in place
+    assert check_output_dir(tmp_path / "out", overwrite=True) == tmp_path / "out"
+    assert (tmp_path / "out" / "model.onnx").read_bytes() == b"not a model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out", live.name])
+
+
+def test_publish_sets_the_previous_export_aside_under_its_pid(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The aside folder carries this process's id, so a later export can tell a killed one's."""
+    destination = tmp_path / "out"
+    _previous(destination)
+    seen: list[str] = []
+    rename = pathlib.Path.rename
+
+    def spy(self: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
+        seen.append(pathlib.Path(target).name)
+        return rename(self, target)
+
+    monkeypatch.setattr(pathlib.Path, "rename", spy)
+    with staged(destination) as staging:
+        (staging / "model.onnx").write_bytes(b"new")
+    assert seen[0].startswith(f".out.previous.onnxport-{os.getpid()}-")
+    assert (destination / "model.onnx").read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -4,8 +4,11 @@ folder held (a killed export's staging folder is removed by the next export to t
 
 A folder that exists and is not empty is refused unless ``overwrite`` is given (the CLI's
 ``--overwrite``); with it, the previous folder is replaced only once the new one is complete and
-validated: it is renamed aside, the staging folder renamed into place, and the old one deleted
-(restored when the second rename fails). Optimum's ``optimum-cli export onnx`` writes into an
+validated: it is renamed aside (``.<name>.previous.onnxport-<pid>-<random>``), the staging folder
+renamed into place, and the old one deleted (restored when the second rename fails). An export
+killed between those steps leaves the aside folder; the next export to the same place puts it back
+when the destination is missing (the kill came between the two renames) and deletes it when the
+destination holds the new export (:func:`recover_previous`), before anything else. Optimum's ``optimum-cli export onnx`` writes into an
 existing folder; onnxport asks first, since an export folder is replaced whole (stale files of the
 previous export, ``model.onnx.data`` of another layout, are not left beside the new ones).
 """
@@ -20,7 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from onnxport.errors import HFError
-from onnxport.weights.save import TEMP_TAG, sweep_stale
+from onnxport.weights.save import TEMP_TAG, pid_alive, sweep_stale
+
+_PREVIOUS = ".{name}.previous"  # the aside folder of a replaced export: + TEMP_TAG + <pid>-<random>
 
 
 def check_output_dir(output_dir: str | Path, overwrite: bool = False) -> Path:
@@ -31,6 +36,8 @@ def check_output_dir(output_dir: str | Path, overwrite: bool = False) -> Path:
             false, or its parent folder does not exist.
     """
     path = Path(output_dir)
+    if path.parent.is_dir():
+        recover_previous(path)
     if path.exists() and not path.is_dir():
         raise HFError(f"Output folder {path} exists and is a file; remove it or choose another.")
     if path.is_dir() and any(path.iterdir()) and not overwrite:
@@ -41,6 +48,35 @@ def check_output_dir(output_dir: str | Path, overwrite: bool = False) -> Path:
     if not path.parent.is_dir():
         raise HFError(f"Cannot write to {path}: folder {path.parent} does not exist.")
     return path
+
+
+def recover_previous(destination: Path) -> list[str]:
+    """Settle the folders :func:`publish` set aside for ``destination`` in processes that are gone
+    (killed between its steps): the newest is renamed back to ``destination`` when that is
+    missing, every other one is deleted. Folders of live processes are left alone.
+
+    Returns:
+        The names of the aside folders settled (restored or deleted).
+    """
+    prefix = f"{_PREVIOUS.format(name=destination.name)}{TEMP_TAG}"
+    stale = [
+        entry
+        for entry in destination.parent.glob(f"{prefix}*")
+        if entry.is_dir() and not pid_alive(_pid_of(entry.name[len(prefix) :]))
+    ]
+    stale.sort(key=lambda entry: entry.stat().st_mtime, reverse=True)
+    for entry in stale:
+        if not destination.exists() and not destination.is_symlink():
+            entry.rename(destination)
+        else:
+            shutil.rmtree(entry, ignore_errors=True)
+    return [entry.name for entry in stale]
+
+
+def _pid_of(tail: str) -> int:
+    """The process id at the start of ``<pid>-<random>`` (0, never a live export's, if none)."""
+    text = tail.split("-", 1)[0]
+    return int(text) if text.isdigit() else 0
 
 
 @contextlib.contextmanager
@@ -75,7 +111,8 @@ def publish(staging: Path, destination: Path) -> None:
     if not destination.exists():
         staging.rename(destination)
         return
-    previous = Path(tempfile.mkdtemp(prefix=f".{destination.name}.previous.", dir=destination.parent))
+    prefix = f"{_PREVIOUS.format(name=destination.name)}{TEMP_TAG}{os.getpid()}-"
+    previous = Path(tempfile.mkdtemp(prefix=prefix, dir=destination.parent))
     previous.rmdir()
     destination.rename(previous)
     try:
@@ -86,4 +123,4 @@ def publish(staging: Path, destination: Path) -> None:
     shutil.rmtree(previous, ignore_errors=True)
 
 
-__all__ = ["check_output_dir", "publish", "staged"]
+__all__ = ["check_output_dir", "publish", "recover_previous", "staged"]

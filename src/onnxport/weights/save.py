@@ -159,7 +159,11 @@ def _storage_key(tensor: ir.TensorProtocol) -> Any:
     return ("object", id(tensor))
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether the process ``pid`` is running; this process counts as gone (its earlier saves
+    finished or failed, so what they left is stale), and so does pid 0."""
+    if pid <= 0:
+        return False
     if pid == os.getpid():
         return False  # an earlier save of this process finished or failed: its files are stale
     try:
@@ -197,7 +201,7 @@ def sweep_stale(folder: Path, name: str, keep: set[str]) -> list[str]:
     for prefix in (f"{name}{TEMP_TAG}", f".{name}{TEMP_TAG}"):
         for entry in folder.glob(f"{prefix}*"):
             pid_text = entry.name[len(prefix) :].split("-", 1)[0]
-            if not pid_text.isdigit() or _pid_alive(int(pid_text)) or entry.name in keep:
+            if not pid_text.isdigit() or pid_alive(int(pid_text)) or entry.name in keep:
                 continue
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
