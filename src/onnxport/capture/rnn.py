@@ -18,11 +18,20 @@ here, whose fake kernels give the output shapes without looking at the sequence 
 captured graph still records the ATen op (export preserves CIA ops above the Python dispatcher), so
 the ExportedProgram runs eager's kernel; the custom ops' real kernels call the ATen op too, for any
 path that executes them. Outside the context nothing changes.
+
+torch.export (2.13) warns that ``self.lstm._flat_weights[0], ...`` "were assigned during export"
+and "must be registered as buffers" for every ``nn.LSTM``/``GRU``/``RNN`` (plain
+``torch.export.export(nn.LSTM(3, 5), ...)`` does too): ``RNNBase`` rebuilds its ``_flat_weights``
+list of the parameters whenever one is set, and the capture sets them; torch puts the list back
+itself (``torch/_functorch/_aot_autograd/frontend_utils.py``). The user can do nothing about it,
+so while capturing that warning is ignored when every attribute it names is such a list's item;
+any other attribute it names still warns.
 """
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -123,6 +132,13 @@ RECURRENT_OPS: dict[torch._ops.OpOverload, torch._ops.OpOverload] = {
 }
 
 
+# torch's warning when the only tensor attributes it saw assigned are RNN modules' flat weights
+_FLAT_WEIGHTS_ASSIGNED = (
+    r"The tensor attributes? self\.[\w.]*_flat_weights\[\d+\](, self\.[\w.]*_flat_weights\[\d+\])* "
+    r"(was|were) assigned during export"
+)
+
+
 @contextlib.contextmanager
 def keep_recurrent_ops() -> Iterator[None]:
     """While capturing, route the ATen RNN ops to their ``onnxport::`` custom ops.
@@ -135,7 +151,9 @@ def keep_recurrent_ops() -> Iterator[None]:
         for op, custom in RECURRENT_OPS.items():
             op.py_kernels[_CIA] = _positional(custom)
             op._dispatch_cache.clear()
-        yield
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_FLAT_WEIGHTS_ASSIGNED, category=UserWarning)
+            yield
     finally:
         for op, kernel in saved.items():
             if kernel is None:

@@ -5,6 +5,8 @@ ONNX sequence_lens input."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -79,3 +81,32 @@ def test_recurrent_ops_are_restored_after_capture() -> None:
     program = onnxport.export(lstm, (torch.randn(5, 2, 4),))
     assert torch.ops.aten.lstm.input.py_kernels.get(key) is before
     assert [n.op_type for n in program.model.graph].count("LSTM") == 1
+
+
+def test_capturing_an_rnn_does_not_warn_about_its_flat_weights() -> None:
+    """torch.export warns that an RNN module's ``_flat_weights`` items "were assigned during export"
+    and "must be registered as buffers" (the module rebuilds that list itself): onnxport's capture
+    keeps that false alarm from the user, and a real attribute assignment still warns."""
+
+    class Recurrent(torch.nn.Module):
+        def __init__(self, assigns: bool) -> None:
+            super().__init__()
+            self.lstm = torch.nn.LSTM(3, 5, batch_first=True)
+            self.assigns = assigns
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out, _ = self.lstm(x)
+            if self.assigns:
+                self.last = out  # a tensor attribute set in forward: torch's warning is right
+            return out
+
+    x = torch.randn(2, 7, 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = onnxport.export(Recurrent(False), (x,), dynamic_shapes=({0: "batch", 1: "seq"},))
+    assert not [w for w in caught if "assigned during export" in str(w.message)]
+    assert [n.op_type for n in program.model.graph].count("LSTM") == 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        onnxport.export(Recurrent(True), (x,))
+    assert [w for w in caught if "self.last" in str(w.message) and "assigned during export" in str(w.message)]
