@@ -75,3 +75,30 @@ def test_grown_streamed_export_equals_eager(config_class: str, model_class: str,
     copied = {p.value for n in graph.node for p in n.metadata_props if p.key == KEY_REPEATED_FROM}
     assert copied == {"1"}  # layers 2 and 3 were copied from layer 1
     assert [o.name for o in graph.output] == ["logits", *(f"present.{i}.{kv}" for i in range(4) for kv in ("key", "value"))]
+
+
+def test_a_grown_export_probes_the_two_layer_copy_only(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The KV cache's per-layer shapes of a decoder whose layers repeat come from one eager probe
+    of the two-layer copy, not of every layer of the whole model; the folder is the same as with
+    the whole model probed (its inputs and outputs: four layers' past and present)."""
+    model = _model("LlamaConfig", "LlamaForCausalLM")
+    model.config.architectures = ["LlamaForCausalLM"]
+    model.save_pretrained(tmp_path / "ckpt")
+    probed: list[int] = []
+    original = onnxport.hf.inputs.cache_layers_of
+
+    def counting(probed_model: torch.nn.Module) -> Any:
+        probed.append(probed_model.config.num_hidden_layers)
+        return original(probed_model)
+
+    monkeypatch.setattr(onnxport.hf.inputs, "cache_layers_of", counting)
+    onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "grown", stream=True, validate=False)
+    assert probed == [2]
+    monkeypatch.setattr(repeat, "repeatable", lambda *args: None)  # the whole model, probed
+    onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "whole", stream=True, validate=False)
+    assert probed == [2, 4]
+    graphs = [onnx.load(str(tmp_path / out / "onnx" / "model.onnx"), load_external_data=False).graph
+              for out in ("grown", "whole")]
+    inputs, outputs = ([[(v.name, str(v.type)) for v in getattr(g, side)] for g in graphs] for side in ("input", "output"))
+    assert inputs[0] == inputs[1] and outputs[0] == outputs[1]
+    assert "past_key_values.3.value" in [name for name, _ in inputs[0]]

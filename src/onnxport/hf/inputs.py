@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -203,24 +203,24 @@ def cache_entries(layers: list[LayerCache], model_type: str | None, fused: bool)
     return result
 
 
-def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
-    """The decoder step ``model`` (``model.onnx``): ``input_ids``, ``attention_mask``,
-    ``position_ids`` and the past → ``logits`` and the present. ``embeds``: a vision-language
-    model's language model, fed ``inputs_embeds`` ``[batch_size, sequence_length, hidden]``
-    instead of ``input_ids`` (``decoder_model_merged.onnx``, :mod:`onnxport.hf.vision_language`)."""
-    model = loaded.model
-    config = model.config
+def cache_layers_of(model: Any) -> list[LayerCache]:
+    """What each layer of the decoder ``model`` caches, from one eager run on a 2-token probe.
+
+    Raises:
+        CacheFormatError: The model runs without a cache but not with a transformers Cache.
+        HFError: The probe failed (:func:`cache_shapes`).
+    """
 
     def probe() -> Any:
         # on the model's device: a meta model's probe runs all on meta, as its capture does (XGLM
         # indexes its sinusoidal table, on meta, with positions made on input_ids.device)
         device = next(model.parameters()).device
         ids = torch.zeros(1, 2, dtype=torch.int64, device=device)
-        return wrappers.run_with_cache(model, wrappers.new_cache(config), input_ids=ids)[1]
+        return wrappers.run_with_cache(model, wrappers.new_cache(model.config), input_ids=ids)[1]
 
     with probe_mode(model):
         try:
-            layers = cache_shapes(probe)
+            return cache_shapes(probe)
         except wrappers.CacheFormatError:
             raise
         except HFError as e:
@@ -230,6 +230,21 @@ def causal_lm_component(loaded: LoadedModel, embeds: bool = False) -> Component:
                 f"{type(model).__name__} runs without a cache but not with a transformers Cache "
                 f"({str(e).splitlines()[0]}): the model keeps its cache in a format of its own."
             ) from e
+
+
+def causal_lm_component(
+    loaded: LoadedModel, embeds: bool = False, cache_layers: Sequence[LayerCache] | None = None
+) -> Component:
+    """The decoder step ``model`` (``model.onnx``): ``input_ids``, ``attention_mask``,
+    ``position_ids`` and the past → ``logits`` and the present. ``embeds``: a vision-language
+    model's language model, fed ``inputs_embeds`` ``[batch_size, sequence_length, hidden]``
+    instead of ``input_ids`` (``decoder_model_merged.onnx``, :mod:`onnxport.hf.vision_language`).
+    ``cache_layers``: what each layer caches when the caller knows it (a streamed export of a
+    decoder whose layers repeat probes a two-layer copy, :mod:`onnxport.hf.streamed`); else
+    :func:`cache_layers_of` runs the model once."""
+    model = loaded.model
+    config = model.config
+    layers = list(cache_layers) if cache_layers is not None else cache_layers_of(model)
     restarting = sorted({
         type(m).__name__ for m in model.modules()
         if type(m).__module__ in _ZERO_STATE_SCANS and type(m).__name__.endswith("Mixer")
@@ -516,15 +531,16 @@ def modality(loaded: LoadedModel) -> str:
     return {"pixel_values": "vision", "input_values": "audio", "input_features": "audio"}.get(main, kind)
 
 
-def components(loaded: LoadedModel) -> list[Component]:
-    """The components to export for ``loaded.task``.
+def components(loaded: LoadedModel, cache_layers: Sequence[LayerCache] | None = None) -> list[Component]:
+    """The components to export for ``loaded.task``; ``cache_layers``: a text-generation
+    decoder's per-layer cache, when known (:func:`causal_lm_component`).
 
     Raises:
         HFError: ``loaded.prune_lm_head`` and no component is a decoder step with a KV cache to
             give last-position logits (an encoder, a seq2seq model, a decoder exported without its
             cache).
     """
-    parts = _components(loaded)
+    parts = _components(loaded, cache_layers)
     if loaded.prune_lm_head and not any(isinstance(p.module, wrappers.CausalLMWithCache) for p in parts):
         raise HFError(
             f"prune_lm_head (--prune-lm-head) keeps the last position's logits of a decoder with a KV cache; "
@@ -534,7 +550,7 @@ def components(loaded: LoadedModel) -> list[Component]:
     return parts
 
 
-def _components(loaded: LoadedModel) -> list[Component]:
+def _components(loaded: LoadedModel, cache_layers: Sequence[LayerCache] | None) -> list[Component]:
     kind = modality(loaded)
     if kind in ("text", "multiple-choice"):
         return [text_component(loaded)]
@@ -546,7 +562,7 @@ def _components(loaded: LoadedModel) -> list[Component]:
         return [text_vision_component(loaded)]
     if kind == "causal-lm":
         try:
-            return [causal_lm_component(loaded)]
+            return [causal_lm_component(loaded, cache_layers=cache_layers)]
         except wrappers.CacheFormatError as e:
             warnings.warn(
                 f"{e} onnxport exports it without its cache: model.onnx takes the whole sequence (input_ids, "
