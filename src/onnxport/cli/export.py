@@ -34,6 +34,7 @@ from onnxport.cli._common import (
 )
 from onnxport.cli.spec import LoadedSpec, SpecError, apply_dynamic, load_spec, parse_dynamic_options
 from onnxport.errors import HFError, InputError, OnnxportError, SaveError
+from onnxport.hf import hub
 from onnxport.hf.layout import DEFAULT_LAYOUT, model_path, usage_lines
 from onnxport.hf.streamed import DEFAULT_MEMORY_FRACTION
 from onnxport.passes.ort import QuantizeOptions
@@ -138,7 +139,8 @@ def export_command(
         typer.Option(
             "--hf",
             metavar="FOLDER",
-            help="Export a local Hugging Face model folder for a task (onnxport.hf, docs/hf.md): "
+            help="Export a local Hugging Face model folder, or a Hub id owner/name[@revision] (its snapshot in "
+            "the Hugging Face cache, downloaded unless HF_HUB_OFFLINE=1), for a task (onnxport.hf, docs/hf.md): "
             "-o is then an output folder, written with the ONNX model(s), config and tokenizer files.",
             show_default=False,
         ),
@@ -527,6 +529,7 @@ def run_hf_export(
             if quantization["bits"] not in (4, 8):
                 raise InputError(f"--quantize must be int4 or int8, not {quantization['bits']!r}.")
             quantize = QuantizeOptions(**quantization)
+        folder = hub.resolve(folder)
         if streams(folder):
             with WeightBar(err, label) as bar:
                 result = hf.export(

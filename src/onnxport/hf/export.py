@@ -13,7 +13,7 @@ import torch
 
 from onnxport.errors import HFError, InputError, VerificationError
 from onnxport.hf import cache as wrappers
-from onnxport.hf import diffusion
+from onnxport.hf import diffusion, hub
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf.component import export_component
@@ -104,7 +104,9 @@ def export(
     """Export a Hugging Face model for a task, validate it and write it with its files.
 
     Args:
-        model_or_folder: A local model folder (``config.json`` + safetensors) or a loaded
+        model_or_folder: A local model folder (``config.json`` + safetensors), a Hugging Face Hub
+            id (``owner/name[@revision]``, resolved to its snapshot in the Hugging Face cache and
+            downloaded unless ``HF_HUB_OFFLINE=1``: :mod:`onnxport.hf.hub`) or a loaded
             transformers ``PreTrainedModel``.
         task: One of :data:`onnxport.hf.tasks.TASKS` (inferred from the architecture when ``None``).
         opset_version: The ONNX opset (onnxport's default when ``None``).
@@ -176,6 +178,8 @@ def export(
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
     """
+    if isinstance(model_or_folder, (str, Path)):
+        model_or_folder = hub.resolve(model_or_folder)
     if diffusion.is_pipeline(model_or_folder):
         if stream or quantize is not None or dtype is not None or kv_cache != "concat" or prune_lm_head:
             raise HFError(

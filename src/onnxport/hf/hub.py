@@ -1,0 +1,105 @@
+"""A Hugging Face Hub model id (``owner/name``, ``owner/name@revision``) as a local model folder.
+
+``onnxport export --hf`` and :func:`onnxport.hf.export` take a local folder; a string that names
+no existing path but has a Hub id's form is resolved to its snapshot in the Hugging Face cache
+(``HF_HUB_CACHE``, default ``~/.cache/huggingface/hub``) through huggingface_hub's
+``snapshot_download``, as Optimum's ``optimum-cli export onnx --model owner/name`` does
+(``optimum/exporters/onnx/__main__.py`` hands the id to ``TasksManager.get_model_from_task``, which
+calls ``from_pretrained``). The snapshot is downloaded when it is missing unless the hub is
+switched off (``HF_HUB_OFFLINE=1``: then only the cache is read). Weights of other frameworks and
+exports are not fetched (:data:`IGNORED`).
+
+onnxport switches the hub off when it imports transformers (:func:`onnxport.hf.loading.import_transformers`,
+``HF_HUB_OFFLINE=1`` unless set), so nothing later downloads behind the user's back; this module
+reads ``HF_HUB_OFFLINE`` itself at each call, before that.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import huggingface_hub
+from huggingface_hub import constants as hub_constants
+from huggingface_hub import errors as hub_errors
+
+from onnxport.errors import HFError
+
+# owner/name[@revision]: the Hub's repo id rules (letters, digits, '-', '_', '.'; no '--' or '..')
+_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95})(?:@(?P<revision>[\w./-]+))?$")
+
+#: Files of a repository not fetched: other frameworks' weights and other exports.
+IGNORED = (
+    "*.h5", "*.msgpack", "*.ot", "*.tflite", "*.mlmodel", "*.gguf", "*.onnx", "*.onnx_data", "*.onnx.data",
+    "onnx/*", "openvino/*", "coreml/*", "tf_model*", "flax_model*", "rust_model*",
+)  # fmt: skip
+
+
+def hub_id(text: str) -> tuple[str, str | None] | None:
+    """``(repo_id, revision)`` when ``text`` has a Hub model id's form, else ``None``."""
+    found = _ID.match(text)
+    if found is None or "--" in found["repo"] or ".." in found["repo"]:
+        return None
+    return found["repo"], found["revision"]
+
+
+def offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` switches the hub off (huggingface_hub's truthy values)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def resolve(model: str | Path) -> Path:
+    """The local folder of ``model``: the path itself when it exists or is not a Hub id, else the
+    Hub id's snapshot folder (module docstring).
+
+    Raises:
+        HFError: The id is not in the cache and the hub is off; the repository, revision or
+            a file does not exist or is gated; the download failed. The message says how to fix it.
+    """
+    path = Path(model)
+    found = None if path.exists() else hub_id(str(model))
+    if found is None:
+        return path
+    repo, revision = found
+    shown = f"{repo}@{revision}" if revision else repo
+    try:
+        return Path(
+            huggingface_hub.snapshot_download(
+                repo, revision=revision, ignore_patterns=list(IGNORED), local_files_only=offline()
+            )
+        )
+    except hub_errors.LocalEntryNotFoundError as e:
+        why = (
+            "the hub is off (HF_HUB_OFFLINE=1): unset HF_HUB_OFFLINE to let onnxport download it, or"
+            if offline() else f"the hub could not be reached ({_first_line(e)}):"
+        )
+        raise HFError(
+            f"{shown} is neither a local folder nor in the Hugging Face cache ({hub_constants.HF_HUB_CACHE}), "
+            f"and {why} download it first (hf download {repo}), or give the model's local folder."
+        ) from e
+    except hub_errors.GatedRepoError as e:
+        raise HFError(
+            f"{shown} is a gated repository: accept its terms on huggingface.co and log in (hf auth login) "
+            f"or set HF_TOKEN, then export again ({_first_line(e)})."
+        ) from e
+    except hub_errors.RepositoryNotFoundError as e:
+        raise HFError(
+            f"{shown}: no such model on the Hugging Face Hub, or it is private (log in with hf auth login) "
+            f"({_first_line(e)}). A local folder must exist: check the path."
+        ) from e
+    except hub_errors.RevisionNotFoundError as e:
+        raise HFError(f"{shown}: the repository has no revision {revision!r} ({_first_line(e)}).") from e
+    except (hub_errors.HfHubHTTPError, OSError, ValueError) as e:
+        raise HFError(
+            f"Could not download {shown} from the Hugging Face Hub ({type(e).__name__}: {_first_line(e)}); "
+            "check the network, or download it first and give its local folder."
+        ) from e
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+__all__ = ["IGNORED", "hub_id", "offline", "resolve"]
