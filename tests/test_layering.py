@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "__main__"),
     ("",),  # onnxport/__init__.py: the public API
 )
-HEAVY_OPTIONAL = ("transformers", "diffusers", "onnxscript", "onnxruntime", "torch.testing._internal")
+HEAVY_OPTIONAL = ("transformers", "huggingface_hub", "diffusers", "onnxscript", "onnxruntime", "torch.testing._internal")
 MAX_POSITIONAL = 6
 
 # The flat ops/ layout still has importlib discovery and imports between op files inside

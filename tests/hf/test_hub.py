@@ -5,8 +5,11 @@ cache lacks with the hub off, and other strings, fail with onnxport's HFError na
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 
+import huggingface_hub
 import huggingface_hub.constants
+import huggingface_hub.errors
 import onnx
 import pytest
 from typer.testing import CliRunner
@@ -72,3 +75,36 @@ def test_an_id_missing_from_the_cache_with_the_hub_off_names_the_fix(cache: path
 def test_a_missing_path_that_is_no_hub_id_is_reported_as_a_folder(cache: pathlib.Path, tmp_path: pathlib.Path) -> None:
     with pytest.raises(HFError, match="is not a folder"):
         onnxport.hf.export(tmp_path / "absent" / "model", output_dir=tmp_path / "out")
+
+
+def _raising(error: Exception) -> Any:
+    def download(*args: Any, **kwargs: Any) -> str:
+        raise error
+
+    return download
+
+
+class _Gated(huggingface_hub.errors.GatedRepoError):
+    def __init__(self, message: str) -> None:  # no HTTP response to build one from here
+        Exception.__init__(self, message)
+
+
+class _Missing(huggingface_hub.errors.RepositoryNotFoundError):
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [(_Gated("401 Client Error: access to acme/llama is restricted"), r"acme/llama is a gated repository: accept its terms.*hf auth login.*restricted"),
+     (_Missing("404 Client Error: repository not found"), r"acme/llama: no such model on the Hugging Face Hub, or it is private"),
+     (ConnectionError("Name or service not known"), r"Could not download acme/llama from the Hugging Face Hub \(ConnectionError: Name or service not known\); check the network")],
+)
+def test_hub_failures_are_hf_errors_naming_the_fix(
+    error: Exception, expected: str, cache: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", _raising(error))
+    with pytest.raises(HFError, match=expected) as caught:
+        hub.resolve("acme/llama")
+    assert caught.value.__cause__ is error

@@ -20,10 +20,6 @@ import os
 import re
 from pathlib import Path
 
-import huggingface_hub
-from huggingface_hub import constants as hub_constants
-from huggingface_hub import errors as hub_errors
-
 from onnxport.errors import HFError
 
 # owner/name[@revision]: the Hub's repo id rules (letters, digits, '-', '_', '.'; no '--' or '..')
@@ -62,39 +58,49 @@ def resolve(model: str | Path) -> Path:
     if found is None:
         return path
     repo, revision = found
-    shown = f"{repo}@{revision}" if revision else repo
+    try:
+        import huggingface_hub  # optional dependency (onnxport[hf]), as transformers is
+    except ImportError as e:  # pragma: no cover - installed with the hf extra
+        raise HFError(f"{model} is not a folder; a Hub id needs onnxport[hf] (pip install 'onnxport[hf]': {e}).") from e
     try:
         return Path(
             huggingface_hub.snapshot_download(
                 repo, revision=revision, ignore_patterns=list(IGNORED), local_files_only=offline()
             )
         )
-    except hub_errors.LocalEntryNotFoundError as e:
+    except Exception as e:  # every failure of the download becomes an HFError naming the fix
+        raise HFError(_failure(e, repo, revision, huggingface_hub.constants.HF_HUB_CACHE)) from e
+
+
+def _failure(error: Exception, repo: str, revision: str | None, cache: str) -> str:
+    """The message of :func:`resolve`'s ``HFError`` for huggingface_hub's ``error``."""
+    shown = f"{repo}@{revision}" if revision else repo
+    kinds = {cls.__name__ for cls in type(error).__mro__}  # huggingface_hub.errors' classes and bases
+    if "LocalEntryNotFoundError" in kinds:
         why = (
             "the hub is off (HF_HUB_OFFLINE=1): unset HF_HUB_OFFLINE to let onnxport download it, or"
-            if offline() else f"the hub could not be reached ({_first_line(e)}):"
+            if offline() else f"the hub could not be reached ({_first_line(error)}):"
         )
-        raise HFError(
-            f"{shown} is neither a local folder nor in the Hugging Face cache ({hub_constants.HF_HUB_CACHE}), "
-            f"and {why} download it first (hf download {repo}), or give the model's local folder."
-        ) from e
-    except hub_errors.GatedRepoError as e:
-        raise HFError(
+        return (
+            f"{shown} is neither a local folder nor in the Hugging Face cache ({cache}), and {why} "
+            f"download it first (hf download {repo}), or give the model's local folder."
+        )
+    if "GatedRepoError" in kinds:
+        return (
             f"{shown} is a gated repository: accept its terms on huggingface.co and log in (hf auth login) "
-            f"or set HF_TOKEN, then export again ({_first_line(e)})."
-        ) from e
-    except hub_errors.RepositoryNotFoundError as e:
-        raise HFError(
+            f"or set HF_TOKEN, then export again ({_first_line(error)})."
+        )
+    if "RepositoryNotFoundError" in kinds:
+        return (
             f"{shown}: no such model on the Hugging Face Hub, or it is private (log in with hf auth login) "
-            f"({_first_line(e)}). A local folder must exist: check the path."
-        ) from e
-    except hub_errors.RevisionNotFoundError as e:
-        raise HFError(f"{shown}: the repository has no revision {revision!r} ({_first_line(e)}).") from e
-    except (hub_errors.HfHubHTTPError, OSError, ValueError) as e:
-        raise HFError(
-            f"Could not download {shown} from the Hugging Face Hub ({type(e).__name__}: {_first_line(e)}); "
-            "check the network, or download it first and give its local folder."
-        ) from e
+            f"({_first_line(error)}). A local folder must exist: check the path."
+        )
+    if "RevisionNotFoundError" in kinds:
+        return f"{shown}: the repository has no revision {revision!r} ({_first_line(error)})."
+    return (
+        f"Could not download {shown} from the Hugging Face Hub ({type(error).__name__}: {_first_line(error)}); "
+        "check the network, or download it first and give its local folder."
+    )
 
 
 def _first_line(error: BaseException) -> str:
