@@ -203,10 +203,10 @@ def _export_part(
     repeating: _Repeating | None = None,
 ) -> Any:
     """Export one component of a meta model (from two layers when they repeat: ``repeating``,
-    :func:`_grown`), name its weights by the model's own keys, apply the checkpoint's tensors to them (lazily:
-    nothing is read until the save) and run the onnxruntime target's passes (which record
-    transforms of those tensors; ``report`` receives each quantized weight's error when it is
-    written)."""
+    :func:`_grown`), name its weights by the model's own keys, apply the checkpoint's tensors to
+    them (lazily: nothing is read until the save) and run the onnxruntime target's passes (which
+    record transforms of those tensors; ``report`` receives each quantized weight's error when it
+    is written)."""
     model = loaded.model
     grown = _grown(part, repeating, build) if repeating is not None else None
     program = grown or _capture(part, model, build)
