@@ -23,13 +23,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from onnxport.errors import HFError
-from onnxport.weights.save import TEMP_TAG, pid_alive, sweep_stale
+from onnxport.weights.save import TEMP_TAG, stale_entries, sweep_stale
 
 _PREVIOUS = ".{name}.previous"  # the aside folder of a replaced export: + TEMP_TAG + <pid>-<random>
 
 
 def check_output_dir(output_dir: str | Path, overwrite: bool = False) -> Path:
-    """``output_dir`` as a ``Path`` after checking that the export may write it.
+    """``output_dir`` as a ``Path`` after checking that the export may write it, once what a
+    killed export set aside there is settled (:func:`recover_previous`: an old export put back
+    counts as the folder's content).
 
     Raises:
         HFError: It exists and is not a folder, or is a non-empty folder and ``overwrite`` is
@@ -59,11 +61,7 @@ def recover_previous(destination: Path) -> list[str]:
         The names of the aside folders settled (restored or deleted).
     """
     prefix = f"{_PREVIOUS.format(name=destination.name)}{TEMP_TAG}"
-    stale = [
-        entry
-        for entry in destination.parent.glob(f"{prefix}*")
-        if entry.is_dir() and not pid_alive(_pid_of(entry.name[len(prefix) :]))
-    ]
+    stale = [entry for entry in stale_entries(destination.parent, prefix) if entry.is_dir()]
     stale.sort(key=lambda entry: entry.stat().st_mtime, reverse=True)
     for entry in stale:
         if not destination.exists() and not destination.is_symlink():
@@ -71,12 +69,6 @@ def recover_previous(destination: Path) -> list[str]:
         else:
             shutil.rmtree(entry, ignore_errors=True)
     return [entry.name for entry in stale]
-
-
-def _pid_of(tail: str) -> int:
-    """The process id at the start of ``<pid>-<random>`` (0, never a live export's, if none)."""
-    text = tail.split("-", 1)[0]
-    return int(text) if text.isdigit() else 0
 
 
 @contextlib.contextmanager

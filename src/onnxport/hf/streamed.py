@@ -186,6 +186,13 @@ def _repeating(loaded: LoadedModel) -> _Repeating | None:
     return _Repeating(names, model.config.num_hidden_layers, small, layers)
 
 
+def _meta_components(loaded: LoadedModel) -> tuple[list[hf_inputs.Component], _Repeating | None]:
+    """The components of a meta model, and the model as a :class:`_Repeating` decoder (``None``
+    when it is not one), whose copy's cache probe then stands for the whole model's."""
+    repeating = _repeating(loaded)
+    return hf_inputs.components(loaded, None if repeating is None else repeating.whole()), repeating
+
+
 def _grown(part: hf_inputs.Component, repeating: _Repeating, build: _Build) -> Any | None:
     """The component's program captured with the two-layer copy and grown to the whole depth
     (:mod:`onnxport.hf.repeat`), or ``None`` when the pass refuses the graph."""
@@ -435,12 +442,8 @@ def _check_folder(spec: _Spec, config: Any, folder: Path, build: _Build, label: 
         ratios = [(SLICE_LAYERS, count) for count in layer_counts(spec.config, SLICE_LAYERS).values()]
         spec = dataclasses.replace(spec, checkpoint=sliced(spec.checkpoint, model, ratios))
     loaded = spec.loaded(model)
-    repeating = _repeating(loaded)
-    known = None if repeating is None else repeating.whole()
-    programs = {
-        p.name: _export_part(p, loaded, spec.checkpoint, build, {}, repeating)
-        for p in hf_inputs.components(loaded, known)
-    }
+    parts, repeating = _meta_components(loaded)
+    programs = {p.name: _export_part(p, loaded, spec.checkpoint, build, {}, repeating) for p in parts}
     _save_parts(programs, folder, None, "flat")
     del programs
     real = _reference(spec, config)
@@ -633,9 +636,8 @@ def export_streamed(
     result = Streamed(resolved, model, checkpoint.nbytes, graph_dtype)
     programs: dict[str, Any] = {}
     loaded = spec.loaded(model)
-    repeating = _repeating(loaded)
-    known = None if repeating is None else repeating.whole()
-    for part in hf_inputs.components(loaded, known):
+    parts, repeating = _meta_components(loaded)
+    for part in parts:
         start = time.perf_counter()
         programs[part.name] = _export_part(part, loaded, checkpoint, build, result.quantization, repeating)
         result.programs[part.name] = programs[part.name]

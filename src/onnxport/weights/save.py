@@ -159,11 +159,7 @@ def _storage_key(tensor: ir.TensorProtocol) -> Any:
     return ("object", id(tensor))
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether the process ``pid`` is running; this process counts as gone (its earlier saves
-    finished or failed, so what they left is stale), and so does pid 0."""
-    if pid <= 0:
-        return False
+def _pid_alive(pid: int) -> bool:
     if pid == os.getpid():
         return False  # an earlier save of this process finished or failed: its files are stale
     try:
@@ -190,6 +186,17 @@ def _referenced_locations(path: Path) -> set[str]:
     return out
 
 
+def stale_entries(folder: Path, prefix: str) -> list[Path]:
+    """The entries of ``folder`` named ``<prefix><pid>-...`` (:data:`TEMP_TAG` names carry the
+    writing process's id) whose process is gone: what a killed process left there."""
+    found = []
+    for entry in folder.glob(f"{prefix}*"):
+        pid_text = entry.name[len(prefix) :].split("-", 1)[0]
+        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+            found.append(entry)
+    return found
+
+
 def sweep_stale(folder: Path, name: str, keep: set[str]) -> list[str]:
     """Remove leftovers of killed saves of ``name`` in ``folder`` (temporary graphs, fresh data
     files, onnx_ir's temporary folders) whose process is gone and that ``keep`` does not list.
@@ -199,9 +206,8 @@ def sweep_stale(folder: Path, name: str, keep: set[str]) -> list[str]:
     """
     removed = []
     for prefix in (f"{name}{TEMP_TAG}", f".{name}{TEMP_TAG}"):
-        for entry in folder.glob(f"{prefix}*"):
-            pid_text = entry.name[len(prefix) :].split("-", 1)[0]
-            if not pid_text.isdigit() or pid_alive(int(pid_text)) or entry.name in keep:
+        for entry in stale_entries(folder, prefix):
+            if entry.name in keep:
                 continue
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
