@@ -92,6 +92,7 @@ from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
 from onnxport.capture.diffusers_models import DIFFUSERS_PATCHES
 from onnxport.capture.expert_loops import EXPERT_LOOP_PATCHES
+from onnxport.capture.flex import flex_attention_patches
 from onnxport.capture.lightning import whole_sequence
 from onnxport.capture.mlstm import recurrent_inference
 from onnxport.capture.rg_lru import rnn_scan
@@ -413,7 +414,8 @@ def library_patches() -> Iterator[None]:
     :func:`torch_int_patches`,
     :func:`method_patches`, :func:`symbolic_constructor_patches`,
     :func:`onnxport.capture.windows.window_patches`,
-    :func:`onnxport.capture.upsampling.upsampling_patches`, :func:`symbolic_int_builtin` and
+    :func:`onnxport.capture.upsampling.upsampling_patches`,
+    :func:`onnxport.capture.flex.flex_attention_patches`, :func:`symbolic_int_builtin` and
     :func:`transformers_method_caches_off` to the modules already imported (:func:`replaced`);
     restore them on exit.
 
@@ -427,6 +429,7 @@ def library_patches() -> Iterator[None]:
         *targets, (torch.nn.Module, "to", unchanged_module_to), *position_interpolation_patches(),
         *torch_int_patches(), *method_patches(),
         *symbolic_constructor_patches(), *window_patches(_transformers_models()), *upsampling_patches(),
+        *flex_attention_patches(),
     ]), symbolic_int_builtin(), transformers_method_caches_off():
         yield
 

@@ -14,7 +14,7 @@ Family map (docs/architecture.md, "ops/"):
   copysign, frexp, nextafter...), integer (gcd, lcm, shifts).
 - ``reduction/``: reduce (sum, mean, amax, argmax, var...), scan (cumsum, cumprod, cummax...),
   stats (median, mode, var_mean), histogram.
-- ``nn/``: activation, attention, conv, norm, pool, resize, rnn (LSTM/GRU/RNN), backward, random_ops
+- ``nn/``: activation, attention, flex_attention (FlexAttention's higher-order op), conv, norm, pool, resize, rnn (LSTM/GRU/RNN), backward, random_ops
   (rand*, dropout), moe (grouped matmuls of mixture-of-experts layers).
 - ``linalg/``: products (matmul, linear, einsum, bilinear), norms (vector norm, cdist), dense (det,
   inverse, solve, svd), factorization (Cholesky, LU, QR), ldl, spectral (eigh, pinv, matrix_exp).
@@ -44,6 +44,7 @@ from onnxport.ops.nn import (
     attention,
     backward,
     conv,
+    flex_attention,
     moe,
     norm,
     pool,
@@ -81,7 +82,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     # reduction
     reduce, scan, stats, histogram,
     # nn
-    activation, attention, conv, norm, pool, resize, rnn, backward, random_ops, moe,
+    activation, attention, flex_attention, conv, norm, pool, resize, rnn, backward, random_ops, moe,
     # linalg
     products, norms, dense, factorization, ldl, spectral,
     # special
