@@ -39,11 +39,15 @@ from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
 
-# Ops a per-position value may pass through besides those tagged ``torch.Tag.pointwise``.
+# Ops a per-position value may pass through besides those tagged ``torch.Tag.pointwise``: casts,
+# aliases, the Python operators, and constants made from it (torch's ``noop_mask`` is
+# ``b.new_ones(())``), which broadcast.
 _ELEMENTWISE = {
     aten._to_copy.default, aten.to.dtype, aten.floor_divide.default, aten.alias.default,
     aten.detach.default, aten.clone.default, aten.lift_fresh_copy.default,
     aten.__and__.Tensor, aten.__or__.Tensor, aten.__xor__.Tensor,  # &, |, ^ (the subgraphs are not decomposed)
+    aten.new_ones.default, aten.new_zeros.default, aten.new_full.default, aten.ones_like.default,
+    aten.zeros_like.default, aten.full_like.default,
 }
 
 
@@ -71,13 +75,11 @@ def _check_broadcastable(ctx: Ctx, module: torch.fx.GraphModule, positional: int
         varying.add(node)
 
 
-def _positions(ctx: Ctx, query: ir.Value, key: ir.Value, dtype: ir.DataType) -> list[ir.Value]:
-    """``b``, ``h``, ``m``, ``n``: aranges over batch, query heads, query and key positions, each
-    along its own axis of a rank-4 broadcast shape, in ``dtype``."""
+def _positions(ctx: Ctx, query: ir.Value, key: ir.Value, dims: list[Any], dtype: ir.DataType) -> list[ir.Value]:
+    """``b``, ``h``, ``m``, ``n``: aranges over batch, query heads, query and key positions (their
+    recorded ``dims``), each along its own axis of a rank-4 broadcast shape, in ``dtype``."""
     sizes = [ctx.op.Shape(query, start=0, end=1), ctx.op.Shape(query, start=1, end=2),
              ctx.op.Shape(query, start=2, end=3), ctx.op.Shape(key, start=2, end=3)]
-    q_shape, k_shape = shape_of(query), shape_of(key)
-    dims = [q_shape[0], q_shape[1], q_shape[2], k_shape[2]]
     out = []
     for axis, (size, dim) in enumerate(zip(sizes, dims)):
         # Range in int64 and a Cast after it: onnxruntime 1.31 types a Range over a Cast of a
@@ -137,16 +139,17 @@ def hop_flex_attention(
     _check_broadcastable(ctx, mask_mod, 4, "mask_mod")
     assert query.dtype is not None
     work = ir.DataType.DOUBLE if query.dtype == ir.DataType.DOUBLE else ir.DataType.FLOAT
-    hq, hkv = shape_of(query)[1], shape_of(key)[1]
+    dims = [*shape_of(query)[:3], shape_of(key)[2]]  # B, Hq, L, S
+    hq, hkv = dims[1], shape_of(key)[1]
     if hq != hkv:
         if not (isinstance(hq, int) and isinstance(hkv, int)):
             ctx.unsupported("grouped-query flex_attention with a dynamic number of heads")
         key, value = _repeat_heads(ctx, key, hq // hkv), _repeat_heads(ctx, value, hq // hkv)
     q, k = (x if x.dtype == work else ctx.op.Cast(x, to=work) for x in (query, key))
     scores = ctx.op.Mul(ctx.op.MatMul(q, ctx.op.Transpose(k, perm=[0, 1, 3, 2])), ctx.const(float(scale), work))
-    scores.dtype, scores.shape = work, ir.Shape([*shape_of(query)[:3], shape_of(key)[2]])
+    scores.dtype, scores.shape = work, ir.Shape(dims)
     index_dtype = _placeholder_dtype(mask_mod, 0, ir.DataType.INT32)
-    positions = _positions(ctx, query, key, index_dtype)
+    positions = _positions(ctx, query, key, dims, index_dtype)
     score_dtype = _placeholder_dtype(score_mod, 0, work)
     scored = scores if score_dtype == work else ctx.op.Cast(scores, to=score_dtype)
     scored.shape = scores.shape

@@ -1,0 +1,118 @@
+"""FlexAttention (``torch.nn.attention.flex_attention``) exports as dense attention that matches
+torch's CPU implementation: score_mod and mask_mod (with captured buffers and inputs), block masks
+from ``create_block_mask`` with a dynamic batch and sequence, grouped-query heads, fully masked
+rows, the log-sum-exp output; a per-position op it cannot broadcast is refused by name."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn.attention.flex_attention import AuxRequest, create_block_mask, flex_attention
+
+import onnxport
+from _eager import check_against_eager
+
+
+def _causal(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+    return q_idx >= kv_idx
+
+
+class MaskedSelfAttention(torch.nn.Module):
+    """A projection (parameters that require grad), a causal-and-padding block mask built in
+    forward, and a score_mod adding a relative-position term and a per-head key bias buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.qkv = torch.nn.Linear(16, 48)
+        self.register_buffer("key_bias", torch.randn(2, 64))
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        batch, length, _ = x.shape
+        q, k, v = self.qkv(x).view(batch, length, 3, 2, 8).permute(2, 0, 3, 1, 4)
+
+        def mask_mod(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+            return (q_idx >= kv_idx) & keep[b, kv_idx]
+
+        def score_mod(score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor,
+                      kv_idx: torch.Tensor) -> torch.Tensor:
+            return score - 0.1 * (q_idx - kv_idx).to(score.dtype) + self.key_bias[h, kv_idx]
+
+        block_mask = create_block_mask(mask_mod, None, None, length, length, device="cpu")
+        return flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask)
+
+
+def _keep(batch: int, length: int) -> torch.Tensor:
+    keep = torch.rand(batch, length) > 0.3
+    keep[:, 0] = True
+    return keep
+
+
+def test_block_mask_and_score_mod_match_eager_at_other_sizes() -> None:
+    model = MaskedSelfAttention().eval()
+    dims = {0: "batch_size", 1: "sequence_length"}
+    program = onnxport.export(model, (torch.randn(2, 8, 16), _keep(2, 8)), dynamic_shapes=(dims, dims))
+    assert [n.op_type for n in program.model.graph if n.op_type == "Softmax"] == ["Softmax"]
+    for batch, length in [(2, 8), (3, 50), (1, 1), (1, 64)]:
+        x, keep = torch.randn(batch, length, 16), _keep(batch, length)
+        with torch.no_grad():
+            expected = model(x, keep)
+        (got,) = program(x, keep)
+        assert got.shape == (batch, 2, length, 8) and got.dtype == torch.float32
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_grouped_query_heads_softcap_and_no_block_mask() -> None:
+    def softcap(score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor,
+                kv_idx: torch.Tensor) -> torch.Tensor:
+        return 5.0 * torch.tanh(score / 5.0)
+
+    def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return flex_attention(q, k, v, score_mod=softcap, enable_gqa=True, scale=0.7)
+
+    torch.manual_seed(1)
+    q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 6)
+    (out,) = check_against_eager(fn, q, k, v, rtol=1e-5, atol=1e-5)
+    assert out.shape == (2, 4, 5, 6)
+
+
+def test_fully_masked_rows_give_zero_and_the_log_sum_exp_minus_inf() -> None:
+    def late(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+        return (q_idx >= 2) & (kv_idx <= q_idx)  # query rows 0 and 1 see no key
+
+    def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mask = create_block_mask(late, None, None, q.shape[2], k.shape[2], device="cpu")
+        out, aux = flex_attention(q, k, v, block_mask=mask, return_aux=AuxRequest(lse=True))
+        return out, aux.lse
+
+    torch.manual_seed(2)
+    q, k, v = torch.randn(1, 2, 6, 8), torch.randn(1, 2, 6, 8), torch.randn(1, 2, 6, 8)
+    out, lse = check_against_eager(fn, q, k, v, rtol=1e-5, atol=1e-5)
+    assert torch.equal(out[:, :, :2], torch.zeros(1, 2, 2, 8)) and out[:, :, 2:].abs().sum() > 0
+    assert torch.isneginf(lse[:, :, :2]).all() and torch.isfinite(lse[:, :, 2:]).all()
+
+
+def test_document_mask_from_an_input_and_float64() -> None:
+    def fn(q: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
+        def same_document(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+            return (document[q_idx] == document[kv_idx]) & _causal(b, h, q_idx, kv_idx)
+
+        mask = create_block_mask(same_document, None, None, q.shape[2], q.shape[2], device="cpu")
+        return flex_attention(q, q, q, block_mask=mask)
+
+    torch.manual_seed(3)
+    q = torch.randn(2, 2, 9, 4, dtype=torch.float64)
+    document = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2])
+    check_against_eager(fn, q, document, rtol=1e-10, atol=1e-10)
+
+
+def test_an_index_per_dimension_of_a_per_position_value_is_refused_by_name() -> None:
+    def fn(q: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        def chained(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+            return keep[b][kv_idx]  # one index at a time: keep[b] is a row per position
+
+        mask = create_block_mask(chained, None, None, q.shape[2], q.shape[2], device="cpu")
+        return flex_attention(q, q, q, block_mask=mask)
+
+    with pytest.raises(onnxport.UnsupportedOpError, match=r"mask_mod applies aten\.index\.Tensor to a per-position"):
+        check_against_eager(fn, torch.randn(2, 2, 4, 8), torch.ones(2, 4, dtype=torch.bool))
