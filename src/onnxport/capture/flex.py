@@ -18,12 +18,21 @@ the capture before that, and both are replaced while it runs, in the modules alr
 - ``flex_attention`` refuses inputs that require grad on CPU ("FlexAttention does not support
   backward on CPU"), and a module's parameters do while torch.export traces it. An export never
   runs backward; the replacement keeps the function's device check only.
+
+A transformers model loaded with ``attn_implementation="flex_attention"`` is captured with
+``"sdpa"`` instead (``"eager"`` where the model has no SDPA path), then set back
+(:func:`sdpa_instead_of_flex`): its FlexAttention mask builder branches on the attention mask's
+values (``masking_utils.flex_attention_mask``: ``if not fast_all(attention_mask)``), which
+torch.export cannot capture, while both implementations compute the same attention (transformers'
+``flex_attention_forward`` and ``sdpa_attention_forward``) and the SDPA one becomes ONNX
+``Attention``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -65,3 +74,24 @@ def flex_attention_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     replacement = _one_block_mask(flex)
     owners = [m for m in list(sys.modules.values()) if m is not None and vars(m).get("create_block_mask") is original]
     return [(flex, "_validate_device", _devices_only), *((m, "create_block_mask", replacement) for m in owners)]
+
+
+@contextlib.contextmanager
+def sdpa_instead_of_flex(model: torch.nn.Module) -> Iterator[None]:
+    """Within the block, the configs of ``model``'s modules that select transformers'
+    ``"flex_attention"`` select ``"sdpa"`` (``"eager"`` if a module using that config says
+    ``_supports_sdpa = False``); restored on exit (module docstring)."""
+    configs: dict[int, tuple[Any, bool]] = {}
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        if getattr(config, "_attn_implementation", None) != "flex_attention":
+            continue
+        sdpa = configs.get(id(config), (config, True))[1] and getattr(module, "_supports_sdpa", True) is not False
+        configs[id(config)] = (config, sdpa)
+    try:
+        for config, sdpa in configs.values():
+            config._attn_implementation = "sdpa" if sdpa else "eager"
+        yield
+    finally:
+        for config, _ in configs.values():
+            config._attn_implementation = "flex_attention"

@@ -36,6 +36,7 @@ from torch.fx.experimental.symbolic_shapes import (
 from onnxport.capture.bounds import known_dims
 from onnxport.capture.fake_leaks import fake_tensors_undone
 from onnxport.capture.finite import AssumedFinite
+from onnxport.capture.flex import sdpa_instead_of_flex
 from onnxport.capture.packed import keep_packed_sequences
 from onnxport.capture.patches import library_patches
 from onnxport.capture.rnn import keep_recurrent_ops
@@ -327,7 +328,8 @@ def capture(
 
     A program from draft export is returned with a ``UserWarning`` (and ``Attempt.warnings``) for
     every value it specialized: the ONNX model then holds only the branch taken by the example
-    inputs.
+    inputs. A transformers model set to ``attn_implementation="flex_attention"`` is captured
+    with ``"sdpa"`` (:func:`onnxport.capture.flex.sdpa_instead_of_flex`).
 
     Args:
         model: The module to capture (not modified: attributes a strategy left holding fake
@@ -344,6 +346,13 @@ def capture(
         CaptureError: Every strategy failed; the message names the first real cause (its kind
             and the user's source line) and lists every attempt.
     """
+    with sdpa_instead_of_flex(model):
+        return _first_capture(model, args, kwargs, dynamic_shapes, attempts)
+
+
+def _first_capture(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any,
+                   attempts: list[Attempt]) -> ExportedProgram:
+    """:func:`capture`'s loop over :data:`STRATEGIES`."""
     constrained = False
     for name, strategy in STRATEGIES:
         if constrained and strategy is not _strict:

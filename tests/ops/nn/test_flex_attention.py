@@ -116,3 +116,26 @@ def test_an_index_per_dimension_of_a_per_position_value_is_refused_by_name() -> 
 
     with pytest.raises(onnxport.UnsupportedOpError, match=r"mask_mod applies aten\.index\.Tensor to a per-position"):
         check_against_eager(fn, torch.randn(2, 2, 4, 8), torch.ones(2, 4, dtype=torch.bool))
+
+
+def test_a_transformers_model_set_to_flex_attention_exports_with_sdpa_and_keeps_its_setting() -> None:
+    transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
+    config = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2,
+                                      attn_implementation="flex_attention")
+    torch.manual_seed(4)
+    model = transformers.LlamaForCausalLM(config).eval()
+    dims = {0: "batch_size", 1: "sequence_length"}
+    ids, mask = torch.randint(0, 100, (2, 9)), torch.ones(2, 9, dtype=torch.long)
+    mask[1, :3] = 0
+    program = onnxport.export(model, (), {"input_ids": ids, "attention_mask": mask, "use_cache": False},
+                              dynamic_shapes={"input_ids": dims, "attention_mask": dims, "use_cache": None})
+    assert model.config._attn_implementation == "flex_attention"
+    assert "Attention" in {n.op_type for n in program.model.graph}  # SDPA's ONNX Attention
+    ids, mask = torch.randint(0, 100, (3, 17)), torch.ones(3, 17, dtype=torch.long)
+    mask[0, :5] = 0
+    with torch.no_grad():
+        expected = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+    (logits,) = program(input_ids=ids, attention_mask=mask)
+    assert logits.shape == (3, 17, 100)
+    torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)

@@ -100,14 +100,14 @@ def _positions(ctx: Ctx, query: ir.Value, key: ir.Value, dims: list[Any], dtype:
 def _broadcast(ctx: Ctx, module: torch.fx.GraphModule, operands: list[Any]) -> ir.Value:
     """``module`` inlined over broadcast operands; the values it made get no recorded shape
     (their FX metadata describes one position)."""
-    node = ctx.node
-    assert node is not None
-    stamp_metadata(ctx.op.take_nodes(), node)  # the nodes made so far are the op's, not the subgraph's
+    fx_node = ctx.node
+    assert fx_node is not None
+    stamp_metadata(ctx.op.take_nodes(), fx_node)  # the nodes made so far are the op's, not the subgraph's
     start = len(ctx.graph)
     (result,) = ctx.inline(module, operands)
-    ctx.node = node  # the inlined translations set it to theirs
-    for node in list(ctx.graph)[start:]:
-        for value in node.outputs:
+    ctx.node = fx_node  # the inlined translations set it to theirs
+    for made in list(ctx.graph)[start:]:
+        for value in made.outputs:
             value.shape = None
     return result if isinstance(result, ir.Value) else ctx.const(result)
 
