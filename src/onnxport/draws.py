@@ -18,8 +18,9 @@ Other draws (``bernoulli``, ``multinomial``, ``randint``, ``randperm``) run as t
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import onnx_ir as ir
@@ -57,7 +58,30 @@ def _eager_mean(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
 
 
 class EagerDrawsAtMean(TorchDispatchMode):
-    """Normal and uniform draws return their mean (module docstring); other ops run unchanged."""
+    """Normal and uniform draws return their mean (module docstring); other ops run unchanged,
+    higher-order ops too (``flex_attention``, ``cond``: without ``supports_higher_order_operators``
+    torch raises "no rule registered for HigherOrderOperator" in this mode), their bodies with the
+    mode off. FlexAttention runs its op directly meanwhile, not through ``torch.compile``
+    (``_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG``), which refuses to trace under a user dispatch mode
+    ("non-infra torch dispatch mode present"); the op computes the same values either way on CPU
+    (``math_attention``)."""
+
+    supports_higher_order_operators = True
+    _FLEX_FLAG = "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG"
+
+    def __enter__(self) -> EagerDrawsAtMean:
+        self._flex = sys.modules.get("torch.nn.attention.flex_attention")
+        self._flex_saved = getattr(self._flex, self._FLEX_FLAG, None)
+        if self._flex is not None:
+            setattr(self._flex, self._FLEX_FLAG, True)
+        return cast(EagerDrawsAtMean, super().__enter__())
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            super().__exit__(*exc)
+        finally:
+            if self._flex is not None:
+                setattr(self._flex, self._FLEX_FLAG, self._flex_saved)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}

@@ -225,6 +225,7 @@ def method_patches(
 _SYMBOLIC = (torch.SymInt, torch.SymFloat)
 _TENSOR, _AS_TENSOR, _LINSPACE = torch.tensor, torch.as_tensor, torch.linspace
 _ONE_HOT = torch.nn.functional.one_hot
+_RAND, _RANDN = torch.rand, torch.randn
 
 
 def _symbolic_data(data: Any) -> bool:
@@ -278,15 +279,29 @@ def symbolic_one_hot(tensor: torch.Tensor, num_classes: int | torch.SymInt = -1)
     return (tensor.unsqueeze(-1) == torch.arange(cast(Any, num_classes), device=tensor.device)).to(torch.int64)
 
 
+def _without_no_generator(draw: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    def wrapper(*args: Any, **kwargs: Any) -> torch.Tensor:
+        if "generator" in kwargs and kwargs["generator"] is None:
+            del kwargs["generator"]
+        return draw(*args, **kwargs)
+
+    return wrapper
+
+
 def symbolic_constructor_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     """``(torch, name, replacement)`` for ``torch.tensor``, ``torch.as_tensor`` and
     ``torch.linspace``: in a non-strict capture, a symbolic size in their arguments is evaluated to
     the example's value under a guard (Mask2Former's pixel decoder builds ``spatial_shapes`` with
     ``torch.as_tensor`` of the feature maps' sizes and reference points with
-    ``torch.linspace(0.5, height - 0.5, height)``: the graph held the example's grid); and
-    ``(torch.nn.functional, "one_hot", symbolic_one_hot)``, whose ``num_classes`` the same way."""
+    ``torch.linspace(0.5, height - 0.5, height)``: the graph held the example's grid);
+    ``(torch.nn.functional, "one_hot", symbolic_one_hot)``, whose ``num_classes`` the same way; and
+    ``torch.rand``/``torch.randn`` without a ``generator=None`` argument, whose ``.generator``
+    overload takes concrete sizes only ("SymIntArrayRef expected to contain only concrete
+    integers": diffusers' ``randn_tensor`` passes ``generator=None``, and the LTX-2 diffusion
+    decoder draws its noise with it at the latent's symbolic size)."""
     return [(torch, "tensor", symbolic_tensor), (torch, "as_tensor", symbolic_as_tensor), (torch, "linspace", symbolic_linspace),
-            (torch.nn.functional, "one_hot", symbolic_one_hot)]
+            (torch.nn.functional, "one_hot", symbolic_one_hot), (torch, "rand", _without_no_generator(_RAND)),
+            (torch, "randn", _without_no_generator(_RANDN))]
 
 
 _MODULE_TO = torch.nn.Module.to

@@ -28,6 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from onnxport.draws import EagerDrawsAtMean
 
 aten = torch.ops.aten
+_FLEX = torch.ops.higher_order.flex_attention
 T = TypeVar("T")
 
 
@@ -37,6 +38,8 @@ def _topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: 
 
 
 class _IndexOrderedTopK(TorchDispatchMode):
+    supports_higher_order_operators = True  # flex_attention passes through (:func:`index_ordered`)
+
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         if func is aten.topk.default and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
@@ -51,11 +54,12 @@ class _IndexOrderedTopK(TorchDispatchMode):
 
 def has_higher_order_ops(program: Any) -> bool:
     """Whether an ExportedProgram (or GraphModule) calls a higher-order operator (``torch.cond``,
-    ``while_loop``, ``map``), in its graph or a subgraph."""
+    ``while_loop``, ``map``), in its graph or a subgraph; ``flex_attention`` does not count, it
+    runs under the modes of :func:`index_ordered` (:class:`onnxport.draws.EagerDrawsAtMean`)."""
     module = program.graph_module if isinstance(program, torch.export.ExportedProgram) else program
     if not isinstance(module, torch.fx.GraphModule):
         return False
-    return any(isinstance(node.target, torch._ops.HigherOrderOperator)
+    return any(isinstance(node.target, torch._ops.HigherOrderOperator) and node.target is not _FLEX
                for sub in module.modules() if isinstance(sub, torch.fx.GraphModule) for node in sub.graph.nodes)
 
 

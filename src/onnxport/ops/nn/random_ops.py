@@ -38,15 +38,20 @@ def normal(ctx: Ctx, shape: ir.Value, mean: float = 0.0, std: float = 1.0) -> ir
     return ctx.op.RandomNormalLike(_like(ctx, shape), mean=float(mean), scale=float(std), dtype=ir.DataType.FLOAT)
 
 
-@translates(aten.rand.default)
+@translates(aten.rand.default, aten.rand.generator)
 def aten_rand(ctx: Ctx, size: Sequence[int | ir.Value], **kwargs: Any) -> ir.Value:
-    """rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    """rand(SymInt[] size, *, [Generator? generator,] ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+
+    A generator is not carried over (ONNX random ops draw from their own seed), as for the other
+    random ops here."""
     return _cast_out(ctx, uniform(ctx, ctx.shape_tensor(list(size))))
 
 
-@translates(aten.randn.default)
+@translates(aten.randn.default, aten.randn.generator)
 def aten_randn(ctx: Ctx, size: Sequence[int | ir.Value], **kwargs: Any) -> ir.Value:
-    """randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    """randn(SymInt[] size, *, [Generator? generator,] ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+
+    A generator is not carried over, as for :func:`aten_rand`."""
     return _cast_out(ctx, normal(ctx, ctx.shape_tensor(list(size))))
 
 
