@@ -5,6 +5,7 @@ from __future__ import annotations
 import onnx_ir as ir
 import pytest
 import torch
+from torch.nn.attention.flex_attention import flex_attention
 
 import onnxport
 from onnxport import draws
@@ -124,3 +125,31 @@ def test_other_draws_are_not_passed_as_rounding() -> None:
     result = onnxport.verify(program, (x,), reference=Coin())
     (comparison,) = result.input_sets[0].outputs
     assert not comparison.passed and any("not refereed" in n for n in comparison.notes), comparison.notes
+
+
+class _NoisyFlex(torch.nn.Module):
+    """A denoiser-style step as in diffusers' LTX-2 diffusion decoder: noise drawn with
+    ``generator=None`` at the input's symbolic size, then FlexAttention over it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        noise = torch.randn(x.shape, generator=None, dtype=x.dtype)  # randn.generator, as randn_tensor
+        q = (x + 0.5 * noise).unsqueeze(1)
+        return flex_attention(q, q, q).squeeze(1) + torch.rand(x.shape[0], 1, 1, generator=None)
+
+
+def test_noise_at_a_symbolic_size_and_flex_attention_verify_at_the_mean() -> None:
+    """``randn(size, generator=None)`` took concrete sizes only in the capture ("SymIntArrayRef
+    expected to contain only concrete integers"), ``aten.randn.generator`` had no translation,
+    and the eager reference under the draws-at-mean mode failed on the flex_attention op (so
+    eager drew noise and verification failed)."""
+    x = torch.randn(2, 6, 8)
+    program = onnxport.export(_NoisyFlex(), (x,), dynamic_shapes=({0: "batch", 1: "sequence"},), verify=True)
+    assert {"RandomNormalLike", "RandomUniformLike"} <= {n.op_type for n in program.model.graph}
+    with draws.EagerDrawsAtMean():
+        expected = _NoisyFlex()(x := torch.randn(3, 11, 8))
+    with draws.onnx_draws_at_mean(program.model):
+        program.release()
+        (got,) = program(x)
+    program.release()
+    assert got.shape == (3, 11, 8)
+    torch.testing.assert_close(torch.as_tensor(got), expected, rtol=1e-5, atol=1e-5)
