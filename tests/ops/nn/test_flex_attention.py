@@ -11,6 +11,7 @@ from torch.nn.attention.flex_attention import AuxRequest, create_block_mask, fle
 
 import onnxport
 from _eager import check_against_eager
+from onnxport import draws
 
 
 def _causal(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
@@ -139,3 +140,38 @@ def test_a_transformers_model_set_to_flex_attention_exports_with_sdpa_and_keeps_
     (logits,) = program(input_ids=ids, attention_mask=mask)
     assert logits.shape == (3, 17, 100)
     torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow  # ~16 s: a diffusers model end to end; test_draws covers the same mechanisms fast
+def test_ltx2_diffusion_decoder_exports_with_dynamic_sizes_and_matches_at_the_mean() -> None:
+    """diffusers' LTX-2 diffusion decoder: 3-D neighborhood attention as a FlexAttention block mask,
+    noise drawn with ``randn_tensor(generator=None)`` at the latent's size."""
+    ltx2 = pytest.importorskip("diffusers.models.autoencoders.ltx2_diffusion_decoder", reason="diffusers < 0.42")
+    torch.manual_seed(0)
+    model = ltx2.LTX2VideoDiffusionDecoderModel(
+        latent_channels=8, patch_size=2, decoder_head_dim=16, decoder_stage_channels=(32, 16, 16, 16, 16),
+        decoder_stage_depths=(1, 1, 1, 1, 1), decoder_stage_kernels=((3, 3, 3),) * 4,
+        decoder_upsample_strides=((1, 1, 1), (1, 1, 1), (1, 2, 2), (2, 1, 1)),
+        decoder_upsample_channel_reductions=(2, 1, 1, 1), decoder_stage5_kernel=(3, 3, 3), decoder_t_emb_dim=32,
+        spatial_compression_ratio=4, temporal_compression_ratio=2,
+    ).eval()
+
+    class Decode(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, z: torch.Tensor) -> torch.Tensor:
+            return self.model(z, return_dict=False)[0]
+
+    program = onnxport.export(Decode(), (torch.randn(2, 8, 2, 3, 3),),
+                              dynamic_shapes=({0: "batch_size", 3: "height", 4: "width"},), verify=True)
+    z = torch.randn(1, 8, 2, 4, 5)
+    with torch.no_grad(), draws.EagerDrawsAtMean():
+        expected = Decode()(z)
+    with draws.onnx_draws_at_mean(program.model):
+        program.release()
+        (got,) = program(z)
+    program.release()
+    assert got.shape == expected.shape == (1, 3, 3, 16, 20)
+    torch.testing.assert_close(torch.as_tensor(got), expected, rtol=1e-4, atol=1e-5)
