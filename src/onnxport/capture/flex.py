@@ -43,10 +43,13 @@ _MODULE = "torch.nn.attention.flex_attention"
 def _one_block_mask(flex: Any) -> Callable[..., Any]:
     def create_block_mask(mask_mod: Callable[..., Any], B: Any = None, H: Any = None, Q_LEN: Any = None,
                           KV_LEN: Any = None, device: Any = "cpu", *args: Any, **kwargs: Any) -> Any:
-        """``create_block_mask`` as one partial block covering every position (module docstring)."""
+        """``create_block_mask`` as one partial block covering every position (module docstring),
+        per batch entry when ``B`` is given (flex_attention checks it against the query's batch
+        when key and value have another)."""
+        batch = 1 if B is None else B
         return flex.BlockMask.from_kv_blocks(
-            kv_num_blocks=torch.ones([1, 1, 1], dtype=torch.int32, device=device),
-            kv_indices=torch.zeros([1, 1, 1, 1], dtype=torch.int32, device=device),
+            kv_num_blocks=torch.ones([batch, 1, 1], dtype=torch.int32, device=device),
+            kv_indices=torch.zeros([batch, 1, 1, 1], dtype=torch.int32, device=device),
             BLOCK_SIZE=flex._LARGE_SPARSE_BLOCK_SIZE,
             mask_mod=mask_mod,
             seq_lengths=(1, 1),

@@ -107,6 +107,43 @@ def test_document_mask_from_an_input_and_float64() -> None:
     check_against_eager(fn, q, document, rtol=1e-10, atol=1e-10)
 
 
+class PrefixAlibi(torch.nn.Module):
+    """Keys and values of batch 1 shared by every query (a block mask made per batch entry), a
+    window-or-prefix mask from an input, ALiBi slopes from a buffer and the log-sum-exp."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("slopes", torch.tensor([0.5, 0.25, 0.125, 0.0625]))
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                prefix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        def mask_mod(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+            return ((q_idx - kv_idx).abs() <= 3) | (kv_idx < prefix[b])
+
+        def score_mod(score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor,
+                      kv_idx: torch.Tensor) -> torch.Tensor:
+            return torch.where(q_idx >= kv_idx, score - self.slopes[h] * (q_idx - kv_idx), score + 0.5)
+
+        mask = create_block_mask(mask_mod, q.shape[0], None, q.shape[2], k.shape[2], device="cpu")
+        out, aux = flex_attention(q, k, v, score_mod=score_mod, block_mask=mask, return_aux=AuxRequest(lse=True))
+        return out, aux.lse
+
+
+def test_shared_keys_prefix_mask_alibi_and_lse_at_other_sizes() -> None:
+    torch.manual_seed(5)
+    model = PrefixAlibi()
+    example = (torch.randn(2, 4, 10, 8), torch.randn(1, 4, 12, 8), torch.randn(1, 4, 12, 8), torch.tensor([2, 5]))
+    program = onnxport.export(model, example, dynamic_shapes=({0: "batch", 2: "q"}, {2: "kv"}, {2: "kv"}, {0: "batch"}))
+    other = (torch.randn(3, 4, 7, 8), torch.randn(1, 4, 20, 8), torch.randn(1, 4, 20, 8), torch.tensor([0, 9, 3]))
+    for inputs in (example, other):
+        with torch.no_grad():
+            expected = model(*inputs)
+        got = program(*inputs)
+        assert got[0].shape == expected[0].shape and got[1].shape == expected[1].shape == inputs[0].shape[:3]
+        for a, e in zip(got, expected):
+            torch.testing.assert_close(torch.as_tensor(a), e, rtol=1e-5, atol=1e-5)
+
+
 def test_an_index_per_dimension_of_a_per_position_value_is_refused_by_name() -> None:
     def fn(q: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         def chained(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
