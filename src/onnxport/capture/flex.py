@@ -47,12 +47,13 @@ def _one_block_mask(flex: Any) -> Callable[..., Any]:
         per batch entry when ``B`` is given (flex_attention checks it against the query's batch
         when key and value have another)."""
         batch = 1 if B is None else B
-        return flex.BlockMask.from_kv_blocks(
-            kv_num_blocks=torch.ones([batch, 1, 1], dtype=torch.int32, device=device),
-            kv_indices=torch.zeros([batch, 1, 1, 1], dtype=torch.int32, device=device),
-            BLOCK_SIZE=flex._LARGE_SPARSE_BLOCK_SIZE,
-            mask_mod=mask_mod,
-            seq_lengths=(1, 1),
+        blocks = torch.ones([batch, 1, 1], dtype=torch.int32, device=device)
+        indices = torch.zeros([batch, 1, 1, 1], dtype=torch.int32, device=device)
+        # One block is its own transpose: q_num_blocks/q_indices (read by the op's autograd rule)
+        # given as they are, not computed by from_kv_blocks' vmap (ops run_decompositions re-traces).
+        return flex.BlockMask(
+            (1, 1), blocks, indices, None, None, blocks, indices, None, None,
+            BLOCK_SIZE=(flex._LARGE_SPARSE_BLOCK_SIZE, flex._LARGE_SPARSE_BLOCK_SIZE), mask_mod=mask_mod,
         )
 
     return create_block_mask

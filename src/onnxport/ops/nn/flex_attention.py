@@ -30,14 +30,22 @@ from typing import Any
 
 import onnx_ir as ir
 import torch
+import torch.utils._pytree as pytree
 
 from onnxport.ops._common import shape_of
 from onnxport.ops.nn.attention import _repeat_heads
+from onnxport.ops.tensor.indexing import aten_index
 from onnxport.translate.context import Ctx, ir_dtype
 from onnxport.translate.dispatch import stamp_metadata
 from onnxport.translate.registry import translates
 
 aten = torch.ops.aten
+_FLAT_APPLY = torch.ops.higher_order.flat_apply
+# What a score_mod's ``x[i]`` records in the pre-dispatch graph (torch.export's IR):
+# ``flat_apply(func_spec, in_spec, "…ModIndex", x, i, ...)`` calling this function with that name
+# (``torch/_dynamo/_trace_wrapped_higher_order_op.py``: ``TransformGetItemToIndex``).
+_PRE_DISPATCH_AUTOGRAD = "_call_custom_autograd_function_in_pre_dispatch"
+_MOD_INDEX = "torch._dynamo._trace_wrapped_higher_order_op.ModIndex"
 
 # Ops a per-position value may pass through besides those tagged ``torch.Tag.pointwise``: casts,
 # aliases, the Python operators, and constants made from it (torch's ``noop_mask`` is
@@ -64,11 +72,14 @@ def _check_broadcastable(ctx: Ctx, module: torch.fx.GraphModule, positional: int
         scalar = isinstance(val, torch.Tensor) and val.dim() == 0
         if target is aten.index.Tensor:
             ok = scalar and node.args[0] not in varying
+        elif target is _FLAT_APPLY:  # x[i] before decomposition (hop_flat_apply): x is args[3]
+            ok = scalar and len(node.args) > 3 and node.args[3] not in varying
         else:
             ok = scalar and (target in _ELEMENTWISE or torch.Tag.pointwise in getattr(target, "tags", ()))
         if not ok:
+            shown = aten.index.Tensor if target is _FLAT_APPLY else target  # x[i] (hop_flat_apply)
             ctx.unsupported(
-                f"{what} applies {target} to a per-position value; onnxport computes {what} once over "
+                f"{what} applies {shown} to a per-position value; onnxport computes {what} once over "
                 "all positions, which is exact for elementwise ops and for an index of a captured "
                 "tensor by all its dims at once (write bias[b, h] rather than bias[b][h])"
             )
@@ -177,3 +188,25 @@ def hop_flex_attention(
     if used is None or 2 in used:
         max_scores = ctx.op.Div(ctx.op.Squeeze(row_max, ctx.const([-1])), log2)
     return out, lse, max_scores
+
+
+@translates(_FLAT_APPLY)
+def hop_flat_apply(ctx: Ctx, func_spec: Any, in_spec: Any, *flat_args: Any, **kwargs: Any) -> ir.Value:
+    """flat_apply(func_spec, in_spec, *flat_args): ``func(*args, **kwargs)`` with both rebuilt by
+    ``pytree.tree_unflatten`` (``torch/_higher_order_ops/flat_apply.py``).
+
+    Translated for the one call torch.export records in FlexAttention's subgraphs: indexing
+    ``x[i, ...]`` as ``ModIndex`` (an autograd function applied in the pre-dispatch IR), which is
+    ``aten.index.Tensor(x, [i, ...])``. With it translated, a FlexAttention program skips the
+    re-trace of ``run_decompositions`` (docs/architecture.md, "Decomposition fast path").
+
+    Raises:
+        UnsupportedOpError: any other function.
+    """
+    func = pytree.tree_unflatten([], func_spec) if isinstance(func_spec, pytree.TreeSpec) else func_spec
+    args, call_kwargs = pytree.tree_unflatten(list(flat_args), in_spec)
+    inner = getattr(func, "func", func)
+    if getattr(inner, "__name__", "") == _PRE_DISPATCH_AUTOGRAD and args and args[0] == _MOD_INDEX and not call_kwargs:
+        _, x, indices = args
+        return aten_index(ctx, x, list(indices))
+    ctx.unsupported(f"flat_apply of {getattr(inner, '__qualname__', inner)!r} {args[:1]}: only indexing (ModIndex)")
