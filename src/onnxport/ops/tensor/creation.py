@@ -1,4 +1,4 @@
-"""Tensor creation: arange, full, zeros/ones (and their _like / new_ variants), scalar_tensor."""
+"""Tensor creation: arange, linspace, full, zeros/ones (and their _like / new_ variants), scalar_tensor."""
 
 from __future__ import annotations
 
@@ -41,6 +41,32 @@ def aten_arange(ctx: Ctx, *args: Any, **kwargs: Any) -> ir.Value:
     if isinstance(start, int) and isinstance(end, int) and isinstance(step, int):
         return ctx.op.Identity(ctx.const(np.arange(start, end, step), dtype))
     return ctx.op.Range(_scalar(ctx, start, dtype), _scalar(ctx, end, dtype), _scalar(ctx, step, dtype))
+
+
+@translates(aten.linspace.default)
+def aten_linspace(ctx: Ctx, start: Any, end: Any, steps: int | ir.Value, **kwargs: Any) -> ir.Value:
+    """linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, ...) -> Tensor
+
+    As torch's CPU kernel (``aten/src/ATen/native/cpu/RangeFactoriesKernel.cpp``, ``linspace_kernel``;
+    ``RangeFactories.cpp`` fills ``[start]`` when ``steps == 1``): ``step = (end - start) / (steps -
+    1)``; the first ``steps // 2`` points are ``start + step·i``, the others ``end - step·(steps - 1
+    - i)``. Computed in float64 and cast to the output type (torch's float32 kernel fuses each
+    multiply-add, which float64 reproduces exactly; its vectorized loop for long outputs differs from
+    that by an ulp); ``steps`` may be symbolic.
+    """
+    wide = ir.DataType.DOUBLE
+    if isinstance(steps, int) and not isinstance(start, ir.Value) and not isinstance(end, ir.Value):
+        return ctx.op.Identity(ctx.const(torch.linspace(start, end, steps, dtype=ctx.val().dtype)))  # eager's own
+    n = _scalar(ctx, steps, ir.DataType.INT64)
+    lo, hi = _scalar(ctx, start, wide), _scalar(ctx, end, wide)
+    index = ctx.op.Range(ctx.const(0), n, ctx.const(1))
+    step = ctx.op.Div(ctx.op.Sub(hi, lo), ctx.op.Cast(ctx.op.Max(ctx.op.Sub(n, ctx.const(1)), ctx.const(1)), to=wide))
+    first_half = ctx.op.Less(index, ctx.op.Max(ctx.op.Div(n, ctx.const(2)), ctx.const(1)))  # steps == 1: [start]
+    from_start = ctx.op.Add(lo, ctx.op.Mul(step, ctx.op.Cast(index, to=wide)))
+    from_end = ctx.op.Sub(hi, ctx.op.Mul(step, ctx.op.Cast(ctx.op.Sub(ctx.op.Sub(n, ctx.const(1)), index), to=wide)))
+    points = ctx.op.Where(first_half, from_start, from_end)
+    dtype = ctx.out_dtype()
+    return points if dtype == wide else ctx.op.Cast(points, to=dtype)
 
 
 def _filled(ctx: Ctx, shape: ir.Value, fill: Any) -> ir.Value:
