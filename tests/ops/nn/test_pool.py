@@ -1,4 +1,4 @@
-"""Pooling against eager: integer avg_pool, adaptive max pooling with non-uniform bins and indices, divisor_override with ceil_mode."""
+"""Pooling against eager: integer and float64 avg_pool, adaptive max pooling with non-uniform bins and indices, divisor_override with ceil_mode."""
 
 from __future__ import annotations
 
@@ -20,6 +20,34 @@ def _seed() -> None:
 def test_integer_avg_pool_truncates(kwargs: dict) -> None:
     x = ints(torch.int64, 2, 3, 7, 6)  # negative window sums: truncation toward zero
     check_against_eager(lambda t: F.avg_pool2d(t, 3, stride=2, **kwargs), x)
+
+
+FLOAT64_POOLS = {
+    "avg_pool1d": lambda x: F.avg_pool1d(x.flatten(2), 3, 2),
+    "avg_pool2d_padding": lambda x: F.avg_pool2d(x, 3, 2, padding=1),
+    "avg_pool2d_padding_not_counted": lambda x: F.avg_pool2d(x, 3, 2, padding=1, count_include_pad=False),
+    "avg_pool2d_divisor": lambda x: F.avg_pool2d(x, 2, 1, divisor_override=3),
+    "avg_pool3d": lambda x: F.avg_pool3d(x.unsqueeze(2).expand(-1, -1, 3, -1, -1), (2, 2, 2), (1, 2, 1)),
+    "avg_pool2d_unbatched": lambda x: F.avg_pool2d(x[0], 2),
+    "adaptive_global": lambda x: F.adaptive_avg_pool2d(x, 1),
+    "adaptive_bins": lambda x: F.adaptive_avg_pool2d(x, (3, 5)),
+}
+
+
+@pytest.mark.parametrize("case", list(FLOAT64_POOLS))
+def test_float64_avg_pool_without_an_average_pool_kernel(case: str) -> None:
+    """onnxruntime has float-only (Global)AveragePool kernels: a float64 pool (AnyFlow-FAR averages
+    its complex128 rotary table with avg_pool1d) made a model onnxruntime refused to load."""
+    x = torch.randn(2, 3, 8, 12, dtype=torch.float64)
+    out = check_against_eager(FLOAT64_POOLS[case], x, dynamic_shapes=({0: "b", 2: "h", 3: "w"},),
+                              others=((torch.randn(1, 3, 12, 16, dtype=torch.float64),),), rtol=1e-13, atol=1e-13)
+    assert not {"AveragePool", "GlobalAveragePool"} & {n.op_type for n in out.program.model.graph}
+
+
+def test_float64_adaptive_avg_pool_with_uniform_bins() -> None:
+    out = check_against_eager(lambda t: F.adaptive_avg_pool2d(t, (4, 2)), torch.randn(2, 3, 8, 12, dtype=torch.float64),
+                              rtol=1e-13, atol=1e-13)
+    assert "AveragePool" not in {n.op_type for n in out.program.model.graph}
 
 
 # -- pooling ----------------------------------------------------------------------------------

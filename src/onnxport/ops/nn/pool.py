@@ -18,6 +18,7 @@ from onnxport.translate.registry import translates
 aten = torch.ops.aten
 
 _AVG_POOL_TYPES = {ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE}
+_INT64_MAX = 2**63 - 1
 
 
 def _pool_attrs(n: int, kernel_size: Sequence[int], stride: Sequence[int], padding: Sequence[int] | int,
@@ -66,11 +67,19 @@ def aten_avg_pool(
 ) -> ir.Value:
     """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
 
-    Integers (no onnxruntime kernel, nor a double one) pool in float: exact while window sums stay
-    below 2**23; torch's integer division truncates toward zero.
+    Integers (no onnxruntime kernel) pool in float: exact while window sums stay below 2**23;
+    torch's integer division truncates toward zero. float64 (no onnxruntime kernel either) sums
+    strided slices in float64 (:func:`_window_sums`).
     """
     n = {aten.avg_pool1d.default: 1, aten.avg_pool2d.default: 2, aten.avg_pool3d.default: 3}[ctx.node.target]  # type: ignore[union-attr,index]
     x, unbatched = _batched(ctx, self, n)
+    if x.dtype == ir.DataType.DOUBLE:
+        if ceil_mode:
+            ctx.unsupported("float64 avg_pool with ceil_mode: onnxruntime has no float64 AveragePool; "
+                            "pool a float32 tensor, or use ceil_mode=False")
+        attrs = _pool_attrs(n, kernel_size, stride, padding, ceil_mode)
+        out = _window_sums(ctx, x, n, attrs, divisor=divisor_override, count_include_pad=count_include_pad)
+        return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
     integer = self.dtype not in _AVG_POOL_TYPES
     if x.dtype == ir.DataType.BFLOAT16:  # no onnxruntime AveragePool kernel: pool in float
         x = ctx.op.Cast(x, to=ir.DataType.FLOAT)
@@ -102,6 +111,39 @@ def aten_avg_pool(
     return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
 
 
+def _window_sums(ctx: Ctx, x: ir.Value, n: int, attrs: dict, *, divisor: int | None = None,
+                 count_include_pad: bool = True) -> ir.Value:
+    """Average pooling of a float64 ``x`` (N, C, *spatial) without ``AveragePool``, which
+    onnxruntime 1.31 has for float only (``passes/ort_kernels.json``).
+
+    Each kernel offset is a strided ``Slice`` of the zero-padded input (from the offset to
+    ``kernel - 1 - offset`` before the end: exactly the ``floor((size - kernel) / stride) + 1``
+    windows), added in the order of torch's CPU loop over the window (``AvgPoolKernel.cpp``), then
+    divided by ``divisor`` (``divisor_override``), the kernel size, or — ``count_include_pad``
+    False — the same sums over a padded ones mask (the elements each window holds). No ceil_mode.
+    """
+    kernel, strides, pads = attrs["kernel_shape"], attrs["strides"], attrs["pads"]
+    axes = ctx.const(list(range(2, 2 + n)))
+    steps = ctx.const(list(strides))
+
+    def sums(t: ir.Value) -> ir.Value:
+        padded = t if not any(pads) else ctx.op.Pad(t, ctx.const([0, 0, *pads[:n], 0, 0, *pads[n:]]), ctx.const(0.0, x.dtype))
+        total: ir.Value | None = None
+        for offset in itertools.product(*(range(k) for k in kernel)):
+            ends = [-(k - 1 - o) if k - 1 - o > 0 else _INT64_MAX for k, o in zip(kernel, offset)]
+            piece = ctx.op.Slice(padded, ctx.const(list(offset)), ctx.const(ends), axes, steps)
+            total = piece if total is None else ctx.op.Add(total, piece)
+        assert total is not None
+        return total
+
+    total = sums(x)
+    if divisor is not None or count_include_pad or not any(pads):
+        count = divisor if divisor is not None else int(np.prod(kernel))
+        return ctx.op.Div(total, ctx.const(float(count), x.dtype))
+    ones = ctx.op.ConstantOfShape(ctx.op.Shape(x), value=ir.tensor(np.ones(1, dtype=np.float64)))
+    return ctx.op.Div(total, sums(ones))
+
+
 def _mean_over_zero_padded(ctx: Ctx, x: ir.Value, n: int, attrs: dict) -> ir.Value:
     """Window means over x zero-padded explicitly (ceil_mode with divisor_override, static sizes).
 
@@ -131,11 +173,13 @@ def aten_adaptive_avg_pool(ctx: Ctx, self: ir.Value, output_size: Sequence[int])
     n = len(output_size)
     x, unbatched = _batched(ctx, self, n)
     spatial = list(input_val(ctx).shape)[-n:]
+    double = x.dtype == ir.DataType.DOUBLE  # no float64 (Global)AveragePool in onnxruntime: _window_sums
     if all(o == 1 for o in output_size):
-        out = ctx.op.GlobalAveragePool(x)
+        out = ctx.op.ReduceMean(x, ctx.const(list(range(2, 2 + n))), keepdims=1) if double else ctx.op.GlobalAveragePool(x)
     elif all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
         kernel = [s // o for s, o in zip(spatial, output_size)]
-        out = ctx.op.AveragePool(x, kernel_shape=kernel, strides=kernel)
+        out = (_window_sums(ctx, x, n, {"kernel_shape": kernel, "strides": kernel, "pads": [0] * 2 * n}) if double
+               else ctx.op.AveragePool(x, kernel_shape=kernel, strides=kernel))
     else:  # PyTorch's bins, computed from the sizes at run time where they are dynamic
         out = _adaptive_bins(ctx, x, spatial, output_size)
     return ctx.op.Squeeze(out, ctx.const([0])) if unbatched else out
