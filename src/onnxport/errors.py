@@ -60,7 +60,8 @@ class SaveError(OnnxportError, OSError):
 
 
 def user_source_line(node: torch.fx.Node | None) -> str | None:
-    """Return the innermost ``File "...", line N`` entry of the node's stack trace, with its code line.
+    """Return the innermost ``File "...", line N`` entry of the node's stack trace, with its code
+    line; a frame of generated code (``<eval_with_key>``) gives way to its caller.
 
     Args:
         node: An FX node whose ``meta["stack_trace"]`` was recorded by torch.export.
@@ -74,9 +75,12 @@ def user_source_line(node: torch.fx.Node | None) -> str | None:
     if not trace:
         return None
     lines = [line.rstrip() for line in trace.strip().splitlines() if line.strip()]
-    # The last "File" entry is the innermost frame: the line in the user's code.
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].lstrip().startswith("File "):
+    # The last "File" entry is the innermost frame: the line in the user's code. Generated code
+    # ("<eval_with_key>.N": the graph Dynamo compiles flex_attention's op into) is skipped for the
+    # frame that called it.
+    files = [i for i, line in enumerate(lines) if line.lstrip().startswith("File ")]
+    for i in reversed(files):
+        if not lines[i].lstrip().startswith('File "<eval_with_key>') or i == files[0]:
             return "\n".join(lines[i : i + 2])
     return lines[-1]
 
