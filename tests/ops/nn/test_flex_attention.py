@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.nn.attention.flex_attention import AuxRequest, create_block_mask, flex_attention
+from torch.nn.attention.flex_attention import AuxRequest, BlockMask, create_block_mask, flex_attention
 
 import onnxport
 from _eager import check_against_eager
@@ -144,6 +144,25 @@ def test_shared_keys_prefix_mask_alibi_and_lse_at_other_sizes() -> None:
         assert got[0].shape == expected[0].shape and got[1].shape == expected[1].shape == inputs[0].shape[:3]
         for a, e in zip(got, expected):
             torch.testing.assert_close(torch.as_tensor(a), e, rtol=1e-5, atol=1e-5)
+
+
+class BlockTables(torch.nn.Module):
+    """Sparsity in the block tables only (``from_kv_blocks`` without mask_mod, as Kandinsky 5's NABLA)."""
+
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        kv_num_blocks = torch.ones(1, 1, 2, dtype=torch.int32)
+        kv_indices = torch.tensor([[[[0, 1], [1, 0]]]], dtype=torch.int32)
+        mask = BlockMask.from_kv_blocks(kv_num_blocks, kv_indices, BLOCK_SIZE=128, mask_mod=None)
+        return flex_attention(q, q, q, block_mask=mask)
+
+
+def test_a_block_sparse_mask_warns_and_matches_cpu_eager() -> None:
+    q = torch.randn(1, 2, 256, 16)
+    with pytest.warns(UserWarning, match="block-sparse BlockMask .* dense attention"):
+        program = onnxport.export(BlockTables(), (q,))
+    with torch.no_grad():
+        expected = BlockTables()(q)  # torch's CPU implementation attends to every block as well
+    torch.testing.assert_close(torch.as_tensor(program(q)[0]), expected, rtol=1e-5, atol=1e-5)
 
 
 class ChainedIndex(torch.nn.Module):

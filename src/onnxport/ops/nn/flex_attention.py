@@ -25,6 +25,7 @@ onnxport makes them one block, :mod:`onnxport.capture.flex`).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +47,7 @@ _FLAT_APPLY = torch.ops.higher_order.flat_apply
 # (``torch/_dynamo/_trace_wrapped_higher_order_op.py``: ``TransformGetItemToIndex``).
 _PRE_DISPATCH_AUTOGRAD = "_call_custom_autograd_function_in_pre_dispatch"
 _MOD_INDEX = "torch._dynamo._trace_wrapped_higher_order_op.ModIndex"
+_ONE_BLOCK = 1 << 30  # torch's _LARGE_SPARSE_BLOCK_SIZE: one block over every position
 
 # Ops a per-position value may pass through besides those tagged ``torch.Tag.pointwise``: casts,
 # aliases, the Python operators, and constants made from it (torch's ``noop_mask`` is
@@ -84,6 +86,23 @@ def _check_broadcastable(ctx: Ctx, module: torch.fx.GraphModule, positional: int
                 "tensor by all its dims at once (write bias[b, h] rather than bias[b][h])"
             )
         varying.add(node)
+
+
+def _warn_if_block_sparse(block_mask: Sequence[Any]) -> None:
+    """Warn when the block mask has blocks of its own (not one block: ``BlockMask.from_kv_blocks``,
+    which onnxport's capture does not replace): its block tables may leave out blocks ``mask_mod``
+    allows (Kandinsky 5's NABLA sparsity has no ``mask_mod`` at all), which torch's compiled kernel
+    skips while its CPU implementation, and this translation, attend to them."""
+    sizes = [b for b in block_mask[-3:-1] if isinstance(b, int)]
+    if sizes and any(size < _ONE_BLOCK for size in sizes):
+        warnings.warn(
+            f"flex_attention with a block-sparse BlockMask (blocks of {sizes}): onnxport computes dense "
+            "attention with mask_mod applied everywhere, as torch's CPU implementation does; blocks the "
+            "mask's tables leave out but mask_mod allows are attended to (torch.compile's kernel skips "
+            "them). Put the sparsity in mask_mod to export it.",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def _positions(ctx: Ctx, query: ir.Value, key: ir.Value, dims: list[Any], dtype: ir.DataType) -> list[ir.Value]:
@@ -146,6 +165,7 @@ def hop_flex_attention(
             positions at once, or a dynamic number of heads with grouped-query attention.
     """
     mask_mod = block_mask[-1]
+    _warn_if_block_sparse(block_mask)
     _check_broadcastable(ctx, score_mod, 5, "score_mod")
     _check_broadcastable(ctx, mask_mod, 4, "mask_mod")
     assert query.dtype is not None
