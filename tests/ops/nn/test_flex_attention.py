@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.nn.attention.flex_attention import AuxRequest, BlockMask, create_block_mask, flex_attention
+from torch.nn.attention.flex_attention import (
+    AuxRequest,
+    BlockMask,
+    create_block_mask,
+    flex_attention,
+)
 
 import onnxport
 from _eager import check_against_eager
