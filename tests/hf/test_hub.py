@@ -4,6 +4,7 @@ cache lacks with the hub off, and other strings, fail with onnxport's HFError na
 
 from __future__ import annotations
 
+import os
 import pathlib
 from typing import Any
 
@@ -108,3 +109,30 @@ def test_hub_failures_are_hf_errors_naming_the_fix(
     with pytest.raises(HFError, match=expected) as caught:
         hub.resolve("acme/llama")
     assert caught.value.__cause__ is error
+
+
+def test_the_hub_switched_off_by_onnxport_still_downloads_a_later_id(
+    cache: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """import_transformers sets HF_HUB_OFFLINE=1 for the process when the user had not set it; a
+    second Hub id in the same process was then "missing from the cache with the hub off". Only the
+    user's setting counts, and huggingface_hub's own offline flag is lifted for the download."""
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(hub, "_SWITCHED_OFF", set())
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # as read at its import after
+    seen: list[tuple[bool, bool]] = []
+
+    def download(repo_id: str, **kwargs: Any) -> str:
+        seen.append((kwargs["local_files_only"], huggingface_hub.constants.is_offline_mode()))
+        return str(cache / "downloaded")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    hub.switch_off()  # what onnxport.hf.loading.import_transformers does
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and not hub.offline()
+    assert hub.resolve("acme/llama") == cache / "downloaded"
+    assert seen == [(False, False)] and huggingface_hub.constants.HF_HUB_OFFLINE is True  # restored
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hub, "_SWITCHED_OFF", set())  # the user's own setting is obeyed
+    assert hub.offline()
+    hub.resolve("acme/other")
+    assert seen[-1] == (True, True)

@@ -9,16 +9,22 @@ calls ``from_pretrained``). The snapshot is downloaded when it is missing unless
 switched off (``HF_HUB_OFFLINE=1``: then only the cache is read). Weights of other frameworks and
 exports are not fetched (:data:`IGNORED`).
 
-onnxport switches the hub off when it imports transformers (:func:`onnxport.hf.loading.import_transformers`,
-``HF_HUB_OFFLINE=1`` unless set), so nothing later downloads behind the user's back; this module
-reads ``HF_HUB_OFFLINE`` itself at each call, before that.
+onnxport switches the hub off when it imports transformers (:func:`switch_off`, called by
+:func:`onnxport.hf.loading.import_transformers`: ``HF_HUB_OFFLINE=1`` unless set), so nothing later
+downloads behind the user's back. A Hub id is resolved by the user's own setting: :func:`offline`
+does not count onnxport's, and a download after it (a second export in the same process) runs
+with huggingface_hub's offline flag, read from the environment when huggingface_hub was imported,
+lifted for the call (:func:`_hub_on`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from onnxport.errors import HFError
 
@@ -40,9 +46,37 @@ def hub_id(text: str) -> tuple[str, str | None] | None:
     return found["repo"], found["revision"]
 
 
+_SWITCHED_OFF: set[str] = set()  # "HF_HUB_OFFLINE" once switch_off set it (not the user)
+
+
+def switch_off() -> None:
+    """Set ``HF_HUB_OFFLINE=1`` for the process unless it is set, remembering that onnxport did."""
+    if "HF_HUB_OFFLINE" not in os.environ:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        _SWITCHED_OFF.add("HF_HUB_OFFLINE")
+
+
 def offline() -> bool:
-    """Whether ``HF_HUB_OFFLINE`` switches the hub off (huggingface_hub's truthy values)."""
+    """Whether the user's ``HF_HUB_OFFLINE`` switches the hub off (huggingface_hub's truthy
+    values); the one :func:`switch_off` set does not count."""
+    if "HF_HUB_OFFLINE" in _SWITCHED_OFF and os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
     return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+@contextlib.contextmanager
+def _hub_on(constants: Any) -> Iterator[None]:
+    """huggingface_hub's offline flag (``constants.HF_HUB_OFFLINE``, what ``is_offline_mode()``
+    returns) false within the block when only onnxport's :func:`switch_off` had set it."""
+    saved = constants.HF_HUB_OFFLINE
+    lift = saved and not offline()
+    if lift:
+        constants.HF_HUB_OFFLINE = False
+    try:
+        yield
+    finally:
+        if lift:
+            constants.HF_HUB_OFFLINE = saved
 
 
 def resolve(model: str | Path) -> Path:
@@ -63,11 +97,12 @@ def resolve(model: str | Path) -> Path:
     except ImportError as e:  # pragma: no cover - installed with the hf extra
         raise HFError(f"{model} is not a folder; a Hub id needs onnxport[hf] (pip install 'onnxport[hf]': {e}).") from e
     try:
-        return Path(
-            huggingface_hub.snapshot_download(
-                repo, revision=revision, ignore_patterns=list(IGNORED), local_files_only=offline()
+        with _hub_on(huggingface_hub.constants):
+            return Path(
+                huggingface_hub.snapshot_download(
+                    repo, revision=revision, ignore_patterns=list(IGNORED), local_files_only=offline()
+                )
             )
-        )
     except Exception as e:  # every failure of the download becomes an HFError naming the fix
         raise HFError(_failure(e, repo, revision, huggingface_hub.constants.HF_HUB_CACHE)) from e
 
@@ -108,4 +143,4 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-__all__ = ["IGNORED", "hub_id", "offline", "resolve"]
+__all__ = ["IGNORED", "hub_id", "offline", "resolve", "switch_off"]

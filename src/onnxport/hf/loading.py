@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from onnxport.errors import HFError
+from onnxport.hf import hub
 from onnxport.hf.tasks import Task, get_task, infer_task, model_class
 
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
@@ -38,8 +38,9 @@ class LoadedModel:
 
 
 def import_transformers() -> Any:
-    """Import transformers with the hub switched off (``HF_HUB_OFFLINE=1`` unless already set)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    """Import transformers with the hub switched off (``HF_HUB_OFFLINE=1`` unless already set:
+    :func:`onnxport.hf.hub.switch_off`)."""
+    hub.switch_off()
     try:
         import transformers  # heavy optional dependency (onnxport[hf])
     except ImportError as e:  # pragma: no cover - transformers is a declared extra
