@@ -245,3 +245,34 @@ def test_mochi_attention_keeps_the_batch_and_the_prompt_masks() -> None:
     program = onnxport.export(model, (), kwargs=inputs(2, 2, 8, 8, 16, masked=False), dynamic_shapes=dynamic)
     for size in [(3, 3, 6, 10, 12), (1, 2, 8, 4, 9)]:
         _assert_denoises_like_eager(model, program, inputs(*size, masked=True), (size[0], 4, *size[1:4]))
+
+
+def test_dit_exports_at_any_square_resolution() -> None:
+    """diffusers' DiT computes its patch grid as ``int(hidden_states.shape[1] ** 0.5)``: the builtin
+    ``int`` fixed it to the example's 4x4 (DynamicShapesError at 6x6); :class:`SymbolicInt` is the
+    global ``int`` of diffusers' modeling modules during capture too."""
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.DiTTransformer2DModel(
+        num_attention_heads=2, attention_head_dim=8, in_channels=4, out_channels=4, num_layers=1, sample_size=8,
+        patch_size=2, num_embeds_ada_norm=10, norm_num_groups=1,
+    ).eval()  # fmt: skip
+
+    class Denoise(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, x: torch.Tensor, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return self.model(x, timestep=t, class_labels=y, return_dict=False)[0]
+
+    side = Dim("side", min=2, max=64)
+    example = (torch.randn(2, 4, 8, 8), torch.tensor([3, 5]), torch.tensor([1, 2]))
+    program = onnxport.export(Denoise(), example, dynamic_shapes=({0: "batch", 2: 2 * side, 3: 2 * side}, {0: "batch"},
+                                                                  {0: "batch"}))
+    other = (torch.randn(3, 4, 12, 12), torch.tensor([1, 2, 3]), torch.tensor([0, 1, 2]))
+    with torch.no_grad():
+        expected = Denoise()(*other)
+    (got,) = program(*other)
+    assert got.shape == (3, 4, 12, 12)
+    torch.testing.assert_close(torch.as_tensor(got), expected, rtol=1e-5, atol=1e-5)

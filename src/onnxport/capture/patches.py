@@ -37,9 +37,10 @@ the user already imported (no library is imported here).
   ``torch.jit`` tracing, which fixes a symbolic size to the example's (DINOv2-with-registers
   interpolates its position table to ``size=(torch_int(height), torch_int(width))``: the graph held
   the example's 14x14 grid); during capture it returns SymInts unchanged (:func:`symbolic_torch_int`).
-- the builtin ``int`` in transformers' modeling modules: ``int(s)`` of a SymInt fixes it to the
-  example's value (Depth Anything resizes its depth map to ``int(patch_height * patch_size)``, and
-  the graph held the example's size); during capture each imported ``transformers.models.*``
+- the builtin ``int`` in transformers' and diffusers' modeling modules: ``int(s)`` of a SymInt fixes
+  it to the example's value (Depth Anything resizes its depth map to ``int(patch_height *
+  patch_size)``, DiT's grid is ``int(hidden_states.shape[1] ** 0.5)``, and the graph held the
+  example's size); during capture each imported ``transformers.models.*`` or ``diffusers.models.*``
   module that calls ``int(`` gets :class:`SymbolicInt` as its global ``int``, which returns SymInts
   unchanged and is the builtin otherwise (:func:`symbolic_int_builtin`).
 - ``torch.tensor``, ``torch.as_tensor`` and ``torch.linspace`` given symbolic sizes (Mask2Former's
@@ -173,6 +174,12 @@ def as_if_tracing(method: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             torch.jit.is_tracing = original
     return wrapper
+
+
+def _modeling_modules() -> list[tuple[str, Any]]:
+    """The imported ``transformers.models.*`` and ``diffusers.models.*`` modules, by name."""
+    return [(name, m) for name, m in list(sys.modules.items())
+            if name.startswith(("transformers.models.", "diffusers.models.")) and m is not None]
 
 
 def _transformers_models() -> list[tuple[str, Any]]:
@@ -374,11 +381,13 @@ class SymbolicInt(metaclass=_IntType):
 
 @contextlib.contextmanager
 def symbolic_int_builtin() -> Iterator[None]:
-    """:class:`SymbolicInt` as the global ``int`` of every imported ``transformers.models.*``
-    module that calls ``int(`` (its functions look globals up before builtins); removed on exit."""
+    """:class:`SymbolicInt` as the global ``int`` of every imported ``transformers.models.*`` and
+    ``diffusers.models.*`` module that calls ``int(`` (its functions look globals up before
+    builtins); removed on exit. diffusers' DiT, Latte and ``Transformer2DModel`` compute
+    ``height = width = int(hidden_states.shape[1] ** 0.5)``: the graph held the example's grid."""
     placed = []
     try:
-        for _, module in _transformers_models():
+        for _, module in _modeling_modules():
             source = getattr(module, "__file__", None) or ""
             if "int" in vars(module) or not source.endswith(".py") or not _calls_int(source):
                 continue
