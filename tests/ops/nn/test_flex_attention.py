@@ -243,3 +243,40 @@ def test_ltx2_diffusion_decoder_exports_with_dynamic_sizes_and_matches_at_the_me
     program.release()
     assert got.shape == expected.shape == (1, 3, 3, 16, 20)
     torch.testing.assert_close(torch.as_tensor(got), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow  # ~20 s: a diffusers model whose sparsity is in BlockMask tables (NABLA)
+def test_kandinsky6_sr_exports_densely_with_a_warning_and_matches_cpu_eager_at_other_sizes() -> None:
+    """diffusers' Kandinsky 6 SR builds a NABLA ``BlockMask.from_kv_blocks(mask_mod=None)`` in every
+    block: exported with dynamic batch, frames, height and width, with the block-sparse warning,
+    it matches CPU eager (which is dense too) at another size."""
+    sr = pytest.importorskip("diffusers.models.transformers.transformer_kandinsky6_sr", reason="diffusers < 0.42")
+    torch.manual_seed(0)
+    model = sr.Kandinsky6SRTransformer3DModel(
+        in_visual_dim=4, out_visual_dim=4, time_dim=16, patch_size=(1, 1, 1), model_dim=32, ff_dim=32,
+        num_visual_blocks=2, axes_dims=(4, 6, 6), scale_factor=(1.0, 2.0, 2.0), nabla_threshold=0.8,
+        nabla_window=(3, 3, 3),
+    ).eval()  # fmt: skip
+    with torch.no_grad():
+        model.pooled_bias.normal_(0, 0.5)  # zero at initialization: every block would be the identity
+
+    class Upscale(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, hidden_states: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
+            return self.model(hidden_states, timestep, return_dict=False)[0]
+
+    batch = torch.export.Dim("batch", min=1, max=64)
+    frames, height, width = (torch.export.Dim(n, min=2, max=16) for n in ("frames", "h8", "w8"))
+    dynamic = ({0: batch, 1: frames, 2: 8 * height, 3: 8 * width}, {0: batch})
+    with pytest.warns(UserWarning, match="block-sparse BlockMask"):
+        program = onnxport.export(Upscale(), (torch.randn(2, 2, 16, 16, 9), torch.rand(2) * 1000),
+                                  dynamic_shapes=dynamic, verify=True)
+    other = (torch.randn(3, 3, 24, 16, 9), torch.rand(3) * 1000)
+    with torch.no_grad():
+        expected = Upscale()(*other)
+    (got,) = program(*other)
+    assert got.shape == expected.shape
+    torch.testing.assert_close(torch.as_tensor(got), expected, rtol=1e-4, atol=1e-4)
