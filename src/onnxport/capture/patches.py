@@ -266,15 +266,22 @@ def symbolic_as_tensor(data: Any, dtype: torch.dtype | None = None, device: Any 
 
 def symbolic_linspace(start: Any, end: Any, steps: Any, *args: Any, dtype: torch.dtype | None = None,
                       device: Any = None, **kwargs: Any) -> torch.Tensor:
-    """``torch.linspace`` with a symbolic ``start``/``end``/``steps``: ``start + i (end - start) /
-    max(steps - 1, 1)`` for ``i`` in ``arange(steps)``, in float64 then cast (the PyTorch doc's
-    definition of linspace); anything else goes to ``torch.linspace``."""
+    """``torch.linspace`` with a symbolic ``start``/``end``/``steps``, as torch's CPU kernel computes
+    it (:func:`onnxport.ops.tensor.creation.aten_linspace`): ``start`` and ``end`` converted to the
+    output type first (an integer one truncates them), ``step = (end - start) / max(steps - 1, 1)``,
+    the first ``steps // 2`` points (at least one) ``start + step·i`` and the others ``end -
+    step·(steps - 1 - i)``, in float64, then cast (truncating toward zero for an integer type);
+    anything else goes to ``torch.linspace``."""
     if not any(isinstance(v, _SYMBOLIC) for v in (start, end, steps)):
         return _LINSPACE(start, end, steps, *args, dtype=dtype, device=device, **kwargs)
-    first, last, count = (torch.scalar_tensor(v, dtype=torch.float64, device=device) for v in (start, end, steps))
+    out = dtype or torch.get_default_dtype()
+    first, last = (torch.scalar_tensor(v, dtype=torch.float64, device=device).to(out).double() for v in (start, end))
+    count = torch.scalar_tensor(steps, dtype=torch.float64, device=device)
     positions = torch.arange(steps, dtype=torch.float64, device=device)
-    values = first + positions * (last - first) / torch.clamp(count - 1, min=1)
-    return values.to(dtype or torch.get_default_dtype())
+    step = (last - first) / torch.clamp(count - 1, min=1)
+    halfway = torch.clamp(torch.floor(count / 2), min=1)  # steps == 1: [start]
+    values = torch.where(positions < halfway, first + step * positions, last - step * (count - 1 - positions))
+    return values.to(out)
 
 
 def symbolic_one_hot(tensor: torch.Tensor, num_classes: int | torch.SymInt = -1) -> torch.Tensor:

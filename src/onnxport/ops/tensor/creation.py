@@ -48,25 +48,30 @@ def aten_linspace(ctx: Ctx, start: Any, end: Any, steps: int | ir.Value, **kwarg
     """linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, ...) -> Tensor
 
     As torch's CPU kernel (``aten/src/ATen/native/cpu/RangeFactoriesKernel.cpp``, ``linspace_kernel``;
-    ``RangeFactories.cpp`` fills ``[start]`` when ``steps == 1``): ``step = (end - start) / (steps -
+    ``RangeFactories.cpp`` fills ``[start]`` when ``steps == 1``): ``start`` and ``end`` are first
+    converted to the output type (an integer type truncates them); ``step = (end - start) / (steps -
     1)``; the first ``steps // 2`` points are ``start + step·i``, the others ``end - step·(steps - 1
-    - i)``. Computed in float64 and cast to the output type (torch's float32 kernel fuses each
-    multiply-add, which float64 reproduces exactly; its vectorized loop for long outputs differs from
-    that by an ulp); ``steps`` may be symbolic.
+    - i)``, truncated toward zero for an integer output. Computed in float64: the kernel computes
+    integer outputs in double, float32 ones with fused multiply-adds (which float64 reproduces; its
+    vectorized loop for long outputs differs by an ulp) and half-precision ones in float (an ulp
+    apart at most). ``steps`` may be symbolic.
     """
-    wide = ir.DataType.DOUBLE
+    dtype = ctx.out_dtype()
     if isinstance(steps, int) and not isinstance(start, ir.Value) and not isinstance(end, ir.Value):
         return ctx.op.Identity(ctx.const(torch.linspace(start, end, steps, dtype=ctx.val().dtype)))  # eager's own
+    wide = ir.DataType.DOUBLE
+
+    def to_output(v: ir.Value) -> ir.Value:  # v in the output type (Cast truncates toward zero, as C++ does)
+        return v if dtype == wide else ctx.op.Cast(v, to=dtype)
+
     n = _scalar(ctx, steps, ir.DataType.INT64)
-    lo, hi = _scalar(ctx, start, wide), _scalar(ctx, end, wide)
+    lo, hi = (ctx.op.Cast(to_output(_scalar(ctx, x, wide)), to=wide) for x in (start, end))
     index = ctx.op.Range(ctx.const(0), n, ctx.const(1))
     step = ctx.op.Div(ctx.op.Sub(hi, lo), ctx.op.Cast(ctx.op.Max(ctx.op.Sub(n, ctx.const(1)), ctx.const(1)), to=wide))
     first_half = ctx.op.Less(index, ctx.op.Max(ctx.op.Div(n, ctx.const(2)), ctx.const(1)))  # steps == 1: [start]
     from_start = ctx.op.Add(lo, ctx.op.Mul(step, ctx.op.Cast(index, to=wide)))
     from_end = ctx.op.Sub(hi, ctx.op.Mul(step, ctx.op.Cast(ctx.op.Sub(ctx.op.Sub(n, ctx.const(1)), index), to=wide)))
-    points = ctx.op.Where(first_half, from_start, from_end)
-    dtype = ctx.out_dtype()
-    return points if dtype == wide else ctx.op.Cast(points, to=dtype)
+    return to_output(ctx.op.Where(first_half, from_start, from_end))
 
 
 def _filled(ctx: Ctx, shape: ir.Value, fill: Any) -> ir.Value:
