@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -130,38 +129,15 @@ def mlp() -> Example:
     return MLP().eval(), (x,), {}, {"tensor_x": {0: "batch"}}
 
 
-class FlexSelfAttention(nn.Module):
-    """FlexAttention self-attention: a causal-and-padding block mask (``create_block_mask``) and a
-    score_mod adding a relative-position term and a per-head key bias buffer."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.qkv = nn.Linear(32, 96)
-        self.out = nn.Linear(32, 32)
-        self.register_buffer("key_bias", torch.randn(4, 256))
-
-    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        batch, length, _ = x.shape
-        q, k, v = self.qkv(x).view(batch, length, 3, 4, 8).permute(2, 0, 3, 1, 4)
-
-        def mask_mod(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
-            return (q_idx >= kv_idx) & keep[b, kv_idx]
-
-        def score_mod(score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor,
-                      kv_idx: torch.Tensor) -> torch.Tensor:
-            return score - 0.1 * (q_idx - kv_idx).to(score.dtype) + self.key_bias[h, kv_idx]
-
-        mask = create_block_mask(mask_mod, None, None, length, length, device=x.device)
-        attended = flex_attention(q, k, v, score_mod=score_mod, block_mask=mask)
-        return self.out(attended.transpose(1, 2).reshape(batch, length, 32))
-
-
 def flex() -> Example:
-    """:class:`FlexSelfAttention` on (2, 24, 32) with a padding mask, dynamic batch and sequence."""
+    """FlexAttention self-attention (``onnxport.testing.flex_models.MaskedSelfAttention``: width 32,
+    4 heads) on (2, 24, 32) with a padding mask, dynamic batch and sequence."""
+    from onnxport.testing.flex_models import MaskedSelfAttention
+
     torch.manual_seed(_SEED)
     keep = torch.ones(2, 24, dtype=torch.bool)
     keep[1, 17:] = False
-    return FlexSelfAttention().eval(), (torch.randn(2, 24, 32), keep), {}, {
+    return MaskedSelfAttention(width=32, heads=4, max_length=256).eval(), (torch.randn(2, 24, 32), keep), {}, {
         "x": {0: "batch", 1: "sequence"}, "keep": {0: "batch", 1: "sequence"}}
 
 

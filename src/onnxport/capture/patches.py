@@ -176,15 +176,9 @@ def as_if_tracing(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _modeling_modules() -> list[tuple[str, Any]]:
-    """The imported ``transformers.models.*`` and ``diffusers.models.*`` modules, by name."""
-    return [(name, m) for name, m in list(sys.modules.items())
-            if name.startswith(("transformers.models.", "diffusers.models.")) and m is not None]
-
-
-def _transformers_models() -> list[tuple[str, Any]]:
-    """The imported ``transformers.models.*`` modules, by name."""
-    return [(name, m) for name, m in list(sys.modules.items()) if name.startswith("transformers.models.") and m is not None]
+def _transformers_models(prefixes: tuple[str, ...] = ("transformers.models.",)) -> list[tuple[str, Any]]:
+    """The imported modules under ``prefixes`` (transformers' modeling modules by default), by name."""
+    return [(name, m) for name, m in list(sys.modules.items()) if name.startswith(prefixes) and m is not None]
 
 
 def position_interpolation_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
@@ -394,7 +388,7 @@ def symbolic_int_builtin() -> Iterator[None]:
     ``height = width = int(hidden_states.shape[1] ** 0.5)``: the graph held the example's grid."""
     placed = []
     try:
-        for _, module in _modeling_modules():
+        for _, module in _transformers_models(("transformers.models.", "diffusers.models.")):
             source = getattr(module, "__file__", None) or ""
             if "int" in vars(module) or not source.endswith(".py") or not _calls_int(source):
                 continue

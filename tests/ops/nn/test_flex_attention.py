@@ -17,52 +17,23 @@ from torch.nn.attention.flex_attention import (
 import onnxport
 from _eager import check_against_eager
 from onnxport import draws
+from onnxport.testing.flex_models import MaskedSelfAttention, padding_keep
 
 
 def _causal(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
     return q_idx >= kv_idx
 
 
-class MaskedSelfAttention(torch.nn.Module):
-    """A projection (parameters that require grad), a causal-and-padding block mask built in
-    forward, and a score_mod adding a relative-position term and a per-head key bias buffer."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.qkv = torch.nn.Linear(16, 48)
-        self.register_buffer("key_bias", torch.randn(2, 64))
-
-    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        batch, length, _ = x.shape
-        q, k, v = self.qkv(x).view(batch, length, 3, 2, 8).permute(2, 0, 3, 1, 4)
-
-        def mask_mod(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
-            return (q_idx >= kv_idx) & keep[b, kv_idx]
-
-        def score_mod(score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor,
-                      kv_idx: torch.Tensor) -> torch.Tensor:
-            return score - 0.1 * (q_idx - kv_idx).to(score.dtype) + self.key_bias[h, kv_idx]
-
-        block_mask = create_block_mask(mask_mod, None, None, length, length, device="cpu")
-        return flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask)
-
-
-def _keep(batch: int, length: int) -> torch.Tensor:
-    keep = torch.rand(batch, length) > 0.3
-    keep[:, 0] = True
-    return keep
-
-
 def test_block_mask_and_score_mod_match_eager_at_other_sizes() -> None:
+    torch.manual_seed(0)
     model = MaskedSelfAttention().eval()
     dims = {0: "batch_size", 1: "sequence_length"}
-    program = onnxport.export(model, (torch.randn(2, 8, 16), _keep(2, 8)), dynamic_shapes=(dims, dims))
+    program = onnxport.export(model, (torch.randn(2, 8, 16), padding_keep(2, 8)), dynamic_shapes=(dims, dims))
     assert [n.op_type for n in program.model.graph if n.op_type == "Softmax"] == ["Softmax"]
     # No re-trace: the one-block mask adds no vmapped ops, and x[i] in the subgraphs (flat_apply) translates.
     assert program.status.decomposed is False
     for batch, length in [(2, 8), (3, 50), (1, 1), (1, 64)]:
-        x, keep = torch.randn(batch, length, 16), _keep(batch, length)
+        x, keep = torch.randn(batch, length, 16), padding_keep(batch, length)
         with torch.no_grad():
             expected = model(x, keep)
         (got,) = program(x, keep)

@@ -108,13 +108,13 @@ def _warn_if_block_sparse(block_mask: Sequence[Any]) -> None:
 def _positions(ctx: Ctx, query: ir.Value, key: ir.Value, dims: list[Any], dtype: ir.DataType) -> list[ir.Value]:
     """``b``, ``h``, ``m``, ``n``: aranges over batch, query heads, query and key positions (their
     recorded ``dims``), each along its own axis of a rank-4 broadcast shape, in ``dtype``."""
-    sizes = [ctx.op.Shape(query, start=0, end=1), ctx.op.Shape(query, start=1, end=2),
-             ctx.op.Shape(query, start=2, end=3), ctx.op.Shape(key, start=2, end=3)]
+    sources = [(query, 0), (query, 1), (query, 2), (key, 2)]  # B, Hq, L from the query; S from the key
     out = []
-    for axis, (size, dim) in enumerate(zip(sizes, dims)):
+    for axis, ((source, index), dim) in enumerate(zip(sources, dims)):
         # Range in int64 and a Cast after it: onnxruntime 1.31 types a Range over a Cast of a
         # static Shape slice as int64 ("All inputs to 'Range' op must be of the same type").
-        count = ctx.const(dim) if isinstance(dim, int) else ctx.op.Squeeze(size, ctx.const([0]))
+        count = ctx.const(dim) if isinstance(dim, int) else ctx.op.Squeeze(
+            ctx.op.Shape(source, start=index, end=index + 1), ctx.const([0]))
         arange = ctx.op.Range(ctx.const(0), count, ctx.const(1))
         shape = [1, 1, 1, 1]
         shape[axis] = -1
