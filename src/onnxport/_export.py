@@ -42,6 +42,7 @@ from onnxport.passes import optimize as run_passes
 from onnxport.passes.half_compute import HalfComputePass
 from onnxport.passes.module_functions import ModuleFunctionsPass
 from onnxport.passes.opset_conversion import convert_opset
+from onnxport.passes.pad_max_pool import PadMaxPoolPass
 from onnxport.report.markdown import write_report
 from onnxport.runtime import initializer_bytes
 from onnxport.status import ExportStatus, ProgressCallback, Step
@@ -407,7 +408,8 @@ def translate_stage(
 
 
 def passes_stage(model_ir: ir.Model, options: ExportOptions, status: ExportStatus) -> ir.Model:
-    """Half-precision compute, the optimizing passes (or only modules-as-functions), and the
+    """Half-precision compute, the optimizing passes (or only modules-as-functions), the guard of
+    zero Pads before MaxPool (``passes/pad_max_pool.py``, whatever ``optimize`` says) and the
     conversion to an opset below 18 (``passes/``)."""
     if options.half_precision_compute is not None:
         with status.step("half-precision compute"):
@@ -420,6 +422,8 @@ def passes_stage(model_ir: ir.Model, options: ExportOptions, status: ExportStatu
     elif options.modules_as_functions:
         with status.step("modules as functions"):
             ModuleFunctionsPass(options.modules_as_functions)(model_ir)
+    if options.opset >= 18:  # Pad's axes input is Pad-18's
+        PadMaxPoolPass()(model_ir)
     if options.opset != options.target_opset:
         with status.step(f"convert to opset {options.opset}"):
             model_ir = convert_opset(model_ir, options.opset)

@@ -18,8 +18,6 @@ def _export_check(fn: Any, args: tuple, opset: int) -> list[str]:
 
 CASES = {
     # name: (fn, args, ONNX op of the newer encoding, opset it appears at)
-    "group_norm": (lambda x, w, b: torch.nn.functional.group_norm(x, 2, w, b), (torch.randn(2, 4, 3, 3), torch.randn(4), torch.randn(4)),
-                   "GroupNormalization", 21),
     "gelu": (lambda x: torch.nn.functional.gelu(x), (torch.randn(3, 5),), "Gelu", 20),
     "rms_norm": (lambda x, w: torch.nn.functional.rms_norm(x, (5,), w), (torch.randn(3, 5), torch.randn(5)), "RMSNormalization", 23),
 }
