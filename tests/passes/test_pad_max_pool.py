@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import onnxport
+import onnxport._export as export_module
 
 F = torch.nn.functional
 LEVELS = [ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -75,3 +76,20 @@ def test_half_precision_pad_through_cast() -> None:
     out = _run(program, x, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
     assert out.dtype == np.float16 and out.shape == (1, 2, 3, 3)
     np.testing.assert_allclose(out, PadThenPool()(x).numpy(), rtol=0, atol=0)
+
+
+def test_a_divergence_from_onnxruntime_rewrites_is_named_as_such(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the guard, PadFusion changes the result in the plain session only; localization
+    (every value an output, so nothing fuses) finds no diverging node, and the error says that
+    onnxruntime's rewrites are the cause and how to confirm it."""
+    class NoGuard:  # the pass switched off: changes nothing
+        def __call__(self, model: object) -> None:
+            return None
+
+    monkeypatch.setattr(export_module, "PadMaxPoolPass", NoGuard)
+    x = -torch.rand(1, 2, 6, 6) - 0.1
+    with pytest.raises(onnxport.VerificationError) as raised:
+        onnxport.export(PadThenPool(), (x,), verify=True)
+    message = str(raised.value)
+    assert "found none diverging" in message and "ORT_DISABLE_ALL" in message
+    assert raised.value.result.localization.first is None and raised.value.result.localization.outputs_match

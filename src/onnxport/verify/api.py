@@ -149,6 +149,7 @@ def verify(
             result.localization = localize_mod.first_divergence(
                 ep, program.model, nodes, eager_values, onnx_values, skipped=skipped, rtol=rtol, atol=atol
             )
+            result.localization.outputs_match = all(o.passed for o in outputs)
     return result
 
 
@@ -180,6 +181,15 @@ def mismatch_error(result: VerificationResult) -> VerificationError:
     if loc is not None and loc.first is not None:
         node = loc.first.node
         lines.append(loc.first.summary())
+    elif loc is not None and loc.outputs_match:
+        lines.append(
+            f"Localization compared {loc.compared} FX node values and found none diverging, and the outputs match "
+            "eager in its session, whose extra outputs (every compared value) keep onnxruntime from fusing across "
+            "those nodes: one of onnxruntime's graph rewrites changes the result. Confirm with "
+            "SessionOptions.graph_optimization_level = ORT_DISABLE_ALL, find the rewrite with "
+            "InferenceSession(..., disabled_optimizers=[...]) and report it to onnxruntime with the model "
+            "(onnxport already steers clear of the ones it knows, e.g. passes/pad_max_pool.py)."
+        )
     elif loc is None:
         lines.append("Find the first diverging node: onnxport.verify(program, args, kwargs, localize=True).")
     return VerificationError("\n".join(lines), node, result)

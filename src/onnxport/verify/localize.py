@@ -71,12 +71,17 @@ class Localization:
         skipped: Number of tensor-valued FX nodes without an ONNX counterpart (removed by passes).
         diverging: Names of every compared node beyond tolerance, in graph order.
         first: The first diverging node, or ``None`` when every compared value matches.
+        outputs_match: Whether the model's outputs matched eager in the localizing session (set
+            by :func:`onnxport.verify`). That session adds every compared value as a graph output,
+            which keeps onnxruntime's graph rewrites from fusing across those nodes: outputs that
+            match there and not in a plain session point at one of those rewrites.
     """
 
     compared: int
     skipped: int
     diverging: list[str]
     first: Divergence | None
+    outputs_match: bool | None = None
 
     def summary(self) -> str:
         head = (
