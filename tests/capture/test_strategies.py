@@ -316,3 +316,30 @@ def test_a_guard_against_size_one_is_captured_as_torch_export_does() -> None:
         with torch.no_grad():
             expected = model(**feeds, return_dict=False)[0]
         torch.testing.assert_close(torch.as_tensor(program(**feeds)[0]), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_an_op_raising_on_the_inputs_is_not_called_an_unsupported_construct() -> None:
+    """Strict mode reports an op that raised on fake tensors as Dynamo's "RuntimeError when making
+    fake tensor call"; that is the op's error (a pooling kernel of 0, as Gemma 3's projector pools
+    when the image is smaller than its config says; split sizes that do not add up, as a rotary
+    section list that does not fit the head size), not a Python construct to rewrite."""
+
+    class ZeroKernel(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.avg_pool2d(x, 0)
+
+    class BadSplit(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.split([8, 12, 12], dim=-1)[0] + 1
+
+    x = torch.randn(1, 2, 4, 4)
+    with pytest.raises(Exception) as raised:
+        strategies._strict(ZeroKernel(), (x,), {}, None)
+    assert strategies.classify(raised.value) == strategies.RAISED
+    with pytest.raises(onnxport.CaptureError) as info:
+        onnxport.export(ZeroKernel(), (x,))
+    assert info.value.cause == "exception raised in forward"
+    assert "unsupported Python construct" not in str(info.value) and "stride should not be zero" in str(info.value)
+    with pytest.raises(onnxport.CaptureError) as split:
+        onnxport.export(BadSplit(), (torch.randn(2, 8),))
+    assert split.value.cause == "shape mismatch" and "Split sizes add up to 32" in str(split.value)

@@ -94,6 +94,27 @@ def test_groupvit_feature_extraction_gives_the_dual_encoder_outputs(tmp_path: pa
         np.testing.assert_allclose(value, expected[name].numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("encoder", ["DPRQuestionEncoder", "DPRContextEncoder"])
+def test_dpr_encoder_feature_extraction_gives_its_pooled_embedding(encoder: str, tmp_path: pathlib.Path) -> None:
+    """DPR's encoders return their embedding as ``pooler_output`` only (no ``last_hidden_state``)."""
+    torch.manual_seed(0)
+    config = transformers.DPRConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+    model = getattr(transformers, encoder)(config).eval()
+    session = _export(model, tmp_path, "feature-extraction")
+    assert [(o.name, o.shape) for o in session.get_outputs()] == [("pooler_output", ["batch_size", 32])]
+    gen = torch.Generator().manual_seed(4)
+    ids = torch.randint(3, 99, (3, 6), generator=gen)
+    mask = torch.ones_like(ids)
+    mask[0, :2] = 0
+    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
+    names = {i.name for i in session.get_inputs()}
+    with torch.no_grad():
+        expected = model(**{k: v for k, v in feeds.items() if k in names}).pooler_output.numpy()
+    actual = session.run(None, {k: v.numpy() for k, v in feeds.items() if k in names})[0]
+    assert actual.dtype == np.float32 and actual.shape == (3, 32)
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
 def test_mgp_str_exports_its_three_recognition_heads(tmp_path: pathlib.Path) -> None:
     torch.manual_seed(0)
     config = transformers.MgpstrConfig(image_size=[32, 64], patch_size=8, hidden_size=32, num_hidden_layers=2,
@@ -163,3 +184,14 @@ def test_mobilevit_v2_classifies_at_its_size(tmp_path: pathlib.Path) -> None:
         expected = model(pixel_values=pixels).logits.numpy()
     assert np.abs(expected).max() > 1e-2
     np.testing.assert_allclose(session.run(None, {"pixel_values": pixels.numpy()})[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_weights_missing_from_the_checkpoint_are_named(tmp_path: pathlib.Path) -> None:
+    """A base checkpoint exported for a task whose head it lacks: transformers initializes the head
+    at random and only logs it; onnxport warns with the weights' names."""
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=37)
+    transformers.BertModel(config).eval().save_pretrained(tmp_path / "src")
+    with pytest.warns(UserWarning, match=r"initialized at random.*classifier\.(bias|weight)"):
+        result = onnxport.hf.export(tmp_path / "src", "text-classification", output_dir=tmp_path / "out")
+    assert result.task == "text-classification"

@@ -255,9 +255,12 @@ _DEVICE_TEXT = re.compile(r"device mismatch|(?:on|found at least two) (?:the sam
 _SHAPE_TEXT = re.compile(
     r"size mismatch|shape mismatch|cannot be multiplied|must have same reduction dim|must match the size"
     r"|shape '\[.*\]' is invalid|expected .*(?:shape|size|dim)|doesn't match the broadcast shape"
-    r"|the size of tensor a|not in range for dimension|dimension out of range",
+    r"|the size of tensor a|not in range for dimension|dimension out of range|split sizes add up to",
     re.I,
 )
+# Dynamo's report of an op that raised on fake tensors (strict mode): the op's own error, which
+# non-strict capture raises as it is, not a construct Dynamo cannot trace.
+_FAKE_CALL_TEXT = ("when making fake tensor call", "failed to run FX node with fake tensors")
 
 
 def classify(error: BaseException) -> str:
@@ -285,7 +288,8 @@ def classify(error: BaseException) -> str:
         if isinstance(e, Unsupported):
             if "Data-dependent" in str(e):
                 return DATA_DEPENDENT
-            return RAISED if "Observed exception" in str(e) else UNSUPPORTED_CONSTRUCT
+            fake_call = any(t in str(e) for t in _FAKE_CALL_TEXT)
+            return RAISED if "Observed exception" in str(e) or fake_call else UNSUPPORTED_CONSTRUCT
     if not isinstance(error, UserError) and _raised_by_user(error):
         return RAISED
     return OTHER

@@ -5,9 +5,11 @@ audio, and CLIP-style text + image models."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import json
 import logging
+import typing
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -56,6 +58,8 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
     if loaded.task.name == "text-classification" and getattr(config, "pad_token_id", 0) is None and _pools_last_token(loaded.model):
         config.pad_token_id = _pad_token_id(loaded)
     outputs = list(loaded.task.outputs)
+    if loaded.task.name == "feature-extraction" and loaded.pooling is None:
+        outputs = _embedding_outputs(loaded.model, outputs)
     module = wrappers.TextModel(loaded.model, outputs, loaded.pooling, use_cache=use_cache)
     forward = inspect.signature(loaded.model.forward).parameters
     with_types = "token_type_ids" in forward and bool(getattr(config, "type_vocab_size", 0))
@@ -108,6 +112,27 @@ def token_boxes(rows: int, sequence: int, generator: torch.Generator) -> torch.T
 
 
 _NO_PAD_TOKEN = "no padding token is defined"  # transformers' *ForSequenceClassification of decoders
+
+
+def _output_fields(model: torch.nn.Module) -> set[str]:
+    """The fields of the ``ModelOutput`` dataclass(es) ``model.forward`` is annotated to return
+    (``DPRQuestionEncoderOutput | tuple[...]``); empty when the annotation names none."""
+    annotation = inspect.signature(type(model).forward).return_annotation
+    fields: set[str] = set()
+    for kind in (annotation, *typing.get_args(annotation)):
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            fields.update(f.name for f in dataclasses.fields(kind))
+    return fields
+
+
+def _embedding_outputs(model: torch.nn.Module, outputs: list[str]) -> list[str]:
+    """feature-extraction's outputs for ``model``: ``pooler_output`` for a model whose output has
+    no ``last_hidden_state`` but that (DPR's question and context encoders return their embedding
+    so: ``DPRQuestionEncoderOutput``), else ``outputs``."""
+    fields = _output_fields(model)
+    if fields and "last_hidden_state" not in fields and "pooler_output" in fields:
+        return ["pooler_output"]
+    return outputs
 
 
 def _pools_eos(model: torch.nn.Module) -> bool:

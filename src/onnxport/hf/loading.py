@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -159,8 +160,7 @@ def load(folder: Path, task: str | None = None) -> LoadedModel:
     transformers = import_transformers()
     auto = model_class(transformers, resolved.auto_class, config)
     try:
-        with _quiet(transformers):
-            model = auto.from_pretrained(folder, local_files_only=True)
+        model = _from_pretrained(transformers, auto, folder, config, architecture_task=task is None)
     except ValueError as e:
         if "Unrecognized configuration class" in str(e):
             raise HFError(
@@ -173,6 +173,37 @@ def load(folder: Path, task: str | None = None) -> LoadedModel:
     model.eval()
     pooling = read_pooling(folder) if resolved.name == "feature-extraction" else None
     return LoadedModel(model, resolved, folder, pooling)
+
+
+def _from_pretrained(transformers: Any, auto: Any, folder: Path, config: Any, architecture_task: bool) -> Any:
+    """``auto.from_pretrained(folder)``; when that leaves model weights missing from the checkpoint
+    (transformers initializes them at random and only logs it), the config's own architecture
+    class instead if the task was inferred from it (``architecture_task``) and it loads them all,
+    else the model with a ``UserWarning`` naming them.
+
+    A DPR context encoder's checkpoint loaded by ``AutoModel`` (DPR's question encoder, whose keys
+    are ``question_encoder.*`` where the checkpoint has ``ctx_encoder.*``) was every weight random,
+    and the validation, run against that model, passed (session 31).
+    """
+    with _quiet(transformers):
+        model, info = auto.from_pretrained(folder, local_files_only=True, output_loading_info=True)
+    missing = sorted(info.get("missing_keys") or ())
+    if not missing:
+        return model
+    arch = getattr(transformers, (getattr(config, "architectures", None) or [""])[0], None)
+    if architecture_task and isinstance(arch, type) and arch is not type(model) and hasattr(arch, "from_pretrained"):
+        with _quiet(transformers):
+            own, own_info = arch.from_pretrained(folder, local_files_only=True, output_loading_info=True)
+        if not own_info.get("missing_keys"):
+            return own
+    warnings.warn(
+        f"{len(missing)} weights of {type(model).__name__} are not in {folder} and were initialized at random "
+        f"by transformers (first: {missing[:3]}); the export computes with them. Pass the task the "
+        "checkpoint was trained for (task=, --task) if this is not intended.",
+        UserWarning,
+        stacklevel=3,
+    )
+    return model
 
 
 def from_model(model: Any, task: str | None = None) -> LoadedModel:

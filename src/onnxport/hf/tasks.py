@@ -161,6 +161,7 @@ _SUFFIXES = (
     ("ForSpeechSeq2Seq", "automatic-speech-recognition"),
     ("ForConditionalGeneration", "text2text-generation"),
     ("Model", "feature-extraction"),
+    ("Encoder", "feature-extraction"),  # DPRContextEncoder (DPRQuestionEncoder is AutoModel's)
 )
 
 
