@@ -11,7 +11,11 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.export import Dim
 
 import onnxport
-from onnxport.capture.patches import library_patches, transformers_method_caches_off
+from onnxport.capture.patches import (
+    library_patches,
+    tf_same_padding,
+    transformers_method_caches_off,
+)
 
 pytest.importorskip("transformers")
 
@@ -276,3 +280,18 @@ def test_dit_exports_at_any_square_resolution() -> None:
     (got,) = program(*other)
     assert got.shape == (3, 4, 12, 12)
     torch.testing.assert_close(torch.as_tensor(got), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("kernel", "stride", "dilation"), [(3, 1, 1), (3, 2, 1), (1, 1, 1), (1, 2, 1), (5, 2, 2), (2, 2, 1), (7, 4, 1)])
+def test_tf_same_padding_pads_as_transformers(kernel: int, stride: int, dilation: int) -> None:
+    """The patch's pads (TensorFlow's form where ``kernel >= stride``) equal transformers'
+    ``apply_tf_padding`` at every size 1..40, MobileNetV2's dilated variant included."""
+    from transformers.models.mobilenet_v2 import modeling_mobilenet_v2 as v2
+
+    conv = torch.nn.Conv2d(1, 1, kernel, stride=stride, dilation=dilation)
+    for h, w in [(size, 41 - size) for size in range(1, 41)]:
+        x = torch.randn(1, 1, h, w)
+        expected = v2.apply_tf_padding(x, conv)
+        actual = tf_same_padding(x, conv, dilate=True)
+        assert actual.shape == expected.shape
+        assert torch.equal(actual, expected)

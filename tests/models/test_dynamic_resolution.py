@@ -36,8 +36,9 @@ class LastHidden(torch.nn.Module):
         return self.model(pixel_values, **self.kwargs).last_hidden_state
 
 
-@pytest.mark.slow  # the symbolic pads of 17 padded convs make the capture take ~30 s on an idle core
 def test_mobilenet_v2_tf_padding_at_two_resolutions() -> None:
+    """~5 s: the pads in TensorFlow's own form keep every later size ``ceil(size / stride)``
+    (before session 31 the nested Max/Mod pads took the capture ~30 s, so this test was slow)."""
     torch.manual_seed(0)
     config = transformers.MobileNetV2Config(image_size=32, depth_multiplier=0.35)
     model = LastHidden(transformers.MobileNetV2Model(config).eval()).eval()

@@ -113,11 +113,22 @@ def tf_same_padding(features: torch.Tensor, conv_layer: torch.nn.Conv2d, *, dila
 
     Returns:
         ``features`` zero-padded (left, right, top, bottom) as TensorFlow's "SAME" padding.
+
+    With ``kernel >= stride`` the total pad is written as TensorFlow defines it,
+    ``(ceil(size / stride) - 1) * stride + kernel - size`` (equal to transformers'
+    ``max(kernel - ((size - 1) % stride + 1), 0)`` there, and never negative), so the convolution's
+    output size simplifies to ``ceil(size / stride)`` for torch's symbolic shapes. transformers'
+    form nests a ``Max`` and a ``Mod`` per strided layer into every later size: MobileNetV2's
+    export spent 15 of its 60 s (cProfile) in this function's symbolic arithmetic, and more in the
+    decomposition and translation that carry those sizes (session 31).
     """
     pads = []
     for size, stride, kernel in zip(features.shape[-2:], conv_layer.stride, conv_layer.kernel_size):
-        remainder = (size - 1) % stride + 1
-        pads.append(torch.sym_max(kernel - remainder, 0))
+        if kernel >= stride:  # never negative: TF's (ceil(size / stride) - 1) * stride + kernel - size
+            pads.append(((size + stride - 1) // stride - 1) * stride + kernel - size)
+        else:
+            remainder = (size - 1) % stride + 1
+            pads.append(torch.sym_max(kernel - remainder, 0))
     (pad_h, pad_w), (dil_h, dil_w) = pads, (conv_layer.dilation if dilate else (1, 1))
     padding = (pad_w // 2 * dil_w, (pad_w - pad_w // 2) * dil_w, pad_h // 2 * dil_h, (pad_h - pad_h // 2) * dil_h)
     return torch.nn.functional.pad(features, padding, "constant", 0.0)
