@@ -7,12 +7,13 @@ constant-mode ``Pad`` whose value is 0 and adds its pads to the ``Conv``, ``Aver
 the pool's own padding takes no part in the maximum (ONNX operator spec, MaxPool: as if it were
 -inf), the Pad's zeros do. A window of negative values at the border gives 0 in PyTorch
 (``F.pad`` then ``F.max_pool2d``) and the window's maximum after the fusion. BiT's stem
-(``ConstantPad2d`` then ``MaxPool2d``) ended 0.008 off eager through it, and ``onnxport.verify``,
-whose sessions compare node by node without graph optimization, saw nothing (session 31). The
-same mistake in onnx's optimizer: onnx/optimizer#318, onnxsim#290.
+(``ConstantPad2d`` then ``MaxPool2d``) ended 0.008 off eager through it, and
+``onnxport.verify(..., localize=True)`` saw nothing: it adds every intermediate value, the Pad's
+output included, as a graph output, which stops the fusion (session 31). The same mistake in onnx's optimizer:
+onnx/optimizer#318, onnxsim#290.
 
 The rule skips a ``Pad`` with an ``axes`` input (more than three inputs). This pass gives each
-constant-mode ``Pad`` feeding a ``MaxPool`` (directly or through one ``Cast``) the ``axes`` input
+constant-mode ``Pad`` feeding a ``MaxPool`` (directly or through ``Cast`` nodes) the ``axes`` input
 of Pad-18 listing every dim in order, which pads exactly as before. For an export to an opset
 below 18 the pass does not run (Pad has no ``axes`` input there) and the fusion stays.
 """
