@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import types
 
 import onnx
 import pytest
@@ -12,7 +13,9 @@ from typer.testing import CliRunner
 import onnxport.hf
 from onnxport.cli import app
 from onnxport.errors import HFError, InputError
-from onnxport.hf.tasks import infer_task
+from onnxport.hf.inputs import modality
+from onnxport.hf.loading import LoadedModel
+from onnxport.hf.tasks import TASKS, infer_task
 
 BERT = {
     "model_type": "bert",
@@ -178,3 +181,12 @@ def test_a_spectrogram_model_on_no_candidate_layout_is_an_hf_error() -> None:
     model = Speech()
     with pytest.raises(HFError, match=r"Speech takes input_features.*feature sizes its config suggests \(16, 32, 64\)"):
         _feature_layout(model, model, lambda layout: {"input_features": torch.zeros(1, 9, layout[0])})
+
+
+def test_a_list_main_input_name_takes_its_first_entry() -> None:
+    """OneFormer's ``main_input_name`` is ``["pixel_values", "task_inputs"]``: the modality is the
+    first entry's (an image model), not a ``TypeError`` escaping ``onnxport.hf.export``."""
+    model = types.SimpleNamespace(main_input_name=["pixel_values", "task_inputs"])
+    assert modality(LoadedModel(model, TASKS["feature-extraction"], None, None)) == "vision"
+    model.main_input_name = []
+    assert modality(LoadedModel(model, TASKS["feature-extraction"], None, None)) == "text"

@@ -528,6 +528,8 @@ def modality(loaded: LoadedModel) -> str:
     if kind != "text":
         return kind
     main = getattr(loaded.model, "main_input_name", "input_ids")
+    if isinstance(main, (list, tuple)):  # OneFormer: ["pixel_values", "task_inputs"]
+        main = main[0] if main else "input_ids"
     return {"pixel_values": "vision", "input_values": "audio", "input_features": "audio"}.get(main, kind)
 
 
