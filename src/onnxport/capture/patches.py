@@ -187,7 +187,7 @@ def as_if_tracing(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _transformers_models(prefixes: tuple[str, ...] = ("transformers.models.",)) -> list[tuple[str, Any]]:
+def _imported_modules(prefixes: tuple[str, ...] = ("transformers.models.",)) -> list[tuple[str, Any]]:
     """The imported modules under ``prefixes`` (transformers' modeling modules by default), by name."""
     return [(name, m) for name, m in list(sys.modules.items()) if name.startswith(prefixes) and m is not None]
 
@@ -197,7 +197,7 @@ def position_interpolation_patches() -> list[tuple[Any, str, Callable[..., Any]]
     transformers models that skip their general path unless tracing: methods whose name contains
     ``pos`` and whose code reads ``is_tracing``."""
     patches: list[tuple[Any, str, Callable[..., Any]]] = []
-    for module_name, module in _transformers_models():
+    for module_name, module in _imported_modules():
         for cls in list(vars(module).values()):
             if not isinstance(cls, type) or cls.__module__ != module_name:
                 continue
@@ -358,7 +358,7 @@ def torch_int_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     """``(module, "torch_int", symbolic_torch_int)`` for each imported transformers module that
     imported ``torch_int`` (DINOv2-with-registers, ... interpolate position tables to
     ``size=(torch_int(height), torch_int(width))``)."""
-    return [(module, "torch_int", symbolic_torch_int) for _, module in _transformers_models() if "torch_int" in vars(module)]
+    return [(module, "torch_int", symbolic_torch_int) for _, module in _imported_modules() if "torch_int" in vars(module)]
 
 
 class _IntType(type):
@@ -399,7 +399,7 @@ def symbolic_int_builtin() -> Iterator[None]:
     ``height = width = int(hidden_states.shape[1] ** 0.5)``: the graph held the example's grid."""
     placed = []
     try:
-        for _, module in _transformers_models(("transformers.models.", "diffusers.models.")):
+        for _, module in _imported_modules(("transformers.models.", "diffusers.models.")):
             source = getattr(module, "__file__", None) or ""
             if "int" in vars(module) or not source.endswith(".py") or not _calls_int(source):
                 continue
@@ -464,7 +464,7 @@ def library_patches() -> Iterator[None]:
     with replaced([
         *targets, (torch.nn.Module, "to", unchanged_module_to), *position_interpolation_patches(),
         *torch_int_patches(), *method_patches(),
-        *symbolic_constructor_patches(), *window_patches(_transformers_models()), *upsampling_patches(),
+        *symbolic_constructor_patches(), *window_patches(_imported_modules()), *upsampling_patches(),
         *flex_attention_patches(),
     ]), symbolic_int_builtin(), transformers_method_caches_off():
         yield
