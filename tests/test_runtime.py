@@ -90,6 +90,30 @@ def test_weights_are_handed_to_onnxruntime_and_copied() -> None:
     assert not runtime.on_disk(program.model)  # the placeholders were put back
 
 
+def test_unused_initializers_of_an_unoptimized_export_are_not_handed() -> None:
+    """optimize=False keeps the weights of a module forward never calls (a codec decoder's
+    encoder); onnxruntime drops them when it loads the graph and refused them as external
+    initializers ("Failed to find existing initializer"). They stay in the model bytes."""
+
+    class Skips(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.unused = torch.nn.Linear(64, 64)
+            self.used = torch.nn.Linear(64, 32)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.used(x)
+
+    model = Skips().eval()
+    x = torch.randn(2, 64)
+    program = onnxport.export(model, (x,), optimize=False)
+    assert "unused.weight" in program.model.graph.initializers
+    assert [v.name for v, _ in runtime._in_memory_weights(program.model)] == ["used.weight"]
+    (out,) = program(x)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.as_tensor(out), model(x), rtol=1e-5, atol=1e-6)
+
+
 def test_past_the_protobuf_limit_every_weight_goes_to_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
     """bfloat16 weights are never handed as arrays; when they alone pass 2 GB (a bfloat16 LLM in
     memory) the model goes to a file, float32 weights included. Before, the float32 ones were left

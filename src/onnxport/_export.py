@@ -261,6 +261,8 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
     if options.dump_exported_program is not None:
         _dump_exported_program(ep, options.dump_exported_program)
     ep = decompose_stage(ep, options, status)
+    if status.decomposed and isinstance(model, torch.nn.Module):  # torch's re-trace may specialize too
+        check_specialized(ep, spec.leaves, dyn.tensor_leaves(dyn.bind_inputs(model.forward, args, kwargs)))
     options = options.for_random_ops(decomp.draws_random(ep))
     model_ir = translate_stage(ep, spec, options, status)
     table = weights_stage(model_ir, model)

@@ -99,11 +99,16 @@ _NUMPY_NATIVE = frozenset({
 def _in_memory_weights(model: ir.Model) -> list[tuple[ir.Value, Any]]:
     """The main graph's initializers handed to onnxruntime as arrays: in memory, at least
     :data:`_HANDED_MIN_BYTES`, of a dtype numpy holds natively (bfloat16, float8 and 4-bit types
-    stay in the model bytes)."""
+    stay in the model bytes), and read by some node or graph output: onnxruntime drops an unused
+    initializer when it loads the graph, then refuses it as an external initializer ("Failed to
+    find existing initializer"; an unoptimized export keeps the weights of modules its forward
+    skips, a codec decoder's encoder)."""
     handed = []
     for value in model.graph.initializers.values():
         tensor = value.const_value
         if tensor is None or isinstance(tensor, ir.ExternalTensor) or not value.name:
+            continue
+        if not value.uses() and not value.is_graph_output():
             continue
         if tensor.dtype in _NUMPY_NATIVE and tensor.nbytes >= _HANDED_MIN_BYTES:
             handed.append((value, tensor))

@@ -60,6 +60,8 @@ the user already imported (no library is imported here).
 - diffusers' position and timestep embeddings that fix sizes (PatchEmbed's table at the
   configured size, Chroma's guidance of ``torch.tensor([0] * batch_size)``, CogVideoX's table
   copied in place): :mod:`onnxport.capture.diffusers_models`.
+- the audio codecs' convolutions (EnCodec, Mimi, PocketTTS) pad with sizes held in tensor
+  buffers: run with them as Python ints (:mod:`onnxport.capture.conv1d_padding`).
 - RecurrentGemma's RG-LRU recurrence as a ``scan`` op (:mod:`onnxport.capture.rg_lru`).
 - RWKV's WKV recurrence (``rwkv_linear_attention``) as a ``scan`` op (:mod:`onnxport.capture.wkv`).
 - xLSTM's mLSTM cell in inference mode as a ``scan`` of its step kernel (:mod:`onnxport.capture.mlstm`).
@@ -90,6 +92,7 @@ import torch.utils._device
 
 from onnxport.capture.causal_buffers import positional_mask
 from onnxport.capture.chunk_scan import chunk_scan
+from onnxport.capture.conv1d_padding import conv1d_padding_patches
 from onnxport.capture.delta_rule import chunk_gated_delta_rule
 from onnxport.capture.diffusers_models import DIFFUSERS_PATCHES
 from onnxport.capture.expert_loops import EXPERT_LOOP_PATCHES
@@ -451,7 +454,8 @@ def library_patches() -> Iterator[None]:
     :func:`method_patches`, :func:`symbolic_constructor_patches`,
     :func:`onnxport.capture.windows.window_patches`,
     :func:`onnxport.capture.upsampling.upsampling_patches`,
-    :func:`onnxport.capture.flex.flex_attention_patches`, :func:`symbolic_int_builtin` and
+    :func:`onnxport.capture.flex.flex_attention_patches`,
+    :func:`onnxport.capture.conv1d_padding.conv1d_padding_patches`, :func:`symbolic_int_builtin` and
     :func:`transformers_method_caches_off` to the modules already imported (:func:`replaced`);
     restore them on exit.
 
@@ -465,7 +469,7 @@ def library_patches() -> Iterator[None]:
         *targets, (torch.nn.Module, "to", unchanged_module_to), *position_interpolation_patches(),
         *torch_int_patches(), *method_patches(),
         *symbolic_constructor_patches(), *window_patches(_imported_modules()), *upsampling_patches(),
-        *flex_attention_patches(),
+        *flex_attention_patches(), *conv1d_padding_patches(),
     ]), symbolic_int_builtin(), transformers_method_caches_off():
         yield
 

@@ -40,6 +40,7 @@ from torch._dispatch.python import no_python_dispatcher
 
 aten = torch.ops.aten
 _CIA = torch._C.DispatchKey.CompositeImplicitAutograd
+_META = torch._C.DispatchKey.Meta
 
 
 def _hidden_shapes(
@@ -78,12 +79,16 @@ def lstm(
 
 
 @lstm.register_fake
-def _lstm_fake(
+def lstm_fake(
     input: torch.Tensor, hx: list[torch.Tensor], params: list[torch.Tensor], *, has_biases: bool, num_layers: int,
     dropout: float, train: bool, bidirectional: bool, batch_first: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     out, _ = _hidden_shapes(input, params, has_biases, num_layers, bidirectional, batch_first)
     return input.new_empty(out), hx[0].new_empty(hx[0].shape), hx[1].new_empty(hx[1].shape)
+
+
+# custom op → its fake kernel (the output shapes), which also serves as the ATen op's meta kernel
+_FAKES: dict[Any, Callable[..., Any]] = {torch.ops.onnxport.lstm.default: lstm_fake}
 
 
 def _define_gate_rnn(name: str, op: torch._ops.OpOverload) -> torch._library.custom_ops.CustomOpDef:
@@ -107,6 +112,7 @@ def _define_gate_rnn(name: str, op: torch._ops.OpOverload) -> torch._library.cus
     impl.__doc__ = f"``{op}`` (same arguments and results; the flags keyword-only)."
     custom = torch.library.custom_op(f"onnxport::{name}", impl, mutates_args=())
     custom.register_fake(fake)
+    _FAKES[getattr(torch.ops.onnxport, name).default] = fake
     return custom
 
 
@@ -143,21 +149,33 @@ _FLAT_WEIGHTS_ASSIGNED = (
 def keep_recurrent_ops() -> Iterator[None]:
     """While capturing, route the ATen RNN ops to their ``onnxport::`` custom ops.
 
-    Only the Python dispatcher's CIA entry (``OpOverload.py_kernels``) changes, and it is restored
-    on exit; eager calls outside export do not use it.
+    Only the Python dispatcher's entries (``OpOverload.py_kernels``) change, and they are restored
+    on exit; eager calls outside export do not use them. The CIA entry calls the custom op; the
+    ``Meta`` entry and the op's entry in ``torch._decomp.decomposition_table`` (both torch's
+    ``lstm_impl``, the loop over time steps) give the custom op's fake shapes:
+    ``run_decompositions`` keeps a translated RNN op whole, and FakeTensor computed its shapes with
+    that decomposition (``fake_tensor.py``: ``decomposition_table[func]`` for an op with symbolic
+    sizes), which fixed the sequence length of an LSTM in a program that needed decomposing
+    (EnCodec's decoder: the graph took the example's 8 frames only).
     """
-    saved = {op: op.py_kernels.get(_CIA) for op in RECURRENT_OPS}
+    table: dict[Any, Callable[..., Any]] = torch._decomp.decomposition_table  # type: ignore[assignment]
+    saved = {op: dict(op.py_kernels) for op in RECURRENT_OPS}
+    saved_table = {op: table[op] for op in RECURRENT_OPS if op in table}
     try:
         for op, custom in RECURRENT_OPS.items():
             op.py_kernels[_CIA] = _positional(custom)
+            shapes = _positional(_FAKES[custom])
+            if _META in op.py_kernels:
+                op.py_kernels[_META] = shapes
+            if op in saved_table:
+                table[op] = shapes
             op._dispatch_cache.clear()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_FLAT_WEIGHTS_ASSIGNED, category=UserWarning)
             yield
     finally:
-        for op, kernel in saved.items():
-            if kernel is None:
-                op.py_kernels.pop(_CIA, None)
-            else:
-                op.py_kernels[_CIA] = kernel
+        table.update(saved_table)
+        for op, kernels in saved.items():
+            op.py_kernels.clear()
+            op.py_kernels.update(kernels)
             op._dispatch_cache.clear()

@@ -18,6 +18,7 @@ import torch
 from onnxport.errors import HFError
 from onnxport.hf import (
     audio_language,
+    codec,
     image_audio_text,
     multimodal_rope,
     segment_anything,
@@ -558,6 +559,8 @@ def _components(loaded: LoadedModel, cache_layers: Sequence[LayerCache] | None) 
         return [text_component(loaded)]
     if kind == "vision":
         return [vision_component(loaded)]
+    if kind == "audio" and codec.supports(loaded.model):
+        return codec.components(loaded)
     if kind == "audio":
         return [audio_component(loaded)]
     if kind == "text-vision":

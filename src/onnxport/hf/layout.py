@@ -7,7 +7,8 @@
 transformers.js looks for (``src/models/session_config.js`` of transformers.js 4.3.1):
 ``model.onnx`` for encoder-only and decoder-only models, ``encoder_model.onnx`` and
 ``decoder_model_merged.onnx`` for encoder-decoders ("merged": one decoder runs the first step,
-with an empty past, and the later ones).
+with an empty past, and the later ones), ``encoder_model.onnx`` and ``decoder_model.onnx`` for an
+audio codec (``DacModel``, ``MimiModel``: ``src/models/classes/DacPreTrainedModel.js``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ FILE_NAMES = {
     "model": "model.onnx",
     "encoder_model": "encoder_model.onnx",
     "decoder_model": "decoder_model_merged.onnx",
+    "codes_decoder": "decoder_model.onnx",  # an audio codec's (onnxport.hf.codec): no cache to merge
     "vision_encoder": "vision_encoder.onnx",
     "embed_tokens": "embed_tokens.onnx",
 }

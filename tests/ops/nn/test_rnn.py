@@ -74,13 +74,43 @@ def test_lstm_proj_size_runs_as_scan(case: Case) -> None:
 
 
 def test_recurrent_ops_are_restored_after_capture() -> None:
-    """The capture's patch of aten.lstm's CIA kernel (capture/rnn.py) is undone afterwards."""
-    key = torch._C.DispatchKey.CompositeImplicitAutograd
-    before = torch.ops.aten.lstm.input.py_kernels.get(key)
+    """The capture's patches of aten.lstm's CIA and meta kernels and of its entry in torch's
+    decomposition table (capture/rnn.py) are undone afterwards."""
+    op = torch.ops.aten.lstm.input
+    before, decomposition = dict(op.py_kernels), torch._decomp.decomposition_table[op]
     lstm = torch.nn.LSTM(4, 8).eval()
     program = onnxport.export(lstm, (torch.randn(5, 2, 4),))
-    assert torch.ops.aten.lstm.input.py_kernels.get(key) is before
+    assert op.py_kernels == before
+    assert torch._decomp.decomposition_table[op] is decomposition
     assert [n.op_type for n in program.model.graph].count("LSTM") == 1
+
+
+def test_lstm_in_a_program_that_needs_decomposing_keeps_its_sequence_dynamic() -> None:
+    """A weight-normed Linear after the LSTM (``_weight_norm_interface`` has no translation) makes
+    the program go through run_decompositions, where FakeTensor computed the kept LSTM's shapes with
+    torch's unrolled decomposition: the graph took the example's length only (EnCodec's decoder).
+    The graph runs at other batch sizes and lengths, matching eager."""
+
+    class Normed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = torch.nn.LSTM(4, 4, batch_first=True)
+            self.linear = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(4, 3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.linear(self.lstm(x)[0])
+
+    model = Normed().eval()
+    program = onnxport.export(model, (torch.randn(2, 6, 4),), dynamic_shapes=({0: "batch", 1: "seq"},))
+    assert program.status.decomposed
+    assert [d.value if hasattr(d, "value") else d for d in program.model.graph.inputs[0].shape][:2] == ["batch", "seq"]
+    for shape in ((3, 9, 4), (1, 1, 4)):
+        x = torch.randn(*shape)
+        (out,) = program(x)
+        with torch.no_grad():
+            expected = model(x)
+        assert out.shape == (*shape[:2], 3)
+        torch.testing.assert_close(torch.as_tensor(out), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_capturing_an_rnn_does_not_warn_about_its_flat_weights() -> None:

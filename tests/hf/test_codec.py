@@ -1,0 +1,79 @@
+"""Neural audio codecs (onnxport.hf.codec): DAC, EnCodec, Mimi and PocketTTS's audio tokenizer
+export ``encoder_model`` (``input_values`` → ``audio_codes`` / ``latents``) and ``decoder_model``
+(codes → ``audio_values``), the sessions transformers.js's DacModel / MimiModel run, dynamic in batch
+and length; both graphs match eager ``encode`` / ``decode`` at a batch and a length (not a multiple of
+the hop length) other than the export's."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+
+import onnxport.hf
+from onnxport.hf.codec import hop_length
+
+transformers = pytest.importorskip("transformers")
+
+_SMALL_SEANET = {"hidden_size": 32, "num_filters": 4, "upsampling_ratios": [4, 2], "codebook_size": 16}
+_SMALL_TRANSFORMER = {"num_hidden_layers": 1, "intermediate_size": 32, "num_attention_heads": 2,
+                      "num_key_value_heads": 2, "head_dim": 16, "upsample_groups": 32}
+CODECS = {
+    "dac": ("DacConfig", "DacModel", "audio_codes", {
+        "encoder_hidden_size": 8, "downsampling_ratios": [2, 4], "upsampling_ratios": [4, 2],
+        "decoder_hidden_size": 16, "hop_length": 8, "n_codebooks": 2, "codebook_size": 16, "codebook_dim": 4,
+        "hidden_size": 16,
+    }),
+    "encodec": ("EncodecConfig", "EncodecModel", "audio_codes", {
+        **_SMALL_SEANET, "codebook_dim": 32, "num_lstm_layers": 1, "sampling_rate": 8000,
+    }),
+    "mimi": ("MimiConfig", "MimiModel", "audio_codes", {
+        **_SMALL_SEANET, **_SMALL_TRANSFORMER, "codebook_dim": 16, "num_quantizers": 2,
+        "vector_quantization_hidden_dimension": 16, "sampling_rate": 8000,
+    }),
+    "pocket_tts": ("PocketTTSAudioTokenizerConfig", "PocketTTSAudioTokenizerModel", "latents", {
+        **_SMALL_SEANET, **_SMALL_TRANSFORMER, "latent_dim": 8, "sampling_rate": 8000,
+    }),
+}
+
+
+def _model(name: str) -> torch.nn.Module:
+    config_class, model_class, _, options = CODECS[name]
+    torch.manual_seed(0)
+    config = getattr(transformers, config_class)(**options)
+    return getattr(transformers, model_class)(config).eval()
+
+
+@pytest.mark.parametrize("name", list(CODECS))
+def test_codec_exports_encoder_and_decoder_models(name: str, tmp_path: pathlib.Path) -> None:
+    model = _model(name)
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
+    assert result.passed
+    field = CODECS[name][2]
+    encoder = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "encoder_model.onnx"))
+    decoder = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "decoder_model.onnx"))
+    assert [(i.name, i.shape) for i in encoder.get_inputs()] == [("input_values", ["batch_size", 1, "sequence_length"])]
+    assert [o.name for o in encoder.get_outputs()] == [field]
+    assert [i.name for i in decoder.get_inputs()] == [field] and "codes_length" in decoder.get_inputs()[0].shape
+    assert [o.name for o in decoder.get_outputs()] == ["audio_values"]
+
+    samples = 7 * hop_length(model.config) + 3  # a part frame: the codecs pad it
+    waveform = torch.randn(3, 1, samples, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        encoded = model.encode(waveform)
+        codes = encoded[field]
+        decoded = model.decode(codes, [None]) if name == "encodec" else model.decode(**{field: codes})
+    (actual_codes,) = encoder.run(None, {"input_values": waveform.numpy()})
+    assert actual_codes.dtype == codes.numpy().dtype and actual_codes.shape == tuple(codes.shape)
+    if codes.dtype.is_floating_point:
+        np.testing.assert_allclose(actual_codes, codes.numpy(), rtol=1e-4, atol=1e-4)
+    else:  # code indices: the nearest codebook entry, equal unless two are within rounding
+        assert (actual_codes == codes.numpy()).mean() > 0.99
+    (audio,) = decoder.run(None, {field: codes.numpy()})
+    assert audio.shape == tuple(decoded.audio_values.shape) and audio.shape[0] == 3  # DAC: (batch, samples)
+    assert audio.shape[-1] >= 7 * hop_length(model.config)
+    np.testing.assert_allclose(audio, decoded.audio_values.numpy(), rtol=1e-4, atol=1e-4)
