@@ -44,7 +44,10 @@ transformers' bfloat16 ``generate``) and in float16 (``llama-fp16``, float16 inp
   ``input_values`` / ``input_features``), a tiny CLIP (``AutoModel``) and a tiny Depth Anything
   (``AutoModelForDepthEstimation``, a 70x84 image), the image tasks of :func:`forward_checks` and a
   tiny VITS (``AutoModelForTextToWaveform``, its noise scales at 0) against eager PyTorch: the max
-  abs difference of every output (``< 1e-4``).
+  abs difference of every output (``< 1e-4``);
+- ``AutoModel`` of a tiny DAC and a tiny Mimi (``DacModel`` / ``MimiModel``: ``encode`` of 2
+  waveforms 7 frames and 3 samples long on ``encoder_model.onnx``, ``decode`` of the codes on
+  ``decoder_model.onnx``) against eager ``encode`` / ``decode``: codes equal, audio within 1e-4.
 
 Prints the figures; exit status 1 when a check fails. Needs node >= 18 and npm.
 """
@@ -64,6 +67,7 @@ from typing import Any
 import torch
 
 import onnxport.hf
+from onnxport.hf.codec import hop_length
 from onnxport.hf.image_audio_text import audio_inputs, patch_inputs
 from onnxport.hf.parts import Sizes
 from onnxport.testing import tiny_models
@@ -186,7 +190,12 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
     for name, (model, _, _) in forward_models.items():
         model.save_pretrained(work / f"{name}-src")
         onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
+    codecs = codec_checks()
+    for name, (model, _) in codecs.items():
+        model.save_pretrained(work / f"{name}-src")
+        onnxport.hf.export(work / f"{name}-src", output_dir=work / name)
     request = {
+        "codec": {name: _tensor_json(waveform) for name, (_, waveform) in codecs.items()},
         "forward": {
             name: {"auto": auto, "inputs": {k: _tensor_json(v) for k, v in inputs.items()}}
             for name, (_, auto, inputs) in forward_models.items()
@@ -277,9 +286,17 @@ def run(scratch: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
             for key in FORWARD_OUTPUTS
             if key in expected and isinstance(expected[key], torch.Tensor)
         }
+    codec = {}
+    for name, (model, waveform) in codecs.items():
+        with torch.no_grad():
+            codes = model.encode(waveform).audio_codes
+            audio = model.decode(audio_codes=codes).audio_values
+        got = result["codec"][name]
+        codec[name] = {"audio_codes": max_abs_diff(got["audio_codes"], codes),
+                       "audio_values": max_abs_diff(got["audio_values"], audio)}
     return {
         "embedding_shape": tuple(actual.shape), "min_cosine": cosine.min().item(), "generation": generation,
-        "forward": forward,
+        "forward": forward, "codec": codec,
     }  # fmt: skip
 
 
@@ -390,6 +407,16 @@ def forward_checks() -> dict[str, tuple[torch.nn.Module, str, dict[str, torch.Te
                 {"pixel_values": torch.randn(1, 3, 64, 64, generator=gen), "input_points": torch.rand(1, 2, 3, 2, generator=gen) * 64,
                  "input_labels": torch.tensor([[[1, 0, 1], [1, 1, -10]]])}),
     }  # fmt: skip
+
+
+def codec_checks() -> dict[str, tuple[torch.nn.Module, torch.Tensor]]:
+    """Audio codecs run through transformers.js' ``AutoModel`` (``DacModel``, ``MimiModel``:
+    ``encode`` on ``encoder_model.onnx``, ``decode`` of its codes on ``decoder_model.onnx``): name
+    → (model, a batch of 2 waveforms, 7 frames and 3 samples long)."""
+    gen = torch.Generator().manual_seed(3)
+    models = {name: tiny_models.build(name) for name in ("dac", "mimi")}
+    return {name: (model, torch.randn(2, 1, 7 * hop_length(model.config) + 3, generator=gen))
+            for name, model in models.items()}
 
 
 def _tensor_json(t: torch.Tensor) -> dict[str, Any]:

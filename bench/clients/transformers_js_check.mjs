@@ -96,4 +96,13 @@ for (const [name, { auto, inputs }] of Object.entries(request.forward ?? {})) {
         Object.entries(outputs).map(([key, t]) => [key, { dims: t.dims, data: Array.from(t.data, Number) }]),
     );
 }
+// request.codec: audio codec folder name → a waveform; DacModel / MimiModel encode it and decode the codes
+result.codec = {};
+for (const [name, waveform] of Object.entries(request.codec ?? {})) {
+    const model = await AutoModel.from_pretrained(name, { dtype: 'fp32' });
+    const encoded = await model.encode({ input_values: tensors({ waveform }).waveform });
+    const decoded = await model.decode(encoded);
+    const plain = (t) => ({ dims: t.dims, data: Array.from(t.data, Number) });
+    result.codec[name] = { audio_codes: plain(encoded.audio_codes), audio_values: plain(decoded.audio_values) };
+}
 fs.writeFileSync(resultPath, JSON.stringify(result));

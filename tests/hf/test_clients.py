@@ -37,7 +37,8 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
     Granite-4.0-H (Mamba2 conv/SSM states beside attention) and a multi-query StarCoder, and the
     encoder-decoders BART, Whisper and a TrOCR-style image-to-text model (cross-attention cache
     fed back with use_cache_branch), Moonshine and a LLaVA, and one forward of every model of the
-    client's ``forward_checks`` (CTC, CLIP, the image tasks, VITS, SAM) against eager."""
+    client's ``forward_checks`` (CTC, CLIP, the image tasks, VITS, SAM) and the codecs' ``encode`` /
+    ``decode`` (DAC, Mimi) against eager."""
     scratch = pathlib.Path(os.environ.get("ONNXPORT_JS_DIR", "/nonexistent"))
     if (
         shutil.which("node") is None
@@ -63,6 +64,9 @@ def test_transformers_js_loads_minilm_and_the_decoders(tmp_path: pathlib.Path) -
     assert figures["forward"]["clip"].keys() == {"logits_per_image", "text_embeds", "image_embeds"}
     for diffs in figures["forward"].values():
         assert all(d < 1e-4 for d in diffs.values()), diffs
+    assert set(figures["codec"]) == {"dac", "mimi"}
+    for diffs in figures["codec"].values():
+        assert diffs["audio_codes"] == 0 and diffs["audio_values"] < 1e-4, diffs
 
 
 @pytest.mark.slow

@@ -15,45 +15,20 @@ import torch
 
 import onnxport.hf
 from onnxport.hf.codec import hop_length
+from onnxport.testing import tiny_models
 
 transformers = pytest.importorskip("transformers")
 
-_SMALL_SEANET = {"hidden_size": 32, "num_filters": 4, "upsampling_ratios": [4, 2], "codebook_size": 16}
-_SMALL_TRANSFORMER = {"num_hidden_layers": 1, "intermediate_size": 32, "num_attention_heads": 2,
-                      "num_key_value_heads": 2, "head_dim": 16, "upsample_groups": 32}
-CODECS = {
-    "dac": ("DacConfig", "DacModel", "audio_codes", {
-        "encoder_hidden_size": 8, "downsampling_ratios": [2, 4], "upsampling_ratios": [4, 2],
-        "decoder_hidden_size": 16, "hop_length": 8, "n_codebooks": 2, "codebook_size": 16, "codebook_dim": 4,
-        "hidden_size": 16,
-    }),
-    "encodec": ("EncodecConfig", "EncodecModel", "audio_codes", {
-        **_SMALL_SEANET, "codebook_dim": 32, "num_lstm_layers": 1, "sampling_rate": 8000,
-    }),
-    "mimi": ("MimiConfig", "MimiModel", "audio_codes", {
-        **_SMALL_SEANET, **_SMALL_TRANSFORMER, "codebook_dim": 16, "num_quantizers": 2,
-        "vector_quantization_hidden_dimension": 16, "sampling_rate": 8000,
-    }),
-    "pocket_tts": ("PocketTTSAudioTokenizerConfig", "PocketTTSAudioTokenizerModel", "latents", {
-        **_SMALL_SEANET, **_SMALL_TRANSFORMER, "latent_dim": 8, "sampling_rate": 8000,
-    }),
-}
+FIELDS = {"dac": "audio_codes", "encodec": "audio_codes", "mimi": "audio_codes", "pocket-tts-tokenizer": "latents"}
 
 
-def _model(name: str) -> torch.nn.Module:
-    config_class, model_class, _, options = CODECS[name]
-    torch.manual_seed(0)
-    config = getattr(transformers, config_class)(**options)
-    return getattr(transformers, model_class)(config).eval()
-
-
-@pytest.mark.parametrize("name", list(CODECS))
+@pytest.mark.parametrize("name", [e.name for e in tiny_models.CODECS])
 def test_codec_exports_encoder_and_decoder_models(name: str, tmp_path: pathlib.Path) -> None:
-    model = _model(name)
+    model = tiny_models.build(name)
     model.save_pretrained(tmp_path / "src")
     result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
     assert result.passed
-    field = CODECS[name][2]
+    field = FIELDS[name]
     encoder = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "encoder_model.onnx"))
     decoder = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "decoder_model.onnx"))
     assert [(i.name, i.shape) for i in encoder.get_inputs()] == [("input_values", ["batch_size", 1, "sequence_length"])]

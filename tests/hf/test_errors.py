@@ -190,3 +190,19 @@ def test_a_list_main_input_name_takes_its_first_entry() -> None:
     assert modality(LoadedModel(model, TASKS["feature-extraction"], None, None)) == "vision"
     model.main_input_name = []
     assert modality(LoadedModel(model, TASKS["feature-extraction"], None, None)) == "text"
+
+
+def test_a_vision_tower_saved_alone_names_its_inputs_and_the_vlm_export(tmp_path: pathlib.Path) -> None:
+    """A vision-language model's tower saved as its own folder (Idefics3's vision transformer: no
+    vocab_size, forward(pixel_values, patch_attention_mask)) infers feature-extraction; onnxport
+    names what forward takes and where the tower is exported, and writes no folder."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Idefics3VisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                               num_attention_heads=2, image_size=32, patch_size=8)
+    transformers.Idefics3VisionTransformer(config).save_pretrained(tmp_path / "tower")
+    with pytest.raises(HFError) as caught:
+        onnxport.hf.export(tmp_path / "tower", output_dir=tmp_path / "out")
+    message = str(caught.value)
+    assert "Idefics3VisionTransformer.forward takes pixel_values, patch_attention_mask" in message
+    assert "not input_ids" in message and "vision_encoder.onnx" in message
+    assert not (tmp_path / "out").exists()

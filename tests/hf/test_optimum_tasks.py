@@ -37,6 +37,25 @@ def test_forecaster_exports_past_values_to_prediction_outputs(name: str, tmp_pat
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize(("name", "base"), [("patchtst", "PatchTSTModel"), ("patchtsmixer", "PatchTSMixerModel")])
+def test_forecaster_base_model_gives_its_hidden_states(name: str, base: str, tmp_path: pathlib.Path) -> None:
+    """feature-extraction of the base model (main_input_name past_values): past_values →
+    last_hidden_state (per channel and patch), as the forecaster's input."""
+    torch.manual_seed(0)
+    model = getattr(transformers, base)(tiny_models.build(name).config).eval()
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
+    assert result.task == "feature-extraction" and result.passed
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    assert [(i.name, i.shape) for i in session.get_inputs()] == [("past_values", ["batch_size", 32, 3])]
+    past = torch.randn(5, 32, 3, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        expected = model(past_values=past).last_hidden_state.numpy()
+    (actual,) = session.run(None, {"past_values": past.numpy()})
+    assert actual.shape == expected.shape == (5, 3, 4, 16)
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
 def test_vitpose_exports_heatmaps_at_its_backbone_size(tmp_path: pathlib.Path) -> None:
     model = tiny_models.build("vitpose")
     model.save_pretrained(tmp_path / "src")

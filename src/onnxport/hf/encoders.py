@@ -53,8 +53,14 @@ def _choices(sizes: Sizes) -> int:
 def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Component:
     """``input_ids``/``attention_mask`` (``[token_type_ids]``) → the task's outputs; for
     multiple-choice each of them is ``(batch_size, num_choices, sequence_length)``. ``use_cache``:
-    passed to the model when not ``None`` (``False`` for a decoder exported without its cache)."""
+    passed to the model when not ``None`` (``False`` for a decoder exported without its cache).
+
+    Raises:
+        HFError: The model's forward takes no ``input_ids`` (a vision-language model's vision tower
+            saved alone: Qwen2-VL-style patches and ``grid_thw``).
+    """
     config = loaded.model.config
+    _check_reads_token_ids(loaded)
     if loaded.task.name == "text-classification" and getattr(config, "pad_token_id", 0) is None and _pools_last_token(loaded.model):
         config.pad_token_id = _pad_token_id(loaded)
     outputs = list(loaded.task.outputs)
@@ -100,6 +106,26 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
     if loaded.pooling is not None:
         outputs.append("sentence_embedding")
     return Component("model", module, make, dynamic, None, outputs)
+
+
+def _check_reads_token_ids(loaded: LoadedModel) -> None:
+    """Raise the HFError of :func:`text_component` for a forward without ``input_ids``."""
+    forward = inspect.signature(loaded.model.forward).parameters
+    if "input_ids" in forward or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in forward.values()):
+        return
+    names = [name for name, p in forward.items() if p.kind is not inspect.Parameter.VAR_KEYWORD][:4]
+    tower = "grid_thw" in forward or "pixel_values" in forward or "hidden_states" in forward
+    hint = (
+        "It looks like the vision tower of a vision-language model: export the whole model's folder "
+        "(image-text-to-text writes this tower as vision_encoder.onnx), or export the tower with "
+        "onnxport.export and the inputs its model feeds it."
+        if tower
+        else "Export it with onnxport.export and its inputs."
+    )
+    raise HFError(
+        f"{type(loaded.model).__name__}.forward takes {', '.join(names)}, not input_ids: onnxport.hf's "
+        f"{loaded.task.name} export of this model would feed token ids. {hint}"
+    )
 
 
 def token_boxes(rows: int, sequence: int, generator: torch.Generator) -> torch.Tensor:

@@ -521,7 +521,8 @@ def _check_embeds_decoder(model: torch.nn.Module, decoder: torch.nn.Module, hidd
 def modality(loaded: LoadedModel) -> str:
     """The task's kind, except for a task of text models (feature-extraction, text-classification)
     on a model whose ``main_input_name`` is ``pixel_values`` (ViT, DINOv2: ``"vision"``),
-    ``input_values`` (wav2vec2: ``"audio"``) or ``input_features`` (w2v-BERT 2.0: ``"audio"``), and
+    ``input_values`` (wav2vec2: ``"audio"``), ``input_features`` (w2v-BERT 2.0: ``"audio"``) or
+    ``past_values`` (PatchTST's base model: ``"time-series"``), and
     an image task of a model that reads token ids (ImageGPT's color clusters: ``"text"``)."""
     kind = loaded.task.kind
     if kind == "vision" and getattr(loaded.model, "main_input_name", None) == "input_ids":
@@ -531,7 +532,8 @@ def modality(loaded: LoadedModel) -> str:
     main = getattr(loaded.model, "main_input_name", "input_ids")
     if isinstance(main, (list, tuple)):  # OneFormer: ["pixel_values", "task_inputs"]
         main = main[0] if main else "input_ids"
-    return {"pixel_values": "vision", "input_values": "audio", "input_features": "audio"}.get(main, kind)
+    kinds = {"pixel_values": "vision", "input_values": "audio", "input_features": "audio", "past_values": "time-series"}
+    return kinds.get(main, kind)
 
 
 def components(loaded: LoadedModel, cache_layers: Sequence[LayerCache] | None = None) -> list[Component]:

@@ -110,8 +110,11 @@ def generator(sizes: Sizes) -> torch.Generator:
 def token_ids(config: Any, batch: int, sequence: int, generator: torch.Generator) -> torch.Tensor:
     """Random ids below ``vocab_size`` (at least 3, past the usual special ids); a composite
     config (``EncoderDecoderConfig``: bert2bert) gives the smaller of its encoder's and decoder's,
-    a multimodal one (Qwen3.5's ``*ForTokenClassification``) its ``text_config``'s."""
+    a multimodal one (Qwen3.5's ``*ForTokenClassification``) its ``text_config``'s; CANINE reads
+    Unicode code points (hashed into ``num_hash_buckets``), any below 0x110000."""
     vocab = getattr(config, "vocab_size", None)
+    if not vocab and isinstance(getattr(config, "num_hash_buckets", None), int):
+        vocab = 0x110000
     if not vocab:
         parts = [getattr(getattr(config, part, None), "vocab_size", None) for part in ("encoder", "decoder", "text_config")]
         vocab = min((v for v in parts if v), default=None)

@@ -6,7 +6,9 @@ Optimum exports for them (optimum-onnx ``PatchTSTOnnxConfig``, ``PatchTSMixerOnn
 ``context_length``: the models cut it into ``patch_length`` patches and their heads read a fixed
 number of patches) → ``prediction_outputs`` ``[batch_size, prediction_length,
 num_input_channels]`` float32, the point forecast (the models' ``loss="mse"`` head; a distribution
-head, ``loss="nll"``, returns distribution parameters and is refused).
+head, ``loss="nll"``, returns distribution parameters and is refused). feature-extraction of the
+base models (``PatchTSTModel``, ``PatchTSMixerModel``: ``main_input_name`` ``past_values``) gives
+their ``last_hidden_state`` (per channel and patch) from the same input.
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ from onnxport.hf.parts import generator as _generator
 
 
 class Forecaster(torch.nn.Module):
-    """``past_values`` → ``prediction_outputs``."""
+    """``past_values`` → the task's outputs (``prediction_outputs``; the base model's
+    ``last_hidden_state`` for feature-extraction)."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: torch.nn.Module, outputs: list[str]) -> None:
         super().__init__()
         self.model = model
+        self.outputs = tuple(outputs)
 
-    def forward(self, past_values: torch.Tensor) -> torch.Tensor:
-        return self.model(past_values=past_values).prediction_outputs  # type: ignore[no-any-return]
+    def forward(self, past_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.model(past_values=past_values)
+        return tuple(out[name] for name in self.outputs)
 
 
 def forecast_component(loaded: LoadedModel) -> Component:
@@ -59,7 +64,7 @@ def forecast_component(loaded: LoadedModel) -> Component:
         return {"past_values": torch.randn(sizes.batch, length, channels, generator=_generator(sizes))}
 
     outputs = list(loaded.task.outputs)
-    return Component("model", Forecaster(model), make, {"past_values": {0: BATCH}}, ["past_values"], outputs)
+    return Component("model", Forecaster(model, outputs), make, {"past_values": {0: BATCH}}, ["past_values"], outputs)
 
 
 __all__ = ["forecast_component"]

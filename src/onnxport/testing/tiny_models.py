@@ -755,7 +755,28 @@ ZOO.append(Entry("glm-ocr", "image-text-to-text", _glm_ocr))
 ZOO.append(Entry("gemma4", "image-text-to-text", _gemma4))
 ZOO.append(Entry("voxtral", "audio-text-to-text", _voxtral))
 ZOO.append(Entry("trocr", "image-to-text", _trocr))
-BY_NAME = {e.name: e for e in ZOO}
+# Neural audio codecs (onnxport.hf.codec: encoder_model + decoder_model), outside the zoo's file layout
+_SEANET = {"hidden_size": 32, "num_filters": 4, "upsampling_ratios": [4, 2], "codebook_size": 16}
+_CODEC_TRANSFORMER = {"num_hidden_layers": 1, "intermediate_size": 32, "num_attention_heads": 2,
+                      "num_key_value_heads": 2, "head_dim": 16, "upsample_groups": 32}
+CODECS = [
+    Entry("dac", "feature-extraction", _make(
+        "DacConfig", "DacModel", encoder_hidden_size=8, downsampling_ratios=[2, 4], upsampling_ratios=[4, 2],
+        decoder_hidden_size=16, hop_length=8, n_codebooks=2, codebook_size=16, codebook_dim=4, hidden_size=16,
+    )),
+    Entry("encodec", "feature-extraction", _make(
+        "EncodecConfig", "EncodecModel", **_SEANET, codebook_dim=32, num_lstm_layers=1, sampling_rate=8000,
+    )),
+    Entry("mimi", "feature-extraction", _make(
+        "MimiConfig", "MimiModel", **_SEANET, **_CODEC_TRANSFORMER, codebook_dim=16, num_quantizers=2,
+        vector_quantization_hidden_dimension=16, sampling_rate=8000,
+    )),
+    Entry("pocket-tts-tokenizer", "feature-extraction", _make(
+        "PocketTTSAudioTokenizerConfig", "PocketTTSAudioTokenizerModel", **_SEANET, **_CODEC_TRANSFORMER,
+        latent_dim=8, sampling_rate=8000,
+    )),
+]
+BY_NAME = {e.name: e for e in [*ZOO, *CODECS]}
 
 
 def build(name: str, **overrides: Any) -> Any:
