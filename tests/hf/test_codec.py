@@ -52,3 +52,15 @@ def test_codec_exports_encoder_and_decoder_models(name: str, tmp_path: pathlib.P
     assert audio.shape == tuple(decoded.audio_values.shape) and audio.shape[0] == 3  # DAC: (batch, samples)
     assert audio.shape[-1] >= 7 * hop_length(model.config)
     np.testing.assert_allclose(audio, decoded.audio_values.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["encodec", "mimi"])
+def test_codec_streamed_from_the_checkpoint(name: str, tmp_path: pathlib.Path) -> None:
+    """The streamed path (meta-device model, the probes on fake tensors: the codecs' pads from
+    tensor buffers and EnCodec's LSTM on meta parameters) writes the same two graphs, validated."""
+    model = tiny_models.build(name)
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out", stream=True)
+    assert result.passed and result.streamed is not None
+    assert {c.component for c in result.checks} == {"encoder_model", "codes_decoder"}
+    assert sorted(p.name for p in (tmp_path / "out" / "onnx").glob("*.onnx")) == ["decoder_model.onnx", "encoder_model.onnx"]

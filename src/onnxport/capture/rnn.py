@@ -41,6 +41,7 @@ from torch._dispatch.python import no_python_dispatcher
 aten = torch.ops.aten
 _CIA = torch._C.DispatchKey.CompositeImplicitAutograd
 _META = torch._C.DispatchKey.Meta
+_AUTOGRAD = torch._C.DispatchKey.Autograd
 
 
 def _hidden_shapes(
@@ -150,7 +151,9 @@ def keep_recurrent_ops() -> Iterator[None]:
     """While capturing, route the ATen RNN ops to their ``onnxport::`` custom ops.
 
     Only the Python dispatcher's entries (``OpOverload.py_kernels``) change, and they are restored
-    on exit; eager calls outside export do not use them. The CIA entry calls the custom op; the
+    on exit; eager calls outside export do not use them. The CIA and ``Autograd`` entries (torch
+    registers its unrolled ``lstm_impl`` under both; the streamed path's meta parameters, which
+    require grad, dispatched to the latter) call the custom op; the
     ``Meta`` entry and the op's entry in ``torch._decomp.decomposition_table`` (both torch's
     ``lstm_impl``, the loop over time steps) give the custom op's fake shapes:
     ``run_decompositions`` keeps a translated RNN op whole, and FakeTensor computed its shapes with
@@ -164,6 +167,8 @@ def keep_recurrent_ops() -> Iterator[None]:
     try:
         for op, custom in RECURRENT_OPS.items():
             op.py_kernels[_CIA] = _positional(custom)
+            if _AUTOGRAD in op.py_kernels:  # torch's lstm_impl too: parameters that require grad
+                op.py_kernels[_AUTOGRAD] = _positional(custom)
             shapes = _positional(_FAKES[custom])
             if _META in op.py_kernels:
                 op.py_kernels[_META] = shapes
