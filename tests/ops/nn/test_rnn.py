@@ -85,7 +85,8 @@ def test_recurrent_ops_are_restored_after_capture() -> None:
     assert [n.op_type for n in program.model.graph].count("LSTM") == 1
 
 
-def test_lstm_in_a_program_that_needs_decomposing_keeps_its_sequence_dynamic() -> None:
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_recurrent_op_in_a_program_that_needs_decomposing_keeps_its_sequence_dynamic(kind: str) -> None:
     """A weight-normed Linear after the LSTM (``_weight_norm_interface`` has no translation) makes
     the program go through run_decompositions, where FakeTensor computed the kept LSTM's shapes with
     torch's unrolled decomposition: the graph took the example's length only (EnCodec's decoder).
@@ -94,15 +95,16 @@ def test_lstm_in_a_program_that_needs_decomposing_keeps_its_sequence_dynamic() -
     class Normed(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.lstm = torch.nn.LSTM(4, 4, batch_first=True)
+            self.recurrent = getattr(torch.nn, kind)(4, 4, batch_first=True)
             self.linear = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(4, 3))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.linear(self.lstm(x)[0])
+            return self.linear(self.recurrent(x)[0])
 
     model = Normed().eval()
     program = onnxport.export(model, (torch.randn(2, 6, 4),), dynamic_shapes=({0: "batch", 1: "seq"},))
     assert program.status.decomposed
+    assert [n.op_type for n in program.model.graph].count(kind) == 1
     assert [d.value if hasattr(d, "value") else d for d in program.model.graph.inputs[0].shape][:2] == ["batch", "seq"]
     for shape in ((3, 9, 4), (1, 1, 4)):
         x = torch.randn(*shape)
