@@ -15,6 +15,7 @@ import torch
 
 import onnxport.hf
 from onnxport.hf.codec import hop_length
+from onnxport.hf.layout import usage_lines
 from onnxport.testing import tiny_models
 
 transformers = pytest.importorskip("transformers")
@@ -35,6 +36,9 @@ def test_codec_exports_encoder_and_decoder_models(name: str, tmp_path: pathlib.P
     assert [o.name for o in encoder.get_outputs()] == [field]
     assert [i.name for i in decoder.get_inputs()] == [field] and "codes_length" in decoder.get_inputs()[0].shape
     assert [o.name for o in decoder.get_outputs()] == ["audio_values"]
+    usage = "\n".join(usage_lines(tmp_path / "out", "feature-extraction", "hub", genai=False))
+    assert "encoder_model.onnx" in usage and "decoder_model.onnx" in usage
+    assert "AutoModel.from_pretrained('out'" in usage and "model.decode(codes)" in usage and "pipeline(" not in usage
 
     samples = 7 * hop_length(model.config) + 3  # a part frame: the codecs pad it
     waveform = torch.randn(3, 1, samples, generator=torch.Generator().manual_seed(5))

@@ -87,16 +87,27 @@ class CodecEncoder(torch.nn.Module):
 
 
 class CodecDecoder(torch.nn.Module):
-    """The encoder's ``field`` → ``output``, a tensor ``model.decode`` returns (``audio_values``)."""
+    """The encoder's ``audio_codes`` → ``output``, a tensor ``model.decode`` returns
+    (``audio_values``)."""
 
-    def __init__(self, model: torch.nn.Module, field: str, output: str) -> None:
+    field = "audio_codes"
+
+    def __init__(self, model: torch.nn.Module, output: str) -> None:
         super().__init__()
         self.model = model
-        self.field = field
         self.output = output
 
-    def forward(self, codes: torch.Tensor) -> torch.Tensor:
-        return decode(self.model, self.field, codes)[self.output]  # type: ignore[no-any-return]
+    def forward(self, audio_codes: torch.Tensor) -> torch.Tensor:
+        return decode(self.model, self.field, audio_codes)[self.output]  # type: ignore[no-any-return]
+
+
+class LatentsDecoder(CodecDecoder):
+    """The encoder's continuous ``latents`` (PocketTTS, VibeVoice) → ``output``."""
+
+    field = "latents"
+
+    def forward(self, latents: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return decode(self.model, self.field, latents)[self.output]  # type: ignore[no-any-return]
 
 
 def decode(model: torch.nn.Module, field: str, codes: torch.Tensor) -> Any:
@@ -159,9 +170,9 @@ def components(loaded: LoadedModel) -> list[Component]:
             shape[axis] = sizes.batch if dim is BATCH else sizes.sequence
         gen = _generator(sizes)
         if code_dtype.is_floating_point:
-            return {"codes": torch.randn(*shape, generator=gen)}
+            return {field: torch.randn(*shape, generator=gen)}
         size = int(getattr(config, "codebook_size", None) or 2)
-        return {"codes": torch.randint(0, size, shape, generator=gen, dtype=code_dtype)}
+        return {field: torch.randint(0, size, shape, generator=gen, dtype=code_dtype)}
 
     encoder = Component(
         "encoder_model",
@@ -171,7 +182,8 @@ def components(loaded: LoadedModel) -> list[Component]:
         None,
         [field],
     )
-    decoder = Component("codes_decoder", CodecDecoder(model, field, output), make_decoder, {"codes": axes}, [field], [output])
+    module = (CodecDecoder if field == "audio_codes" else LatentsDecoder)(model, output)
+    decoder = Component("codes_decoder", module, make_decoder, {field: axes}, None, [output])
     return [encoder, decoder]
 
 

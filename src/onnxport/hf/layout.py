@@ -133,6 +133,7 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
         ]
     seq2seq = (folder / model_path("encoder_model", layout)).is_file() or task == "text2text-generation"
     graph = folder / model_path("encoder_model" if seq2seq else "model", layout)
+    codec = (folder / model_path("codes_decoder", layout)).is_file()
     lines = ["Load it:", f"  Python (onnxruntime): onnxruntime.InferenceSession({str(graph)!r})"]
     if task == "mask-generation":  # onnxport.hf.segment_anything
         lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
@@ -146,6 +147,10 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
         lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
                     f"{', '.join(str(folder / model_path(n, layout)) for n in ('audio_encoder', 'embed_tokens', 'decoder_model'))}: "
                     "audio_features are written at the audio tokens of inputs_embeds (onnxport.hf.generate.greedy_audio_text)")
+    elif codec:  # onnxport.hf.codec
+        lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
+                    f"{', '.join(str(folder / model_path(n, layout)) for n in ('encoder_model', 'codes_decoder'))}: "
+                    "input_values → audio codes, codes → audio_values")
     elif (folder / model_path("vision_encoder", layout)).is_file():  # onnxport.hf.vision_language
         lines[1] = (f"  Python (onnxruntime): onnxruntime.InferenceSession(...) on "
                     f"{', '.join(str(folder / model_path(n, layout)) for n in ('vision_encoder', 'embed_tokens', 'decoder_model'))}: "
@@ -163,7 +168,14 @@ def usage_lines(folder: Path, task: str, layout: str, genai: bool) -> list[str]:
     if vision_features(folder) and task == "feature-extraction":
         pipeline = "image-feature-extraction"
     model_class = _JS_MODEL_CLASSES.get(task)  # tasks transformers.js has no pipeline for
-    if model_class is not None and layout == "hub":
+    if codec and layout == "hub":  # DacModel, MimiModel: encode and decode, no pipeline
+        lines.append(
+            "  node (transformers.js): import { env, AutoModel } from '@huggingface/transformers'; "
+            f"env.localModelPath = {str(folder.resolve().parent) + '/'!r}; env.allowRemoteModels = false; "
+            f"const model = await AutoModel.from_pretrained({folder.name!r}, {{ dtype: 'fp32' }}); "
+            "const codes = await model.encode({ input_values }); const { audio_values } = await model.decode(codes);"
+        )
+    elif model_class is not None and layout == "hub":
         lines.append(
             f"  node (transformers.js): import {{ env, {model_class}, AutoProcessor }} from '@huggingface/transformers'; "
             f"env.localModelPath = {str(folder.resolve().parent) + '/'!r}; env.allowRemoteModels = false; "
