@@ -113,6 +113,21 @@ def test_groupvit_feature_extraction_gives_the_dual_encoder_outputs(tmp_path: pa
         np.testing.assert_allclose(value, expected[name].numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_maskformer_base_model_gives_its_three_last_hidden_states(tmp_path: pathlib.Path) -> None:
+    """MaskFormerModel's output has no ``last_hidden_state``: feature-extraction gives the
+    backbone's, the pixel decoder's and the transformer decoder's last hidden states (it raised
+    KeyError after probing every larger image size for it: minutes for the default config)."""
+    model = transformers.MaskFormerModel(tiny_models.build("maskformer").config).eval()
+    session = _export(model, tmp_path, "feature-extraction")
+    names = ["encoder_last_hidden_state", "pixel_decoder_last_hidden_state", "transformer_decoder_last_hidden_state"]
+    assert [o.name for o in session.get_outputs()] == names
+    pixels = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        expected = model(pixel_values=pixels)
+    for name, value in zip(names, session.run(None, {"pixel_values": pixels.numpy()}), strict=True):
+        np.testing.assert_allclose(value, expected[name].numpy(), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("encoder", ["DPRQuestionEncoder", "DPRContextEncoder"])
 def test_dpr_encoder_feature_extraction_gives_its_pooled_embedding(encoder: str, tmp_path: pathlib.Path) -> None:
     """DPR's encoders return their embedding as ``pooler_output`` only (no ``last_hidden_state``)."""

@@ -140,25 +140,28 @@ def token_boxes(rows: int, sequence: int, generator: torch.Generator) -> torch.T
 _NO_PAD_TOKEN = "no padding token is defined"  # transformers' *ForSequenceClassification of decoders
 
 
-def _output_fields(model: torch.nn.Module) -> set[str]:
+def _output_fields(model: torch.nn.Module) -> list[str]:
     """The fields of the ``ModelOutput`` dataclass(es) ``model.forward`` is annotated to return
-    (``DPRQuestionEncoderOutput | tuple[...]``); empty when the annotation names none."""
+    (``DPRQuestionEncoderOutput | tuple[...]``), in their order; empty when the annotation names
+    none."""
     annotation = inspect.signature(type(model).forward).return_annotation
-    fields: set[str] = set()
+    fields: list[str] = []
     for kind in (annotation, *typing.get_args(annotation)):
         if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-            fields.update(f.name for f in dataclasses.fields(kind))
+            fields += [f.name for f in dataclasses.fields(kind) if f.name not in fields]
     return fields
 
 
 def _embedding_outputs(model: torch.nn.Module, outputs: list[str]) -> list[str]:
-    """feature-extraction's outputs for ``model``: ``pooler_output`` for a model whose output has
-    no ``last_hidden_state`` but that (DPR's question and context encoders return their embedding
-    so: ``DPRQuestionEncoderOutput``), else ``outputs``."""
+    """feature-extraction's outputs for ``model`` whose output has no ``last_hidden_state``: its
+    fields that end in ``last_hidden_state`` (MaskFormer and Mask2Former: the backbone's, the
+    pixel decoder's and the transformer decoder's), else ``pooler_output`` (DPR's question and
+    context encoders return their embedding so: ``DPRQuestionEncoderOutput``); else ``outputs``."""
     fields = _output_fields(model)
-    if fields and "last_hidden_state" not in fields and "pooler_output" in fields:
-        return ["pooler_output"]
-    return outputs
+    if not fields or "last_hidden_state" in fields:
+        return outputs
+    last = [name for name in fields if name.endswith("last_hidden_state")]
+    return last or (["pooler_output"] if "pooler_output" in fields else outputs)
 
 
 def _pools_eos(model: torch.nn.Module) -> bool:
@@ -312,6 +315,8 @@ def vision_component(loaded: LoadedModel) -> Component:
     outputs = list(PANOPTIC_OUTPUTS if panoptic else loaded.task.outputs)
     if type(loaded.model).__name__ == "MgpstrForSceneTextRecognition":
         outputs = list(wrappers.MGP_STR_OUTPUTS)  # its three heads, whatever the task
+    elif loaded.task.name == "feature-extraction":
+        outputs = _embedding_outputs(loaded.model, outputs)
     probe = wrappers.VisionModel(loaded.model, outputs, interpolate=interpolating)
     smallest = min(height, width, _SMALLEST_SIDE)
     if not _runs(probe, make(Sizes(batch=1), resized=False)):
