@@ -68,3 +68,25 @@ def test_codec_streamed_from_the_checkpoint(name: str, tmp_path: pathlib.Path) -
     assert result.passed and result.streamed is not None
     assert {c.component for c in result.checks} == {"encoder_model", "codes_decoder"}
     assert sorted(p.name for p in (tmp_path / "out" / "onnx").glob("*.onnx")) == ["decoder_model.onnx", "encoder_model.onnx"]
+
+
+def test_codec_encoder_saved_alone_gives_its_latents(tmp_path: pathlib.Path) -> None:
+    """A codec's encoder as its own model (``MimiEncoderModel``: no encode/decode, its output has no
+    last_hidden_state): feature-extraction reads the ``(batch_size, channels, sequence_length)``
+    waveform and gives ``latents``, dynamic in batch and length."""
+    mimi = tiny_models.build("mimi").config
+    fields = transformers.MimiEncoderConfig().to_dict()
+    config = transformers.MimiEncoderConfig(**{k: v for k, v in mimi.to_dict().items() if k in fields and k != "model_type"})
+    torch.manual_seed(0)
+    model = transformers.MimiEncoderModel(config).eval()
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
+    assert result.task == "feature-extraction" and result.passed
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    assert [(i.name, i.shape) for i in session.get_inputs()] == [("input_values", ["batch_size", 1, "sequence_length"])]
+    waveform = torch.randn(2, 1, 5 * hop_length(config) + 7, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        expected = model(input_values=waveform).latents.numpy()
+    (actual,) = session.run(None, {"input_values": waveform.numpy()})
+    assert [o.name for o in session.get_outputs()] == ["latents"] and actual.shape == expected.shape
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)

@@ -27,6 +27,7 @@ try:  # optional dependency (extra hf): the pad token of a folder's tokenizer.js
 except ImportError:  # pragma: no cover - installed with the hf extra
     tokenizers = None  # type: ignore[assignment]
 from onnxport.hf import cache as wrappers
+from onnxport.hf.codec import hop_length
 from onnxport.hf.dims import (
     BATCH,
     ENCODER_SEQUENCE,
@@ -156,12 +157,14 @@ def _embedding_outputs(model: torch.nn.Module, outputs: list[str]) -> list[str]:
     """feature-extraction's outputs for ``model`` whose output has no ``last_hidden_state``: its
     fields that end in ``last_hidden_state`` (MaskFormer and Mask2Former: the backbone's, the
     pixel decoder's and the transformer decoder's), else ``pooler_output`` (DPR's question and
-    context encoders return their embedding so: ``DPRQuestionEncoderOutput``); else ``outputs``."""
+    context encoders return their embedding so: ``DPRQuestionEncoderOutput``), else its first field
+(a codec's encoder alone: ``MimiEncoderModel``'s ``latents``); ``outputs`` when it has
+``last_hidden_state`` or names no output class."""
     fields = _output_fields(model)
     if not fields or "last_hidden_state" in fields:
         return outputs
     last = [name for name in fields if name.endswith("last_hidden_state")]
-    return last or (["pooler_output"] if "pooler_output" in fields else outputs)
+    return last or (["pooler_output"] if "pooler_output" in fields else fields[:1])
 
 
 def _pools_eos(model: torch.nn.Module) -> bool:
@@ -454,22 +457,32 @@ def _frames(sizes: Sizes) -> int:
 
 def audio_component(loaded: LoadedModel) -> Component:
     """``input_values`` → the task's outputs: a raw waveform dynamic in batch and length
-    (``sequence_length``, Optimum's name), or the fixed ``(max_length, num_mel_bins)``
-    spectrogram of an Audio Spectrogram Transformer (dynamic in batch only)."""
+    (``sequence_length``, Optimum's name), ``(batch_size, audio_channels, sequence_length)`` for a
+    codec's encoder alone (``MimiEncoderModel``: ``hop_length`` samples a frame, plus a part
+    frame), or the fixed ``(max_length, num_mel_bins)`` spectrogram of an Audio Spectrogram
+    Transformer (dynamic in batch only)."""
     config = loaded.model.config
     spectrogram = getattr(config, "num_mel_bins", None), getattr(config, "max_length", None)
     fixed = all(isinstance(v, int) for v in spectrogram)
+    channels = getattr(config, "audio_channels", None)  # a codec's half: (batch, channels, samples)
+    outputs = list(loaded.task.outputs)
+    if loaded.task.name == "feature-extraction":
+        outputs = _embedding_outputs(loaded.model, outputs)
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
-        shape = (sizes.batch, *spectrogram[::-1]) if fixed else (sizes.batch, _waveform_samples(config, _frames(sizes)))
+        if isinstance(channels, int):
+            hop = hop_length(config)
+            shape: tuple[int, ...] = (sizes.batch, channels, hop * sizes.sequence + (hop // 3 if sizes.seed % 2 else 0))
+        else:
+            shape = (sizes.batch, *spectrogram[::-1]) if fixed else (sizes.batch, _waveform_samples(config, _frames(sizes)))  # type: ignore[assignment]
         return {"input_values": torch.randn(*shape, generator=gen)}
 
     if getattr(loaded.model, "main_input_name", None) == "input_features":
         return _features_component(loaded)
-    axes = {0: BATCH} if fixed else {0: BATCH, 1: SEQUENCE}
-    module = wrappers.AudioModel(loaded.model, loaded.task.outputs)
-    return Component("model", module, make, {"input_values": axes}, None, list(loaded.task.outputs))
+    axes = {0: BATCH} if fixed else {0: BATCH, 2 if isinstance(channels, int) else 1: SEQUENCE}
+    module = wrappers.AudioModel(loaded.model, outputs)
+    return Component("model", module, make, {"input_values": axes}, None, outputs)
 
 
 def _feature_sizes(config: Any) -> list[int]:
