@@ -133,8 +133,9 @@ def components(loaded: LoadedModel) -> list[Component]:
     if getattr(config, "normalize", False):
         raise HFError(
             f"{type(model).__name__} normalizes its audio (config.normalize=True): its decoder needs the "
-            "per-chunk audio_scales of the encoder, which onnxport's codec export does not carry. Export "
-            "encode and decode with onnxport.export, or load the model with normalize=False."
+            "per-chunk audio_scales of the encoder (and 48 kHz EnCodec cuts the audio into overlapping chunks "
+            "in a Python loop), which onnxport's codec export does not carry. Export its encoder and decoder "
+            "with onnxport.export and the inputs your pipeline feeds them."
         )
     channels = int(getattr(config, "audio_channels", None) or 1)
     hop = hop_length(config)
