@@ -13,6 +13,7 @@ import onnxruntime as ort
 import pytest
 import torch
 
+import onnxport.errors
 import onnxport.hf
 from onnxport.hf.codec import hop_length
 from onnxport.hf.layout import usage_lines
@@ -90,3 +91,12 @@ def test_codec_encoder_saved_alone_gives_its_latents(tmp_path: pathlib.Path) -> 
     (actual,) = session.run(None, {"input_values": waveform.numpy()})
     assert [o.name for o in session.get_outputs()] == ["latents"] and actual.shape == expected.shape
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_normalizing_encodec_is_an_hf_error_and_writes_nothing(tmp_path: pathlib.Path) -> None:
+    """EnCodec with ``normalize`` (the 48 kHz model) decodes with the encoder's per-chunk scales,
+    which the two graphs do not carry: an HFError naming it, no output folder."""
+    tiny_models.build("encodec", normalize=True).save_pretrained(tmp_path / "src")
+    with pytest.raises(onnxport.errors.HFError, match="normalizes its audio"):
+        onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
