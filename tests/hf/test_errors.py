@@ -206,3 +206,19 @@ def test_a_vision_tower_saved_alone_names_its_inputs_and_the_vlm_export(tmp_path
     assert "Idefics3VisionTransformer.forward takes pixel_values, patch_attention_mask" in message
     assert "not input_ids" in message and "vision_encoder.onnx" in message
     assert not (tmp_path / "out").exists()
+
+
+def test_qwen2_audio_loads_by_its_architecture_and_names_what_it_lacks(tmp_path: pathlib.Path) -> None:
+    """Qwen2-Audio infers audio-text-to-text, whose auto class (speech seq2seq) does not list it: it
+    loads by its architecture, and the error names the missing ``get_audio_features`` (its tower
+    reads a feature mask) instead of saying the task is not available."""
+    transformers = pytest.importorskip("transformers")
+    text = {"vocab_size": 120, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1,
+            "num_attention_heads": 4, "num_key_value_heads": 2}
+    audio = {"num_mel_bins": 16, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 32,
+             "d_model": 16, "max_source_positions": 50}
+    config = transformers.Qwen2AudioConfig(text_config=text, audio_config=audio, audio_token_index=100)
+    transformers.Qwen2AudioForConditionalGeneration(config).save_pretrained(tmp_path / "src")
+    with pytest.raises(HFError, match="Qwen2AudioForConditionalGeneration has no get_audio_features"):
+        onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

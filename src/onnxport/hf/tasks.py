@@ -241,7 +241,8 @@ def model_class(transformers: Any, auto_class: str, config: Any) -> Any:
     """The class whose ``from_pretrained``/``from_config`` builds ``config`` for ``auto_class``: the
     auto class itself, or, for a forecaster no auto class lists (``PatchTSTForPrediction``,
     ``PatchTSMixerForPrediction`` under ``AutoModelForTimeSeriesPrediction``, which lists TimesFM
-    only), its architecture's class; for ``text-generation`` of a vision-language checkpoint that
+    only), or for audio-text-to-text of a model the speech seq2seq mapping does not list
+    (Qwen2-Audio), its architecture's class; for ``text-generation`` of a vision-language checkpoint that
     ``AutoModelForCausalLM`` does not list (Qwen3-VL, Qwen2.5-VL), ``AutoModelForImageTextToText``,
     whose decoder the task exports from ``input_ids`` as it does for the loaded model."""
     arch = (getattr(config, "architectures", None) or [""])[0]
@@ -249,6 +250,9 @@ def model_class(transformers: Any, auto_class: str, config: Any) -> Any:
         return getattr(transformers, arch)
     model_type = getattr(config, "model_type", None)
     mappings = transformers.models.auto.modeling_auto
+    if (auto_class == "AutoModelForSpeechSeq2Seq" and model_type not in mappings.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
+            and hasattr(transformers, arch)):
+        return getattr(transformers, arch)  # audio-text-to-text of Qwen2-Audio: listed as seq2seq LM only
     if (auto_class == "AutoModelForCausalLM" and model_type not in mappings.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
             and model_type in mappings.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES):
         return transformers.AutoModelForImageTextToText
