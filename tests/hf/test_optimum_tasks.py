@@ -229,3 +229,43 @@ def test_weights_missing_from_the_checkpoint_are_named(tmp_path: pathlib.Path) -
     with pytest.warns(UserWarning, match=r"initialized at random.*classifier\.(bias|weight)"):
         result = onnxport.hf.export(tmp_path / "src", "text-classification", output_dir=tmp_path / "out")
     assert result.task == "text-classification"
+
+
+@pytest.mark.parametrize("architecture", ["Siglip2ForImageClassification", "Siglip2VisionModel"])
+def test_siglip2_reads_naflex_patch_sequences(architecture: str, tmp_path: pathlib.Path) -> None:
+    """SigLIP2 (NaFlex) reads each image as a padded patch sequence with its mask and patch grid,
+    as Siglip2ImageProcessor returns them; its position table is resized per image. The graph takes
+    the three inputs, dynamic in batch and patch count, and matches eager on images of other grids
+    than the export's (one with padding)."""
+    vision = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "patch_size": 4, "num_patches": 16}
+    torch.manual_seed(0)
+    if architecture == "Siglip2VisionModel":
+        model = transformers.Siglip2VisionModel(transformers.Siglip2VisionConfig(**vision)).eval()
+    else:
+        text = {"vocab_size": 99, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1, "num_attention_heads": 4}
+        config = transformers.Siglip2Config(vision_config=vision, text_config=text, num_labels=5)
+        model = transformers.Siglip2ForImageClassification(config).eval()
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
+    assert result.passed
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    assert [(i.name, i.shape) for i in session.get_inputs()] == [
+        ("pixel_values", ["batch_size", "num_patches", 48]), ("pixel_attention_mask", ["batch_size", "num_patches"]),
+        ("spatial_shapes", ["batch_size", 2])]
+    g = torch.Generator().manual_seed(6)
+    shapes = torch.tensor([[3, 5], [4, 2]])  # 15 and 8 patches of 20
+    pixels, mask = torch.zeros(2, 20, 48), torch.zeros(2, 20, dtype=torch.int64)
+    for i, (h, w) in enumerate(shapes.tolist()):
+        pixels[i, : h * w] = torch.randn(h * w, 48, generator=g)
+        mask[i, : h * w] = 1
+    feeds = {"pixel_values": pixels, "pixel_attention_mask": mask, "spatial_shapes": shapes}
+    with torch.no_grad():
+        expected = model(**feeds)
+    names = [o.name for o in session.get_outputs()]
+    assert names == (["logits"] if architecture.endswith("Classification") else ["last_hidden_state", "pooler_output"])
+    for name, value in zip(names, session.run(None, {k: v.numpy() for k, v in feeds.items()}), strict=True):
+        reference = expected[name].numpy()
+        if name == "last_hidden_state":  # padding positions are not compared
+            value, reference = value[mask.bool().numpy()], reference[mask.bool().numpy()]
+        np.testing.assert_allclose(value, reference, rtol=1e-4, atol=1e-5)

@@ -21,6 +21,7 @@ from onnxport.hf import (
     codec,
     image_audio_text,
     multimodal_rope,
+    naflex,
     segment_anything,
     speech,
     time_series,
@@ -559,6 +560,8 @@ def _components(loaded: LoadedModel, cache_layers: Sequence[LayerCache] | None) 
     kind = modality(loaded)
     if kind in ("text", "multiple-choice"):
         return [text_component(loaded)]
+    if kind == "vision" and naflex.reads_patches(loaded.model):  # SigLIP2: patch sequences
+        return [naflex.image_component(loaded)]
     if kind == "vision":
         return [vision_component(loaded)]
     if kind == "audio" and codec.supports(loaded.model):

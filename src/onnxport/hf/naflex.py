@@ -21,17 +21,21 @@ tiles and their sizes. The graph computes both for all tiles at once:
 - the unshuffle as a gather of each token's ``factor x factor`` block of patches, run through the
   projector's own ``pixel_unshuffle`` and layers, then the tokens of every tile selected by value
   (a tile of ``h x w`` patches has ``(h / factor) * (w / factor)``).
+
+SigLIP2's own vision model and image classifier (``Siglip2VisionModel``,
+``Siglip2ForImageClassification``) read the same three inputs per image: :func:`image_component`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Iterator
 from typing import Any, cast
 
 import torch
 
-from onnxport.hf.dims import IMAGES
+from onnxport.hf.dims import BATCH, IMAGES
 from onnxport.hf.loading import LoadedModel
 from onnxport.hf.parts import Component, Sizes
 from onnxport.hf.parts import generator as _generator
@@ -168,5 +172,55 @@ def vision_component(loaded: LoadedModel) -> Component:
                      ["pixel_values", PIXEL_MASK, SPATIAL_SHAPES], ["image_features"], resizable=False)
 
 
-__all__ = ["NaFlexImageFeatures", "antialiased_weights", "resized_positions", "supports", "tile_inputs",
+def reads_patches(model: torch.nn.Module) -> bool:
+    """Whether an image model reads NaFlex patch sequences itself (SigLIP2's vision model and
+    image classifier: ``forward(pixel_values, pixel_attention_mask, spatial_shapes)``)."""
+    forward = inspect.signature(type(model).forward).parameters
+    return SPATIAL_SHAPES in forward and PIXEL_MASK in forward and any(
+        hasattr(m, "resize_positional_embeddings") for m in model.modules())
+
+
+class NaFlexImageModel(torch.nn.Module):
+    """``(pixel_values, pixel_attention_mask, spatial_shapes)`` → the task's outputs of a model that
+    reads patch sequences (:func:`reads_patches`), its position table resized for all images at once
+    (:func:`resized_positions`)."""
+
+    def __init__(self, model: torch.nn.Module, outputs: list[str]) -> None:
+        super().__init__()
+        self.model = model
+        self.outputs = tuple(outputs)
+        self.embeddings = next(m for m in model.modules() if hasattr(m, "resize_positional_embeddings"))
+
+    def forward(self, pixel_values: torch.Tensor, pixel_attention_mask: torch.Tensor,
+                spatial_shapes: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        with _positions_resized_at_once(self.embeddings):
+            out = self.model(pixel_values=pixel_values, pixel_attention_mask=pixel_attention_mask,
+                             spatial_shapes=spatial_shapes)
+        return tuple(out[name] for name in self.outputs)
+
+
+def image_component(loaded: LoadedModel) -> Component:
+    """A SigLIP2 NaFlex image model's one graph (``model``): ``pixel_values`` ``[batch_size,
+    num_patches, C * patch²]``, ``pixel_attention_mask`` ``[batch_size, num_patches]`` and
+    ``spatial_shapes`` ``[batch_size, 2]`` (as ``Siglip2ImageProcessor`` returns them, each image
+    at its own aspect ratio) → ``outputs`` (image-classification: ``logits``; feature-extraction:
+    ``last_hidden_state``, and ``pooler_output`` with the attention-pooling head), validated on
+    batches of images of other grids."""
+    config: Any = loaded.model.config
+    vision = getattr(config, "vision_config", None) or config
+    outputs = list(loaded.task.outputs)
+    if loaded.task.name == "feature-extraction" and getattr(vision, "vision_use_head", True):
+        outputs.append("pooler_output")
+    channels, patch = int(getattr(vision, "num_channels", 3)), int(vision.patch_size)
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        return tile_inputs(sizes, channels, patch, 1)
+
+    patches = torch.export.Dim(_PATCHES, min=1)
+    dynamic = {"pixel_values": {0: BATCH, 1: patches}, PIXEL_MASK: {0: BATCH, 1: patches}, SPATIAL_SHAPES: {0: BATCH}}
+    return Component("model", NaFlexImageModel(loaded.model, outputs), make, dynamic,
+                     ["pixel_values", PIXEL_MASK, SPATIAL_SHAPES], outputs, resizable=False)
+
+
+__all__ = ["NaFlexImageFeatures", "NaFlexImageModel", "image_component", "reads_patches", "antialiased_weights", "resized_positions", "supports", "tile_inputs",
            "vision_component"]
