@@ -8,11 +8,13 @@ import types
 
 import onnx
 import pytest
+import torch
 from typer.testing import CliRunner
 
 import onnxport.hf
 from onnxport.cli import app
 from onnxport.errors import HFError, InputError
+from onnxport.hf import cache, encoders
 from onnxport.hf.inputs import modality
 from onnxport.hf.loading import LoadedModel
 from onnxport.hf.tasks import TASKS, infer_task
@@ -222,3 +224,21 @@ def test_qwen2_audio_loads_by_its_architecture_and_names_what_it_lacks(tmp_path:
     with pytest.raises(HFError, match="Qwen2AudioForConditionalGeneration has no get_audio_features"):
         onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_task_output_the_model_lacks_fails_at_once_not_after_probing_sizes() -> None:
+    """An image model whose output lacks the task's outputs (PP-OCRv5's detector under
+    object-detection returns last_hidden_state only) raised KeyError in every size probe, taken as
+    "does not run at this size": minutes of probing up to 1536 px. It is an HFError naming the
+    outputs the model has, from the first probe."""
+    class Detector(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+
+        def forward(self, pixel_values: torch.Tensor) -> dict:
+            return {"last_hidden_state": self.conv(pixel_values)}
+
+    probe = cache.VisionModel(Detector(), ["logits", "pred_boxes"])
+    with pytest.raises(HFError, match="Detector returns last_hidden_state, not logits"):
+        encoders._runs(probe, {"pixel_values": torch.randn(1, 3, 16, 16)})

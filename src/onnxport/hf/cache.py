@@ -285,7 +285,19 @@ class VisionModel(torch.nn.Module):
             return out["logits"][MGP_STR_OUTPUTS.index(name)]  # type: ignore[no-any-return]
         if name == "logits" and self.classifier and "logits" not in out and "last_hidden_state" in out:
             return out["last_hidden_state"]  # type: ignore[no-any-return]
+        if hasattr(out, "keys") and name not in out:
+            raise MissingOutputError(
+                f"{type(self.model).__name__} returns {', '.join(out.keys())}, not {name}: the task's graph "
+                f"outputs ({', '.join(self.outputs)}) are not this model's. Export it for feature-extraction "
+                "(--task feature-extraction), or with onnxport.export and the outputs your pipeline reads."
+            )
         return out[name]  # type: ignore[no-any-return]
+
+
+class MissingOutputError(HFError):
+    """The model's output lacks a graph output the task reads (PP-OCRv5's detector for
+    object-detection: ``last_hidden_state`` only, no ``logits`` / ``pred_boxes``). Raised from
+    the probes at once, not taken as a size the model cannot run at."""
 
 
 class AudioModel(torch.nn.Module):

@@ -421,6 +421,8 @@ def _runs(model: torch.nn.Module, inputs: dict[str, Any]) -> bool:
             if not in_memory:  # values fake tensors do not have (D-FINE's .item()): the sizes fit so far
                 return True
             continue
+        except wrappers.MissingOutputError:  # no size gives the output: say so, not minutes of probing
+            raise
         except Exception:  # any failure of the model's own code at this size
             continue
         return True

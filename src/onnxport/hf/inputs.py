@@ -568,6 +568,8 @@ def _components(loaded: LoadedModel, cache_layers: Sequence[LayerCache] | None) 
         return codec.components(loaded)
     if kind == "audio":
         return [audio_component(loaded)]
+    if kind == "text-vision" and naflex.reads_patches(loaded.model):  # SigLIP2's dual encoder
+        return [naflex.text_image_component(loaded)]
     if kind == "text-vision":
         return [text_vision_component(loaded)]
     if kind == "causal-lm":

@@ -23,7 +23,8 @@ tiles and their sizes. The graph computes both for all tiles at once:
   (a tile of ``h x w`` patches has ``(h / factor) * (w / factor)``).
 
 SigLIP2's own vision model and image classifier (``Siglip2VisionModel``,
-``Siglip2ForImageClassification``) read the same three inputs per image: :func:`image_component`.
+``Siglip2ForImageClassification``) read the same three inputs per image: :func:`image_component`;
+its dual encoder (``Siglip2Model``) with the texts: :func:`text_image_component`.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from typing import Any, cast
 
 import torch
 
-from onnxport.hf.dims import BATCH, IMAGES
+from onnxport.hf.dims import BATCH, IMAGE_BATCH, IMAGES, SEQUENCE, TEXT_BATCH
 from onnxport.hf.loading import LoadedModel
-from onnxport.hf.parts import Component, Sizes
+from onnxport.hf.parts import Component, Sizes, token_ids
 from onnxport.hf.parts import generator as _generator
 
 PIXEL_MASK = "pixel_attention_mask"
@@ -222,5 +223,40 @@ def image_component(loaded: LoadedModel) -> Component:
                      ["pixel_values", PIXEL_MASK, SPATIAL_SHAPES], outputs, resizable=False)
 
 
-__all__ = ["NaFlexImageFeatures", "NaFlexImageModel", "image_component", "reads_patches", "antialiased_weights", "resized_positions", "supports", "tile_inputs",
+class NaFlexTextImageModel(NaFlexImageModel):
+    """SigLIP2's dual encoder: ``(input_ids, attention_mask, pixel_values, pixel_attention_mask,
+    spatial_shapes)`` → the task's outputs (``logits_per_image``...)."""
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,  # type: ignore[override]
+                pixel_values: torch.Tensor, pixel_attention_mask: torch.Tensor,
+                spatial_shapes: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        with _positions_resized_at_once(self.embeddings):
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, pixel_values=pixel_values,
+                             pixel_attention_mask=pixel_attention_mask, spatial_shapes=spatial_shapes)
+        return tuple(out[name] for name in self.outputs)
+
+
+def text_image_component(loaded: LoadedModel) -> Component:
+    """SigLIP2's dual encoder (``Siglip2Model``: zero-shot-image-classification, feature-extraction)
+    as CLIP's graph with NaFlex images: ``input_ids`` / ``attention_mask`` ``[text_batch_size,
+    sequence_length]`` and the three image inputs of :func:`image_component` over
+    ``image_batch_size`` → ``logits_per_image``, ``logits_per_text``, ``text_embeds``, ``image_embeds``."""
+    config: Any = loaded.model.config
+    vision, text = config.vision_config, config.text_config
+    channels, patch = int(getattr(vision, "num_channels", 3)), int(vision.patch_size)
+
+    def make(sizes: Sizes) -> dict[str, Any]:
+        ids = token_ids(text, sizes.batch, sizes.sequence, _generator(sizes))
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **tile_inputs(sizes, channels, patch, 1)}
+
+    patches = torch.export.Dim(_PATCHES, min=1)
+    text_axes = {0: TEXT_BATCH, 1: SEQUENCE}
+    dynamic = {"input_ids": text_axes, "attention_mask": dict(text_axes), "pixel_values": {0: IMAGE_BATCH, 1: patches},
+               PIXEL_MASK: {0: IMAGE_BATCH, 1: patches}, SPATIAL_SHAPES: {0: IMAGE_BATCH}}
+    outputs = list(loaded.task.outputs)
+    return Component("model", NaFlexTextImageModel(loaded.model, outputs), make, dynamic, None, outputs,
+                     resizable=False)
+
+
+__all__ = ["NaFlexImageFeatures", "NaFlexImageModel", "NaFlexTextImageModel", "text_image_component", "image_component", "reads_patches", "antialiased_weights", "resized_positions", "supports", "tile_inputs",
            "vision_component"]
