@@ -343,3 +343,23 @@ def test_an_op_raising_on_the_inputs_is_not_called_an_unsupported_construct() ->
     with pytest.raises(onnxport.CaptureError) as split:
         onnxport.export(BadSplit(), (torch.randn(2, 8),))
     assert split.value.cause == "shape mismatch" and "Split sizes add up to 32" in str(split.value)
+
+
+def test_strict_modes_unsupported_construct_in_onnxport_code_ranks_after_the_models_exception() -> None:
+    """ProphetNet: strict mode stopped at a class defined in onnxport's own cache wrapper
+    ("Invalid call to __build_class__"), non-strict mode at the model's assertion. The error names
+    the model's exception and its source line; an unsupported construct in the user's code still
+    comes first."""
+    package = str(Path(strategies.__file__).resolve().parents[1])
+    model_line = 'File "/site-packages/transformers/models/prophetnet/modeling_prophetnet.py", line 1166, in forward'
+    ours = f'File "{package}/hf/cache.py", line 117, in empty_cross_cache'
+    raised = strategies.Attempt("torch.export.export(strict=False)", 0.1, AssertionError("use_cache is only supported"),
+                                None, strategies.RAISED, model_line)
+    unsupported = strategies.Attempt("torch.export.export(strict=True)", 0.1, RuntimeError("Invalid call to __build_class__"),
+                                     None, strategies.UNSUPPORTED_CONSTRUCT, ours)
+    error = strategies.capture_error([raised, unsupported])
+    assert error.cause == strategies.RAISED and "use_cache is only supported" in str(error)
+    assert model_line in str(error)
+    users = strategies.Attempt("torch.export.export(strict=True)", 0.1, RuntimeError("unsupported"), None,
+                               strategies.UNSUPPORTED_CONSTRUCT, 'File "/home/me/model.py", line 3, in forward')
+    assert strategies.capture_error([raised, users]).cause == strategies.UNSUPPORTED_CONSTRUCT
