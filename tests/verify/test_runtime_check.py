@@ -240,3 +240,14 @@ def test_probe_of_the_general_branch_runs_and_keeps_the_model() -> None:
         (actual,) = program(x)
         assert actual.shape == (3, t)
         torch.testing.assert_close(actual, ParityPad()(x))
+
+
+def test_an_id_outside_the_embedding_is_named_as_the_inputs_fault() -> None:
+    """Example ids at or above the embedding's size (a config token id outside a shrunk vocabulary:
+    ShieldGemma 2's yes_token_index) capture on fake tensors and fail in onnxruntime's Gather; eager
+    would raise IndexError. The error says so, not "onnxport bug"."""
+    model = torch.nn.Embedding(10, 4).eval()
+    with pytest.raises(RuntimeCheckError) as caught:
+        onnxport.export(model, (torch.tensor([[1, 15]]),))
+    message = str(caught.value)
+    assert "outside the table" in message and "vocab_size" in message and "onnxport bug" not in message

@@ -158,6 +158,10 @@ def _runs_unoptimized(program: Any, inputs: dict[str, Any]) -> bool:
     return True
 
 
+# onnxruntime's Gather/GatherElements/ScatterND message for an index outside the data
+_OUT_OF_BOUNDS = re.compile(r"out of (data )?bounds|must be within the inclusive range", re.I)
+
+
 def runtime_error(program: Any, error: BaseException, input_set: str, runs_unoptimized: bool = False) -> RuntimeCheckError:
     """The :class:`RuntimeCheckError` for onnxruntime's refusal ``error`` on ``input_set``
     (``runs_unoptimized``: the same inputs run with onnxruntime's graph optimizations off)."""
@@ -176,6 +180,13 @@ def runtime_error(program: Any, error: BaseException, input_set: str, runs_unopt
             "breaks it (the node above may be one it created). Run the model with optimizations off, or "
             "skip that rewrite (InferenceSession(..., disabled_optimizers=[...])), and report it to "
             "onnxruntime with the model; export(..., check_runtime=False) writes the file anyway."
+        )
+    elif input_set == "example inputs" and _OUT_OF_BOUNDS.search(reason):
+        lines.append(
+            "No file was written. An index in the inputs is outside the table it selects from (token ids at or "
+            "above the vocabulary size, a special token id the config names outside the embedding): eager "
+            "PyTorch raises IndexError on the same inputs. Check the example's ids against the model's "
+            "vocab_size and its config's token ids."
         )
     elif input_set == "example inputs":
         lines.append(
