@@ -269,3 +269,35 @@ def test_siglip2_reads_naflex_patch_sequences(architecture: str, tmp_path: pathl
         if name == "last_hidden_state":  # padding positions are not compared
             value, reference = value[mask.bool().numpy()], reference[mask.bool().numpy()]
         np.testing.assert_allclose(value, reference, rtol=1e-4, atol=1e-5)
+
+
+def test_siglip2_dual_encoder_scores_texts_against_naflex_images(tmp_path: pathlib.Path) -> None:
+    """Siglip2Model (zero-shot-image-classification, inferred from its base class as CLIP's is):
+    texts and NaFlex images in batches of their own → logits_per_image, logits_per_text and the
+    embeddings, matching eager on 2 images of other grids and 3 texts."""
+    vision = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "patch_size": 4, "num_patches": 16}
+    text = {"vocab_size": 99, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1,
+            "num_attention_heads": 4, "max_position_embeddings": 64}
+    torch.manual_seed(0)
+    model = transformers.Siglip2Model(transformers.Siglip2Config(vision_config=vision, text_config=text)).eval()
+    session = _export(model, tmp_path, "zero-shot-image-classification")
+    assert [i.name for i in session.get_inputs()] == [
+        "input_ids", "attention_mask", "pixel_values", "pixel_attention_mask", "spatial_shapes"]
+    g = torch.Generator().manual_seed(7)
+    ids = torch.randint(3, 99, (3, 6), generator=g)
+    shapes = torch.tensor([[2, 5], [3, 3]])
+    pixels, mask = torch.zeros(2, 12, 48), torch.zeros(2, 12, dtype=torch.int64)
+    for i, (h, w) in enumerate(shapes.tolist()):
+        pixels[i, : h * w] = torch.randn(h * w, 48, generator=g)
+        mask[i, : h * w] = 1
+    feeds = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "pixel_values": pixels,
+             "pixel_attention_mask": mask, "spatial_shapes": shapes}
+    with torch.no_grad():
+        expected = model(**feeds)
+    names = [o.name for o in session.get_outputs()]
+    assert names == ["logits_per_image", "logits_per_text", "text_embeds", "image_embeds"]
+    actual = session.run(None, {k: v.numpy() for k, v in feeds.items()})
+    assert actual[0].shape == (2, 3)
+    for name, value in zip(names, actual, strict=True):
+        np.testing.assert_allclose(value, expected[name].numpy(), rtol=1e-4, atol=1e-5)
