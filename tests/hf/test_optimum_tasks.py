@@ -231,6 +231,16 @@ def test_weights_missing_from_the_checkpoint_are_named(tmp_path: pathlib.Path) -
     assert result.task == "text-classification"
 
 
+def _naflex_images(shapes: torch.Tensor, patches: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    """Siglip2ImageProcessor-style inputs: each image's 4x4x3 patches row-major, zero-padded to
+    ``patches``, with its mask and patch grid (``shapes``: rows, columns)."""
+    pixels, mask = torch.zeros(len(shapes), patches, 48), torch.zeros(len(shapes), patches, dtype=torch.int64)
+    for i, (h, w) in enumerate(shapes.tolist()):
+        pixels[i, : h * w] = torch.randn(h * w, 48, generator=g)
+        mask[i, : h * w] = 1
+    return {"pixel_values": pixels, "pixel_attention_mask": mask, "spatial_shapes": shapes}
+
+
 @pytest.mark.parametrize("architecture", ["Siglip2ForImageClassification", "Siglip2VisionModel"])
 def test_siglip2_reads_naflex_patch_sequences(architecture: str, tmp_path: pathlib.Path) -> None:
     """SigLIP2 (NaFlex) reads each image as a padded patch sequence with its mask and patch grid,
@@ -253,13 +263,9 @@ def test_siglip2_reads_naflex_patch_sequences(architecture: str, tmp_path: pathl
     assert [(i.name, i.shape) for i in session.get_inputs()] == [
         ("pixel_values", ["batch_size", "num_patches", 48]), ("pixel_attention_mask", ["batch_size", "num_patches"]),
         ("spatial_shapes", ["batch_size", 2])]
-    g = torch.Generator().manual_seed(6)
     shapes = torch.tensor([[3, 5], [4, 2]])  # 15 and 8 patches of 20
-    pixels, mask = torch.zeros(2, 20, 48), torch.zeros(2, 20, dtype=torch.int64)
-    for i, (h, w) in enumerate(shapes.tolist()):
-        pixels[i, : h * w] = torch.randn(h * w, 48, generator=g)
-        mask[i, : h * w] = 1
-    feeds = {"pixel_values": pixels, "pixel_attention_mask": mask, "spatial_shapes": shapes}
+    feeds = _naflex_images(shapes, 20, torch.Generator().manual_seed(6))
+    mask = feeds["pixel_attention_mask"]
     with torch.no_grad():
         expected = model(**feeds)
     names = [o.name for o in session.get_outputs()]
@@ -286,13 +292,8 @@ def test_siglip2_dual_encoder_scores_texts_against_naflex_images(tmp_path: pathl
         "input_ids", "attention_mask", "pixel_values", "pixel_attention_mask", "spatial_shapes"]
     g = torch.Generator().manual_seed(7)
     ids = torch.randint(3, 99, (3, 6), generator=g)
-    shapes = torch.tensor([[2, 5], [3, 3]])
-    pixels, mask = torch.zeros(2, 12, 48), torch.zeros(2, 12, dtype=torch.int64)
-    for i, (h, w) in enumerate(shapes.tolist()):
-        pixels[i, : h * w] = torch.randn(h * w, 48, generator=g)
-        mask[i, : h * w] = 1
-    feeds = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "pixel_values": pixels,
-             "pixel_attention_mask": mask, "spatial_shapes": shapes}
+    feeds = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+             **_naflex_images(torch.tensor([[2, 5], [3, 3]]), 12, g)}
     with torch.no_grad():
         expected = model(**feeds)
     names = [o.name for o in session.get_outputs()]

@@ -158,8 +158,8 @@ def _embedding_outputs(model: torch.nn.Module, outputs: list[str]) -> list[str]:
     fields that end in ``last_hidden_state`` (MaskFormer and Mask2Former: the backbone's, the
     pixel decoder's and the transformer decoder's), else ``pooler_output`` (DPR's question and
     context encoders return their embedding so: ``DPRQuestionEncoderOutput``), else its first field
-(a codec's encoder alone: ``MimiEncoderModel``'s ``latents``); ``outputs`` when it has
-``last_hidden_state`` or names no output class."""
+    (a codec's encoder alone: ``MimiEncoderModel``'s ``latents``); ``outputs`` when it has
+    ``last_hidden_state`` or names no output class."""
     fields = _output_fields(model)
     if not fields or "last_hidden_state" in fields:
         return outputs
