@@ -28,7 +28,8 @@ def test_patched_convolution_equals_eager_and_restores_its_buffers(kernel: int, 
     config = transformers.EncodecConfig(use_causal_conv=False, pad_mode="reflect")
     conv = encodec.EncodecConv1d(config, 3, 4, kernel, stride=stride, dilation=dilation).eval()
     buffers = dict(conv.named_buffers())
-    patches = [p for p in conv1d_padding_patches() if p[0] is encodec.EncodecConv1d]
+    modules = [(encodec.__name__, encodec)]
+    patches = [p for p in conv1d_padding_patches(modules) if p[0] is encodec.EncodecConv1d]
     assert {name for _, name, _ in patches} == {"forward", "_get_extra_padding_for_conv1d", "_pad1d"}
     for length in (1, 5, 17, 40):
         x = torch.randn(2, 3, length)

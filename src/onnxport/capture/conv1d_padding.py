@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,13 +27,12 @@ import torch
 _SIZES = ("stride", "kernel_size", "padding_total")
 
 
-def conv1d_padding_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
-    """``(class, method name, replacement)`` for the imported transformers classes that define
-    ``_get_extra_padding_for_conv1d`` and whose ``forward`` reads ``padding_total``."""
+def conv1d_padding_patches(modules: list[tuple[str, Any]]) -> list[tuple[Any, str, Callable[..., Any]]]:
+    """``(class, method name, replacement)`` for the classes of ``modules`` (the imported
+    ``transformers.models.*`` modules, by name) that define ``_get_extra_padding_for_conv1d`` and
+    whose ``forward`` reads ``padding_total``."""
     patches: list[tuple[Any, str, Callable[..., Any]]] = []
-    for module_name, module in list(sys.modules.items()):
-        if not module_name.startswith("transformers.models.") or module is None:
-            continue
+    for module_name, module in modules:
         for cls in list(vars(module).values()):
             if not isinstance(cls, type) or cls.__module__ != module_name:
                 continue

@@ -465,11 +465,12 @@ def library_patches() -> Iterator[None]:
     targets: list[tuple[Any, str, Callable[..., Any]]] = [
         (sys.modules.get(module_name), attribute, replacement) for module_name, attribute, replacement in PATCHES
     ]
+    models = _imported_modules()
     with replaced([
         *targets, (torch.nn.Module, "to", unchanged_module_to), *position_interpolation_patches(),
         *torch_int_patches(), *method_patches(),
-        *symbolic_constructor_patches(), *window_patches(_imported_modules()), *upsampling_patches(),
-        *flex_attention_patches(), *conv1d_padding_patches(),
+        *symbolic_constructor_patches(), *window_patches(models), *upsampling_patches(),
+        *flex_attention_patches(), *conv1d_padding_patches(models),
     ]), symbolic_int_builtin(), transformers_method_caches_off():
         yield
 
@@ -488,6 +489,13 @@ def replaced(patches: list[tuple[Any, str, Callable[..., Any]]]) -> Iterator[Non
     finally:
         for owner, attribute, original in reversed(saved):
             setattr(owner, attribute, original)
+
+
+def integer_conv1d_padding() -> contextlib.AbstractContextManager[None]:
+    """:func:`onnxport.capture.conv1d_padding.conv1d_padding_patches` applied to the imported
+    transformers models: the shape probes of a meta-device model run the audio codecs' pads on
+    fake tensors, where the tensor-buffer pads are data-dependent sizes."""
+    return replaced(conv1d_padding_patches(_imported_modules()))
 
 
 def dense_experts() -> contextlib.AbstractContextManager[None]:

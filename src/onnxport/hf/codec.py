@@ -62,6 +62,13 @@ def hop_length(config: Any) -> int:
     return hop
 
 
+def waveform_samples(config: Any, sizes: Sizes) -> int:
+    """Samples of one input set's waveform: ``sizes.sequence`` frames of :func:`hop_length`, plus a
+    part frame on odd seeds (codecs pad the last frame; validation covers both)."""
+    hop = hop_length(config)
+    return hop * sizes.sequence + (hop // 3 if sizes.seed % 2 else 0)
+
+
 class CodecEncoder(torch.nn.Module):
     """``input_values`` ``(batch, channels, samples)`` → ``model.encode(...)[field]``.
 
@@ -138,10 +145,9 @@ def components(loaded: LoadedModel) -> list[Component]:
             "with onnxport.export and the inputs your pipeline feeds them."
         )
     channels = int(getattr(config, "audio_channels", None) or 1)
-    hop = hop_length(config)
 
     def make_encoder(sizes: Sizes) -> dict[str, Any]:
-        samples = hop * sizes.sequence + (hop // 3 if sizes.seed % 2 else 0)
+        samples = waveform_samples(config, sizes)
         return {"input_values": torch.randn(sizes.batch, channels, samples, generator=_generator(sizes))}
 
     device = next(model.parameters()).device

@@ -27,7 +27,7 @@ try:  # optional dependency (extra hf): the pad token of a folder's tokenizer.js
 except ImportError:  # pragma: no cover - installed with the hf extra
     tokenizers = None  # type: ignore[assignment]
 from onnxport.hf import cache as wrappers
-from onnxport.hf.codec import hop_length
+from onnxport.hf.codec import waveform_samples
 from onnxport.hf.dims import (
     BATCH,
     ENCODER_SEQUENCE,
@@ -460,8 +460,7 @@ def _frames(sizes: Sizes) -> int:
 def audio_component(loaded: LoadedModel) -> Component:
     """``input_values`` → the task's outputs: a raw waveform dynamic in batch and length
     (``sequence_length``, Optimum's name), ``(batch_size, audio_channels, sequence_length)`` for a
-    codec's encoder alone (``MimiEncoderModel``: ``hop_length`` samples a frame, plus a part
-    frame), or the fixed ``(max_length, num_mel_bins)`` spectrogram of an Audio Spectrogram
+    codec's encoder alone (``MimiEncoderModel``: :func:`onnxport.hf.codec.waveform_samples`), or the fixed ``(max_length, num_mel_bins)`` spectrogram of an Audio Spectrogram
     Transformer (dynamic in batch only)."""
     config = loaded.model.config
     spectrogram = getattr(config, "num_mel_bins", None), getattr(config, "max_length", None)
@@ -474,8 +473,7 @@ def audio_component(loaded: LoadedModel) -> Component:
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
         if isinstance(channels, int):
-            hop = hop_length(config)
-            shape: tuple[int, ...] = (sizes.batch, channels, hop * sizes.sequence + (hop // 3 if sizes.seed % 2 else 0))
+            shape: tuple[int, ...] = (sizes.batch, channels, waveform_samples(config, sizes))
         else:
             shape = (sizes.batch, *spectrogram[::-1]) if fixed else (sizes.batch, _waveform_samples(config, _frames(sizes)))  # type: ignore[assignment]
         return {"input_values": torch.randn(*shape, generator=gen)}

@@ -15,10 +15,13 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from onnxport.capture.conv1d_padding import conv1d_padding_patches
 from onnxport.capture.fake_leaks import fake_tensors_undone
 from onnxport.capture.finite import AssumedFinite
-from onnxport.capture.patches import dense_experts, replaced, transformers_method_caches_off
+from onnxport.capture.patches import (
+    dense_experts,
+    integer_conv1d_padding,
+    transformers_method_caches_off,
+)
 from onnxport.errors import HFError
 from onnxport.hf import meta
 from onnxport.hf.dims import ENCODER_SEQUENCE_OUT
@@ -179,8 +182,8 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     over the experts hit run densely
     (:func:`onnxport.capture.patches.dense_experts`) and tests of whether activations are finite
     are decided as finite (:class:`onnxport.capture.finite.AssumedFinite`) and audio codecs pad
-    with Python ints (:mod:`onnxport.capture.conv1d_padding`: their tensor-buffer pads are
-    data-dependent sizes on fake tensors)."""
+    with Python ints (:func:`onnxport.capture.patches.integer_conv1d_padding`: their tensor-buffer pads
+    are data-dependent sizes on fake tensors)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(module_caches_kept(model))
         stack.enter_context(fake_tensors_undone(model))
@@ -191,7 +194,7 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
             stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv()))
             stack.enter_context(dense_experts())  # their nonzero cannot run on fake tensors
             stack.enter_context(AssumedFinite())  # BART's float16 clamp tests isfinite(...).all()
-            stack.enter_context(replaced(conv1d_padding_patches()))  # codecs' pads from tensor buffers
+            stack.enter_context(integer_conv1d_padding())  # codecs' pads from tensor buffers
         yield
 
 
