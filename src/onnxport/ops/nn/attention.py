@@ -121,7 +121,7 @@ def aten_scaled_dot_product_attention_23(
         )
     if attn_mask is not None:
         attn_mask = _mask_to_l_s(ctx, attn_mask, query, key)
-        if attn_mask.dtype != ir.DataType.BOOL:
+        if attn_mask.dtype != ir.DataType.BOOL and _may_hold_lowest(attn_mask):
             attn_mask = _lowest_not_minus_inf(ctx, attn_mask)
     return ctx.op.Attention(
         query, key, value, attn_mask, is_causal=int(is_causal), scale=None if scale is None else float(scale)
@@ -144,6 +144,59 @@ def _lowest_not_minus_inf(ctx: Ctx, mask: ir.Value) -> ir.Value:
     return ctx.op.Where(
         ctx.op.Equal(mask, ctx.const(lowest, mask.dtype)), ctx.const(lowest / 2, mask.dtype), mask
     )
+
+
+# Ops whose output can carry an input's exact lowest value (a mask's hidden entries): shape ops,
+# selection and the arithmetic masks are built with (``(1 - m) * finfo.min``, ``mask + bias``).
+_CARRIES = frozenset({
+    "Add", "Sub", "Mul", "Div", "Neg", "Min", "Max", "Where", "Cast", "CastLike", "Identity", "Expand",
+    "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Transpose", "Slice", "Gather", "GatherElements",
+    "Concat", "Tile", "Split", "Pad", "Clip",
+})
+# Ops whose output is computed from their inputs' values (products, sums of products): no entry
+# equals the dtype's lowest value unless it overflows, which a finite softmax input does not.
+_COMPUTES = frozenset({"MatMul", "Gemm", "Einsum", "Conv", "ConvTranspose", "Softmax", "LayerNormalization"})
+_LINEAGE_LIMIT = 256  # nodes read before the answer is "maybe"
+
+
+def _may_hold_lowest(mask: ir.Value) -> bool:
+    """Whether an additive mask can hold the dtype's lowest value (:func:`_lowest_not_minus_inf`).
+
+    Walks the mask's producers through :data:`_CARRIES` ops: a graph input, a float constant of
+    magnitude near the dtype's range (``finfo.min`` fills, ``-finfo.max``), an op outside both tables or a lineage longer than :data:`_LINEAGE_LIMIT` nodes
+    answer yes; a bias computed only by :data:`_COMPUTES` ops answers no (SAM's decomposed relative
+    position bias, ``[batch, heads, H*W, H*W]``, then skips the ``Equal``/``Where`` copies of it).
+    """
+    assert mask.dtype is not None
+    huge = float(np.finfo(mask.dtype.numpy()).max) * 1e-8  # constants this large are mask fills
+    seen: set[int] = set()
+    stack = [mask]
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if len(seen) > _LINEAGE_LIMIT:
+            return True
+        node = value.producer()
+        if node is None:
+            tensor = value.const_value
+            if tensor is None or tensor.size > 1 << 16:
+                return True  # a graph input, or a buffer too large to read here
+            if value.dtype is not None and value.dtype.is_floating_point() and np.any(np.abs(tensor.numpy()) >= huge):
+                return True
+            continue
+        if node.op_type == "Constant" and node.domain == "":
+            attr = node.attributes.get("value")
+            array = attr.as_tensor().numpy() if attr is not None else None
+            if array is None or (array.dtype.kind == "f" and np.any(np.abs(array) >= huge)):
+                return True
+            continue
+        if node.domain != "" or node.op_type not in _CARRIES | _COMPUTES:
+            return True
+        if node.op_type in _CARRIES:
+            stack.extend(v for v in node.inputs if v is not None)
+    return False
 
 
 def _same_dim(a: int | ir.SymbolicDim, b: int | ir.SymbolicDim) -> bool:
