@@ -216,7 +216,8 @@ class Model:
         max_new_tokens: int = 20,
         sampling: Sampling | None = None,
     ) -> np.ndarray:
-        """Token-level generation over the KV-cache graph.
+        """Token-level generation over the KV-cache graph, or over a decoder exported without its
+        cache (MiniMax, Jamba, RWKV: the whole sequence is fed at every step).
 
         Args:
             input_ids: ``(batch, prompt)`` int64 ids, left-padded.
@@ -230,7 +231,7 @@ class Model:
             ``config.json``); rows that finished earlier are filled with the pad id.
 
         Raises:
-            InputError: The graph has no ``past_key_values.*`` inputs or the arguments' shapes differ.
+            InputError: The graph gives no ``logits`` or the arguments' shapes differ.
             InferenceError: onnxruntime failed.
         """
         sampling = sampling or Sampling()
@@ -246,6 +247,7 @@ class Model:
                 f"{ids.shape} and {mask.shape}."
             )
         past = self._empty_past(ids.shape[0])
+        cached = bool(past)  # else a decoder exported without its cache: the whole sequence each step
         eos = self._eos_ids()
         pad = self._pad_token_id()
         rng = np.random.default_rng(sampling.seed)
@@ -265,7 +267,7 @@ class Model:
             sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
             past = next_cache(self.session, outputs)
             mask = np.concatenate([mask, np.ones((mask.shape[0], 1), np.int64)], axis=1)
-            step_ids = tokens[:, None]
+            step_ids = tokens[:, None] if cached else sequences
             if not unfinished.any():
                 break
         return sequences
@@ -302,10 +304,10 @@ class Model:
 
     def _empty_past(self, batch: int) -> dict[str, np.ndarray]:
         past = empty_cache(self.session, batch)
-        if not past:
+        if not past and "logits" not in [o.name for o in self.session.get_outputs()]:
             raise InputError(
-                f"{self.folder}: the graph has no past_key_values.* inputs; generate() needs a "
-                "text-generation export (--task text-generation)."
+                f"{self.folder}: the graph gives no logits; generate() needs a text-generation "
+                "export (--task text-generation)."
             )
         return past
 

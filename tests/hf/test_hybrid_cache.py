@@ -131,8 +131,10 @@ def test_mamba_v1_cache_is_left_out_with_the_reason() -> None:
         result = onnxport.hf.export(model)
     assert result.passed
     graph = result.programs["model"].model.graph
-    assert [i.name for i in graph.inputs] == ["input_ids", "attention_mask"]
+    assert [i.name for i in graph.inputs] == ["input_ids", "attention_mask", "position_ids"]
     assert [o.name for o in graph.outputs] == ["logits"]
+    # greedy decoding feeds the whole sequence at every step
+    assert_greedy_equals_transformers(model, result.programs["model"])
 
 
 def _scan_inputs(length: int, with_state: bool) -> tuple[tuple[torch.Tensor, ...], dict[str, Any]]:

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import onnxport.hf
+import onnxport.inference
 
 transformers = pytest.importorskip("transformers")
 
@@ -36,17 +37,29 @@ def test_a_decoder_with_its_own_cache_class_is_exported_without_its_cache(tmp_pa
     assert result.task == "text-generation" and result.passed
     assert not (tmp_path / "out" / "genai_config.json").exists()
     session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    dims = ["batch_size", "sequence_length"]
     assert [(i.name, i.shape) for i in session.get_inputs()] == [
-        ("input_ids", ["batch_size", "sequence_length"]), ("attention_mask", ["batch_size", "sequence_length"]),
+        ("input_ids", dims), ("attention_mask", dims), ("position_ids", dims),
     ]  # fmt: skip
     assert [o.name for o in session.get_outputs()] == ["logits"]
     ids = torch.randint(3, 99, (2, 11), generator=torch.Generator().manual_seed(3))
     mask = torch.ones_like(ids)
-    (logits,) = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})
+    mask[0, :4] = 0  # left padding: positions count the unpadded tokens, as generate() makes them
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "position_ids": positions.numpy()}
+    (logits,) = session.run(None, feeds)
     with torch.no_grad():
-        expected = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        expected = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False).logits
     assert logits.shape == (2, 11, 99)
-    np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(logits[:, 4:], expected[:, 4:].numpy(), rtol=1e-4, atol=1e-5)
+    # generation feeds the whole sequence at each step (unpadded rows: transformers' own cache
+    # handles left padding in the linear-attention state differently from its no-cache forward)
+    ids = ids[:, 4:]
+    got = onnxport.inference.load(tmp_path / "out").generate_ids(ids.numpy(), max_new_tokens=10)
+    with torch.no_grad():
+        want = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=10, do_sample=False)
+    assert got.tolist() == want.tolist()
+    assert len(set(got[:, 7:].flatten().tolist())) > 3, "degenerate decoding proves little"
 
 
 def _runs_at_any_length(model: torch.nn.Module, folder: pathlib.Path, lengths: tuple[int, ...] = (1, 6, 13)) -> None:
@@ -62,7 +75,10 @@ def _runs_at_any_length(model: torch.nn.Module, folder: pathlib.Path, lengths: t
     for length in lengths:
         ids = torch.randint(3, 99, (2, length), generator=torch.Generator().manual_seed(length))
         mask = torch.ones_like(ids)
-        (logits,) = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})
+        feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+        if "position_ids" in [i.name for i in session.get_inputs()]:  # a forward that takes them
+            feeds["position_ids"] = np.broadcast_to(np.arange(length), (2, length))
+        (logits,) = session.run(None, feeds)
         with torch.no_grad():
             expected = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
         assert logits.shape == (2, length, 99)

@@ -220,8 +220,9 @@ class TextModel(torch.nn.Module):
         token_type_ids: torch.Tensor | None = None,
         bbox: torch.Tensor | None = None,
         pixel_values: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, ...]:
-        given = {"token_type_ids": token_type_ids, "bbox": bbox, "pixel_values": pixel_values}
+        given = {"token_type_ids": token_type_ids, "bbox": bbox, "pixel_values": pixel_values, "position_ids": position_ids}
         extra = {name: value for name, value in given.items() if value is not None}
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra, **self.call_options)
         result = [out[name] for name in self.outputs]

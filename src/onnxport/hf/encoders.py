@@ -41,7 +41,15 @@ from onnxport.hf.dims import (
 )
 from onnxport.hf.eager import run as run_eager
 from onnxport.hf.loading import LoadedModel
-from onnxport.hf.parts import Component, Sizes, image_size, left_padded_mask, probe_mode, token_ids
+from onnxport.hf.parts import (
+    Component,
+    Sizes,
+    image_size,
+    left_padded_mask,
+    position_ids_from_mask,
+    probe_mode,
+    token_ids,
+)
 from onnxport.hf.parts import generator as _generator
 from onnxport.hf.tasks import forward_reads
 
@@ -54,7 +62,9 @@ def _choices(sizes: Sizes) -> int:
 def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Component:
     """``input_ids``/``attention_mask`` (``[token_type_ids]``) → the task's outputs; for
     multiple-choice each of them is ``(batch_size, num_choices, sequence_length)``. ``use_cache``:
-    passed to the model when not ``None`` (``False`` for a decoder exported without its cache).
+    passed to the model when not ``None`` (``False`` for a decoder exported without its cache, which
+    then also takes ``position_ids`` ``[batch_size, sequence_length]`` when its forward does: the
+    positions transformers' ``generate`` computes from the attention mask).
 
     Raises:
         HFError: The model's forward takes no ``input_ids`` (a vision-language model's vision tower
@@ -76,6 +86,8 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
     boxes = "bbox" in forward and not choice
     page = getattr(config, "input_size", None) if boxes and "pixel_values" in forward and getattr(config, "visual_embed", False) else None
     eos = getattr(config, "eos_token_id", None) if _pools_eos(loaded.model) else None
+    # a decoder without its cache reads positions as generate() makes them (left-padded rows)
+    positions = use_cache is False and "position_ids" in forward
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)
@@ -92,6 +104,8 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
                 inputs["bbox"] = inputs["bbox"].float() / 1000
         if isinstance(page, int):
             inputs["pixel_values"] = torch.randn(rows, 3, page, page, generator=gen)
+        if positions:
+            inputs["position_ids"] = position_ids_from_mask(inputs["attention_mask"], sizes.sequence)
         if choice:
             inputs = {k: v.reshape(sizes.batch, _choices(sizes), sizes.sequence) for k, v in inputs.items()}
         return inputs
@@ -104,6 +118,8 @@ def text_component(loaded: LoadedModel, use_cache: bool | None = None) -> Compon
         dynamic["bbox"] = axes
     if isinstance(page, int):
         dynamic["pixel_values"] = {0: BATCH}
+    if positions:
+        dynamic["position_ids"] = axes
     if loaded.pooling is not None:
         outputs.append("sentence_embedding")
     return Component("model", module, make, dynamic, None, outputs)

@@ -77,7 +77,7 @@ def greedy_causal_lm(
     pad_token_id: int | None = None,
 ) -> torch.Tensor:
     """Greedy decoding with a decoder-only ``model.onnx`` (inputs ``input_ids``, ``attention_mask``,
-    ``position_ids``, ``past_key_values.{i}.key/value``).
+    ``position_ids`` when the graph has it, ``past_key_values.{i}.key/value`` and recurrent states).
 
     Args:
         session: An ``onnxruntime.InferenceSession`` of the exported model.
@@ -109,14 +109,17 @@ def _decode(
 ) -> torch.Tensor:
     """The decode loop of a decoder step graph with a concatenated cache: ``first`` feeds the
     prompt (its first entry has the prompt's length on axis 1), ``step(tokens)`` the new
-    ``(batch, 1)`` tokens; positions from the grown attention mask as transformers computes them,
+    ``(batch, 1)`` tokens (the whole sequence when the graph has no cache inputs); positions from the grown attention mask as transformers computes them,
     or with ``rope`` (Qwen2-VL's ``(position_ids [3, batch, prompt], rope_deltas [batch, 1])``)
     those of the prompt, then ``past_length + rope_deltas`` on every row, as transformers.js.
     Returns ``(batch, prompt + generated)`` ids."""
     mask = attention_mask.numpy().astype(np.int64)
     batch = prompt.shape[0]
-    feeds: dict[str, np.ndarray] = {**first, **empty_cache(decoder, batch)}
+    cache = empty_cache(decoder, batch)
+    cached = bool(cache)
+    feeds: dict[str, np.ndarray] = {**first, **cache}
     length = next(iter(first.values())).shape[1]
+    takes_positions = any(i.name == "position_ids" for i in decoder.get_inputs())
     sequences = prompt
     unfinished = np.ones(batch, dtype=bool)
     for _ in range(max_new_tokens):
@@ -125,15 +128,20 @@ def _decode(
         if rope is not None:  # multimodal rows: the prompt's, then past length + the row's delta
             past = mask.shape[1] - length
             positions = rope[0].numpy() if past == 0 else np.broadcast_to((past + rope[1].numpy())[None], (3, batch, 1))
-        feeds.update(attention_mask=mask, position_ids=np.ascontiguousarray(positions, dtype=np.int64))
+        feeds["attention_mask"] = mask
+        if takes_positions:  # Jamba, MiniMax and other models without rotary take none
+            feeds["position_ids"] = np.ascontiguousarray(positions, dtype=np.int64)
         outputs = decoder.run(None, feeds)
         tokens, unfinished = _choose(outputs[0], unfinished, eos, pad)
         sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
         if not unfinished.any():
             break
         mask = np.concatenate([mask, np.ones((batch, 1), dtype=np.int64)], axis=1)
-        feeds = {**step(tokens[:, None]), **next_cache(decoder, outputs)}
-        length = 1
+        if cached:
+            feeds = {**step(tokens[:, None]), **next_cache(decoder, outputs)}
+            length = 1
+        else:  # a graph without cache inputs (MiniMax, Jamba) reads the whole sequence every step
+            feeds, length = step(sequences), sequences.shape[1]
     return torch.from_numpy(sequences)
 
 

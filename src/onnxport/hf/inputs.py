@@ -578,7 +578,8 @@ def _components(loaded: LoadedModel, cache_layers: Sequence[LayerCache] | None) 
         except wrappers.CacheFormatError as e:
             warnings.warn(
                 f"{e} onnxport exports it without its cache: model.onnx takes the whole sequence (input_ids, "
-                "attention_mask) and returns logits, and the folder has no genai_config.json.",
+                "attention_mask, position_ids when the model takes them) and returns logits, and the folder "
+                "has no genai_config.json.",
                 UserWarning,
                 stacklevel=2,
             )
