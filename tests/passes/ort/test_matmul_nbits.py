@@ -273,3 +273,37 @@ def test_tied_lm_head_through_transpose_is_quantized_and_the_table_kept() -> Non
     [logits] = _run(model, {"ids": tokens})
     assert logits.shape == (2, 3, vocab) and logits.dtype == np.float32
     np.testing.assert_allclose(logits, table[tokens] @ dequantized, rtol=1e-4, atol=1e-5)
+
+
+def test_weight_read_by_two_matmuls_is_quantized_once() -> None:
+    """One weight, two MatMuls (Gemma 3n's AltUp router, HRM's repeated blocks): both become
+    MatMulNBits over the same packed initializers (before: the second rewrite registered them again
+    and the pass failed)."""
+    import onnxport
+    import torch
+
+    class TwoUses(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(64, 32, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.proj(x) * self.proj(torch.tanh(x))
+
+    torch.manual_seed(0)
+    model = TwoUses().eval()
+    x = torch.randn(3, 64)
+    program = onnxport.export(model, (x,))
+    report: dict = {}
+    assert MatMulNBitsPass(QuantizeOptions(bits=4, block_size=32, accuracy_level=0), report)(program.model).modified
+    nodes = [n for n in program.model.graph if n.op_type == "MatMulNBits"]
+    assert len(nodes) == 2 and nodes[0].inputs[1] is nodes[1].inputs[1] and nodes[0].inputs[2] is nodes[1].inputs[2]
+    weight = model.proj.weight.detach().numpy().T
+    packed, scales, zeros = reference(weight, 4, 32, True)
+    np.testing.assert_array_equal(nodes[0].inputs[1].const_value.numpy(), packed)
+    assert len(report) == 1  # one weight quantized (when its parts are first read)
+    dequantized = blockwise.dequantize(blockwise.Quantized(packed, scales, zeros), 64, 4, 32)
+    session = ort.InferenceSession(ir.serde.serialize_model(program.model).SerializeToString())
+    (y,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    expected = (x.numpy() @ dequantized) * (np.tanh(x.numpy()) @ dequantized)
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)

@@ -177,6 +177,7 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
             return ir.passes.PassResult(model, False)
         graph = model.graph
         modified = False
+        self._parts: dict[str, dict[str, ir.Value]] = {}  # a weight read by several MatMuls: quantized once
         for node in list(graph):
             target = quantizable(node)
             if target is None:
@@ -192,8 +193,10 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
     def _rewrite(self, graph: ir.Graph, node: ir.Node, target: Projection) -> None:
         o = self.options
         k, n = (int(d) for d in target.weight.shape.numpy())
-        shared = SharedQuantization(target.weight, target.name, o, self.report)
-        parts = register_parts(graph, shared, part_shapes((n,), -(-k // o.block_size), o))
+        parts = self._parts.get(target.name)
+        if parts is None:  # Gemma 3n's AltUp router, HRM's repeated blocks read one weight twice
+            shared = SharedQuantization(target.weight, target.name, o, self.report)
+            parts = self._parts[target.name] = register_parts(graph, shared, part_shapes((n,), -(-k // o.block_size), o))
         inputs: list[ir.Value | None] = [target.x, *parts.values()]
         if target.bias is not None:
             inputs += [None] * (5 - len(inputs)) + [target.bias]  # zero_points, g_idx, bias
