@@ -26,6 +26,8 @@ def test_session_runs_float_with_keyword_feeds() -> None:
     (z,) = runtime.run_session(session, runtime.feeds(["x", "y"], (a,), {"y": b}))
     assert z.dtype == torch.float32
     torch.testing.assert_close(z, a + b)
+    # no CPU memory arena: a run's buffers are freed, not kept at the largest run's peak
+    assert session.get_session_options().enable_cpu_mem_arena is False
 
 
 def test_bfloat16_goes_through_ortvalues_both_ways() -> None:
