@@ -26,6 +26,7 @@ from onnxport.hf import (
     speech,
     time_series,
     trajectory,
+    video,
     vision_language,
 )
 from onnxport.hf import cache as wrappers
@@ -523,8 +524,8 @@ def modality(loaded: LoadedModel) -> str:
     """The task's kind, except for a task of text models (feature-extraction, text-classification)
     on a model whose ``main_input_name`` is ``pixel_values`` (ViT, DINOv2: ``"vision"``),
     ``input_values`` (wav2vec2: ``"audio"``), ``input_features`` (w2v-BERT 2.0: ``"audio"``) or
-    ``past_values`` (PatchTST's base model: ``"time-series"``), and
-    an image task of a model that reads token ids (ImageGPT's color clusters: ``"text"``)."""
+    ``past_values`` (PatchTST's base model: ``"time-series"``), a clip model's (VideoMAE's base
+    model: ``"video"``, :func:`onnxport.hf.video.reads_video`), and an image task of a model that reads token ids (ImageGPT's color clusters: ``"text"``)."""
     kind = loaded.task.kind
     if kind == "vision" and getattr(loaded.model, "main_input_name", None) == "input_ids":
         return "text"  # ImageGPT: images as color-cluster token ids
@@ -534,7 +535,8 @@ def modality(loaded: LoadedModel) -> str:
     if isinstance(main, (list, tuple)):  # OneFormer: ["pixel_values", "task_inputs"]
         main = main[0] if main else "input_ids"
     kinds = {"pixel_values": "vision", "input_values": "audio", "input_features": "audio", "past_values": "time-series"}
-    return kinds.get(main, kind)
+    kind = kinds.get(main, kind)
+    return "video" if kind == "vision" and video.reads_video(loaded.model) else kind
 
 
 def components(loaded: LoadedModel, cache_layers: Sequence[LayerCache] | None = None) -> list[Component]:
@@ -562,6 +564,8 @@ def _components(loaded: LoadedModel, cache_layers: Sequence[LayerCache] | None) 
         return [text_component(loaded)]
     if kind == "vision" and naflex.reads_patches(loaded.model):  # SigLIP2: patch sequences
         return [naflex.image_component(loaded)]
+    if kind == "video":
+        return [video.video_component(loaded, list(loaded.task.outputs))]
     if kind == "vision":
         return [vision_component(loaded)]
     if kind == "audio" and codec.supports(loaded.model):

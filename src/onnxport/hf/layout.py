@@ -99,7 +99,8 @@ _JS_MODEL_CLASSES = {"mask-generation": "SamModel", "image-text-to-text": "AutoM
                      "audio-text-to-text": "AutoModelForAudioTextToText"}
 _JS_PIPELINES: dict[str, str | None] = {"semantic-segmentation": "image-segmentation", "multiple-choice": None,
                                        "mask-generation": None, "keypoint-detection": None, "time-series-forecasting": None,
-                                       "reinforcement-learning": None}
+                                       "reinforcement-learning": None,
+                                       "video-classification": None}
 
 
 def vision_features(folder: Path) -> bool:

@@ -19,7 +19,8 @@ class Task:
         auto_class: The ``transformers`` auto class that loads the model for this task.
         kind: How inputs and components are built: ``"text"`` (``input_ids``; feature-extraction
             of an image or audio model goes by its ``main_input_name``: :func:`modality`),
-            ``"multiple-choice"``, ``"vision"`` (``pixel_values``), ``"audio"`` (``input_values``),
+            ``"multiple-choice"``, ``"vision"`` (``pixel_values``), ``"video"`` (``pixel_values`` clips:
+            :mod:`onnxport.hf.video`), ``"audio"`` (``input_values``),
             ``"text-vision"`` (CLIP-style: ``input_ids`` + ``pixel_values``), ``"causal-lm"``,
             ``"seq2seq"``, ``"speech-seq2seq"``, ``"vision-seq2seq"`` (``VisionEncoderDecoderModel``)
             ``"vision-language"`` (LLaVA-style: :mod:`onnxport.hf.vision_language`),
@@ -52,6 +53,8 @@ TASKS: dict[str, Task] = {
         ),
         Task("multiple-choice", "AutoModelForMultipleChoice", "multiple-choice", ("logits",)),
         Task("image-classification", "AutoModelForImageClassification", "vision", ("logits",)),
+        # VideoMAE, TimeSformer, ViViT: one clip [batch, frames, channels, height, width] (hf/video.py)
+        Task("video-classification", "AutoModelForVideoClassification", "video", ("logits",)),
         Task("object-detection", "AutoModelForObjectDetection", "vision", ("logits", "pred_boxes")),
         Task("semantic-segmentation", "AutoModelForSemanticSegmentation", "vision", ("logits",)),
         Task("depth-estimation", "AutoModelForDepthEstimation", "vision", ("predicted_depth",)),
@@ -151,6 +154,7 @@ _SUFFIXES = (
     ("ForImageClassificationWithTeacher", "image-classification"),
     ("ForCTC", "automatic-speech-recognition"),
     ("ForAudioClassification", "audio-classification"),
+    ("ForVideoClassification", "video-classification"),
     ("ForMultipleChoice", "multiple-choice"),
     ("ForObjectDetection", "object-detection"),
     ("ForSemanticSegmentation", "semantic-segmentation"),
@@ -177,6 +181,7 @@ _MAPPINGS = (
     ("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "fill-mask"),
     ("MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "audio-classification"),
     ("MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", "image-classification"),
+    ("MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES", "video-classification"),
     ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES", "text-classification"),
     ("MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES", "token-classification"),
     ("MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES", "question-answering"),

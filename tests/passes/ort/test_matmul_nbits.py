@@ -7,7 +7,9 @@ import numpy as np
 import onnx_ir as ir
 import onnxruntime as ort
 import pytest
+import torch
 
+import onnxport
 from onnxport.passes.ort import QuantizeOptions, blockwise
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass
 
@@ -279,9 +281,6 @@ def test_weight_read_by_two_matmuls_is_quantized_once() -> None:
     """One weight, two MatMuls (Gemma 3n's AltUp router, HRM's repeated blocks): both become
     MatMulNBits over the same packed initializers (before: the second rewrite registered them again
     and the pass failed)."""
-    import onnxport
-    import torch
-
     class TwoUses(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
