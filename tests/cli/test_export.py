@@ -434,3 +434,27 @@ def test_progress_on_a_terminal_shows_done_steps() -> None:
     with progress.phase("saving"):
         pass
     assert "✓" in buffer.getvalue() and "saving (" in buffer.getvalue()
+
+
+def test_no_past_writes_the_decoder_without_its_cache(tmp_path: pathlib.Path) -> None:
+    """``--no-past`` (a safetensors folder: the streamed path) writes Optimum's past-less
+    text-generation graph, which gives the model's logits for the whole sequence."""
+    from onnxport.testing.tiny_models import DECODER, _make
+
+    model = _make("LlamaConfig", "LlamaForCausalLM", **DECODER)(initializer_range=0.2)
+    model.save_pretrained(tmp_path / "ckpt")
+    result = invoke("export", "--hf", tmp_path / "ckpt", "-o", tmp_path / "out", "--no-past")
+    assert result.exit_code == 0, result.output
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["input_ids", "attention_mask", "position_ids"]
+    assert [o.name for o in session.get_outputs()] == ["logits"]
+    assert not (tmp_path / "out" / "genai_config.json").exists()
+    ids = torch.randint(3, 99, (2, 6), generator=torch.Generator().manual_seed(2))
+    positions = torch.arange(6).expand(2, 6)
+    feeds = {"input_ids": ids.numpy(), "attention_mask": np.ones((2, 6), np.int64), "position_ids": positions.numpy()}
+    (logits,) = session.run(None, feeds)
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits.numpy()
+    np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-5)
+    refused = invoke("export", "--hf", tmp_path / "ckpt", "-o", tmp_path / "out2", "--no-past", "--prune-lm-head")
+    assert refused.exit_code == 2 and "need the decoder's cache" in refused.output, refused.output

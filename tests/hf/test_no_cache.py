@@ -122,3 +122,33 @@ def test_xlstm_runs_at_any_length_without_its_cache(tmp_path: pathlib.Path) -> N
     config = transformers.xLSTMConfig(vocab_size=99, hidden_size=64, num_heads=4, num_blocks=2, embedding_dim=64)
     torch.manual_seed(0)
     _runs_at_any_length(transformers.xLSTMForCausalLM(config).eval(), tmp_path, lengths=(1, 6, 13, 70))
+
+
+def test_with_past_false_exports_a_decoder_without_its_cache(tmp_path: pathlib.Path) -> None:
+    """``with_past=False``: Optimum's past-less text-generation graph (the whole sequence, with the
+    positions of left-padded rows) for a decoder that has a cache; other tasks are refused."""
+    from onnxport.errors import HFError
+    from onnxport.testing.tiny_models import DECODER, _make
+
+    model = _make("LlamaConfig", "LlamaForCausalLM", **DECODER)(initializer_range=0.2)
+    result = onnxport.hf.export(model, with_past=False, output_dir=tmp_path / "out")
+    assert result.passed and not (tmp_path / "out" / "genai_config.json").exists()
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    assert [i.name for i in session.get_inputs()] == ["input_ids", "attention_mask", "position_ids"]
+    assert [o.name for o in session.get_outputs()] == ["logits"]
+    ids = torch.randint(3, 99, (2, 9), generator=torch.Generator().manual_seed(4))
+    mask = torch.ones_like(ids)
+    mask[0, :3] = 0
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    (logits,) = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "position_ids": positions.numpy()})
+    with torch.no_grad():
+        expected = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.numpy()
+    np.testing.assert_allclose(logits[:, 3:], expected[:, 3:], rtol=1e-4, atol=1e-5)
+    got = onnxport.inference.load(tmp_path / "out").generate_ids(ids.numpy(), mask.numpy(), max_new_tokens=8)
+    with torch.no_grad():
+        want = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
+    assert got.tolist() == want.tolist()
+    bert = _make("BertConfig", "BertModel", vocab_size=99, hidden_size=32, num_hidden_layers=1,
+                 num_attention_heads=2, intermediate_size=37)()  # fmt: skip
+    with pytest.raises(HFError, match="with_past=False exports a text-generation decoder"):
+        onnxport.hf.export(bert, with_past=False)

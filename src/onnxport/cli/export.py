@@ -246,6 +246,14 @@ def export_command(
             "prune_lm_head=true; onnxruntime-genai reads them, scoring every position cannot.",
         ),
     ] = False,
+    no_past: Annotated[
+        bool,
+        typer.Option(
+            "--no-past",
+            help="With --hf, text generation: the decoder without its KV cache (the whole sequence → "
+            "logits), Optimum's text-generation task without -with-past.",
+        ),
+    ] = False,
     overwrite: Annotated[
         bool,
         typer.Option(
@@ -329,7 +337,7 @@ def export_command(
         return run_hf_export(
             folder, task, output, opset, optimize, layout=layout, target=target,
             quantization=quantization, kv_cache=kv_cache, dtype=dtype, validate=validate is not False,
-            overwrite=overwrite, prune_lm_head=prune_lm_head, memory_fraction=memory_fraction,
+            overwrite=overwrite, prune_lm_head=prune_lm_head, memory_fraction=memory_fraction, with_past=not no_past,
         )  # fmt: skip
     if spec is None:
         raise typer.BadParameter("give a SPEC or --hf FOLDER.", param_hint="'SPEC'")
@@ -338,10 +346,11 @@ def export_command(
             "--validate/--no-validate is for a Hugging Face folder; a SPEC export is checked "
             "with --verify.", param_hint="'--no-validate'",
         )  # fmt: skip
-    if prune_lm_head:
+    if prune_lm_head or no_past:
+        flag = "--prune-lm-head" if prune_lm_head else "--no-past"
         raise typer.BadParameter(
-            "--prune-lm-head is for a Hugging Face text-generation folder (--hf); a SPEC's graph returns "
-            "what its model returns.", param_hint="'--prune-lm-head'",
+            f"{flag} is for a Hugging Face text-generation folder (--hf); a SPEC's graph returns "
+            "what its model returns.", param_hint=f"'{flag}'",
         )  # fmt: skip
     if memory_fraction != DEFAULT_MEMORY_FRACTION:
         raise typer.BadParameter(
@@ -505,6 +514,7 @@ def run_hf_export(
     overwrite: bool = False,
     prune_lm_head: bool = False,
     memory_fraction: float = DEFAULT_MEMORY_FRACTION,
+    with_past: bool = True,
 ) -> None:
     """Export ``folder`` for ``task`` into ``output_dir`` with :func:`onnxport.hf.export` (which
     validates every output on fresh inputs unless ``validate`` is false, and replaces a non-empty
@@ -536,14 +546,14 @@ def run_hf_export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
                     stream=True, progress=bar, layout=layout, target=target, quantize=quantize,
                     dtype=dtype, kv_cache=kv_cache, validate=validate, overwrite=overwrite,
-                    prune_lm_head=prune_lm_head, memory_fraction=memory_fraction,
+                    prune_lm_head=prune_lm_head, memory_fraction=memory_fraction, with_past=with_past,
                 )
         else:
             with progress.phase(label):
                 result = hf.export(
                     folder, task, opset_version=opset, output_dir=output_dir, optimize=optimize,
                     layout=layout, target=target, quantize=quantize, kv_cache=kv_cache, dtype=dtype,
-                    validate=validate, overwrite=overwrite, prune_lm_head=prune_lm_head,
+                    validate=validate, overwrite=overwrite, prune_lm_head=prune_lm_head, with_past=with_past,
                 )
     except (HFError, InputError) as e:
         fail(err, str(e), EXIT_USAGE)

@@ -19,7 +19,7 @@ from onnxport.hf import layout as hf_layout
 from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, write_genai_config
-from onnxport.hf.loading import LoadedModel, from_model, load
+from onnxport.hf.loading import LoadedModel, check_with_past, from_model, load
 from onnxport.hf.output import check_output_dir, staged
 from onnxport.hf.shared_cache import KV_CACHE_MODES, check_full_attention, validate_shared
 from onnxport.hf.streamed import (
@@ -110,7 +110,10 @@ def export(
             transformers ``PreTrainedModel``.
         task: One of :data:`onnxport.hf.tasks.TASKS` (inferred from the architecture when ``None``).
         opset_version: The ONNX opset (onnxport's default when ``None``).
-        with_past: For text-generation and encoder-decoders, export the KV-cache inputs/outputs.
+        with_past: For text-generation and encoder-decoders, export the KV-cache inputs/outputs
+            (default). ``False`` (text-generation only): ``model.onnx`` maps the whole
+            sequence (``input_ids``, ``attention_mask``, ``position_ids`` when the model takes
+            them) to ``logits``, Optimum's ``text-generation`` task without ``-with-past``.
             Only ``True`` (the default) is supported: one cache model serves the first step
             (empty past) and the later ones.
         output_dir: Folder to write ``*.onnx`` plus config and tokenizer files into. It must not
@@ -173,8 +176,9 @@ def export(
         HFError: The folder has no usable config or weights, the architecture or task is unknown,
             or ``target``/``quantize``/``kv_cache``/``dtype`` is not one of the values above,
             ``kv_cache="shared"`` on a model whose attention does not fuse,
-            ``dtype`` given without ``stream=True``, or ``prune_lm_head`` for a model with no
-            decoder step.
+            ``dtype`` given without ``stream=True``, ``prune_lm_head`` for a model with no
+            decoder step, or ``with_past=False`` for another task than text-generation or with
+            ``prune_lm_head`` or ``kv_cache="shared"``.
         VerificationError: An output differs from eager beyond ``atol``.
         OnnxportError: The export itself failed.
     """
@@ -190,10 +194,6 @@ def export(
             raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
         destination = check_output_dir(output_dir, overwrite) if output_dir is not None else None
         return _export_pipeline(Path(model_or_folder), destination, opset_version, optimize, target, (validate, atol))
-    if with_past is False:
-        raise HFError(
-            "with_past=False is not supported: the cache model also runs the first step (empty past)."
-        )
     hf_layout.check_layout(layout)
     destination = check_output_dir(output_dir, overwrite) if output_dir is not None else None
     quantization = quantize_options(quantize)
@@ -232,6 +232,7 @@ def export(
             dtype=export_dtype,
             shared_buffer=shared,
             prune_lm_head=prune_lm_head,
+            with_past=with_past is not False,
         )
         return HFExport(
             done.task.name, done.model, done.programs, done.checks, destination, done.files,
@@ -245,7 +246,8 @@ def export(
         raise HFError(
             f"model_or_folder must be a folder path or a transformers model, not {type(model_or_folder).__name__}."
         )
-    loaded = dataclasses.replace(loaded, prune_lm_head=prune_lm_head)
+    check_with_past(with_past is not False, loaded.task, prune_lm_head or shared)
+    loaded = dataclasses.replace(loaded, prune_lm_head=prune_lm_head, with_past=with_past is not False)
     floating = {p.dtype for p in loaded.model.parameters() if p.is_floating_point()}
     if quantization is not None and floating - {torch.float32}:
         raise HFError(

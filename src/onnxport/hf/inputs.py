@@ -576,6 +576,8 @@ def _components(loaded: LoadedModel, cache_layers: Sequence[LayerCache] | None) 
         return [naflex.text_image_component(loaded)]
     if kind == "text-vision":
         return [text_vision_component(loaded)]
+    if kind == "causal-lm" and not loaded.with_past:
+        return [text_component(loaded, use_cache=False)]
     if kind == "causal-lm":
         try:
             return [causal_lm_component(loaded, cache_layers=cache_layers)]

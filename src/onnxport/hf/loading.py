@@ -29,6 +29,8 @@ class LoadedModel:
             folder has a ``1_Pooling`` module, else ``None``.
         prune_lm_head: Text generation: the decoder graph returns the last position's logits only,
             ``[batch_size, 1, vocab_size]`` (:class:`onnxport.hf.cache.CausalLMWithCache`).
+        with_past: Text generation: ``False`` exports the decoder without its cache (the whole
+            sequence → logits, Optimum's ``text-generation`` without ``-with-past``).
     """
 
     model: Any
@@ -36,6 +38,7 @@ class LoadedModel:
     folder: Path | None
     pooling: dict[str, Any] | None = None
     prune_lm_head: bool = False
+    with_past: bool = True
 
 
 def import_transformers() -> Any:
@@ -230,3 +233,23 @@ class _ArchConfig:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._config, name)
+
+
+def check_with_past(with_past: bool, task: Task, needs_cache: bool) -> None:
+    """Refuse ``with_past=False`` where it means nothing: a task other than text-generation (an
+    encoder-decoder's cache model also runs the first step) or options that need the cache
+    (``needs_cache``: ``prune_lm_head``, ``kv_cache="shared"``).
+
+    Raises:
+        HFError: Naming the task or the options.
+    """
+    if with_past:
+        return
+    if task.kind != "causal-lm":
+        raise HFError(
+            f"with_past=False exports a text-generation decoder without its cache; task {task.name!r} "
+            "has none to leave out (an encoder-decoder's cache model also runs the first step)."
+        )
+    if needs_cache:
+        raise HFError("prune_lm_head and kv_cache='shared' need the decoder's cache: leave with_past on.")
+

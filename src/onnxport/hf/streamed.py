@@ -53,7 +53,7 @@ from onnxport.hf.checkpoint import Checkpoint, read_checkpoint, sliced
 from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, write_genai_config
-from onnxport.hf.loading import LoadedModel, read_config, read_pooling
+from onnxport.hf.loading import LoadedModel, check_with_past, read_config, read_pooling
 from onnxport.hf.output import staged
 from onnxport.hf.tasks import Task, get_task, infer_task
 from onnxport.hf.validate import (
@@ -535,10 +535,11 @@ class _Spec:
     source_dtype: torch.dtype | None = None
     layout: str = hf_layout.DEFAULT_LAYOUT
     prune_lm_head: bool = False
+    with_past: bool = True
 
     def loaded(self, model: torch.nn.Module) -> LoadedModel:
         """``model`` (the meta model, a slice or the eager reference) as the components take it."""
-        return LoadedModel(model, self.task, self.folder, self.pooling, self.prune_lm_head)
+        return LoadedModel(model, self.task, self.folder, self.pooling, self.prune_lm_head, self.with_past)
 
 
 # the share of the available memory up to which a streamed export validates the whole model
@@ -563,6 +564,7 @@ def export_streamed(
     dtype: torch.dtype | None = None,
     shared_buffer: bool = False,
     prune_lm_head: bool = False,
+    with_past: bool = True,
 ) -> Streamed:
     """Export ``folder`` into ``destination`` without loading its weights (module docstring).
 
@@ -597,6 +599,8 @@ def export_streamed(
             ``past_present_share_buffer: true``.
         prune_lm_head: Text generation: logits of the last position only (``[batch_size, 1,
             vocab_size]``, :class:`onnxport.hf.cache.CausalLMWithCache`).
+        with_past: Text generation: ``False`` writes the decoder without its cache (the whole
+            sequence → ``logits``; no ``genai_config.json``).
 
     Returns:
         A :class:`Streamed` with the meta model, the programs, the checks and the files written.
@@ -629,8 +633,9 @@ def export_streamed(
         shared_cache.check_full_attention(config)
     build = _Build(opset_version, optimize, target, quantize, cast=dtype is not None, shared_buffer=shared_buffer)
     rule = _Rule(tolerance, dtype, shared_buffer)
+    check_with_past(with_past, resolved, prune_lm_head or shared_buffer)
     spec = _Spec(folder, config, resolved, checkpoint, graph_dtype, pooling, build, rule, source_dtype, layout,
-                 prune_lm_head)
+                 prune_lm_head, with_past)
     model = meta.build(config, resolved.auto_class, graph_dtype)
     meta.check(model, checkpoint, cast=build.cast)
     result = Streamed(resolved, model, checkpoint.nbytes, graph_dtype)

@@ -139,6 +139,7 @@ ALIASES = {
     "text2text": "text2text-generation",
     "sequence-classification": "text-classification",
     "causal-lm": "text-generation",
+    "text-generation-with-past": "text-generation",  # Optimum's name for onnxport's default
     "masked-lm": "fill-mask",
     "asr": "automatic-speech-recognition",
     "speech2seq-lm": "automatic-speech-recognition",

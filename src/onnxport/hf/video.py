@@ -28,8 +28,9 @@ def reads_video(model: torch.nn.Module) -> bool:
     """Whether ``model`` takes a clip as ``pixel_values`` (its config has an int ``num_frames``
     and its forward a ``pixel_values`` argument)."""
     frames = getattr(getattr(model, "config", None), "num_frames", None)
-    forward = inspect.signature(model.forward).parameters
-    return isinstance(frames, int) and frames > 0 and "pixel_values" in forward
+    if not isinstance(frames, int) or frames <= 0:
+        return False
+    return "pixel_values" in inspect.signature(model.forward).parameters
 
 
 def video_component(loaded: LoadedModel, outputs: list[str]) -> Component:
