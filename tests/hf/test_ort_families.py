@@ -240,3 +240,20 @@ def test_gemma4_int4_folder_validates_a_slice_of_the_float_model(tmp_path: Path)
     assert result.streamed.validation == "slice (2 of 6 layers), before quantization; the int4 model ran"
     assert any(c.component == "model (slice, before quantization)" for c in result.checks)
     assert any("int4, runs" in c.component for c in result.checks)
+
+
+def test_values_wider_than_keys_keep_standard_attention() -> None:
+    """MiMo-V2-Flash: values 32 wide, queries and keys 16; GroupQueryAttention has one head size,
+    so its attention stays standard and the export validates (before: fused, and onnxruntime
+    refused the output Reshape in validation)."""
+    model = _make(
+        "MiMoV2FlashConfig", "MiMoV2FlashForCausalLM", **BASE, head_dim=16, v_head_dim=32, n_routed_experts=4,
+        num_experts_per_tok=2, n_group=1, topk_group=1, moe_intermediate_size=64, sliding_window=8,
+        layer_types=["full_attention", "sliding_attention"],
+    )(initializer_range=0.2)  # fmt: skip
+    result = onnxport.hf.export(model, target="onnxruntime")
+    assert result.passed
+    program = result.programs["model"]
+    ops = collections.Counter(n.op_type for n in program.model.graph)
+    assert ops["GroupQueryAttention"] == 0, ops
+    assert_greedy_equals_transformers(model, program)

@@ -208,10 +208,14 @@ def _complete(
     if mask is not None and _computed_from(mask, {key_concat, value_concat}):
         return None  # Doge: the mask is computed from the cache; the kernel's present would feed its own input
     heads, head_size = query.shape[1], query.shape[3]
-    past = key_concat.inputs[0]
+    past, past_value = key_concat.inputs[0], value_concat.inputs[0]
     assert past is not None and past.shape is not None
     kv_heads = past.shape[1]
     if not all(isinstance(d, int) for d in (heads, head_size, kv_heads)):
+        return None
+    # one head size for q, k and v (the kernel's); MiMo-V2-Flash's values are wider than its keys
+    widths = [v.shape[3] if v is not None and v.shape is not None and len(v.shape) == 4 else None for v in (past, past_value)]
+    if widths != [head_size, head_size]:
         return None
     assert isinstance(heads, int) and isinstance(head_size, int) and isinstance(kv_heads, int)
     if heads % kv_heads or head_size % 16:  # onnxruntime's CPU kernel needs head_size % 16 == 0
