@@ -534,7 +534,8 @@ def modality(loaded: LoadedModel) -> str:
     main = getattr(loaded.model, "main_input_name", "input_ids")
     if isinstance(main, (list, tuple)):  # OneFormer: ["pixel_values", "task_inputs"]
         main = main[0] if main else "input_ids"
-    kinds = {"pixel_values": "vision", "input_values": "audio", "input_features": "audio", "past_values": "time-series"}
+    kinds = {"pixel_values": "vision", "pixel_values_videos": "vision", "input_values": "audio", "input_features": "audio",
+             "past_values": "time-series"}
     kind = kinds.get(main, kind)
     return "video" if kind == "vision" and video.reads_video(loaded.model) else kind
 
