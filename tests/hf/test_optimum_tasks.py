@@ -56,6 +56,43 @@ def test_forecaster_base_model_gives_its_hidden_states(name: str, base: str, tmp
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
 
 
+def _timesfm_config():  # noqa: ANN202 - a transformers config
+    return transformers.TimesFmConfig(hidden_size=64, intermediate_size=64, head_dim=16, num_attention_heads=4,
+                                      num_hidden_layers=2, context_length=128, horizon_length=32, patch_length=32)
+
+
+def test_timesfm_forecasts_as_its_forward_does(tmp_path: pathlib.Path) -> None:
+    """TimesFM: the series as its _preprocess pads them (values, padding, freq) → mean and quantile
+    forecasts equal to its forward on a list of series of other lengths."""
+    torch.manual_seed(0)
+    model = transformers.TimesFmModelForPrediction(_timesfm_config()).eval()
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
+    assert result.task == "time-series-forecasting" and result.passed
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    assert [(i.name, i.shape, i.type) for i in session.get_inputs()] == [
+        ("past_values", ["batch_size", 128], "tensor(float)"),
+        ("past_values_padding", ["batch_size", 128], "tensor(float)"),
+        ("freq", ["batch_size", 1], "tensor(int32)"),
+    ]
+    assert [(o.name, o.shape) for o in session.get_outputs()] == [
+        ("mean_predictions", ["batch_size", 32]), ("full_predictions", ["batch_size", 32, 10]),
+    ]  # fmt: skip
+    series = [torch.linspace(0, 20, 100).sin() * 3 + 1, torch.linspace(0, 30, 128).cos(), torch.randn(60).cumsum(0)]
+    with torch.no_grad():
+        expected = model(past_values=series, freq=[0, 1, 2])
+    values, padding, freq = model._preprocess(series, [0, 1, 2])
+    feeds = {"past_values": values.numpy(), "past_values_padding": padding[:, :128].numpy(), "freq": freq.numpy()}
+    mean, full = session.run(None, feeds)
+    np.testing.assert_allclose(mean, expected.mean_predictions.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(full, expected.full_predictions.numpy(), rtol=1e-4, atol=1e-5)
+    assert float(np.abs(mean).max()) > 0.1
+    base = transformers.TimesFmModel(_timesfm_config()).eval()
+    result = onnxport.hf.export(base)
+    assert result.task == "feature-extraction" and result.passed
+    assert [v.name for v in result.programs["model"].model.graph.outputs] == ["last_hidden_state", "loc", "scale"]
+
+
 def test_vitpose_exports_heatmaps_at_its_backbone_size(tmp_path: pathlib.Path) -> None:
     model = tiny_models.build("vitpose")
     model.save_pretrained(tmp_path / "src")
