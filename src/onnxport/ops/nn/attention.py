@@ -183,7 +183,12 @@ def _may_hold_lowest(mask: ir.Value) -> bool:
             tensor = value.const_value
             if tensor is None or tensor.size > 1 << 16:
                 return True  # a graph input, or a buffer too large to read here
-            if value.dtype is not None and value.dtype.is_floating_point() and np.any(np.abs(tensor.numpy()) >= huge):
+            if value.dtype is None or not value.dtype.is_floating_point():
+                continue  # indices (Swin's relative position index): no mask fill
+            raw = getattr(tensor, "raw", None)
+            if isinstance(raw, torch.Tensor) and raw.is_meta:
+                return True  # a streamed export's meta parameter: no values to read
+            if np.any(np.abs(tensor.numpy()) >= huge):
                 return True
             continue
         if node.op_type == "Constant" and node.domain == "":
