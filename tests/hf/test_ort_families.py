@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 import onnxport.hf
 from _generation import assert_greedy_equals_transformers
@@ -256,4 +257,25 @@ def test_values_wider_than_keys_keep_standard_attention() -> None:
     program = result.programs["model"]
     ops = collections.Counter(n.op_type for n in program.model.graph)
     assert ops["GroupQueryAttention"] == 0, ops
+    assert_greedy_equals_transformers(model, program)
+
+
+def test_sinks_as_a_scale_become_head_sink() -> None:
+    """GraniteSWA scales the attention output by ``sigmoid(logsumexp(scores) - sinks)`` (a sink
+    logit in the softmax's denominator): GroupQueryAttention's ``head_sink``, and the graph no
+    longer computes the scores a second time for the logsumexp (it did before, session 33)."""
+    model = _make(
+        "GraniteSWAConfig", "GraniteSWAForCausalLM", **BASE, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"],
+    )(initializer_range=0.2)  # fmt: skip
+    with torch.no_grad():  # sinks of both signs, as trained (they are initialized to zero)
+        for layer in model.model.layers:
+            layer.self_attn.sinks.copy_(torch.randn(layer.self_attn.sinks.shape) * 2)
+    result = onnxport.hf.export(model, target="onnxruntime")
+    assert result.passed
+    program = result.programs["model"]
+    ops = collections.Counter(n.op_type for n in program.model.graph)
+    attention = [n for n in program.model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(attention) == 2 and all(len(n.inputs) == 12 and n.inputs[11] is not None for n in attention), ops
+    assert ops["Exp"] == ops["ReduceSum"] == ops["ReduceMax"] == 0, ops  # the logsumexp is gone
     assert_greedy_equals_transformers(model, program)

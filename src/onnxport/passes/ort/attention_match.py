@@ -27,6 +27,15 @@ with the new keys/values along the sequence axis, through transformers' ``repeat
   softmax's denominator only; checked against this formula in
   ``tests/passes/ort/test_group_query_attention.py``).
 
+- the eager path with sinks as a scale (GraniteSWA: ``eager_attention_forward`` in
+  ``modeling_granite_swa.py``)::
+
+      out = MatMul(Softmax(logits), V) * Unsqueeze(Sigmoid(logsumexp(logits) - sinks), -1)
+
+  the same computation (``sigmoid(lse - sink) = Σe^s / (Σe^s + e^sink)``, the sink in the
+  denominator), so also ``head_sink``; ``logsumexp`` as onnxport translates it
+  (``Log(ReduceSum(Exp(x - M))) + Squeeze(M)``, ``M`` the row maximum made 0 where infinite).
+
 All give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. They differ
 in what a query row whose mask hides every key (a left-padding position) gets
 (:attr:`Match.empty_row`), which the rewrite reproduces: the kernel averages the row's causal
@@ -72,6 +81,8 @@ class Match:
             ``[1, heads, 1, 1]``), or ``None``.
         mask_scale: The factor on the mask too, when the graph scales the masked scores
             (CodeGen: ``(q·Kᵀ + mask) / √head_size``); the kernel's bias is then ``mask · scale``.
+        output: The value the kernel's output stands for, ``[B, heads, S, head_size]``: the
+            anchor's output, or the sink-scaled one (GraniteSWA; ``None``: the anchor's).
     """
 
     anchor: ir.Node
@@ -88,6 +99,12 @@ class Match:
     output_chain_end: ir.Value | None
     sink: ir.Value | None = None
     mask_scale: float = 1.0
+    output: ir.Value | None = None
+
+    @property
+    def replaced(self) -> ir.Value:
+        """The ``[B, heads, S, head_size]`` value the kernel's output replaces."""
+        return self.output if self.output is not None else self.anchor.outputs[0]
 
 
 def _cache_concat(value: ir.Value | None) -> ir.Node | None:
@@ -196,6 +213,7 @@ def _complete(
     empty_row: str,
     sink: ir.Value | None = None,
     mask_scale: float = 1.0,
+    output: ir.Value | None = None,
 ) -> Match | None:
     """The checks both forms share: float32 4-D ``q``, cache Concats, static head sizes."""
     if query is None or query.shape is None or len(query.shape) != 4:
@@ -220,12 +238,12 @@ def _complete(
     assert isinstance(heads, int) and isinstance(head_size, int) and isinstance(kv_heads, int)
     if heads % kv_heads or head_size % 16:  # onnxruntime's CPU kernel needs head_size % 16 == 0
         return None
-    chain = _output_chain(anchor.outputs[0], heads * head_size)
+    chain = _output_chain(output if output is not None else anchor.outputs[0], heads * head_size)
     return Match(
         anchor=anchor, query=query, mask=mask, scale=scale, softcap=softcap,
         empty_row=empty_row, key_concat=key_concat,
         value_concat=value_concat, heads=heads, kv_heads=kv_heads, head_size=head_size,
-        output_chain_end=chain, sink=sink, mask_scale=mask_scale,
+        output_chain_end=chain, sink=sink, mask_scale=mask_scale, output=output,
     )  # fmt: skip
 
 
@@ -270,12 +288,16 @@ def _match_eager(node: ir.Node) -> Match | None:
     axis = softmax.attributes.get("axis")
     if axis is not None and axis.as_int() not in (-1, 3):
         return None
-    logits, sink = softmax.inputs[0], None
+    logits, sink, output = softmax.inputs[0], None, None
     if dropped is not None:
         with_sink = _sink_logits(logits)
         if with_sink is None:
             return None
         logits, sink = with_sink
+    else:
+        scaled = _sink_scaled(node.outputs[0], logits)
+        if scaled is not None:  # GraniteSWA
+            sink, output = scaled
     divided = by_constant(logits, "Div") if sink is None else None
     outer = 1.0
     if divided is not None and divided[1]:  # CodeGen: (q·Kᵀ + mask) / √head_size
@@ -293,8 +315,66 @@ def _match_eager(node: ir.Node) -> Match | None:
         return _complete(
             node, query, key, value, mask=mask, scale=scale * outer, softcap=softcap,
             empty_row=EMPTY_ROW_MEAN if sink is None else EMPTY_ROW_KERNEL, sink=sink, mask_scale=outer,
+            output=output,
         )  # fmt: skip
     return None
+
+
+def _sink_scaled(out: ir.Value, logits: ir.Value | None) -> tuple[ir.Value, ir.Value] | None:
+    """``(sinks, scaled)`` when ``out``'s one reader makes ``scaled = out *
+    Unsqueeze(Sigmoid(logsumexp(logits) - sinks), -1)`` (the module docstring's GraniteSWA form)."""
+    mul = _single_user(out)
+    if mul is None or mul.op_type != "Mul" or logits is None:
+        return None
+    other = mul.inputs[1] if mul.inputs[0] is out else mul.inputs[0]
+    unsqueeze = producer(other, "Unsqueeze")
+    if unsqueeze is None or not _last_axis(unsqueeze.inputs[1]):
+        return None
+    sigmoid = producer(_uncast(unsqueeze.inputs[0]), "Sigmoid")
+    sub = None if sigmoid is None else producer(_uncast(sigmoid.inputs[0]), "Sub")
+    if sub is None or _logsumexp_of(sub.inputs[0]) is not logits:
+        return None
+    sinks = sub.inputs[1]
+    if sinks is None or sinks.dtype != ir.DataType.FLOAT or sinks.shape is None:
+        return None
+    dims = list(sinks.shape)
+    if len(dims) != 3 or dims[0] != 1 or dims[2] != 1 or not isinstance(dims[1], int):
+        return None  # one sink per head, [1, heads, 1]
+    return sinks, mul.outputs[0]
+
+
+def _uncast(value: ir.Value | None) -> ir.Value | None:
+    """``x`` when ``value = Cast(x, to=FLOAT)`` of a float32 ``x`` (a no-op), else ``value``."""
+    cast = producer(value, "Cast")
+    if cast is not None and cast.inputs[0] is not None and cast.inputs[0].dtype == ir.DataType.FLOAT:
+        return cast.inputs[0]
+    return value
+
+
+def _logsumexp_of(value: ir.Value | None) -> ir.Value | None:
+    """``x`` when ``value = Log(ReduceSum(Exp(x - M), -1)) + Squeeze(M, -1)``, ``M = ReduceMax(x,
+    -1)`` or that made 0 where infinite (``Where(Abs(A) == inf, 0, A)``): onnxport's
+    ``aten.logsumexp`` over the last axis; else ``None``."""
+    add = producer(value, "Add")
+    if add is None:
+        return None
+    log, squeeze = producer(add.inputs[0], "Log"), producer(add.inputs[1], "Squeeze")
+    total = None if log is None else producer(log.inputs[0], "ReduceSum")
+    exp = None if total is None else producer(total.inputs[0], "Exp")
+    sub = None if exp is None else producer(exp.inputs[0], "Sub")
+    if squeeze is None or sub is None or sub.inputs[1] is not squeeze.inputs[0] or len(total.inputs) < 2:  # type: ignore[union-attr]
+        return None
+    if not _last_axis(total.inputs[1]):  # type: ignore[union-attr]
+        return None
+    maximum = sub.inputs[1]
+    where = producer(maximum, "Where")
+    if where is not None:
+        maximum = where.inputs[2]
+    reduce = producer(maximum, "ReduceMax")
+    x = sub.inputs[0]
+    if reduce is None or reduce.inputs[0] is not x or len(reduce.inputs) < 2 or not _last_axis(reduce.inputs[1]):
+        return None
+    return x
 
 
 def _last_axis(value: ir.Value | None) -> bool:

@@ -358,7 +358,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 [result, const("shape", np.array([0, 0, m.heads, m.head_size], np.int64))],
             )
             result = add("Transpose", [split], perm=[0, 2, 1, 3])
-            replaced = m.anchor.outputs[0]
+            replaced = m.replaced
         else:
             replaced = m.output_chain_end
         graph.insert_before(node, nodes)
