@@ -23,6 +23,25 @@ def test_batch_one_branch_with_dynamic_batch_is_an_error(tmp_path) -> None:  # t
     assert not out.exists()
 
 
+class Windows(torch.nn.Module):
+    """Views a sequence as 4-token windows: ``view``'s size check (in PyTorch's ``infer_size``)
+    fixes the length to a multiple of 4, here the example's 8."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+        return x.view(b, s // 4, 4, d).sum(2) + x[:, ::4]
+
+
+def test_a_guard_inside_a_pytorch_op_names_the_models_line() -> None:
+    """The guard is recorded inside PyTorch (``torch/_prims_common``); the error names the line of
+    the model that called the op (capture/guard_sources.py), as for a guard in the model's own code."""
+    with pytest.raises(DynamicShapesError) as info:
+        onnxport.export(Windows(), (torch.randn(2, 8, 3),), dynamic_shapes={"x": {1: "sequence"}})
+    text = str(info.value)
+    assert "test_dims.py" in text and "x.view(b, s // 4, 4, d)" in text, text
+    assert "_prims_common" not in text and "onnxport/capture" not in text, text
+
+
 def test_same_model_from_batch_three_is_right_at_every_batch() -> None:
     program = onnxport.export(BatchOneBranch(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: "batch"}})
     for batch in (2, 5):

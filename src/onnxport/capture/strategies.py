@@ -37,6 +37,7 @@ from onnxport.capture.bounds import known_dims
 from onnxport.capture.fake_leaks import fake_tensors_undone
 from onnxport.capture.finite import AssumedFinite
 from onnxport.capture.flex import sdpa_instead_of_flex
+from onnxport.capture.guard_sources import model_frames
 from onnxport.capture.packed import keep_packed_sequences
 from onnxport.capture.patches import library_patches
 from onnxport.capture.rnn import keep_recurrent_ops
@@ -71,12 +72,14 @@ def _size_oblivious(oblivious: bool = True) -> Iterator[None]:
     torch.export's own rule, :func:`capture_sizes_above_one`); keep the ATen RNN
     ops whole with a dynamic sequence length (:func:`onnxport.capture.rnn.keep_recurrent_ops`) and
     packed sequences padded (:func:`onnxport.capture.packed.keep_packed_sequences`);
-    replace library functions that specialize sizes (:mod:`onnxport.capture.patches`)."""
+    replace library functions that specialize sizes (:mod:`onnxport.capture.patches`); locate guards
+    at the model's lines (:func:`onnxport.capture.guard_sources.model_frames`)."""
     with (
         torch.fx.experimental._config.patch(backed_size_oblivious=oblivious),  # type: ignore[attr-defined]
         keep_recurrent_ops(),
         keep_packed_sequences(),
         library_patches(),
+        model_frames(),
     ):
         yield
 
