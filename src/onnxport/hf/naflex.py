@@ -194,9 +194,12 @@ class NaFlexImageModel(torch.nn.Module):
 
     def forward(self, pixel_values: torch.Tensor, pixel_attention_mask: torch.Tensor,
                 spatial_shapes: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self._run(pixel_values=pixel_values, pixel_attention_mask=pixel_attention_mask,
+                         spatial_shapes=spatial_shapes)
+
+    def _run(self, **inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         with _positions_resized_at_once(self.embeddings):
-            out = self.model(pixel_values=pixel_values, pixel_attention_mask=pixel_attention_mask,
-                             spatial_shapes=spatial_shapes)
+            out = self.model(**inputs)
         return tuple(out[name] for name in self.outputs)
 
 
@@ -230,10 +233,8 @@ class NaFlexTextImageModel(NaFlexImageModel):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,  # type: ignore[override]
                 pixel_values: torch.Tensor, pixel_attention_mask: torch.Tensor,
                 spatial_shapes: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        with _positions_resized_at_once(self.embeddings):
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask, pixel_values=pixel_values,
-                             pixel_attention_mask=pixel_attention_mask, spatial_shapes=spatial_shapes)
-        return tuple(out[name] for name in self.outputs)
+        return self._run(input_ids=input_ids, attention_mask=attention_mask, pixel_values=pixel_values,
+                         pixel_attention_mask=pixel_attention_mask, spatial_shapes=spatial_shapes)
 
 
 def text_image_component(loaded: LoadedModel) -> Component:
@@ -258,5 +259,5 @@ def text_image_component(loaded: LoadedModel) -> Component:
                      resizable=False)
 
 
-__all__ = ["NaFlexImageFeatures", "NaFlexImageModel", "NaFlexTextImageModel", "text_image_component", "image_component", "reads_patches", "antialiased_weights", "resized_positions", "supports", "tile_inputs",
-           "vision_component"]
+__all__ = ["NaFlexImageFeatures", "NaFlexImageModel", "NaFlexTextImageModel", "antialiased_weights", "image_component",
+           "reads_patches", "resized_positions", "supports", "text_image_component", "tile_inputs", "vision_component"]

@@ -83,11 +83,11 @@ def _timesfm_component(loaded: LoadedModel) -> Component:
         freq = torch.randint(0, 3, (sizes.batch, 1), generator=gen, dtype=torch.int32)
         return {"past_values": values, "past_values_padding": padding, "freq": freq}
 
-    head = hasattr(loaded.model, "horizon_ff_layer")
-    outputs = ["mean_predictions", "full_predictions"] if head else ["last_hidden_state", "loc", "scale"]
+    module = TimesFmForecaster(loaded.model)
+    outputs = ["mean_predictions", "full_predictions"] if module.head else ["last_hidden_state", "loc", "scale"]
     names = ["past_values", "past_values_padding", "freq"]
     dynamic = {name: {0: BATCH} for name in names}
-    return Component("model", TimesFmForecaster(loaded.model), make, dynamic, names, outputs)
+    return Component("model", module, make, dynamic, names, outputs)
 
 
 def forecast_component(loaded: LoadedModel) -> Component:

@@ -156,16 +156,23 @@ _CARRIES = frozenset({
 # Ops whose output is computed from their inputs' values (products, sums of products): no entry
 # equals the dtype's lowest value unless it overflows, which a finite softmax input does not.
 _COMPUTES = frozenset({"MatMul", "Gemm", "Einsum", "Conv", "ConvTranspose", "Softmax", "LayerNormalization"})
+_KNOWN = _CARRIES | _COMPUTES
 _LINEAGE_LIMIT = 256  # nodes read before the answer is "maybe"
+
+
+def _holds_fill(array: np.ndarray, huge: float) -> bool:
+    """Whether a float constant holds a value of mask-fill magnitude (``finfo.min``, ``-finfo.max``)."""
+    return array.dtype.kind == "f" and bool(np.any(np.abs(array) >= huge))
 
 
 def _may_hold_lowest(mask: ir.Value) -> bool:
     """Whether an additive mask can hold the dtype's lowest value (:func:`_lowest_not_minus_inf`).
 
     Walks the mask's producers through :data:`_CARRIES` ops: a graph input, a float constant of
-    magnitude near the dtype's range (``finfo.min`` fills, ``-finfo.max``), an op outside both tables or a lineage longer than :data:`_LINEAGE_LIMIT` nodes
-    answer yes; a bias computed only by :data:`_COMPUTES` ops answers no (SAM's decomposed relative
-    position bias, ``[batch, heads, H*W, H*W]``, then skips the ``Equal``/``Where`` copies of it).
+    magnitude near the dtype's range (``finfo.min`` fills, ``-finfo.max``), an op outside both
+    tables or a lineage longer than :data:`_LINEAGE_LIMIT` nodes answer yes; a bias computed only by
+    :data:`_COMPUTES` ops answers no (SAM's decomposed relative position bias, ``[batch, heads,
+    H*W, H*W]``, then skips the ``Equal``/``Where`` copies of it).
     """
     assert mask.dtype is not None
     huge = float(np.finfo(mask.dtype.numpy()).max) * 1e-8  # constants this large are mask fills
@@ -188,16 +195,15 @@ def _may_hold_lowest(mask: ir.Value) -> bool:
             raw = getattr(tensor, "raw", None)
             if isinstance(raw, torch.Tensor) and raw.is_meta:
                 return True  # a streamed export's meta parameter: no values to read
-            if np.any(np.abs(tensor.numpy()) >= huge):
+            if _holds_fill(tensor.numpy(), huge):
                 return True
             continue
         if node.op_type == "Constant" and node.domain == "":
             attr = node.attributes.get("value")
-            array = attr.as_tensor().numpy() if attr is not None else None
-            if array is None or (array.dtype.kind == "f" and np.any(np.abs(array) >= huge)):
+            if attr is None or _holds_fill(attr.as_tensor().numpy(), huge):
                 return True
             continue
-        if node.domain != "" or node.op_type not in _CARRIES | _COMPUTES:
+        if node.domain != "" or node.op_type not in _KNOWN:
             return True
         if node.op_type in _CARRIES:
             stack.extend(v for v in node.inputs if v is not None)

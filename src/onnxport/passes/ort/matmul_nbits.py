@@ -177,26 +177,30 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
             return ir.passes.PassResult(model, False)
         graph = model.graph
         modified = False
-        self._parts: dict[str, dict[str, ir.Value]] = {}  # a weight read by several MatMuls: quantized once
+        parts: dict[str, dict[str, ir.Value]] = {}  # a weight read by several MatMuls: quantized once
         for node in list(graph):
             target = quantizable(node)
             if target is None:
                 continue
             if not self.options.lm_head and node.outputs[0].is_graph_output():
                 continue
-            self._rewrite(graph, node, target)
+            self._rewrite(graph, node, target, parts)
             modified = True
         if modified:
             model.opset_imports.setdefault(MICROSOFT, 1)
         return ir.passes.PassResult(model, modified)
 
-    def _rewrite(self, graph: ir.Graph, node: ir.Node, target: Projection) -> None:
+    def _rewrite(
+        self, graph: ir.Graph, node: ir.Node, target: Projection, done: dict[str, dict[str, ir.Value]]
+    ) -> None:
+        """``node`` as MatMulNBits; ``done``: the quantized parts of the weights already rewritten,
+        by weight name (Gemma 3n's AltUp router, HRM's repeated blocks read one weight twice)."""
         o = self.options
         k, n = (int(d) for d in target.weight.shape.numpy())
-        parts = self._parts.get(target.name)
-        if parts is None:  # Gemma 3n's AltUp router, HRM's repeated blocks read one weight twice
+        parts = done.get(target.name)
+        if parts is None:
             shared = SharedQuantization(target.weight, target.name, o, self.report)
-            parts = self._parts[target.name] = register_parts(graph, shared, part_shapes((n,), -(-k // o.block_size), o))
+            parts = done[target.name] = register_parts(graph, shared, part_shapes((n,), -(-k // o.block_size), o))
         inputs: list[ir.Value | None] = [target.x, *parts.values()]
         if target.bias is not None:
             inputs += [None] * (5 - len(inputs)) + [target.bias]  # zero_points, g_idx, bias
