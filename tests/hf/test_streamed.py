@@ -284,6 +284,9 @@ META_EDGES = {
         topk_group=1, first_k_dense_replace=1, head_dim=8, max_position_embeddings=64)),
     "xglm": ("XGLMConfig", "XGLMForCausalLM", dict(
         vocab_size=100, d_model=32, num_layers=2, attention_heads=4, ffn_dim=64, max_position_embeddings=64)),
+    "dbrx": ("DbrxConfig", "DbrxForCausalLM", dict(  # experts viewed from [E·I, H] parameters in forward
+        vocab_size=100, d_model=32, n_heads=4, n_layers=2, max_seq_len=64, attn_config={"kv_n_heads": 2, "rope_theta": 10000.0, "clip_qkv": 8.0},
+        ffn_config={"ffn_hidden_size": 16, "moe_num_experts": 4, "moe_top_k": 2})),
     "jetmoe": ("JetMoeConfig", "JetMoeForCausalLM", dict(
         vocab_size=100, hidden_size=32, num_hidden_layers=2, num_key_value_heads=2, kv_channels=8,
         intermediate_size=64, num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=64)),

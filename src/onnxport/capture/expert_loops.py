@@ -1,5 +1,5 @@
-"""Mixture-of-experts layers that loop over the experts their tokens hit, computed densely while
-captured.
+"""Mixture-of-experts layers that loop over the experts their tokens hit, computed without the loop
+while captured.
 
 transformers' SwitchTransformers and NLLB-MoE experts (``SwitchTransformersExperts.forward``,
 ``NllbMoeExperts.forward``, modules of ``expert_{i}`` feed-forwards) run::
@@ -19,11 +19,21 @@ the same order (expert output times weight, then cast); only tokens routed to on
 (NLLB-MoE's mask, which the loop visits once per ``k``) sum their weights before the product, a
 rounding-level difference. The graph computes every expert for every token: exact for any
 routing, at the cost of ``experts`` times one expert's work.
+
+DBRX's experts (``DbrxExperts.forward``) run the same loop over SwiGLU experts stored as three
+``[E·I, H]`` parameters (``mlp.w1`` gate, ``mlp.v1`` up, ``mlp.w2`` down, each expert's rows
+input-major). :func:`dbrx_experts` views them as ``[E, I, H]`` and calls transformers' own
+``grouped_mm`` experts implementation (``grouped_mm_experts_forward``,
+``transformers/integrations/moe.py``: the (token, expert) pairs sorted by expert, one grouped
+matmul per projection), given ``gate_up_proj`` = gate and up joined input-major ``[E, H, 2I]`` and
+``down_proj`` = ``w2`` viewed ``[E, I, H]``: each token's rows multiply its own experts only. The
+views and the join are folded into the written weights (:mod:`onnxport.passes.weight_layout`).
 """
 
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -79,11 +89,37 @@ def nllb_moe_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
     return forward
 
 
+def dbrx_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
+    """``DbrxExperts.forward`` (module docstring): ``hidden_states`` (batch, sequence, hidden),
+    ``top_k_index`` and ``top_k_weights`` (tokens, k)."""
+
+    @functools.wraps(_original)
+    def forward(self: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor,
+                top_k_weights: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        # heavy optional dependency, already loaded with the patched class
+        from transformers.integrations import moe as hf_moe
+
+        experts, inner, hidden = self.num_experts, self.ffn_hidden_size, self.hidden_size
+        gate, up, down = (p.view(experts, inner, hidden) for p in (self.mlp.w1, self.mlp.v1, self.mlp.w2))
+        grouped = types.SimpleNamespace(
+            num_experts=experts, has_gate=True, has_bias=False, is_transposed=True, has_post_expert_norm=False,
+            _is_expert_parallel=False, act_fn=self.mlp.activation_fn, down_proj=down,
+            gate_up_proj=torch.cat([gate.transpose(1, 2), up.transpose(1, 2)], dim=2),
+        )  # fmt: skip
+        grouped._apply_gate = functools.partial(hf_moe._default_apply_gate, grouped)
+        rows = hidden_states.reshape(-1, hidden)
+        out = hf_moe.grouped_mm_experts_forward(grouped, rows, top_k_index, top_k_weights)
+        return out.view(hidden_states.shape[0], -1, hidden)
+
+    return forward
+
+
 #: (module, class, method, replacement factory), as :data:`onnxport.capture.patches.METHOD_PATCHES`
 #: (applied there during capture, and by :func:`onnxport.capture.patches.dense_experts` in probes).
 EXPERT_LOOP_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]], ...] = (
     ("transformers.models.switch_transformers.modeling_switch_transformers", "SwitchTransformersExperts", "forward",
      switch_experts),
     ("transformers.models.nllb_moe.modeling_nllb_moe", "NllbMoeExperts", "forward", nllb_moe_experts),
+    ("transformers.models.dbrx.modeling_dbrx", "DbrxExperts", "forward", dbrx_experts),
 )  # fmt: skip
 

@@ -69,8 +69,9 @@ the user already imported (no library is imported here).
   symbolic bounds (:mod:`onnxport.capture.causal_buffers`).
 - MiniMax's lightning attention without a cache is one expression for any sequence length, not a
   loop over the example's blocks (:mod:`onnxport.capture.lightning`).
-- SwitchTransformers' and NLLB-MoE's experts, a loop over the experts their tokens hit (a
-  ``nonzero``), computed densely over every expert (:mod:`onnxport.capture.expert_loops`).
+- SwitchTransformers', NLLB-MoE's and DBRX's experts, a loop over the experts their tokens hit (a
+  ``nonzero``), computed densely over every expert, or for DBRX through transformers' grouped
+  experts implementation (:mod:`onnxport.capture.expert_loops`).
 - diffusers' UNets resize their up-sampled maps to the skip connections' sizes at every latent
   size, not only off multiples of ``2**num_upsamplers`` (:mod:`onnxport.capture.upsampling`).
 - diffusers' ``PatchEmbed.forward`` (DiT, PixArt): the same shortcut at the configured sample size,

@@ -21,10 +21,12 @@ def export_component(part: hf_inputs.Component, opset_version: int | None, optim
     FakeTensor cache (:func:`~onnxport.capture.strategies.uncached_fake_tensors`) and with the
     modules' own dict caches restored after it (:func:`~onnxport.hf.parts.module_caches_kept`); for the
     onnxruntime target its mixture-of-experts layers become ``com.microsoft.MoE``
-    (:mod:`onnxport.hf.moe`); a vision encoder keeps its image batch whole
+    (:mod:`onnxport.hf.moe`, DBRX's too: :func:`~onnxport.hf.moe.fused_looped_experts`); a vision encoder keeps its image batch whole
     (:func:`onnxport.hf.cache.image_batch_kept_whole`)."""
-    fused = moe.fused_experts(part.module) if target == "onnxruntime" else contextlib.nullcontext()
-    with fused, uncached_fake_tensors(), module_caches_kept(part.module), wrappers.image_batch_kept_whole(part.module):
+    ort = target == "onnxruntime"
+    fused = moe.fused_experts(part.module) if ort else contextlib.nullcontext()
+    looped = moe.fused_looped_experts(part.module) if ort else contextlib.nullcontext()
+    with fused, looped, uncached_fake_tensors(), module_caches_kept(part.module), wrappers.image_batch_kept_whole(part.module):
         program = export_program(
             part.module,
             (),

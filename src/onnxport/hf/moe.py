@@ -23,6 +23,7 @@ onnxruntime-genai's builder emits the same op for Mixtral-like models (``make_mo
 from __future__ import annotations
 
 import contextlib
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -126,6 +127,57 @@ def fused_experts(model: torch.nn.Module) -> Iterator[int]:
     finally:
         for key, config in configs.items():
             config._experts_implementation = saved[key]
+
+
+def _is_dbrx_experts(module: torch.nn.Module) -> bool:
+    """Whether ``module`` is DBRX's experts module (``DbrxExperts``: ``mlp.w1``, ``mlp.v1``,
+    ``mlp.w2`` of ``[E·I, H]`` float32 each, SiLU) that :func:`moe_experts` computes exactly."""
+    import transformers.activations  # heavy optional dependency, imported only for an hf export
+
+    mlp = getattr(module, "mlp", None)
+    if type(module).__name__ != "DbrxExperts" or mlp is None:
+        return False
+    sizes = [getattr(module, n, None) for n in ("num_experts", "ffn_hidden_size", "hidden_size")]
+    if not all(isinstance(s, int) for s in sizes):
+        return False
+    experts, inner, hidden = sizes
+    tensors = [getattr(mlp, n, None) for n in ("w1", "v1", "w2")]
+    if not all(isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in tensors):
+        return False
+    act = getattr(mlp, "activation_fn", None)
+    silu = isinstance(act, (torch.nn.SiLU, transformers.activations.SiLUActivation))
+    return silu and all(tuple(t.shape) == (experts * inner, hidden) for t in tensors)  # type: ignore[union-attr]
+
+
+def _dbrx_forward(
+    self: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
+) -> torch.Tensor:
+    """``DbrxExperts.forward`` through :func:`moe_experts`: the ``[E·I, H]`` parameters viewed as
+    ``[E, I, H]``, gate and up joined ``[E, 2I, H]``, down transposed to ``[E, H, I]`` (folded
+    into the written weights by :mod:`onnxport.passes.weight_layout`)."""
+    experts, inner, hidden = self.num_experts, self.ffn_hidden_size, self.hidden_size
+    gate, up, down = (p.view(experts, inner, hidden) for p in (self.mlp.w1, self.mlp.v1, self.mlp.w2))
+    rows = hidden_states.reshape(-1, hidden)
+    weights, index = top_k_weights.to(rows.dtype), top_k_index.to(torch.int64)
+    out = moe_experts(rows, index, weights, torch.cat([gate, up], dim=1), down.transpose(1, 2))
+    return out.view(hidden_states.shape[0], -1, hidden)
+
+
+@contextlib.contextmanager
+def fused_looped_experts(model: torch.nn.Module) -> Iterator[int]:
+    """Within the block, ``model``'s DBRX experts modules (which loop over the experts a batch hits
+    in Python; captured otherwise through :mod:`onnxport.capture.expert_loops`) compute through
+    :func:`moe_experts` (``com.microsoft.MoE``) when onnxruntime has the kernel and they qualify
+    (:func:`_is_dbrx_experts`). Yields how many; their own forward is back on exit (eager
+    validation runs it)."""
+    modules = [m for m in model.modules() if _is_dbrx_experts(m)] if has_kernel("MoE") else []
+    for m in modules:
+        m.forward = types.MethodType(_dbrx_forward, m)  # type: ignore[method-assign]
+    try:
+        yield len(modules)
+    finally:
+        for m in modules:
+            del m.forward
 
 
 @contextlib.contextmanager

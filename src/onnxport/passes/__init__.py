@@ -18,7 +18,7 @@ from onnxport.passes.fusions.no_op import NoOpPass
 from onnxport.passes.fusions.rms_norm import RMSNormFusionPass
 from onnxport.passes.fusions.unsqueeze_chain import UnsqueezeChainPass
 from onnxport.passes.module_functions import ModuleFunctionsPass
-from onnxport.passes.transposed_weights import TransposedWeightsPass
+from onnxport.passes.weight_layout import WeightLayoutPass
 
 
 def optimize(model: ir.Model, modules_as_functions: Iterable[str | type] | None = None) -> ir.Model:
@@ -31,7 +31,7 @@ def optimize(model: ir.Model, modules_as_functions: Iterable[str | type] | None 
     outline = [ModuleFunctionsPass(modules_as_functions)] if modules_as_functions else []
     passes = ir.passes.PassManager(
         [
-            TransposedWeightsPass(),
+            WeightLayoutPass(),
             FoldConstantsPass(),
             common.RemoveUnusedNodesPass(),  # fusions match single-use values
             ConvBatchNormPass(),

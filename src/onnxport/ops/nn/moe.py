@@ -34,7 +34,7 @@ elsewhere, whose softmax is ``w / sum(w)`` on those k experts, and multiplies th
 ``sum(w)`` (the experts' output is linear in the weights): exactly ``sum_i w_i expert_i(x)``.
 The CPU kernel reads the SwiGLU weights interleaved (``swiglu_fusion=1``: row ``2j`` gate ``j``,
 ``2j + 1`` up ``j``), so ``gate_up_proj`` goes through ``Reshape → Transpose → Reshape``, which
-:mod:`onnxport.passes.ort.moe` folds into a weight transform applied when the weights are written.
+:mod:`onnxport.passes.weight_layout` folds into a weight written so (no run copies it).
 
 ``onnxport::clamped_swiglu_experts`` is the same for gpt-oss's experts (``GptOssExperts``): biases
 on both projections, ``gate_up_proj`` (E, H, 2I) and ``down_proj`` (E, I, H) stored input-major,
@@ -42,7 +42,7 @@ gate and up already interleaved, and the clamped SwiGLU ``(clamp(up, -l, l) + 1)
 sigmoid(alpha * g)`` with ``g = min(gate, l)``. The kernel computes exactly that with
 ``activation_alpha = alpha``, ``activation_beta = 1`` and ``swiglu_limit = l`` (checked against
 the formula in ``tests/passes/ort/test_moe.py``); the weights are fed transposed to its
-``[E, out, in]`` layout, which the transposed-weights pass folds into the written tensors.
+``[E, out, in]`` layout, which :mod:`onnxport.passes.weight_layout` folds into the written tensors.
 """
 
 from __future__ import annotations

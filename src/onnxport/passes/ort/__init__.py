@@ -16,7 +16,7 @@ from onnxport.passes.ort.gelu import GeluPass
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
 from onnxport.passes.ort.local_window import LocalWindowPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
-from onnxport.passes.ort.moe import MoEWeightsPass, QMoEPass
+from onnxport.passes.ort.moe import QMoEPass
 from onnxport.passes.ort.packed_matmul import PackedMatMulPass
 from onnxport.passes.ort.packed_qkv import PackedQKVPass
 from onnxport.passes.ort.quantized_embedding import QuantizedEmbeddingPass
@@ -41,8 +41,7 @@ def optimize_for_onnxruntime(
 
     Args:
         model: A model produced by onnxport's standard pipeline.
-        fuse: Run the contrib-op fusions (attention, normalization, bias + GELU), fold the SwiGLU interleave of
-            ``com.microsoft.MoE`` weights (:mod:`~onnxport.passes.ort.moe`) and pack the MatMuls
+        fuse: Run the contrib-op fusions (attention, normalization, bias + GELU) and pack the MatMuls
             sharing an input (q/k/v, gate/up: :mod:`~onnxport.passes.ort.packed_matmul`).
         quantize: Weight-only quantization of MatMul weights to MatMulNBits and of MoE experts to
             QMoE (``None``: keep float); the MatMuls are packed first (when ``fuse`` did not
@@ -70,7 +69,6 @@ def optimize_for_onnxruntime(
             LocalWindowPass(windows or {}),
             SkipNormalizationPass(),
             GeluPass(),
-            MoEWeightsPass(),
         ]
     if fuse or quantize is not None:
         # After the fusions (their matchers see the unpacked projections), before MatMulNBits.

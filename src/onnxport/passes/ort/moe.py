@@ -1,10 +1,8 @@
-"""``com.microsoft.MoE`` weights: the SwiGLU interleave folded into the weight, int4/int8 ``QMoE``.
+"""``com.microsoft.MoE`` weights quantized: int4/int8 ``QMoE``.
 
-:mod:`onnxport.ops.nn.moe` feeds the MoE kernel ``fc1 = Reshape(Transpose(Reshape(W, [E, 2, I, H]),
-[0, 2, 1, 3]), [E, 2I, H])``: transformers' ``gate_up_proj`` (gate rows, then up rows) interleaved
-as the CPU kernel reads it (``swiglu_fusion=1``). :class:`MoEWeightsPass` replaces that chain over
-an initializer by an initializer derived from it (:func:`onnxport.weights.derive`, named
-``<W>.interleaved``), computed when the weights are written, so no run copies the weight.
+(The SwiGLU interleave :mod:`onnxport.ops.nn.moe` feeds the kernel, ``Reshape(Transpose(Reshape(W)))``
+over ``gate_up_proj``, is folded into a weight written so by the standard pipeline's
+:mod:`onnxport.passes.weight_layout`.)
 
 :class:`QMoEPass` rewrites a ``MoE`` whose fc1/fc2 weights are float32 initializers to
 ``com.microsoft.QMoE`` (ContribOperators.md; the biases and the activation attributes, gpt-oss's
@@ -21,13 +19,10 @@ kernel's rule), else the MoE stays float. The builder quantizes its Mixtral expe
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import onnx_ir as ir
 
-from onnxport import weights
-from onnxport.passes.fusions import drop_unused_initializer, producer, substitute
+from onnxport.passes.fusions import drop_unused_initializer, substitute
 from onnxport.passes.ort import blockwise
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
 from onnxport.passes.ort.matmul_nbits import (
@@ -43,64 +38,6 @@ _MOE_FC1_BIAS, _MOE_FC2_BIAS = 3, 5
 # QMoE inputs after the router: fc1 weights, scales, bias; fc2 ...; fc3 ...; then zero points
 _FC1, _FC2 = 2, 5
 _FC1_ZERO, _FC2_ZERO = 11, 12
-
-
-def _interleaved_source(value: ir.Value | None) -> tuple[ir.Value, int, int, int] | None:
-    """``(W, E, I, H)`` when ``value = Reshape(Transpose(Reshape(W, [E, 2, I, H]), [0, 2, 1, 3]),
-    [E, 2I, H])`` with ``W`` an initializer used only there."""
-    outer = producer(value, "Reshape")
-    transpose = None if outer is None else producer(outer.inputs[0], "Transpose")
-    inner = None if transpose is None else producer(transpose.inputs[0], "Reshape")
-    if inner is None or transpose is None:
-        return None
-    perm = transpose.attributes.get("perm")
-    weight = inner.inputs[0]
-    split = None if len(inner.inputs) < 2 else ir.convenience.get_const_tensor(inner.inputs[1])  # type: ignore[arg-type]
-    if perm is None or list(perm.as_ints()) != [0, 2, 1, 3] or weight is None or split is None:
-        return None
-    if not weight.is_initializer() or weight.const_value is None or len(weight.uses()) != 1:
-        return None
-    dims = [int(d) for d in np.asarray(split.numpy()).reshape(-1)]
-    if len(dims) != 4 or min(dims) <= 0 or dims[1] != 2:
-        return None
-    experts, _, half, hidden = dims
-    if list(weight.const_value.shape) != [experts, 2 * half, hidden]:
-        return None
-    return weight, experts, half, hidden
-
-
-def _interleave(array: np.ndarray, experts: int, half: int, hidden: int) -> np.ndarray:
-    pairs = array.reshape(experts, 2, half, hidden).transpose(0, 2, 1, 3)
-    return np.ascontiguousarray(pairs).reshape(experts, 2 * half, hidden)
-
-
-class MoEWeightsPass(ir.passes.InPlacePass):
-    """Fold the interleave of every ``com.microsoft.MoE``'s fc1 into a derived initializer."""
-
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        graph = model.graph
-        modified = False
-        for node in list(graph):
-            if node.op_type != "MoE" or node.domain != MICROSOFT:
-                continue
-            found = _interleaved_source(node.inputs[_FC1])
-            if found is None:
-                continue
-            weight, experts, half, hidden = found
-            tensor = weight.const_value
-            assert tensor is not None and weight.name is not None
-            name = f"{weight.name}.interleaved"
-            shape = [experts, 2 * half, hidden]
-            lazy = weights.derive(
-                tensor, functools.partial(_interleave, experts=experts, half=half, hidden=hidden),
-                dtype=tensor.dtype, shape=shape, name=name,
-            )  # fmt: skip
-            value = ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(tensor.dtype), const_value=lazy)
-            value.metadata_props.update(weight.metadata_props)
-            graph.register_initializer(value)
-            node.replace_input_with(_FC1, value)
-            modified = True
-        return ir.passes.PassResult(model, modified)
 
 
 class _SharedExperts(SharedQuantization):

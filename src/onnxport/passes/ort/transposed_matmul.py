@@ -1,7 +1,7 @@
 """``MatMul(A, W.T)`` over a lazily transposed weight → ``com.microsoft.FusedMatMul(A, W, transB=1)``.
 
 A PyTorch ``Linear`` stores ``W`` as ``[N, K]``; standard ONNX ``MatMul`` wants ``[K, N]``, so the
-standard export writes every projection transposed (:mod:`onnxport.passes.transposed_weights`),
+standard export writes every projection transposed (:mod:`onnxport.passes.weight_layout`),
 a full copy of each weight at save time (~1 s of a 3.4 GB export on this machine). onnxruntime's
 ``FusedMatMul`` (ContribOperators.md: MatMul with ``transA``/``transB``/``alpha``) reads ``W`` as it
 is: its CPU kernel is the ``MatMul<float>`` kernel, which packs the constant B once at session
