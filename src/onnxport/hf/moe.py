@@ -5,8 +5,10 @@ transformers 5 dispatches an experts module's forward (``MixtralExperts``, ``Qwe
 ``use_experts_implementation``, ``transformers/integrations/moe.py``) through
 ``config._experts_implementation`` and its ``ExpertsInterface``. While a model is captured for the
 onnxruntime target, :func:`fused_experts` registers ``"onnxport_moe"`` there and selects it: a
-module that qualifies (SwiGLU experts with SiLU, ``gate_up_proj`` (E, 2I, H) gate rows first,
-``down_proj`` (E, H, I), no bias, not transposed, no post-expert norm, the default gate, float32)
+module that qualifies (SwiGLU experts with SiLU — a module or ``F.silu`` itself, as LFM2-MoE's —,
+``gate_up_proj`` (E, 2I, H) gate rows first, ``down_proj`` (E, H, I), or both input-major
+(``is_transposed``, Aria: fed transposed, folded into the written weights), no bias, no
+post-expert norm, the default gate, float32)
 calls :func:`onnxport.ops.nn.moe.moe_experts`, translated to ``com.microsoft.MoE``; gpt-oss's
 ``GptOssExperts`` (biases, input-major weights, interleaved gate/up, its clamped SwiGLU ``_apply_gate``)
 calls :func:`onnxport.ops.nn.moe.clamped_swiglu_experts`, the same op with the kernel's
@@ -35,25 +37,46 @@ from onnxport.passes.ort.kernels import has_kernel
 EXPERTS_IMPLEMENTATION = "onnxport_moe"
 
 
-def qualifies(module: torch.nn.Module) -> bool:
-    """Whether ``module`` is a transformers experts module :func:`moe_experts` computes exactly."""
+def _silu(act: Any) -> bool:
+    """Whether ``act`` is SiLU: a module (``nn.SiLU``, transformers' ``SiLUActivation``) or the
+    function itself (LFM2-MoE's ``act_fn = F.silu``)."""
     import transformers.activations  # heavy optional dependency, imported only for an hf export
-    from transformers.integrations import moe as hf_moe  # heavy: see above
+
+    return isinstance(act, (torch.nn.SiLU, transformers.activations.SiLUActivation)) or act is torch.nn.functional.silu
+
+
+def _projections(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+    """``module``'s ``(gate_up_proj, down_proj)`` laid out output-major, ``[E, 2I, H]`` and
+    ``[E, H, I]``: an input-major module's (``is_transposed``, Aria) transposed, which
+    :mod:`onnxport.passes.weight_layout` folds into the written weights."""
+    gate_up, down = module.gate_up_proj, module.down_proj
+    if module.is_transposed:
+        return gate_up.transpose(1, 2), down.transpose(1, 2)  # type: ignore[union-attr]
+    return gate_up, down  # type: ignore[return-value]
+
+
+def qualifies(module: torch.nn.Module) -> bool:
+    """Whether ``module`` is a transformers experts module :func:`moe_experts` computes exactly:
+    SwiGLU with SiLU, gate rows first, no bias, float32, stored output-major or input-major."""
+    from transformers.integrations import moe as hf_moe  # heavy optional dependency
 
     gate_up, down = getattr(module, "gate_up_proj", None), getattr(module, "down_proj", None)
     if not isinstance(gate_up, torch.Tensor) or not isinstance(down, torch.Tensor):
         return False
     if gate_up.dim() != 3 or down.dim() != 3 or gate_up.dtype != torch.float32 or down.dtype != torch.float32:
         return False
-    experts, rows, hidden = gate_up.shape
-    if rows % 2 or tuple(down.shape) != (experts, hidden, rows // 2):
-        return False
-    flags = {"has_gate": True, "has_bias": False, "is_transposed": False, "is_concatenated": True, "has_post_expert_norm": False}
+    flags = {"has_gate": True, "has_bias": False, "is_concatenated": True, "has_post_expert_norm": False}
     if any(getattr(module, name, None) is not value for name, value in flags.items()):
         return False
-    act = getattr(module, "act_fn", None)
-    silu = isinstance(act, (torch.nn.SiLU, transformers.activations.SiLUActivation))
-    return silu and getattr(type(module), "_apply_gate", None) is hf_moe._default_apply_gate
+    transposed = getattr(module, "is_transposed", None)
+    if transposed not in (True, False):
+        return False
+    # shapes only (qualifies runs inside the capture: a transpose here would be a second reader)
+    (experts, hidden, rows), down_shape = (gate_up.shape, tuple(down.shape)) if transposed else (
+        (gate_up.shape[0], gate_up.shape[2], gate_up.shape[1]), tuple(down.shape[i] for i in (0, 2, 1)))
+    if rows % 2 or down_shape != (experts, rows // 2, hidden):
+        return False
+    return _silu(getattr(module, "act_fn", None)) and getattr(type(module), "_apply_gate", None) is hf_moe._default_apply_gate
 
 
 def clamped_qualifies(module: torch.nn.Module) -> bool:
@@ -86,7 +109,7 @@ def _forward(self: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor, 
 
     weights, index = top_k_weights.to(hidden_states.dtype), top_k_index.to(torch.int64)
     if qualifies(self):
-        return moe_experts(hidden_states, index, weights, self.gate_up_proj, self.down_proj)
+        return moe_experts(hidden_states, index, weights, *_projections(self))
     if clamped_qualifies(self):
         return clamped_swiglu_experts(
             hidden_states, index, weights, self.gate_up_proj, self.gate_up_proj_bias, self.down_proj,
@@ -132,8 +155,6 @@ def fused_experts(model: torch.nn.Module) -> Iterator[int]:
 def _is_dbrx_experts(module: torch.nn.Module) -> bool:
     """Whether ``module`` is DBRX's experts module (``DbrxExperts``: ``mlp.w1``, ``mlp.v1``,
     ``mlp.w2`` of ``[E·I, H]`` float32 each, SiLU) that :func:`moe_experts` computes exactly."""
-    import transformers.activations  # heavy optional dependency, imported only for an hf export
-
     mlp = getattr(module, "mlp", None)
     if type(module).__name__ != "DbrxExperts" or mlp is None:
         return False
@@ -144,9 +165,7 @@ def _is_dbrx_experts(module: torch.nn.Module) -> bool:
     tensors = [getattr(mlp, n, None) for n in ("w1", "v1", "w2")]
     if not all(isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in tensors):
         return False
-    act = getattr(mlp, "activation_fn", None)
-    silu = isinstance(act, (torch.nn.SiLU, transformers.activations.SiLUActivation))
-    return silu and all(tuple(t.shape) == (experts * inner, hidden) for t in tensors)  # type: ignore[union-attr]
+    return _silu(getattr(mlp, "activation_fn", None)) and all(tuple(t.shape) == (experts * inner, hidden) for t in tensors)  # type: ignore[union-attr]
 
 
 def _dbrx_forward(

@@ -38,6 +38,15 @@ FAMILIES = {
         "Qwen2MoeConfig", "Qwen2MoeForCausalLM", **BASE, num_experts=4, num_experts_per_tok=2,
         moe_intermediate_size=32, shared_expert_intermediate_size=32,
     ),  # fmt: skip
+    # input-major experts (is_transposed: gate_up_proj [E, H, 2I]) with a shared expert
+    "aria": _make(
+        "AriaTextConfig", "AriaTextForCausalLM", **BASE, moe_num_experts=4, moe_topk=2, moe_num_shared_experts=1,
+    ),  # fmt: skip
+    # act_fn = F.silu (a function, not a module); short-convolution layers between attention ones
+    "lfm2-moe": _make(
+        "Lfm2MoeConfig", "Lfm2MoeForCausalLM", **BASE, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=32, num_dense_layers=0, layer_types=["full_attention", "full_attention"],
+    ),  # fmt: skip
 }
 
 
@@ -78,9 +87,11 @@ def test_fused_moe_equals_eager(name: str) -> None:
     assert ops["MoE"] == layers and ops["Loop"] == 0 and ops["GroupQueryAttention"] == layers
     graph = result.programs["model"].model.graph
     names = set(graph.initializers)
-    # the SwiGLU interleave (Reshape, Transpose, Reshape) is a weight written so, the original
-    # gate_up_proj is not kept
-    assert all(f"model.model.layers.{i}.mlp.experts.gate_up_proj.view.T.view" in names for i in range(layers))
+    # the SwiGLU interleave (Reshape, Transpose, Reshape; after a Transpose for input-major
+    # experts) is a weight written so, the original gate_up_proj is not kept
+    layout = ".T.view.T.view" if name == "aria" else ".view.T.view"
+    prefix = "model.model.layers.{}.mlp.experts.gate_up_proj" if name != "lfm2-moe" else "model.model.layers.{}.feed_forward.experts.gate_up_proj"
+    assert all(prefix.format(i) + layout in names for i in range(layers))
     assert not any(n.inputs[0].is_initializer() for n in graph if n.op_type in ("Reshape", "Transpose"))
     assert not any(n.endswith("experts.gate_up_proj") for n in names)
     assert moe.fused_count(model) == layers
