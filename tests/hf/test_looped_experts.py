@@ -8,12 +8,13 @@ experts' viewed and joined parameters are folded into initializers
 from __future__ import annotations
 
 import collections
+from pathlib import Path
 
 import pytest
 import torch
 
 import onnxport.hf
-from _generation import assert_greedy_equals_transformers
+from _generation import assert_genai_equals_transformers, assert_greedy_equals_transformers
 from onnxport.capture.expert_loops import dbrx_experts
 from onnxport.hf import moe
 from onnxport.testing.tiny_models import _make
@@ -66,3 +67,12 @@ def test_dbrx_exports_and_generates_as_transformers(target: str | None) -> None:
     assert not any(n.endswith(("mlp.w1", "mlp.v1", "mlp.w2")) for n in names)
     assert "forward" not in vars(model.transformer.blocks[0].ffn.experts)
     assert_greedy_equals_transformers(model, program)
+
+
+def test_dbrx_runs_in_onnxruntime_genai_with_the_shared_buffer(tmp_path: Path) -> None:
+    """DBRX is not a model type of onnxruntime-genai's builder; its export folder runs there as it is."""
+    og = pytest.importorskip("onnxruntime_genai")
+    model = DBRX()
+    result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache="shared")
+    assert result.passed
+    assert_genai_equals_transformers(og, model, tmp_path / "out")
