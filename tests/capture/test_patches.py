@@ -220,6 +220,7 @@ def test_cogvideox_exports_with_dynamic_frames_and_sides() -> None:
         _assert_denoises_like_eager(model, program, inputs(*size), (size[0], size[1], 4, size[2], size[3]))
 
 
+@pytest.mark.slow  # 17 s, one diffusers video model's attention: kept out of the default run's time budget
 def test_mochi_attention_keeps_the_batch_and_the_prompt_masks() -> None:
     """A tiny Mochi transformer (diffusers 0.42), whose attention loops over the batch and gathers
     each prompt's valid tokens with ``nonzero``: before, the batch was fixed to the example's.
