@@ -72,6 +72,34 @@ def test_cli_target_onnxruntime_int4(tmp_path: Path) -> None:
     assert 0 < error < 0.3, error
 
 
+@pytest.mark.parametrize("tied", [False, True])
+def test_float32_projections_are_matmuls_over_weights_written_transposed(tmp_path: Path, tied: bool) -> None:
+    """The onnxruntime target's float32 projections are standard ``MatMul`` over ``[K, N]`` weights
+    written transposed at save time (onnxruntime-genai's builder's layout): on this machine
+    ``FusedMatMul(transB=1)`` over the stored ``[N, K]`` weight ran 1.12-1.21x slower at 1-4 rows
+    (session 34). A tied head reads ``Transpose(table)``, which onnxruntime folds when the session
+    loads, as in the builder's graph; the table is written once."""
+    config = {**DECODER, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
+    model = _make("LlamaConfig", "LlamaForCausalLM", **config, tie_word_embeddings=tied)()
+    model.save_pretrained(tmp_path / "llama")
+    result = CliRunner().invoke(app, ["export", "--hf", str(tmp_path / "llama"), "-o", str(tmp_path / "out"),
+                                      "--target", "onnxruntime"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    proto = onnx.load(str(find_model(tmp_path / "out")))
+    ops = collections.Counter(n.op_type for n in proto.graph.node)
+    assert ops["FusedMatMul"] == 0 and ops["MatMul"] == 2 * 4 + 1  # packed q|k|v, o, gate|up, down; lm_head
+    shapes = {t.name: list(t.dims) for t in proto.graph.initializer}
+    o_proj = shapes["model.layers.0.self_attn.o_proj.weight.T"]
+    assert o_proj == [64, 64] and "model.layers.0.self_attn.o_proj.weight" not in shapes
+    assert shapes["model.layers.0.mlp.down_proj.weight.T"] == [config["intermediate_size"], 64]
+    head = next(n for n in proto.graph.node if n.op_type == "MatMul" and n.output[0] == "logits")
+    if tied:
+        assert ops["Transpose"] == 1 and "lm_head.weight.T" not in shapes
+        assert [n.op_type for n in proto.graph.node if n.output[0] == head.input[1]] == ["Transpose"]
+    else:
+        assert ops["Transpose"] == 0 and shapes[head.input[1]] == [64, config["vocab_size"]]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["--quantize", "int3"], "int4 or int8"), (["--quantize", "int4", "--block-size", "48"], "block_size"),

@@ -41,7 +41,7 @@ from onnxport.hf.validate import (
     tolerance_for,
 )
 from onnxport.passes.float32_io import float32_boundary
-from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
+from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 from onnxport.verify.runtime_check import run_at_mean
 
 
@@ -279,8 +279,6 @@ def export(
                 )
             except InputError as e:
                 raise HFError(str(e)) from e
-            if quantization is None:  # else after the quantization, whose matcher reads MatMul
-                finish_for_onnxruntime(program.model)
             program.release()  # the export's verification session ran the standard graph
         result.programs[part.name] = program
         name_total_sequence(program.model)
@@ -293,8 +291,6 @@ def export(
             optimize_for_onnxruntime(
                 program.model, fuse=False, quantize=quantization, report=result.quantization
             )
-            if target == "onnxruntime":
-                finish_for_onnxruntime(program.model)
         if float32_boundary(program.model):  # after the validation, which fed eager's dtypes: lossless
             program.release()  # a session of the program ran the bfloat16 boundary
     _raise_failed(result, validate)
@@ -367,7 +363,6 @@ def _export_pipeline(
         program = export_component(part, opset_version, optimize, target)
         if target == "onnxruntime":
             optimize_for_onnxruntime(program.model)
-            finish_for_onnxruntime(program.model)
             program.release()
         result.programs[part.name] = program
         result.seconds[part.name] = time.perf_counter() - start

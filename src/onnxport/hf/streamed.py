@@ -68,7 +68,7 @@ from onnxport.hf.validate import (
 )
 from onnxport.passes.float32_io import float32_boundary
 from onnxport.passes.half_tables import half_lookup_tables
-from onnxport.passes.ort import QuantizeOptions, finish_for_onnxruntime, optimize_for_onnxruntime
+from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 from onnxport.runtime import available_memory, run_session, to_numpy
 
 SLICE_LAYERS = 2
@@ -231,8 +231,6 @@ def _export_part(
             raise HFError(str(e)) from e
     if build.quantize is not None:
         optimize_for_onnxruntime(program.model, fuse=False, quantize=build.quantize, report=report)
-    if build.target == "onnxruntime":
-        finish_for_onnxruntime(program.model)
     name_total_sequence(program.model)
     half_lookup_tables(program.model)  # a half checkpoint's embedding tables stay half in a float32 graph
     float32_boundary(program.model)

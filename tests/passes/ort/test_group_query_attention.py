@@ -14,6 +14,7 @@ from _generation import assert_greedy_equals_transformers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import from_model
 from onnxport.passes.ort import kernels
+from onnxport.testing.tiny_models import _make
 
 from ._models import GQA_DECODER, llama
 
@@ -168,8 +169,6 @@ def test_eager_softcap_attention_fuses_in_both_graphs() -> None:
     In the concatenating graph a left-padded query row (its mask hides every key) gets the mean of
     all of V, as eager's softmax gives it (the kernel would average only its causal prefix):
     equal to the standard graph with left padding and a past; validated vs eager in both."""
-    from onnxport.testing.tiny_models import _make
-
     model = _make("Gemma2Config", "Gemma2ForCausalLM", **GQA_DECODER, sliding_window=4, head_dim=16)()
     assert model.config._attn_implementation == "eager"
     for kv_cache in ("concat", "shared"):
@@ -219,8 +218,6 @@ def test_gpt_oss_sink_attention_fuses_with_head_sink_and_equals_the_standard_gra
     """gpt-oss's eager attention with sinks (sliding and full layers) becomes GroupQueryAttention
     with the sinks as ``head_sink`` in the concatenating graph too: equal to the standard graph
     with left padding and a past."""
-    from onnxport.testing.tiny_models import _make
-
     model = _make(
         "GptOssConfig", "GptOssForCausalLM", **GQA_DECODER, num_local_experts=4, num_experts_per_tok=2,
         head_dim=16, sliding_window=4,
@@ -249,8 +246,6 @@ def test_legacy_eager_attention_with_divided_scores_fuses(config: str, cls: str)
     ``modeling_gptj.py`` / ``modeling_codegen.py``) become GroupQueryAttention with ``scale =
     1/√d`` (CodeGen's mask scaled too): equal to the standard graph with left padding and a past,
     in the concatenating and the shared-buffer graphs (both validated against eager)."""
-    from onnxport.testing.tiny_models import _make
-
     extra = {"n_ctx": 64} if config == "CodeGenConfig" else {}
     model = _make(
         config, cls, vocab_size=GQA_DECODER["vocab_size"], n_embd=64, n_head=4, n_layer=2,
@@ -265,3 +260,4 @@ def test_legacy_eager_attention_with_divided_scores_fuses(config: str, cls: str)
         assert _ops(result.programs["model"])["Softmax"] == 0
     standard = onnxport.hf.export(model, validate=False).programs["model"]
     _compare(model, onnxport.hf.export(model, target="onnxruntime").programs["model"], standard)
+

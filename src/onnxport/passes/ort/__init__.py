@@ -21,9 +21,8 @@ from onnxport.passes.ort.packed_matmul import PackedMatMulPass
 from onnxport.passes.ort.packed_qkv import PackedQKVPass
 from onnxport.passes.ort.quantized_embedding import QuantizedEmbeddingPass
 from onnxport.passes.ort.skip_norm import SkipNormalizationPass
-from onnxport.passes.ort.transposed_matmul import TransposedMatMulPass
 
-__all__ = ["QuantizeOptions", "finish_for_onnxruntime", "optimize_for_onnxruntime"]
+__all__ = ["QuantizeOptions", "optimize_for_onnxruntime"]
 
 
 def optimize_for_onnxruntime(
@@ -98,13 +97,4 @@ def optimize_for_onnxruntime(
         if isinstance(cause, OnnxportError):
             raise cause from None
         raise
-    return model
-
-
-def finish_for_onnxruntime(model: ir.Model) -> ir.Model:
-    """The last rewrite of the onnxruntime target, after every :func:`optimize_for_onnxruntime`
-    call (quantization included): float32 ``MatMul`` over a transposed weight becomes
-    ``FusedMatMul(transB=1)`` over the weight as stored (:mod:`~onnxport.passes.ort.transposed_matmul`),
-    so the save copies no transposed weights. In place; returns ``model``."""
-    ir.passes.PassManager([TransposedMatMulPass(), common.RemoveUnusedNodesPass()])(model)
     return model
