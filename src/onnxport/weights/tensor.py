@@ -198,6 +198,22 @@ def _permuted(array: np.ndarray, perm: tuple[int, ...], block_bytes: int | None)
         yield bits[start : start + step].contiguous().numpy().view(array.dtype)
 
 
+def _joined_transposed_blocks(*parts: np.ndarray) -> Iterator[np.ndarray]:
+    """Blocks of rows of ``[p1.T, p2.T, ...]`` (the parts ``[N_i, K]``, joined ``[K, sum N_i]``),
+    about :data:`BLOCK_BYTES` each, copied by torch on the bits (as :func:`_permuted`)."""
+    dtype = parts[0].dtype
+    if dtype.itemsize not in _SAME_SIZE_INT:
+        yield np.concatenate([p.T for p in parts], axis=1)
+        return
+    with warnings.catch_warnings():  # read-only memmaps: torch warns about writes, we only read
+        warnings.simplefilter("ignore", UserWarning)
+        bits = [torch.from_numpy(np.ascontiguousarray(p).view(_SAME_SIZE_INT[dtype.itemsize])).t() for p in parts]
+    rows, width = bits[0].shape[0], sum(b.shape[1] for b in bits)
+    step = max(1, BLOCK_BYTES // max(1, width * dtype.itemsize))
+    for start in range(0, rows, step):
+        yield torch.cat([b[start : start + step] for b in bits], dim=1).numpy().view(dtype)
+
+
 def transposed(base: ir.TensorProtocol, perm: Sequence[int], name: str) -> ir.TensorProtocol:
     """``base`` permuted by ``perm`` (ONNX Transpose semantics), computed when written, in blocks
     of about :data:`BLOCK_BYTES` (no full transposed copy is ever held)."""
@@ -243,10 +259,15 @@ def concatenated(
     shape = list(shapes[0])
     shape[axis] = sum(s[axis] for s in shapes)
     if rank == 2 and axis == 1 and all(isinstance(b, WeightTensor) and b.perm == (1, 0) for b in bases):
-        # [w1.T, w2.T] joined on columns == [w1; w2].T: the rows are joined (no transposed copy of
-        # each part) and transposed once, in blocks
-        rows = concatenated([b.bases[0] for b in bases], 0, f"{name}.rows")  # type: ignore[attr-defined]
-        return transposed(rows, (1, 0), name)
+        # [w1.T, w2.T] joined on columns (a packed projection): written block of rows by block of
+        # rows, each read from every part, so neither the joined parts nor a transposed part is
+        # ever held whole
+        parts = [b.bases[0] for b in bases]  # type: ignore[attr-defined]
+        joined = derive_many(
+            parts, lambda *a: np.concatenate([p.T for p in a], axis=1), dtype=bases[0].dtype, shape=shape, name=name
+        )
+        joined.chunks = _joined_transposed_blocks
+        return joined
     result = derive_many(
         bases, lambda *a: np.concatenate(a, axis=axis), dtype=bases[0].dtype, shape=shape, name=name
     )
