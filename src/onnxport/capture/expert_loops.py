@@ -108,7 +108,7 @@ def dbrx_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
         )  # fmt: skip
         grouped._apply_gate = functools.partial(hf_moe._default_apply_gate, grouped)
         rows = hidden_states.reshape(-1, hidden)
-        out = hf_moe.grouped_mm_experts_forward(grouped, rows, top_k_index, top_k_weights)
+        out = hf_moe.grouped_mm_experts_forward(grouped, rows, top_k_index, top_k_weights)  # type: ignore[arg-type]  # duck-typed
         return out.view(hidden_states.shape[0], -1, hidden)
 
     return forward

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import types
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -49,10 +49,10 @@ def _projections(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
     """``module``'s ``(gate_up_proj, down_proj)`` laid out output-major, ``[E, 2I, H]`` and
     ``[E, H, I]``: an input-major module's (``is_transposed``, Aria) transposed, which
     :mod:`onnxport.passes.weight_layout` folds into the written weights."""
-    gate_up, down = module.gate_up_proj, module.down_proj
+    gate_up, down = cast(torch.Tensor, module.gate_up_proj), cast(torch.Tensor, module.down_proj)
     if module.is_transposed:
-        return gate_up.transpose(1, 2), down.transpose(1, 2)  # type: ignore[union-attr]
-    return gate_up, down  # type: ignore[return-value]
+        return gate_up.transpose(1, 2), down.transpose(1, 2)
+    return gate_up, down
 
 
 def qualifies(module: torch.nn.Module) -> bool:
@@ -72,8 +72,12 @@ def qualifies(module: torch.nn.Module) -> bool:
     if transposed not in (True, False):
         return False
     # shapes only (qualifies runs inside the capture: a transpose here would be a second reader)
-    (experts, hidden, rows), down_shape = (gate_up.shape, tuple(down.shape)) if transposed else (
-        (gate_up.shape[0], gate_up.shape[2], gate_up.shape[1]), tuple(down.shape[i] for i in (0, 2, 1)))
+    if transposed:  # gate_up [E, H, 2I], down [E, I, H]
+        experts, hidden, rows = gate_up.shape
+        down_shape = tuple(down.shape)
+    else:  # gate_up [E, 2I, H], down [E, H, I]
+        experts, rows, hidden = gate_up.shape
+        down_shape = (down.shape[0], down.shape[2], down.shape[1])
     if rows % 2 or down_shape != (experts, rows // 2, hidden):
         return False
     return _silu(getattr(module, "act_fn", None)) and getattr(type(module), "_apply_gate", None) is hf_moe._default_apply_gate
@@ -158,14 +162,14 @@ def _is_dbrx_experts(module: torch.nn.Module) -> bool:
     mlp = getattr(module, "mlp", None)
     if type(module).__name__ != "DbrxExperts" or mlp is None:
         return False
-    sizes = [getattr(module, n, None) for n in ("num_experts", "ffn_hidden_size", "hidden_size")]
-    if not all(isinstance(s, int) for s in sizes):
+    experts, inner, hidden = (getattr(module, n, None) for n in ("num_experts", "ffn_hidden_size", "hidden_size"))
+    if not (isinstance(experts, int) and isinstance(inner, int) and isinstance(hidden, int)):
         return False
-    experts, inner, hidden = sizes
     tensors = [getattr(mlp, n, None) for n in ("w1", "v1", "w2")]
     if not all(isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in tensors):
         return False
-    return _silu(getattr(mlp, "activation_fn", None)) and all(tuple(t.shape) == (experts * inner, hidden) for t in tensors)  # type: ignore[union-attr]
+    shape = (experts * inner, hidden)
+    return _silu(getattr(mlp, "activation_fn", None)) and all(tuple(t.shape) == shape for t in tensors)  # type: ignore[union-attr]
 
 
 def _dbrx_forward(

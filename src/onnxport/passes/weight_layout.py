@@ -33,8 +33,8 @@ def _only_reader(value: ir.Value | None, node: ir.Node) -> ir.TensorProtocol | N
     """``value``'s tensor when it is an initializer (not a graph input) read by ``node`` alone, once."""
     if value is None or not value.is_initializer() or value.is_graph_input() or value.const_value is None:
         return None
-    uses = value.uses()
-    return value.const_value if len(uses) == 1 and uses[0][0] is node else None
+    users = [user for user, _ in value.uses()]
+    return value.const_value if len(users) == 1 and users[0] is node else None
 
 
 def _ints(value: ir.Value | None) -> list[int] | None:
@@ -126,7 +126,7 @@ class WeightLayoutPass(ir.passes.InPlacePass):
             output.replace_all_uses_with(value)
             graph.remove(node, safe=True)
             for base in bases:
-                if not base.uses() and base.name in graph.initializers:
+                if not base.uses() and base.name is not None and base.name in graph.initializers:
                     del graph.initializers[base.name]
             graph.register_initializer(value)
             modified = True
