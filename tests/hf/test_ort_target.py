@@ -43,14 +43,14 @@ def test_cli_target_onnxruntime_int4(tmp_path: Path) -> None:
     proto = onnx.load(str(find_model(out)))
     ops = collections.Counter(n.op_type for n in proto.graph.node)
     assert ops["GroupQueryAttention"] == 2 and ops["SkipSimplifiedLayerNormalization"] == 4
-    assert ops["MatMulNBits"] == 2 * 4 + 1 and ops["MatMul"] == 0  # packed q|k|v, o, gate|up, down; lm_head too
+    assert ops["MatMulNBits"] == 2 * 5 + 1 and ops["MatMul"] == 0  # packed q|k|v, o, gate, up, down; lm_head too
     nbits = next(n for n in proto.graph.node if n.op_type == "MatMulNBits")
     attrs = {a.name: a.i for a in nbits.attribute}
     assert (attrs["bits"], attrs["block_size"], attrs["accuracy_level"]) == (4, 16, 4)
     assert len(nbits.input) == 4  # asymmetric: zero points stored
     report = json.loads((out / "quantization_report.json").read_text())
     assert report["options"]["block_size"] == 16 and report["options"]["symmetric"] is False
-    assert len(report["weights"]) == 2 * 4 + 1
+    assert len(report["weights"]) == 2 * 5 + 1
     assert all(0 < w["rel_l2"] < 0.1 for w in report["weights"].values())
 
     session = ort.InferenceSession(str(find_model(out)), providers=["CPUExecutionProvider"])
@@ -87,7 +87,7 @@ def test_float32_projections_are_matmuls_over_weights_written_transposed(tmp_pat
     assert result.exit_code == 0, result.output
     proto = onnx.load(str(find_model(tmp_path / "out")))
     ops = collections.Counter(n.op_type for n in proto.graph.node)
-    assert ops["FusedMatMul"] == 0 and ops["MatMul"] == 2 * 4 + 1  # packed q|k|v, o, gate|up, down; lm_head
+    assert ops["FusedMatMul"] == 0 and ops["MatMul"] == 2 * 5 + 1  # packed q|k|v, o, gate, up, down; lm_head
     shapes = {t.name: list(t.dims) for t in proto.graph.initializer}
     o_proj = shapes["model.layers.0.self_attn.o_proj.weight.T"]
     assert o_proj == [64, 64] and "model.layers.0.self_attn.o_proj.weight" not in shapes

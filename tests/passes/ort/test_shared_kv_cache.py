@@ -158,9 +158,9 @@ def test_shared_buffer_graph_and_genai_config(shared) -> None:
             assert len(node.inputs) < 11 or node.inputs[10] is None  # no attention_bias
             assert node.attributes["do_rotary"].as_int() == 1
             # packed q|k|v straight in (the builder's form): no Split, key and value empty
-            assert node.inputs[0].producer().op_type in ("MatMul", "FusedMatMul", "Add")
+            assert node.inputs[0].producer().op_type in ("MatMul", "Add")
             assert node.inputs[1] is None and node.inputs[2] is None
-    assert ops["Split"] == 2  # gate|up only
+    assert ops["Split"] == 0  # gate and up stay two MatMuls (the builder's form)
     inputs = {v.name: v for v in graph.inputs}
     outputs = {v.name: v for v in graph.outputs}
     assert outputs["present.0.key"].shape == inputs["past_key_values.0.key"].shape

@@ -41,7 +41,7 @@ def optimize_for_onnxruntime(
     Args:
         model: A model produced by onnxport's standard pipeline.
         fuse: Run the contrib-op fusions (attention, normalization, bias + GELU) and pack the MatMuls
-            sharing an input (q/k/v, gate/up: :mod:`~onnxport.passes.ort.packed_matmul`).
+            sharing an input (q/k/v: :mod:`~onnxport.passes.ort.packed_matmul`).
         quantize: Weight-only quantization of MatMul weights to MatMulNBits and of MoE experts to
             QMoE (``None``: keep float); the MatMuls are packed first (when ``fuse`` did not
             already), so packed weights are quantized whole.
