@@ -101,27 +101,27 @@ def _bias(m: Member) -> tuple[ir.Node, ir.Value, ir.TensorProtocol] | None:
 _GATE_DEPTH = 4
 
 
-def _reached(value: ir.Value, depth: int) -> set[int]:
-    """The ids of the nodes reading ``value`` within ``depth`` nodes."""
-    frontier, seen = [value], set()
+def _reached(value: ir.Value, depth: int) -> dict[int, ir.Node]:
+    """The nodes reading ``value`` within ``depth`` nodes, by id."""
+    frontier, seen = [value], {}
     for _ in range(depth):
         following: list[ir.Value] = []
         for v in frontier:
             for user, _ in v.uses():
                 if id(user) not in seen:
-                    seen.add(id(user))
+                    seen[id(user)] = user
                     following.extend(user.outputs)
         frontier = following
     return seen
 
 
-def _gated_pair(graph: ir.Graph, group: list[Member]) -> bool:
+def _gated_pair(group: list[Member]) -> bool:
     """Whether ``group`` is a gated MLP's gate and up projections: two MatMuls whose outputs meet
     in one ``Mul`` (``act(x W_gate) * x W_up``)."""
     if len(group) != 2:
         return False
-    common = _reached(group[0].node.outputs[0], _GATE_DEPTH) & _reached(group[1].node.outputs[0], _GATE_DEPTH)
-    return any(id(node) in common and node.op_type == "Mul" for node in graph)
+    gate, up = (_reached(m.node.outputs[0], _GATE_DEPTH) for m in group)
+    return any(node.op_type == "Mul" for key, node in gate.items() if key in up)
 
 
 def groups(graph: ir.Graph) -> list[list[Member]]:
@@ -132,7 +132,7 @@ def groups(graph: ir.Graph) -> list[list[Member]]:
         m = member(node)
         if m is not None:
             by_key[(id(node.inputs[0]), m.dtype, m.k)].append(m)
-    return [g for g in by_key.values() if len(g) > 1 and not _gated_pair(graph, g)]
+    return [g for g in by_key.values() if len(g) > 1 and not _gated_pair(g)]
 
 
 def packed_name(graph: ir.Graph, names: list[str]) -> str:
