@@ -89,6 +89,14 @@ def nllb_moe_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
     return forward
 
 
+def dbrx_projections(experts: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A ``DbrxExperts`` module's gate, up and down parameters viewed ``[E, I, H]`` (each
+    expert's rows input-major; module docstring)."""
+    shape = (experts.num_experts, experts.ffn_hidden_size, experts.hidden_size)
+    mlp = experts.mlp
+    return mlp.w1.view(shape), mlp.v1.view(shape), mlp.w2.view(shape)
+
+
 def dbrx_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
     """``DbrxExperts.forward`` (module docstring): ``hidden_states`` (batch, sequence, hidden),
     ``top_k_index`` and ``top_k_weights`` (tokens, k)."""
@@ -99,17 +107,16 @@ def dbrx_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
         # heavy optional dependency, already loaded with the patched class
         from transformers.integrations import moe as hf_moe
 
-        experts, inner, hidden = self.num_experts, self.ffn_hidden_size, self.hidden_size
-        gate, up, down = (p.view(experts, inner, hidden) for p in (self.mlp.w1, self.mlp.v1, self.mlp.w2))
+        gate, up, down = dbrx_projections(self)
         grouped = types.SimpleNamespace(
-            num_experts=experts, has_gate=True, has_bias=False, is_transposed=True, has_post_expert_norm=False,
+            num_experts=self.num_experts, has_gate=True, has_bias=False, is_transposed=True, has_post_expert_norm=False,
             _is_expert_parallel=False, act_fn=self.mlp.activation_fn, down_proj=down,
             gate_up_proj=torch.cat([gate.transpose(1, 2), up.transpose(1, 2)], dim=2),
         )  # fmt: skip
         grouped._apply_gate = functools.partial(hf_moe._default_apply_gate, grouped)
-        rows = hidden_states.reshape(-1, hidden)
+        rows = hidden_states.reshape(-1, self.hidden_size)
         out = hf_moe.grouped_mm_experts_forward(grouped, rows, top_k_index, top_k_weights)  # type: ignore[arg-type]  # duck-typed
-        return out.view(hidden_states.shape[0], -1, hidden)
+        return out.view(hidden_states.shape[0], -1, self.hidden_size)
 
     return forward
 

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 from torch.fx.experimental import symbolic_shapes
+
+#: onnxport's own package folder (``.../onnxport``): frames there are not the model's
+PACKAGE_DIR = str(Path(os.path.abspath(__file__)).parents[1])
 
 
 @functools.lru_cache(maxsize=1)
@@ -28,7 +32,7 @@ def _framework_files() -> frozenset[str]:
     run between the model's line and the op)."""
     root = Path(torch.__file__).parent
     files = {str(path) for path in root.rglob("*.py") if path.relative_to(root).parts[0] != "nn"}
-    return frozenset(files | {str(path) for path in Path(__file__).parents[1].rglob("*.py")})
+    return frozenset(files | {str(path) for path in Path(PACKAGE_DIR).rglob("*.py")})
 
 
 @contextlib.contextmanager
@@ -43,4 +47,4 @@ def model_frames() -> Iterator[None]:
         skipped.difference_update(added)
 
 
-__all__ = ["model_frames"]
+__all__ = ["PACKAGE_DIR", "model_frames"]

@@ -37,7 +37,7 @@ from onnxport.capture.bounds import known_dims
 from onnxport.capture.fake_leaks import fake_tensors_undone
 from onnxport.capture.finite import AssumedFinite
 from onnxport.capture.flex import sdpa_instead_of_flex
-from onnxport.capture.guard_sources import model_frames
+from onnxport.capture.guard_sources import PACKAGE_DIR, model_frames
 from onnxport.capture.packed import keep_packed_sequences
 from onnxport.capture.patches import library_patches
 from onnxport.capture.rnn import keep_recurrent_ops
@@ -411,12 +411,9 @@ def _rank(attempt: Attempt) -> int:
     return REAL_CAUSES.index(attempt.cause or OTHER)
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # onnxport's own folder
-
-
 def _in_onnxport(source_line: str | None) -> bool:
     """Whether a source line (``File "...", line N, in f``) is in onnxport's own package."""
-    return bool(source_line) and f'File "{_PACKAGE}{os.sep}' in str(source_line)
+    return bool(source_line) and f'File "{PACKAGE_DIR}{os.sep}' in str(source_line)
 
 
 def capture_error(attempts: list[Attempt]) -> CaptureError:
@@ -509,11 +506,8 @@ def _is_user_error(error: BaseException) -> bool:
     return isinstance(error, UserError) and ("dynamic_shapes" in text or "Constraints violated" in text)
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../onnxport
-
-
 def _is_library_frame(filename: str) -> bool:
-    return filename.startswith(_PACKAGE_DIR) or any(
+    return filename.startswith(PACKAGE_DIR) or any(
         part in filename for part in ("site-packages/torch", "/torch/", "<frozen", "/contextlib.py")
     )
 

@@ -31,6 +31,7 @@ from typing import Any, cast
 
 import torch
 
+from onnxport.capture.expert_loops import dbrx_projections
 from onnxport.ops.nn.moe import clamped_swiglu_experts, moe_experts
 from onnxport.passes.ort.kernels import has_kernel
 
@@ -178,12 +179,11 @@ def _dbrx_forward(
     """``DbrxExperts.forward`` through :func:`moe_experts`: the ``[E·I, H]`` parameters viewed as
     ``[E, I, H]``, gate and up joined ``[E, 2I, H]``, down transposed to ``[E, H, I]`` (folded
     into the written weights by :mod:`onnxport.passes.weight_layout`)."""
-    experts, inner, hidden = self.num_experts, self.ffn_hidden_size, self.hidden_size
-    gate, up, down = (p.view(experts, inner, hidden) for p in (self.mlp.w1, self.mlp.v1, self.mlp.w2))
-    rows = hidden_states.reshape(-1, hidden)
+    gate, up, down = dbrx_projections(self)
+    rows = hidden_states.reshape(-1, self.hidden_size)
     weights, index = top_k_weights.to(rows.dtype), top_k_index.to(torch.int64)
     out = moe_experts(rows, index, weights, torch.cat([gate, up], dim=1), down.transpose(1, 2))
-    return out.view(hidden_states.shape[0], -1, hidden)
+    return out.view(hidden_states.shape[0], -1, self.hidden_size)
 
 
 @contextlib.contextmanager
