@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - installed with the hf extra
     tokenizers = None  # type: ignore[assignment]
 
 from onnxport.errors import InputError, OnnxportError
-from onnxport.hf.generate import empty_cache, next_cache
+from onnxport.hf.generate import decode_steps
 from onnxport.hf.layout import find_model
 
 
@@ -246,31 +246,13 @@ class Model:
                 f"input_ids must be (batch, prompt) and attention_mask the same shape; got "
                 f"{ids.shape} and {mask.shape}."
             )
-        past = self._empty_past(ids.shape[0])
-        cached = bool(past)  # else a decoder exported without its cache: the whole sequence each step
-        eos = self._eos_ids()
-        pad = self._pad_token_id()
+        self._check_generates()
         rng = np.random.default_rng(sampling.seed)
-        unfinished = np.ones(ids.shape[0], dtype=bool)
-        sequences, step_ids = ids, ids
-        for _ in range(max_new_tokens):
-            feeds = {"input_ids": step_ids, "attention_mask": mask, **past}
-            if "position_ids" in self.input_names:
-                positions = np.where(mask == 0, 1, np.cumsum(mask, axis=-1) - 1)
-                feeds["position_ids"] = positions[:, -step_ids.shape[1] :]
-            outputs = self._run(feeds)
-            tokens = next_tokens(outputs[0][:, -1, :], sampling, rng)
-            if eos:
-                fill = pad if pad is not None else min(eos)
-                tokens = np.where(unfinished, tokens, fill)
-                unfinished &= ~np.isin(tokens, sorted(eos))
-            sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
-            past = next_cache(self.session, outputs)
-            mask = np.concatenate([mask, np.ones((mask.shape[0], 1), np.int64)], axis=1)
-            step_ids = tokens[:, None] if cached else sequences
-            if not unfinished.any():
-                break
-        return sequences
+        return decode_steps(
+            self.session, {"input_ids": ids}, ids, mask, max_new_tokens, lambda tokens: {"input_ids": tokens},
+            eos=self._eos_ids(), pad=self._pad_token_id(), choose=lambda logits: next_tokens(logits, sampling, rng),
+            run=self._run,
+        )
 
     # -- helpers -----------------------------------------------------------------------------
     def _tokenizer(self) -> Any:
@@ -302,14 +284,13 @@ class Model:
         eos = sorted(self._eos_ids())
         return eos[0] if eos else None
 
-    def _empty_past(self, batch: int) -> dict[str, np.ndarray]:
-        past = empty_cache(self.session, batch)
-        if not past and "logits" not in [o.name for o in self.session.get_outputs()]:
+    def _check_generates(self) -> None:
+        """Raise :class:`InputError` unless the graph gives ``logits``."""
+        if "logits" not in [o.name for o in self.session.get_outputs()]:
             raise InputError(
                 f"{self.folder}: the graph gives no logits; generate() needs a text-generation "
                 "export (--task text-generation)."
             )
-        return past
 
     def _run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         try:

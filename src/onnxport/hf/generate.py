@@ -57,14 +57,19 @@ def next_cache(session: Any, outputs: Sequence[np.ndarray]) -> dict[str, np.ndar
 
 
 def _choose(
-    logits: np.ndarray, unfinished: np.ndarray, eos: set[int], pad: int | None
+    tokens: np.ndarray, unfinished: np.ndarray, eos: set[int], pad: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    tokens = logits[:, -1, :].argmax(-1).astype(np.int64)
+    """``tokens`` ``(batch,)`` with rows that already finished set to ``pad`` (else the lowest eos
+    id), and the rows still unfinished after them."""
     if eos:
         fill = pad if pad is not None else min(eos)
         tokens = np.where(unfinished, tokens, fill)
-        unfinished = unfinished & ~np.isin(tokens, list(eos))
+        unfinished = unfinished & ~np.isin(tokens, sorted(eos))
     return tokens, unfinished
+
+
+def _argmax(logits: np.ndarray) -> np.ndarray:
+    return logits.argmax(-1).astype(np.int64)
 
 
 def greedy_causal_lm(
@@ -91,29 +96,39 @@ def greedy_causal_lm(
         ``(batch, prompt + generated)`` ids, as ``model.generate`` returns them.
     """
     ids = input_ids.numpy().astype(np.int64)
-    return _decode(session, {"input_ids": ids}, ids, attention_mask, max_new_tokens,
-                   lambda tokens: {"input_ids": tokens}, eos=_ids(eos_token_id), pad=pad_token_id)
+    return torch.from_numpy(
+        decode_steps(session, {"input_ids": ids}, ids, attention_mask.numpy(), max_new_tokens,
+                     lambda tokens: {"input_ids": tokens}, eos=_ids(eos_token_id), pad=pad_token_id)
+    )
 
 
-def _decode(
+def decode_steps(
     decoder: Any,
     first: dict[str, np.ndarray],
     prompt: np.ndarray,
-    attention_mask: torch.Tensor,
+    attention_mask: np.ndarray,
     max_new_tokens: int,
     step: Callable[[np.ndarray], dict[str, np.ndarray]],
     *,
     eos: set[int],
     pad: int | None,
     rope: tuple[torch.Tensor, torch.Tensor] | None = None,
-) -> torch.Tensor:
-    """The decode loop of a decoder step graph with a concatenated cache: ``first`` feeds the
-    prompt (its first entry has the prompt's length on axis 1), ``step(tokens)`` the new
-    ``(batch, 1)`` tokens (the whole sequence when the graph has no cache inputs); positions from the grown attention mask as transformers computes them,
+    choose: Callable[[np.ndarray], np.ndarray] = _argmax,
+    run: Callable[[dict[str, np.ndarray]], list[np.ndarray]] | None = None,
+) -> np.ndarray:
+    """The decode loop of a decoder step graph with a concatenated cache (the one loop behind
+    these greedy functions and ``onnxport.inference.Model.generate_ids``).
+
+    ``first`` feeds the prompt (its first entry has the prompt's length on axis 1),
+    ``step(tokens)`` the new ``(batch, 1)`` tokens (the whole sequence when the graph has no
+    cache inputs). Positions come from the grown attention mask as transformers computes them,
     or with ``rope`` (Qwen2-VL's ``(position_ids [3, batch, prompt], rope_deltas [batch, 1])``)
     those of the prompt, then ``past_length + rope_deltas`` on every row, as transformers.js.
-    Returns ``(batch, prompt + generated)`` ids."""
-    mask = attention_mask.numpy().astype(np.int64)
+    ``choose`` maps the last position's logits ``(batch, vocab)`` to ``(batch,)`` int64 tokens
+    (argmax: greedy); ``run(feeds)`` runs the graph (``decoder.run(None, feeds)``). A row stops
+    at an ``eos`` id and is then filled with ``pad``. Returns ``(batch, prompt + generated)``
+    int64 ids, as transformers' ``generate``."""
+    mask = np.asarray(attention_mask, dtype=np.int64)
     batch = prompt.shape[0]
     cache = empty_cache(decoder, batch)
     cached = bool(cache)
@@ -131,8 +146,8 @@ def _decode(
         feeds["attention_mask"] = mask
         if takes_positions:  # Jamba, MiniMax and other models without rotary take none
             feeds["position_ids"] = np.ascontiguousarray(positions, dtype=np.int64)
-        outputs = decoder.run(None, feeds)
-        tokens, unfinished = _choose(outputs[0], unfinished, eos, pad)
+        outputs = decoder.run(None, feeds) if run is None else run(feeds)
+        tokens, unfinished = _choose(choose(outputs[0][:, -1, :]), unfinished, eos, pad)
         sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
         if not unfinished.any():
             break
@@ -142,7 +157,7 @@ def _decode(
             length = 1
         else:  # a graph without cache inputs (MiniMax, Jamba) reads the whole sequence every step
             feeds, length = step(sequences), sequences.shape[1]
-    return torch.from_numpy(sequences)
+    return sequences
 
 
 def greedy_image_text(
@@ -185,7 +200,7 @@ def greedy_image_text(
         grid_thw: Qwen2-VL's and Qwen2.5-VL's ``(images, 3)`` patch grids, fed with
             ``pixel_values`` (then its flattened patches) when given (:mod:`onnxport.hf.multimodal_rope`).
         rope: Qwen2-VL's prompt positions and deltas (transformers' ``get_rope_index``): see
-            :func:`_decode`.
+            :func:`decode_steps`.
 
     Returns:
         ``(batch, prompt + generated)`` ids, as ``model.generate`` returns them.
@@ -220,7 +235,7 @@ def _decode_merged(
     rope: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """The prompt through ``embed`` with each ``(token_id, rows)`` of ``features`` written at its
-    token's positions, then :func:`_decode` with every new token through ``embed``; ``embed``'s
+    token's positions, then :func:`decode_steps` with every new token through ``embed``; ``embed``'s
     other outputs (Gemma 4's ``per_layer_inputs``) go to the decoder as they are; a decoder
     taking ``token_type_ids`` (Gemma 3) gets 1 at the prompt's first ``token_id``'s positions on
     the first step and zeros after."""
@@ -242,8 +257,8 @@ def _decode_merged(
         feeds = embedded(tokens)
         return {**feeds, TOKEN_TYPES: np.zeros_like(tokens)} if typed else feeds
 
-    return _decode(decoder, first, input_ids.numpy().astype(np.int64), attention_mask, max_new_tokens, step,
-                   eos=eos, pad=pad, rope=rope)
+    return torch.from_numpy(decode_steps(decoder, first, input_ids.numpy().astype(np.int64), attention_mask.numpy(),
+                                         max_new_tokens, step, eos=eos, pad=pad, rope=rope))
 
 
 def greedy_image_audio_text(
@@ -369,7 +384,7 @@ def greedy_seq2seq(
         if branch:
             feeds["use_cache_branch"] = np.array([step > 0])
         outputs = decoder.run(None, {**fixed, **feeds})
-        tokens, unfinished = _choose(outputs[0], unfinished, eos, pad_token_id)
+        tokens, unfinished = _choose(_argmax(outputs[0][:, -1, :]), unfinished, eos, pad_token_id)
         sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
         if not unfinished.any():
             break
