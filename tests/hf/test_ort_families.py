@@ -9,7 +9,8 @@ tokens, batch 2, row 0 left-padded) through the fused graph equals transformers.
 - gpt2 (learned positions, no rotary, packed c_attn with biases, ``gelu_new``'s written-out tanh
   GELU → FastGelu, LayerNorm → SkipLayerNormalization),
 - GPT-J and CodeGen (legacy eager attention dividing the scores, interleaved partial rotary left
-  in the graph), MPT (ALiBi: attention stays standard).
+  in the graph), MPT (ALiBi: attention stays standard), Falcon with ALiBi (the bias in its float
+  mask → GQA ``attention_bias``).
 """
 
 from __future__ import annotations
@@ -154,6 +155,28 @@ def test_legacy_families_greedy_20_tokens_equal_transformers(name: str) -> None:
     fused = collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"]
     assert fused == (0 if name == "mpt" else 2)
     assert_greedy_equals_transformers(model, program)
+
+
+def test_falcon_alibi_mask_becomes_a_per_head_attention_bias() -> None:
+    """Falcon with ``alibi=True`` adds its ALiBi to the float mask (``masked_fill(alibi / √d,
+    hidden, finfo.min)``, ``[B, heads, S, T]``) and runs sdpa. The mask becomes GroupQueryAttention's
+    ``attention_bias``. A left-padded prompt row hides every key with ``finfo.min`` (halved by the
+    translation), where torch averages all of ``V``: before, the rewrite zeroed those rows and
+    validation failed (logits 0.2 apart). The shared buffer, which replaces the mask by the
+    kernel's causal one, would drop the ALiBi: refused by name."""
+    model = _make(
+        "FalconConfig", "FalconForCausalLM", vocab_size=DECODER["vocab_size"], hidden_size=64, num_attention_heads=4,
+        num_hidden_layers=2, alibi=True, new_decoder_architecture=False, multi_query=False,
+        bos_token_id=1, eos_token_id=2, pad_token_id=0,
+    )(initializer_range=0.2)  # fmt: skip
+    result = onnxport.hf.export(model, target="onnxruntime")
+    assert result.passed
+    program = result.programs["model"]
+    gqa = [n for n in program.model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(gqa) == 2 and all(len(n.inputs) > 10 and n.inputs[10] is not None for n in gqa)  # attention_bias
+    assert_greedy_equals_transformers(model, program)
+    with pytest.raises(HFError, match="per-head bias, such as ALiBi"):
+        onnxport.hf.export(model, target="onnxruntime", kv_cache="shared", validate=False)
 
 
 def test_doge_mask_computed_from_the_cache_keeps_attention_standard() -> None:

@@ -39,8 +39,9 @@ with the new keys/values along the sequence axis, through transformers' ``repeat
 All give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. They differ
 in what a query row whose mask hides every key (a left-padding position) gets
 (:attr:`Match.empty_row`), which the rewrite reproduces: the kernel averages the row's causal
-prefix of ``V`` (every score equally masked); ONNX Attention gives 0, eager's softmax the mean of
-all of ``V`` (every score equally the mask's minimum), the sinks form 0 as the kernel with
+prefix of ``V`` (every score equally masked); ONNX Attention gives 0 (a boolean or ``-inf`` mask) or
+the mean of all of ``V`` (a float mask whose lowest entries the translation halved,
+:func:`halved_lowest`), eager's softmax the mean of all of ``V`` (every score equally the mask's minimum), the sinks form 0 as the kernel with
 ``head_sink`` does (the sink takes all the weight).
 """
 
@@ -50,6 +51,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import onnx_ir as ir
 
 from onnxport.passes.fusions import by_constant, producer, scalar
@@ -269,10 +271,26 @@ def _match_onnx(node: ir.Node) -> Match | None:
     if mask is None and (causal is None or causal.as_int() != 1):
         return None
     scale = node.attributes.get("scale")
+    empty_row = EMPTY_ROW_MEAN if halved_lowest(mask) else EMPTY_ROW_ZERO
     return _complete(
         node, node.inputs[0], node.inputs[1], node.inputs[2], mask=mask,
-        scale=None if scale is None else scale.as_float(), softcap=0.0, empty_row=EMPTY_ROW_ZERO,
+        scale=None if scale is None else scale.as_float(), softcap=0.0, empty_row=empty_row,
     )  # fmt: skip
+
+
+def halved_lowest(mask: ir.Value | None) -> bool:
+    """Whether ``mask`` is ``Where(Equal(m, lowest), lowest / 2, m)``: the translation of a float
+    mask that may hold the dtype's lowest value (``ops/nn/attention._lowest_not_minus_inf``). Its
+    hidden entries are then finite, so a row hiding every key gets the uniform softmax (the mean of
+    all of ``V``), as torch gives it (Falcon's ALiBi mask: ``masked_fill(alibi, hidden, finfo.min)``
+    on left-padded rows), not the 0 of a boolean or ``-inf`` mask."""
+    where = producer(mask, "Where")
+    equal = None if where is None else producer(where.inputs[0], "Equal")
+    if where is None or equal is None or mask is None or mask.dtype is None or not mask.dtype.is_floating_point():
+        return False
+    lowest = float(np.finfo(mask.dtype.numpy()).min)
+    fill = scalar(where.inputs[1])
+    return equal.inputs[0] is where.inputs[2] and scalar(equal.inputs[1]) == lowest and fill == lowest / 2
 
 
 def _match_eager(node: ir.Node) -> Match | None:

@@ -58,7 +58,8 @@ updates in place (``present.*`` has the same shape; genai binds both to one buff
 onnxruntime session gets a copy). ``seqlens_k = ReduceSum(attention_mask, 1) - 1`` and
 ``total_sequence_length = Shape(attention_mask)[1]`` as in the builder's ``make_attention_mask``
 path; the kernel's causal mask over the first ``seqlens_k + 1`` buffer rows replaces the graph's
-mask (no ``attention_bias``), so rows must not be left-padded. Every attention must fuse, else
+mask (no ``attention_bias``), so rows must not be left-padded, and a mask that differs between heads
+(a bias in it: Falcon's ALiBi) keeps its attention unfused. Every attention must fuse, else
 :class:`~onnxport.errors.InputError`.
 
 An attention over another layer's cache (Gemma 3n's and Gemma 4's KV-shared layers: one cache
@@ -85,6 +86,7 @@ from onnxport.passes.ort.attention_match import (
     EMPTY_ROW_MEAN,
     EMPTY_ROW_ZERO,
     Match,
+    halved_lowest,
     match_attention,
 )
 from onnxport.passes.ort.kernels import MICROSOFT, gqa_zeroes_hidden_rows, has_kernel
@@ -170,6 +172,20 @@ def _reads_token_types(mask: ir.Value | None) -> bool:
     return False
 
 
+def _per_head(mask: ir.Value | None) -> bool:
+    """Whether ``mask`` (``[B or 1, heads or 1, S, T]``) may differ between heads: then it carries
+    a bias (Falcon's ALiBi is added to its float mask, ``[B, heads, S, T]``) that the shared
+    graph, which replaces the mask by the kernel's causal one, would drop. Causal, padding and
+    sliding-window masks have one head row. The translation's ``Where`` over the lowest value
+    (:func:`~onnxport.passes.ort.attention_match.halved_lowest`) is looked through, its output
+    shape being unknown after broadcasting."""
+    if mask is not None and mask.shape is None and halved_lowest(mask):
+        mask = mask.producer().inputs[2]  # type: ignore[union-attr]
+    if mask is None or mask.shape is None or len(mask.shape) != 4:
+        return False
+    return mask.shape[1] != 1
+
+
 def _own_caches(matches: list[Match], owners: bool) -> list[Match]:
     """The matches that may fuse given the cache Concats they share. Gemma 3n's and Gemma 4's
     KV-shared layers (``num_kv_shared_layers``) attend over an earlier layer's cache: one Concat
@@ -225,7 +241,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         if not has_kernel("GroupQueryAttention"):
             matches = []
         if self.shared_buffer:
-            self._check_all_fuse(graph, matches)
+            per_head = [m for m in matches if _per_head(m.mask)]
+            matches = [m for m in matches if m not in per_head]
+            self._check_all_fuse(graph, matches, biased=bool(per_head))
         if not matches:
             return ir.passes.PassResult(model, False)
         shared: dict[Any, Any] = {}
@@ -235,7 +253,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, True)
 
     @staticmethod
-    def _check_all_fuse(graph: ir.Graph, matches: list[Match]) -> None:
+    def _check_all_fuse(graph: ir.Graph, matches: list[Match], biased: bool) -> None:
         names = {str(v.name) for v in graph.inputs}
         if "attention_mask" not in names:
             raise InputError(
@@ -251,8 +269,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 "kv_cache='shared' needs every attention rewritten to onnxruntime's "
                 "GroupQueryAttention (float32, head size a multiple of 16, a KV cache Concat, "
                 "the kernel in the installed onnxruntime); not fused for: "
-                f"{', '.join(missing[:4]) or 'no past_key_values inputs'}. "
-                "Export with kv_cache='concat' instead."
+                f"{', '.join(missing[:4]) or 'no past_key_values inputs'}"
+                + (" (a mask with a per-head bias, such as ALiBi, which the shared graph's kernel mask cannot hold)" if biased else "")
+                + ". Export with kv_cache='concat' instead."
             )
 
     def _rewrite(
