@@ -1,12 +1,9 @@
 """Write a model with its weights streamed tensor by tensor into external data, atomically.
 
 Each tensor goes from its source (torch storage, memory-mapped safetensors) through its
-transforms straight into the data file (``onnx_ir.external_data.convert_tensors_to_external``,
-which renames its temporary file into place), so the peak memory is about the largest tensor plus
-:data:`IN_FLIGHT_BYTES`, never the model. :data:`WRITE_WORKERS` threads write at once (onnx_ir's
-``max_workers``: one descriptor per thread, each tensor at its precomputed offset, the bytes
-identical to a serial write; with more than one, one tensor's transform runs while
-another's bytes go to disk.
+transforms straight into the data file (:func:`onnxport.weights.data_file.write_data_file`: one
+tensor at a time, large ones with direct I/O), so the peak memory is about the largest tensor plus
+a 64 MiB staging buffer, never the model.
 
 Durability: the atomic renames below hold against a failure or a killed process without any
 ``fsync`` (the written pages are the kernel's once ``write`` returns). Against a power loss or an
@@ -20,13 +17,13 @@ sharded by size, the chunk numbering of transformers.js ``src/models.js``); onnx
 onnxruntime-genai and Optimum follow each tensor's ``location``, so any name loads; the data
 suffix is :data:`DATA_SUFFIX` (transformers.js' own exports use ``.onnx_data``: a deployable
 folder may rename through :func:`data_file_names`). Offsets of tensors over 1 MiB are aligned
-to 64 KiB (onnx_ir's ``alignment``) so runtimes can memory-map them. Tied weights (one tensor
+to 64 KiB so runtimes can memory-map them. Tied weights (one tensor
 behind several initializers) are stored once.
 
 Atomicity — a failure or a kill never leaves a partial model nor destroys the previous one:
 
 1. the data is written beside the destination under a fresh name
-   (``model.onnx.onnxport-<pid>-<token>.data<i>``, through onnx_ir's own temporary file);
+   (``model.onnx.onnxport-<pid>-<token>.data<i>``, created exclusively);
 2. the graph pointing at those fresh names is written to a temporary file and renamed onto
    ``model.onnx`` (a rename within one folder is atomic): the new model is complete;
 3. the fresh data files are hard-linked to their final names (``model.onnx.data``), the graph is
@@ -53,6 +50,7 @@ import onnx_ir as ir
 
 from onnxport.errors import MissingWeightsError, OnnxportError, SaveError
 from onnxport.runtime import PROTOBUF_LIMIT  # protobuf's 2 GiB limit
+from onnxport.weights.data_file import write_data_file
 from onnxport.weights.tensor import WeightTensor
 
 # External data is chosen when the estimated protobuf exceeds this share of the limit.
@@ -60,17 +58,10 @@ EXTERNAL_MARGIN = 0.9
 # Tensors of at most this many bytes stay inside the .onnx file (onnx_ir.save's default
 # ``size_threshold_bytes=256``).
 INLINE_BYTES = 256
-# onnx_ir alignment: offsets of tensors over ALIGN_THRESHOLD bytes are multiples of 64 KiB.
+# Offsets of tensors over ALIGN_THRESHOLD bytes are multiples of 64 KiB (onnx_ir's rule, data_file.layout).
 ALIGNMENT = 65536
 ALIGN_THRESHOLD = 1024**2
 TEMP_TAG = ".onnxport-"
-# Threads writing one data file (onnx_ir ``max_workers``). One since session 9: on this 2-core
-# machine a second thread slowed the streamed exports (0.85B Llama fp32 13.27/9.05 s with one vs
-# 16.67/12.29 s with two, int4 13.62/14.66 vs 15.20/15.03 s; onnxruntime's quantizer is
-# multi-threaded itself). With more workers a transform overlaps another tensor's
-# disk write. Materialized bytes in flight are capped by IN_FLIGHT_BYTES (plus one larger tensor).
-WRITE_WORKERS = 1
-IN_FLIGHT_BYTES = 512 * 1024**2
 DATA_SUFFIX = ".data"
 # Flush data and graph files to the disk before their renames (module docstring, "Durability").
 DURABLE = os.environ.get("ONNXPORT_FSYNC", "") == "1"
@@ -335,13 +326,12 @@ def save_model(
             where: dict[Any, tuple[int, int, int]] = {}
             for i, group in enumerate(_shards(list(unique.values()), max_shard_bytes)):
                 fresh.append(f"{path.name}{TEMP_TAG}{token}.data{i}")
-                written = ir.external_data.convert_tensors_to_external(
-                    group, folder, fresh[-1], callback=callback, alignment=ALIGNMENT, align_threshold=ALIGN_THRESHOLD,
-                    max_workers=WRITE_WORKERS, max_in_flight_bytes=IN_FLIGHT_BYTES,
+                written = write_data_file(
+                    group, folder / fresh[-1], alignment=ALIGNMENT, align_threshold=ALIGN_THRESHOLD, callback=callback
                 )
                 _fsync(folder / fresh[-1])
-                for src, ext in zip(group, written):
-                    where[_storage_key(src)] = (i, ext.offset or 0, ext.length or 0)
+                for src, (offset, length) in zip(group, written):
+                    where[_storage_key(src)] = (i, offset, length)
             placed = [(v, where[_storage_key(v.const_value)]) for v in big]  # type: ignore[arg-type]
             _point_at(placed, fresh, folder)
         _write_graph(model, path, tmp_graph)
