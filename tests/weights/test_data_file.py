@@ -96,7 +96,7 @@ def test_buffered_where_direct_io_is_refused(tmp_path: Path, monkeypatch: pytest
             return fd
         return original_open(path, flags, *args)
 
-    def writing(fd: int, data: object, offset: int) -> int:
+    def writing(fd: int, data: object, offset: int) -> int:  # the direct writes' call
         if fd in direct_fds:
             raise OSError(errno.EINVAL, "Invalid argument")
         return original_pwrite(fd, data, offset)

@@ -14,7 +14,7 @@ out in 1.6 s with ``O_DIRECT`` (``python /work/s35/wdirect.py direct|buffered``:
 export for the CPU. The page cache keeps none of the written weights, which a streamed export of
 a model larger than RAM does not want there anyway. Small tensors, and every tensor where the
 file system refuses ``O_DIRECT`` (tmpfs before Linux 6.6, some FUSE file systems) or when
-``ONNXPORT_DIRECT_IO=0``, use ordinary buffered ``pwrite``. Reads of the file are coherent either
+``ONNXPORT_DIRECT_IO=0``, use ordinary buffered writes. Reads of the file are coherent either
 way: a direct write drops the cached pages of its range, and a buffered write into the padded
 block after a direct one reads that block back first.
 
@@ -54,17 +54,18 @@ def layout(tensors: Sequence[ir.TensorProtocol], alignment: int, align_threshold
 
 
 class _BufferedAt:
-    """A write-only file object writing at increasing positions of ``fd`` from ``offset``."""
+    """A write-only file object writing at increasing positions of ``fd`` from ``offset``
+    (``lseek`` + ``write``: also on Windows, which has no ``pwrite``)."""
 
     def __init__(self, fd: int, offset: int) -> None:
-        self.fd, self.position = fd, offset
+        self.fd = fd
+        os.lseek(fd, offset, os.SEEK_SET)
 
     def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
         done = 0
         while done < len(view):
-            done += os.pwrite(self.fd, view[done:], self.position + done)
-        self.position += done
+            done += os.write(self.fd, view[done:])
         return done
 
 
@@ -142,7 +143,7 @@ def write_data_file(
     """
     places = layout(tensors, alignment, align_threshold)
     end = max((offset + length for offset, length in places), default=0)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
     direct: int | None = None
     staging: mmap.mmap | None = None
     try:
