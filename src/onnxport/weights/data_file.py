@@ -146,6 +146,7 @@ def write_data_file(
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
     direct: int | None = None
     staging: mmap.mmap | None = None
+    tried = False
     try:
         for index, (tensor, (offset, length)) in enumerate(zip(tensors, places, strict=True)):
             if callback is not None:
@@ -153,10 +154,12 @@ def write_data_file(
                     total=len(tensors), index=index, offset=offset, filename=path.name,
                     shard_total=len(tensors), shard_index=index,
                 ))  # fmt: skip
-            if length > align_threshold and offset % BLOCK == 0 and staging is None and direct is None:
+            large = length > align_threshold and offset % BLOCK == 0
+            if large and not tried:  # the first large tensor opens the direct descriptor
+                tried = True
                 direct = _open_direct(path)
                 staging = mmap.mmap(-1, STAGING_BYTES) if direct is not None else None
-            if direct is not None and staging is not None and length > align_threshold and offset % BLOCK == 0:
+            if large and direct is not None and staging is not None:
                 writer = _DirectAt(direct, offset, staging)
                 try:
                     _tofile(tensor, writer)
