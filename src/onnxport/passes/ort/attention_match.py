@@ -43,15 +43,6 @@ with the new keys/values along the sequence axis, through transformers' ``repeat
 
   which is the kernel with ``attention_bias = Where(hidden, finfo.min, bias)`` (:attr:`Match.fill`).
 
-- the same over heads merged into the batch axis (Bloom's ALiBi: ``alibi.baddbmm(q, Kᵀ)`` and
-  ``bmm`` in ``modeling_bloom.py``)::
-
-      scores = Reshape(bias + q₃·K₃ᵀ·scale, [B, heads, S, T]) + mask   # q₃ = Reshape(q, [B * heads, S, D])
-      out₃   = MatMul(Reshape(Softmax(scores), [B * heads, S, T]), Reshape(V, [B * heads, T, D]))
-
-  the kernel with ``attention_bias = Reshape(bias, [B, heads, 1 or S, T]) + mask``
-  (:attr:`Match.bias`) and its output in place of ``out₃``'s ``[B, heads, S, D]`` view.
-
 All give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. They differ
 in what a query row whose mask hides every key (a left-padding position) gets
 (:attr:`Match.empty_row`), which the rewrite reproduces: the kernel averages the row's causal
@@ -105,10 +96,6 @@ class Match:
             scores, ``Where(condition, value, scores + mask)`` (MPT: ``masked_fill(scores +
             alibi, hidden, finfo.min)``); the kernel's bias is then ``Where(condition, value,
             mask)``, a per-head bias when ``mask`` is.
-        bias: A per-head bias ``[B * heads, 1 or S, T]`` the graph adds to the scaled scores of
-            heads merged into the batch axis, before the mask (Bloom's ALiBi through
-            ``baddbmm``); the kernel's bias is then ``bias`` viewed ``[B, heads, ., T]`` plus
-            ``mask``.
     """
 
     anchor: ir.Node
@@ -127,7 +114,6 @@ class Match:
     mask_scale: float = 1.0
     output: ir.Value | None = None
     fill: tuple[ir.Value, float] | None = None
-    bias: ir.Value | None = None
 
     @property
     def replaced(self) -> ir.Value:
@@ -243,7 +229,6 @@ def _complete(
     mask_scale: float = 1.0,
     output: ir.Value | None = None,
     fill: tuple[ir.Value, float] | None = None,
-    bias: ir.Value | None = None,
 ) -> Match | None:
     """The checks both forms share: float32 4-D ``q``, cache Concats, static head sizes."""
     if query is None or query.shape is None or len(query.shape) != 4:
@@ -253,7 +238,7 @@ def _complete(
     key_concat, value_concat = _cache_concat(key), _cache_concat(value)
     if key_concat is None or value_concat is None:
         return None
-    hiders = [v for v in (mask, None if fill is None else fill[0], bias) if v is not None]
+    hiders = [v for v in (mask, None if fill is None else fill[0]) if v is not None]
     if any(_computed_from(v, {key_concat, value_concat}) for v in hiders):
         return None  # Doge: the mask is computed from the cache; the kernel's present would feed its own input
     heads, head_size = query.shape[1], query.shape[3]
@@ -274,7 +259,7 @@ def _complete(
         anchor=anchor, query=query, mask=mask, scale=scale, softcap=softcap,
         empty_row=empty_row, key_concat=key_concat,
         value_concat=value_concat, heads=heads, kv_heads=kv_heads, head_size=head_size,
-        output_chain_end=chain, sink=sink, mask_scale=mask_scale, output=output, fill=fill, bias=bias,
+        output_chain_end=chain, sink=sink, mask_scale=mask_scale, output=output, fill=fill,
     )  # fmt: skip
 
 
@@ -326,10 +311,7 @@ def _match_eager(node: ir.Node) -> Match | None:
     """``MatMul(Softmax(Tanh(q·Kᵀ·scale / cap)·cap + mask), V)``, ``MatMul(Softmax((q·Kᵀ + mask) /
     c), V)``, or the sinks form (see the module docstring)."""
     probs, value = node.inputs
-    merged = _merged_heads(node)  # Bloom: [B * heads, S, T] probabilities times [B * heads, T, D] values
-    if merged is not None:
-        probs, value = merged
-    dropped = _without_last_column(probs) if merged is None else None
+    dropped = _without_last_column(probs)
     if dropped is not None:
         probs = dropped
     softmax = producer(probs, "Softmax")
@@ -344,8 +326,6 @@ def _match_eager(node: ir.Node) -> Match | None:
         if with_sink is None:
             return None
         logits, sink = with_sink
-    elif merged is not None:
-        output = _single_user(node.outputs[0]).outputs[0]  # type: ignore[union-attr]  # the [B, heads, S, D] view
     else:
         scaled = _sink_scaled(node.outputs[0], logits)
         if scaled is not None:  # GraniteSWA
@@ -364,60 +344,15 @@ def _match_eager(node: ir.Node) -> Match | None:
     for scores, mask in (add.inputs, reversed(add.inputs)):
         if mask is None or _rank(mask) not in ((2, 3, 4) if fill is not None else (4,)):
             continue  # under a fill, the 4-D condition broadcasts a [heads, 1, T] bias (MPT's ALiBi)
-        bias = None
-        if merged is not None:  # Bloom: Reshape(bias + q·Kᵀ·scale) to [B, heads, S, T], then + mask
-            biased = _biased_scores(scores)
-            if biased is None:
-                continue
-            scores, bias = biased
         found = _eager_scores(scores)
         if found is None or (outer != 1.0 and (found[2] != 1.0 or found[3])):
             continue
         query, key, scale, softcap = found
-        if merged is not None:
-            query, key = _unmerged(query), _unmerged(key)
         return _complete(
             node, query, key, value, mask=mask, scale=scale * outer, softcap=softcap,
             empty_row=EMPTY_ROW_MEAN if sink is None else EMPTY_ROW_KERNEL, sink=sink, mask_scale=outer,
-            output=output, fill=fill, bias=bias,
+            output=output, fill=fill,
         )  # fmt: skip
-    return None
-
-
-def _merged_heads(node: ir.Node) -> tuple[ir.Value, ir.Value] | None:
-    """``(probs, V)`` (4-D) when ``node`` is ``MatMul(Reshape(probs), Reshape(V))`` over heads merged
-    into the batch axis (``[B * heads, S, T]`` times ``[B * heads, T, D]``, Bloom's ``bmm``), its
-    ``V`` a 4-D cache value and its output read only by the ``[B, heads, S, D]`` view."""
-    probs3, value3 = node.inputs
-    if _rank(node.outputs[0]) != 3:
-        return None
-    probs, value = _unmerged(probs3), _unmerged(value3)
-    view = _single_user(node.outputs[0])
-    if probs is None or value is None or view is None or view.op_type != "Reshape" or _rank(view.outputs[0]) != 4:
-        return None
-    return probs, value
-
-
-def _unmerged(value: ir.Value | None) -> ir.Value | None:
-    """The 4-D ``[B, heads, L, X]`` value a 3-D ``[B * heads, L, X]`` ``value`` is a ``Reshape`` of."""
-    reshape = producer(value, "Reshape")
-    source = None if reshape is None else reshape.inputs[0]
-    if value is None or source is None or _rank(value) != 3 or _rank(source) != 4:
-        return None
-    assert value.shape is not None and source.shape is not None
-    return source if value.shape[-1] == source.shape[-1] and value.shape[-2] == source.shape[-2] else None
-
-
-def _biased_scores(scores: ir.Value | None) -> tuple[ir.Value, ir.Value] | None:
-    """``(q·Kᵀ·scale, bias)`` when ``scores = Reshape(bias + q·Kᵀ·scale)`` back to 4-D, ``bias``
-    ``[B * heads, 1 or S, T]`` (``alibi.baddbmm(q, Kᵀ, alpha=scale)``, Bloom)."""
-    reshape = producer(scores, "Reshape")
-    add = None if reshape is None or scores is None or _rank(scores) != 4 else producer(reshape.inputs[0], "Add")
-    if add is None:
-        return None
-    for scaled, bias in (add.inputs, reversed(add.inputs)):
-        if scaled is not None and bias is not None and _rank(bias) == 3 and _eager_scores(scaled) is not None:
-            return scaled, bias
     return None
 
 
@@ -561,8 +496,8 @@ def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | 
     query, key_t = matmul.inputs
     transpose = producer(key_t, "Transpose")
     perm = None if transpose is None else transpose.attributes.get("perm")
-    if transpose is None or perm is None or tuple(perm.as_ints()) not in ((0, 1, 3, 2), (0, 2, 1)):
-        return None  # (0, 2, 1): heads merged into the batch axis (Bloom)
+    if transpose is None or perm is None or tuple(perm.as_ints()) != (0, 1, 3, 2):
+        return None
     return query, transpose.inputs[0], scale, softcap
 
 
