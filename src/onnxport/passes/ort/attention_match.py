@@ -36,13 +36,6 @@ with the new keys/values along the sequence axis, through transformers' ``repeat
   denominator), so also ``head_sink``; ``logsumexp`` as onnxport translates it
   (``Log(ReduceSum(Exp(x - M))) + Squeeze(M)``, ``M`` the row maximum made 0 where infinite).
 
-- the eager path with a bias added to the scaled scores and the hidden keys filled after it (MPT's
-  ALiBi: ``modeling_mpt.py``)::
-
-      logits = Where(hidden, finfo.min, q·Kᵀ·scale + bias)      # masked_fill
-
-  which is the kernel with ``attention_bias = Where(hidden, finfo.min, bias)`` (:attr:`Match.fill`).
-
 All give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. They differ
 in what a query row whose mask hides every key (a left-padding position) gets
 (:attr:`Match.empty_row`), which the rewrite reproduces: the kernel averages the row's causal
@@ -92,10 +85,6 @@ class Match:
             (CodeGen: ``(q·Kᵀ + mask) / √head_size``); the kernel's bias is then ``mask · scale``.
         output: The value the kernel's output stands for, ``[B, heads, S, head_size]``: the
             anchor's output, or the sink-scaled one (GraniteSWA; ``None``: the anchor's).
-        fill: ``(condition, value)`` when the graph hides keys after adding ``mask`` to the
-            scores, ``Where(condition, value, scores + mask)`` (MPT: ``masked_fill(scores +
-            alibi, hidden, finfo.min)``); the kernel's bias is then ``Where(condition, value,
-            mask)``, a per-head bias when ``mask`` is.
     """
 
     anchor: ir.Node
@@ -113,7 +102,6 @@ class Match:
     sink: ir.Value | None = None
     mask_scale: float = 1.0
     output: ir.Value | None = None
-    fill: tuple[ir.Value, float] | None = None
 
     @property
     def replaced(self) -> ir.Value:
@@ -228,7 +216,6 @@ def _complete(
     sink: ir.Value | None = None,
     mask_scale: float = 1.0,
     output: ir.Value | None = None,
-    fill: tuple[ir.Value, float] | None = None,
 ) -> Match | None:
     """The checks both forms share: float32 4-D ``q``, cache Concats, static head sizes."""
     if query is None or query.shape is None or len(query.shape) != 4:
@@ -238,8 +225,7 @@ def _complete(
     key_concat, value_concat = _cache_concat(key), _cache_concat(value)
     if key_concat is None or value_concat is None:
         return None
-    hiders = [v for v in (mask, None if fill is None else fill[0]) if v is not None]
-    if any(_computed_from(v, {key_concat, value_concat}) for v in hiders):
+    if mask is not None and _computed_from(mask, {key_concat, value_concat}):
         return None  # Doge: the mask is computed from the cache; the kernel's present would feed its own input
     heads, head_size = query.shape[1], query.shape[3]
     past, past_value = key_concat.inputs[0], value_concat.inputs[0]
@@ -259,7 +245,7 @@ def _complete(
         anchor=anchor, query=query, mask=mask, scale=scale, softcap=softcap,
         empty_row=empty_row, key_concat=key_concat,
         value_concat=value_concat, heads=heads, kv_heads=kv_heads, head_size=head_size,
-        output_chain_end=chain, sink=sink, mask_scale=mask_scale, output=output, fill=fill,
+        output_chain_end=chain, sink=sink, mask_scale=mask_scale, output=output,
     )  # fmt: skip
 
 
@@ -330,11 +316,7 @@ def _match_eager(node: ir.Node) -> Match | None:
         scaled = _sink_scaled(node.outputs[0], logits)
         if scaled is not None:  # GraniteSWA
             sink, output = scaled
-    filled = _filled(logits) if sink is None else None
-    fill = None
-    if filled is not None:  # MPT: masked_fill(scores + alibi, hidden, finfo.min)
-        logits, fill = filled
-    divided = by_constant(logits, "Div") if sink is None and fill is None else None
+    divided = by_constant(logits, "Div") if sink is None else None
     outer = 1.0
     if divided is not None and divided[1]:  # CodeGen: (q·Kᵀ + mask) / √head_size
         logits, outer = divided[0], 1.0 / divided[1]
@@ -342,8 +324,8 @@ def _match_eager(node: ir.Node) -> Match | None:
     if add is None:
         return None
     for scores, mask in (add.inputs, reversed(add.inputs)):
-        if mask is None or _rank(mask) not in ((2, 3, 4) if fill is not None else (4,)):
-            continue  # under a fill, the 4-D condition broadcasts a [heads, 1, T] bias (MPT's ALiBi)
+        if mask is None or _rank(mask) != 4:
+            continue
         found = _eager_scores(scores)
         if found is None or (outer != 1.0 and (found[2] != 1.0 or found[3])):
             continue
@@ -351,25 +333,9 @@ def _match_eager(node: ir.Node) -> Match | None:
         return _complete(
             node, query, key, value, mask=mask, scale=scale * outer, softcap=softcap,
             empty_row=EMPTY_ROW_MEAN if sink is None else EMPTY_ROW_KERNEL, sink=sink, mask_scale=outer,
-            output=output, fill=fill,
+            output=output,
         )  # fmt: skip
     return None
-
-
-def _filled(logits: ir.Value | None) -> tuple[ir.Value, tuple[ir.Value, float]] | None:
-    """``(scores_plus_mask, (condition, value))`` when ``logits = Where(condition, value,
-    scores_plus_mask)`` with a boolean ``condition`` and a constant fill at most -1e30 (a hiding
-    value: ``finfo.min``), as ``masked_fill`` after the bias is added (MPT)."""
-    where = producer(logits, "Where")
-    if where is None or len(where.inputs) != 3:
-        return None
-    condition, value, scores = where.inputs
-    fill = scalar(value)
-    if condition is None or condition.dtype != ir.DataType.BOOL or _rank(condition) != 4:
-        return None
-    if scores is None or fill is None or fill > -1e30:
-        return None
-    return scores, (condition, fill)
 
 
 def _sink_scaled(out: ir.Value, logits: ir.Value | None) -> tuple[ir.Value, ir.Value] | None:

@@ -241,7 +241,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         if not has_kernel("GroupQueryAttention"):
             matches = []
         if self.shared_buffer:
-            per_head = [m for m in matches if m.fill is not None or _per_head(m.mask)]
+            per_head = [m for m in matches if _per_head(m.mask)]
             matches = [m for m in matches if m not in per_head]
             self._check_all_fuse(graph, matches, biased=bool(per_head))
         if not matches:
@@ -303,9 +303,6 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             )
 
         mask = m.mask
-        if m.fill is not None and mask is not None:  # MPT: the hidden keys filled over the bias
-            condition, value = m.fill
-            mask = add("Where", [condition, const("fill", np.array(value, np.float32)), mask])
         if self.shared_buffer:
             mask = None  # the kernel's causal mask over the seqlens_k + 1 buffer rows
             if "lengths" not in shared:
