@@ -7,13 +7,14 @@ import collections
 import importlib
 
 import numpy as np
+import onnx_ir as ir
 import pytest
 
 import onnxport.hf
 from _generation import assert_greedy_equals_transformers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import from_model
-from onnxport.passes.ort import kernels
+from onnxport.passes.ort import attention_match, kernels
 from onnxport.testing.tiny_models import _make
 
 from ._models import GQA_DECODER, llama
@@ -261,3 +262,25 @@ def test_legacy_eager_attention_with_divided_scores_fuses(config: str, cls: str)
     standard = onnxport.hf.export(model, validate=False).programs["model"]
     _compare(model, onnxport.hf.export(model, target="onnxruntime").programs["model"], standard)
 
+
+
+def _where_over_lowest(fill: float) -> ir.Value:
+    lowest = float(np.finfo(np.float32).min)
+    mask = ir.Value(name="mask", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape([1, 1, 2, 3]))
+    low = ir.Value(name="low", const_value=ir.tensor(np.array(lowest, np.float32)))
+    value = ir.Value(name="fill", const_value=ir.tensor(np.array(fill, np.float32)))
+    equal = ir.node("Equal", [mask, low])
+    where = ir.node("Where", [equal.outputs[0], value, mask])
+    where.outputs[0].type = ir.TensorType(ir.DataType.FLOAT)
+    return where.outputs[0]
+
+
+def test_a_float_mask_with_its_lowest_entries_halved_gives_mean_rows() -> None:
+    """The translation of a float sdpa mask that may hold ``finfo.min`` halves those entries
+    (``ops/nn/attention._lowest_not_minus_inf``): ONNX Attention then gives a row hiding every key
+    the mean of all of V, as torch does, not the 0 of a boolean mask. The matcher reads that form
+    (Falcon's ALiBi mask was fused with its hidden rows zeroed before session 35)."""
+    lowest = float(np.finfo(np.float32).min)
+    assert attention_match.halved_lowest(_where_over_lowest(lowest / 2))
+    assert not attention_match.halved_lowest(_where_over_lowest(0.0))
+    assert not attention_match.halved_lowest(_where_over_lowest(lowest))

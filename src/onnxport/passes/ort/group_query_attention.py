@@ -16,7 +16,8 @@ the present (past + new, written in place when past and present share a buffer).
 
 - query/key/value: the BNSH values fed to the Concat/Attention, as ``Reshape(Transpose(x))``;
 - the mask becomes ``attention_bias`` (``0`` where attended, the float32 minimum elsewhere), so
-  padding and sliding windows keep their exact semantics; ``seqlens_k`` is ``T - 1`` for every
+  padding and sliding windows keep their exact semantics (a mask that differs between heads, a
+  bias such as Falcon's ALiBi in it, keeps its attention standard: :func:`_per_head`); ``seqlens_k`` is ``T - 1`` for every
   row and ``causal=1`` (the fusion applies to decoders, whose mask already is causal);
 - rows whose mask attends to nothing (left padding) give what the graph gave
   (:attr:`~onnxport.passes.ort.attention_match.Match.empty_row`): 0 for ONNX Attention, the mean
@@ -58,8 +59,7 @@ updates in place (``present.*`` has the same shape; genai binds both to one buff
 onnxruntime session gets a copy). ``seqlens_k = ReduceSum(attention_mask, 1) - 1`` and
 ``total_sequence_length = Shape(attention_mask)[1]`` as in the builder's ``make_attention_mask``
 path; the kernel's causal mask over the first ``seqlens_k + 1`` buffer rows replaces the graph's
-mask (no ``attention_bias``), so rows must not be left-padded, and a mask that differs between heads
-(a bias in it: Falcon's ALiBi) keeps its attention unfused. Every attention must fuse, else
+mask (no ``attention_bias``), so rows must not be left-padded. Every attention must fuse, else
 :class:`~onnxport.errors.InputError`.
 
 An attention over another layer's cache (Gemma 3n's and Gemma 4's KV-shared layers: one cache
@@ -174,9 +174,14 @@ def _reads_token_types(mask: ir.Value | None) -> bool:
 
 def _per_head(mask: ir.Value | None) -> bool:
     """Whether ``mask`` (``[B or 1, heads or 1, S, T]``) may differ between heads: then it carries
-    a bias (Falcon's ALiBi is added to its float mask, ``[B, heads, S, T]``) that the shared
-    graph, which replaces the mask by the kernel's causal one, would drop. Causal, padding and
-    sliding-window masks have one head row. The translation's ``Where`` over the lowest value
+    a bias (Falcon's ALiBi is added to its float mask, ``[B, heads, S, T]``), and the attention
+    stays standard. The shared graph, which replaces the mask by the kernel's causal one, would
+    drop it; the concatenating graph could pass it as the kernel's ``attention_bias``, but
+    onnxruntime 1.31's CPU kernel was slower with a per-head bias than the standard ops (Falcon
+    with ALiBi, 8 layers of 1024, 16 heads: decode past 1024 at batch 4 81.8 against 56.7 ms,
+    ``python /work/s35/alibi_speed/speed.py falcon``, session 35; MPT and Bloom, whose ALiBi was
+    rewritten into such a bias in a trial, 1.53x and 1.47x). Causal, padding and sliding-window
+    masks have one head row. The translation's ``Where`` over the lowest value
     (:func:`~onnxport.passes.ort.attention_match.halved_lowest`) is looked through, its output
     shape being unknown after broadcasting."""
     if mask is not None and mask.shape is None and halved_lowest(mask):
@@ -240,9 +245,9 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         matches = _own_caches(matches, owners=not self.shared_buffer)
         if not has_kernel("GroupQueryAttention"):
             matches = []
+        per_head = [m for m in matches if _per_head(m.mask)]
+        matches = [m for m in matches if m not in per_head]
         if self.shared_buffer:
-            per_head = [m for m in matches if _per_head(m.mask)]
-            matches = [m for m in matches if m not in per_head]
             self._check_all_fuse(graph, matches, biased=bool(per_head))
         if not matches:
             return ir.passes.PassResult(model, False)
