@@ -25,7 +25,6 @@ quantized weight's error (relative L2 and max abs of the dequantized weight) is 
 from __future__ import annotations
 
 import dataclasses
-import threading
 
 import numpy as np
 import onnx_ir as ir
@@ -106,8 +105,8 @@ class SharedQuantization:
 
     The source weight is read (``base.numpy()``: a transpose of the checkpoint tensor, a cast...)
     only when a part is asked for and no quantization of it is pending, so writing the three
-    parts one after the other reads and quantizes the weight once. A lock makes that hold when
-    the writer produces tensors on several threads (``weights/save.py``).
+    parts one after the other reads and quantizes the weight once (``weights/data_file.py`` writes
+    one tensor at a time).
     """
 
     def __init__(
@@ -119,13 +118,8 @@ class SharedQuantization:
     ) -> None:
         self.base, self.name, self.options, self.report = base, name, options, report
         self.parts: dict[str, np.ndarray] = {}
-        self.lock = threading.Lock()
 
     def part(self, which: str) -> np.ndarray:
-        with self.lock:
-            return self._part(which)
-
-    def _part(self, which: str) -> np.ndarray:
         if which not in self.parts:
             self.parts, self.report[self.name] = self.quantize(np.asarray(self.base.numpy(), dtype=np.float32))
         return self.parts.pop(which)
