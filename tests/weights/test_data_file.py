@@ -114,3 +114,22 @@ def test_an_existing_file_is_not_overwritten(tmp_path: Path) -> None:
     with pytest.raises(FileExistsError):
         data_file.write_data_file(_tensors(), tmp_path / "w.data", alignment=ALIGNMENT, align_threshold=THRESHOLD)
     assert (tmp_path / "w.data").read_bytes() == b"previous"
+
+
+def test_a_write_error_reaches_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk during a direct write raises its own OSError (not a BufferError from closing the
+    staging buffer while a view of it is held by the failing frame)."""
+    (tmp_path / "probe").touch()
+    probe = data_file._open_direct(tmp_path / "probe")
+    if probe is None:
+        pytest.skip("no O_DIRECT here (platform, file system or ONNXPORT_DIRECT_IO=0)")
+    os.close(probe)
+
+    def full(fd: int, data: object, offset: int) -> int:
+        del data  # as os.pwrite, keep no reference to the buffer in the traceback
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(data_file.os, "pwrite", full)
+    with pytest.raises(OSError, match="No space left") as info:
+        data_file.write_data_file(_tensors(), tmp_path / "w.data", alignment=ALIGNMENT, align_threshold=THRESHOLD)
+    assert info.value.errno == errno.ENOSPC

@@ -97,10 +97,11 @@ class _DirectAt:
             self._flush(padded)
 
     def _flush(self, length: int) -> None:
-        view = memoryview(self.staging)[:length]
-        done = 0
-        while done < length:
-            done += os.pwrite(self.fd, view[done:], self.position + done)
+        # the views are released even when pwrite raises, so the staging buffer can be closed
+        with memoryview(self.staging) as whole, whole[:length] as view:
+            done = 0
+            while done < length:
+                done += os.pwrite(self.fd, view[done:], self.position + done)
         self.position += length
         self.filled = 0
 
@@ -174,7 +175,8 @@ def write_data_file(
         os.ftruncate(fd, end)  # the last direct write was padded to a block
     finally:
         if staging is not None:
-            staging.close()
+            with contextlib.suppress(BufferError):  # a view still held by a traceback: freed with it
+                staging.close()
         with contextlib.suppress(OSError):
             if direct is not None:
                 os.close(direct)
