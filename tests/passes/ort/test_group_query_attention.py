@@ -263,24 +263,46 @@ def test_legacy_eager_attention_with_divided_scores_fuses(config: str, cls: str)
     _compare(model, onnxport.hf.export(model, target="onnxruntime").programs["model"], standard)
 
 
+def _attention_over(mask_dtype: ir.DataType, fill: float | None) -> ir.Node:
+    """``Attention(q, Concat(past_k, k), Concat(past_v, v), mask)`` in a graph: the mask a graph
+    input, or with ``fill`` the translation's ``Where(Equal(mask, lowest), fill, mask)`` of it."""
+    def value(name: str, dtype: ir.DataType, shape: list) -> ir.Value:
+        return ir.Value(name=name, type=ir.TensorType(dtype), shape=ir.Shape(shape))
 
-def _where_over_lowest(fill: float) -> ir.Value:
-    lowest = float(np.finfo(np.float32).min)
-    mask = ir.Value(name="mask", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape([1, 1, 2, 3]))
-    low = ir.Value(name="low", const_value=ir.tensor(np.array(lowest, np.float32)))
-    value = ir.Value(name="fill", const_value=ir.tensor(np.array(fill, np.float32)))
-    equal = ir.node("Equal", [mask, low])
-    where = ir.node("Where", [equal.outputs[0], value, mask])
-    where.outputs[0].type = ir.TensorType(ir.DataType.FLOAT)
-    return where.outputs[0]
+    f = ir.DataType.FLOAT
+    q, k, v = (value(n, f, [1, 4, "S", 16]) for n in ("q", "k", "v"))
+    past_k, past_v = value("past_k", f, [1, 4, "P", 16]), value("past_v", f, [1, 4, "P", 16])
+    mask = value("mask", mask_dtype, [1, 1, "S", "T"])
+    concat_k = ir.node("Concat", [past_k, k], {"axis": 2})
+    concat_v = ir.node("Concat", [past_v, v], {"axis": 2})
+    nodes = [concat_k, concat_v]
+    fed = mask
+    if fill is not None:
+        lowest = float(np.finfo(np.float32).min)
+        low = ir.Value(name="low", const_value=ir.tensor(np.array(lowest, np.float32)))
+        filler = ir.Value(name="fill", const_value=ir.tensor(np.array(fill, np.float32)))
+        equal = ir.node("Equal", [mask, low])
+        where = ir.node("Where", [equal.outputs[0], filler, mask])
+        where.outputs[0].type = ir.TensorType(f)
+        nodes += [equal, where]
+        fed = where.outputs[0]
+    attention = ir.node("Attention", [q, concat_k.outputs[0], concat_v.outputs[0], fed])
+    ir.Graph([q, k, v, past_k, past_v, mask], attention.outputs, nodes=[*nodes, attention], opset_imports={"": 23})
+    return attention
 
 
 def test_a_float_mask_with_its_lowest_entries_halved_gives_mean_rows() -> None:
     """The translation of a float sdpa mask that may hold ``finfo.min`` halves those entries
     (``ops/nn/attention._lowest_not_minus_inf``): ONNX Attention then gives a row hiding every key
-    the mean of all of V, as torch does, not the 0 of a boolean mask. The matcher reads that form
+    the mean of all of V, as torch does, not the 0 of a boolean mask, and the match says so
     (Falcon's ALiBi mask was fused with its hidden rows zeroed before session 35)."""
     lowest = float(np.finfo(np.float32).min)
-    assert attention_match.halved_lowest(_where_over_lowest(lowest / 2))
-    assert not attention_match.halved_lowest(_where_over_lowest(0.0))
-    assert not attention_match.halved_lowest(_where_over_lowest(lowest))
+    rows = {
+        (dtype, fill): attention_match.match_attention(_attention_over(dtype, fill)).empty_row
+        for dtype, fill in [(ir.DataType.FLOAT, lowest / 2), (ir.DataType.FLOAT, 0.0), (ir.DataType.BOOL, None)]
+    }
+    assert rows == {
+        (ir.DataType.FLOAT, lowest / 2): attention_match.EMPTY_ROW_MEAN,
+        (ir.DataType.FLOAT, 0.0): attention_match.EMPTY_ROW_ZERO,
+        (ir.DataType.BOOL, None): attention_match.EMPTY_ROW_ZERO,
+    }
