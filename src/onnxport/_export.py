@@ -457,7 +457,9 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
                   options: ExportOptions, status: ExportStatus) -> None:
     """"Never a model onnxruntime cannot run": ``verify/runtime_check.check_runtime`` on the
     example inputs and on inputs of other sizes, in the program's own session (reused when the
-    program is called later, unless the weights reach :data:`KEEP_SESSION_MAX_BYTES`). A skip is recorded as a passed step with the reason; the check is
+    program is called later, unless the weights reach :data:`KEEP_SESSION_MAX_BYTES`: then the
+    session opens without pre-packing the weights and is released after the check). A skip is
+    recorded as a passed step with the reason; the check is
     skipped for ``half_precision_compute=None``, which targets runtimes with native half kernels
     (onnxruntime's CPU provider has none for many bfloat16/float16 ops).
 
@@ -470,9 +472,10 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
         if options.half_precision_compute is None:
             step.detail = "skipped: half_precision_compute=None targets runtimes with native half kernels"
             return
-        result = check_runtime(program, args, kwargs, model)
+        released = initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES
+        result = check_runtime(program, args, kwargs, model, prepack=not released)
         step.detail = f"skipped: {result.skipped}" if result.skipped else "; ".join(result.ran)
-        if result.skipped is None and initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES:
+        if result.skipped is None and released:
             program.release()  # onnxruntime holds a copy of the weights; a later call opens a session
             step.detail += " (session released: weights of 1 GiB or more)"
 

@@ -276,12 +276,18 @@ class ONNXProgramBase:
         return self
 
     # -- run ---------------------------------------------------------------------------------
-    def initialize_inference_session(self, initializer: Callable[[str | bytes], Any] | None = None) -> None:
+    def initialize_inference_session(self, initializer: Callable[[str | bytes], Any] | None = None, *,
+                                     prepack: bool = True) -> None:
         """Create the onnxruntime session :meth:`__call__` uses (seed 003).
 
         Args:
-            initializer: Builds the session from the serialized model (``bytes``) or, past 2 GB,
-                a model path; default: an ``onnxruntime.InferenceSession`` on the CPU provider.
+            initializer: Builds the session from the serialized model (``bytes``) or a model path
+                (from 32 MiB of weights, which onnxruntime then memory-maps:
+                ``runtime.SESSION_FILE_MIN_BYTES``); default: an ``onnxruntime.InferenceSession``
+                on the CPU provider.
+            prepack: ``False``: onnxruntime's kernels do not pre-pack the weights
+                (``session.disable_prepacking``): the session opens faster and keeps no packed
+                copy, and each MatMul packs its panels as it runs (slower runs).
 
         Raises:
             MissingWeightsError: Weights have no data yet (call :meth:`apply_weights`).
@@ -289,7 +295,7 @@ class ONNXProgramBase:
         """
         check_weights_present(self.model, "run the model")
         self.release()
-        self._session = runtime.create_session(self.model, tempdir_owner=self, initializer=initializer)
+        self._session = runtime.create_session(self.model, tempdir_owner=self, initializer=initializer, prepack=prepack)
 
     def _inference_session(self) -> Any:
         if self._session is None:

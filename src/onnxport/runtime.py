@@ -2,9 +2,11 @@
 
 - :func:`create_session`: the one way onnxport builds an ``onnxruntime.InferenceSession``. The model
   is serialized once; with ``check=True`` the same bytes go to
-  ``onnx.checker.check_model(full_check=True)`` first. Past the 2 GB protobuf limit, or while the
-  weights are still in an external data file (a loaded model), the model is written once with
-  ``onnx_ir.save`` to a temporary folder and both read the file.
+  ``onnx.checker.check_model(full_check=True)`` first. From :data:`SESSION_FILE_MIN_BYTES` of
+  weights, past the 2 GB protobuf limit, or while the weights are still in an external data file (a
+  loaded model), the model is written once to a temporary folder (the weights through
+  :func:`onnxport.data_file.write_data_file`, offsets aligned) and both read the file: onnxruntime
+  memory-maps the aligned weights instead of copying them into its own memory.
 - :func:`feeds` binds torch inputs to graph input names; :func:`run_session` runs and returns torch
   tensors, through ``OrtValue`` when bfloat16 flows in or out (numpy has no bfloat16).
 - :func:`restore_complex` turns outputs carried as real ``[..., 2]`` back into complex tensors.
@@ -18,11 +20,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import errno
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +37,7 @@ import onnx_ir as ir
 import torch
 
 from onnxport import draws
+from onnxport.data_file import ALIGN_THRESHOLD, ALIGNMENT, stale_entries, write_data_file
 from onnxport.errors import InputError, MissingWeightsError, ModelCheckError
 from onnxport.metadata import complex_outputs
 
@@ -83,6 +89,21 @@ def on_disk(model: ir.Model) -> bool:
     return any(isinstance(v.const_value, ir.ExternalTensor) for v in model.graph.initializers.values())
 
 
+# From this many bytes of weights in memory, a session reads them from a temporary external data
+# file: onnxruntime 1.31 memory-maps the tensors whose offsets are aligned (tensorprotoutils.cc,
+# external data read through ``Env::MapFileIntoMemory``) and keeps no copy of its own. Handed as
+# arrays instead (below), it copies them: a 0.51 B-parameter Llama (2.0 GB float32) took 15.5 s and
+# +2.0x the weights at its peak to open, against 3.1 s to write the file and +0.9x of mapped file
+# pages (RssAnon +0.002x) without pre-packing (``/work/s36/llama_sess2.py``, session 36).
+SESSION_FILE_MIN_BYTES = 32 * 1024**2
+# Tensors of at most this many bytes stay inside the session's .onnx file (onnx_ir's default).
+_INLINE_BYTES = 256
+_SESSION_DATA = "model.onnx.data"
+# The session folders' names carry the process id: a killed process's folder is removed by the next one.
+_SESSION_PREFIX = "onnxport-session-"
+# Room left on the temporary folder's file system after the session file is written.
+_FREE_MARGIN_BYTES = 256 * 1024**2
+
 # Initializers at least this large go to onnxruntime as arrays (SessionOptions.add_external_initializers)
 # instead of inside the serialized model: no protobuf copy of the weights, no temporary file past
 # 2 GB. onnxruntime 1.31 copies them into the session as it is created (measured: +512 MB for
@@ -116,18 +137,82 @@ def _in_memory_weights(model: ir.Model) -> list[tuple[ir.Value, Any]]:
 
 
 @contextlib.contextmanager
-def _data_elsewhere(handed: Sequence[tuple[ir.Value, Any]]) -> Iterator[None]:
-    """Inside, the ``handed`` initializers are external-data placeholders (serialized without
-    their bytes); their tensors come back on exit."""
-    for value, tensor in handed:
+def _data_elsewhere(handed: Sequence[tuple[ir.Value, Any]], location: str = _HANDED_LOCATION,
+                    places: Sequence[tuple[int, int]] | None = None) -> Iterator[None]:
+    """Inside, the ``handed`` initializers are external-data references to ``location`` at
+    ``places`` (``(offset, length)`` each; placeholders at 0 by default), serialized without their
+    bytes; their tensors come back on exit."""
+    for i, (value, tensor) in enumerate(handed):
+        offset, length = places[i] if places is not None else (0, tensor.nbytes)
         value.const_value = ir.ExternalTensor(
-            _HANDED_LOCATION, 0, tensor.nbytes, tensor.dtype, shape=tensor.shape, name=value.name or ""
+            location, offset, length, tensor.dtype, shape=tensor.shape, name=value.name or ""
         )
     try:
         yield
     finally:
         for value, tensor in handed:
             value.const_value = tensor
+
+
+def _in_memory_bytes(model: ir.Model) -> int:
+    """Bytes of the main graph's initializers held in memory (not in an external data file)."""
+    return sum(v.const_value.nbytes for v in model.graph.initializers.values()
+               if v.const_value is not None and not isinstance(v.const_value, ir.ExternalTensor))
+
+
+def write_session_file(model: ir.Model, folder: str) -> str:
+    """Write ``model`` to ``folder/model.onnx`` for onnxruntime: the main graph's initializers over
+    256 bytes go to ``model.onnx.data`` one tensor at a time (:func:`onnxport.data_file.write_data_file`:
+    those over 1 MiB at 64 KiB-aligned offsets, which onnxruntime memory-maps); ``model`` is not
+    changed. Returns the ``.onnx`` path.
+
+    Raises:
+        OSError: The folder cannot be written (no room, read-only).
+    """
+    moved = [(v, v.const_value) for v in model.graph.initializers.values()
+             if v.name and v.const_value is not None and v.const_value.nbytes > _INLINE_BYTES]
+    places = write_data_file([t for _, t in moved], Path(folder, _SESSION_DATA), alignment=ALIGNMENT,
+                             align_threshold=ALIGN_THRESHOLD)
+    path = os.path.join(folder, "model.onnx")
+    with _data_elsewhere(moved, _SESSION_DATA, places):
+        proto = ir.serde.serialize_model(model)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+    return path
+
+
+def _session_folder(model: ir.Model, needed: bool) -> tuple[tempfile.TemporaryDirectory[str], str] | None:
+    """A temporary folder holding ``model`` (:func:`write_session_file`) and the ``.onnx`` path, or
+    ``None`` when the temporary folder cannot take it and the model can go to onnxruntime from
+    memory (not ``needed``).
+
+    Raises:
+        ModelCheckError: ``needed`` and the temporary folder cannot take the model.
+    """
+    size = initializer_bytes(model)
+    tmp: tempfile.TemporaryDirectory[str] | None = None
+    own = f"{_SESSION_PREFIX}{os.getpid()}-"
+    for entry in stale_entries(Path(tempfile.gettempdir()), _SESSION_PREFIX):
+        if not entry.name.startswith(own):  # a killed process's folder (this one's may be in use)
+            shutil.rmtree(entry, ignore_errors=True)
+    try:
+        tmp = tempfile.TemporaryDirectory(prefix=own)
+        free = shutil.disk_usage(tmp.name).free
+        if free < size + _FREE_MARGIN_BYTES:
+            raise OSError(errno.ENOSPC, f"{free / 1024**3:.2f} GiB free there, the model needs {size / 1024**3:.2f} GiB")
+        return tmp, write_session_file(model, tmp.name)
+    except OSError as e:
+        where = tmp.name if tmp is not None else tempfile.gettempdir()
+        if tmp is not None:
+            tmp.cleanup()
+        if not needed:
+            return None
+        raise ModelCheckError(
+            f"onnxruntime reads this model from a file (past protobuf's 2 GB, or weights in an external "
+            f"data file), and writing it to the temporary folder {where} failed: {e}. Set TMPDIR to a "
+            f"folder with {(size + _FREE_MARGIN_BYTES) / 1024**3:.1f} GiB free.",
+            ORT_LOAD,
+        ) from e
 
 
 def _first_lines(error: BaseException, n: int = 6) -> str:
@@ -157,6 +242,7 @@ def create_session(
     tempdir_owner: Any = None,
     initializer: Callable[[str | bytes], Any] | None = None,
     draws_at_mean: bool = False,
+    prepack: bool = True,
 ) -> Any:
     """Serialize once, optionally run the full ONNX checker, and load the model in onnxruntime.
 
@@ -167,12 +253,19 @@ def create_session(
             (intermediate values for localization).
         checks: Receives one :class:`CheckResult` per check run, pass or fail.
         providers: onnxruntime execution providers.
-        tempdir_owner: An object whose ``_tempdir`` keeps the temporary folder alive (past 2 GB).
-        initializer: Builds the session from the model bytes or path instead of
+        tempdir_owner: An object whose ``_tempdir`` keeps the temporary folder alive (the model read
+            from a file).
+        initializer: Builds the session from the model bytes or path (the model read from a
+            file: :data:`SESSION_FILE_MIN_BYTES` of weights, past 2 GB, weights on disk) instead of
             ``onnxruntime.InferenceSession(data, options, providers)`` (seed 003's
             ``initialize_inference_session(initializer=...)``).
         draws_at_mean: Load the model with its normal and uniform draws at their mean
             (:func:`onnxport.draws.onnx_draws_at_mean`: verification of a model that draws noise).
+        prepack: Let onnxruntime's kernels pre-pack constant weights as the session opens
+            (MatMul's packed panels: a copy of every MatMul weight, and 8 s for the 2.0 GB Llama of
+            ``SESSION_FILE_MIN_BYTES``'s comment). ``False`` (``session.disable_prepacking``) opens
+            at once and keeps no copy, for a session that runs a few times (the export's runtime
+            check of a model whose session is released after it).
 
     Returns:
         The ``onnxruntime.InferenceSession``.
@@ -180,8 +273,10 @@ def create_session(
     Raises:
         MissingWeightsError: Some initializer has no data yet (fake/meta export, no
             ``apply_weights``).
-        ModelCheckError: The checker rejected the model (``check="onnx.checker"``) or onnxruntime
-            refused to load it (``check="onnxruntime load"``).
+        ModelCheckError: The checker rejected the model (``check="onnx.checker"``), onnxruntime
+            refused to load it (``check="onnxruntime load"``), or the model must be read from a
+            file (past 2 GB, or weights in an external data file) and the temporary folder could
+            not take it.
     """
     import onnxruntime as ort  # heavy optional runtime
 
@@ -196,21 +291,19 @@ def create_session(
     checks = checks if checks is not None else []
     start = time.perf_counter()
     data: Any
+    file_first = on_disk(model) or _in_memory_bytes(model) >= SESSION_FILE_MIN_BYTES
     handed = [] if check or initializer is not None or on_disk(model) else _in_memory_weights(model)
-    to_file = initializer_bytes(model) - sum(t.nbytes for _, t in handed) >= PROTOBUF_LIMIT or on_disk(model)
-    if to_file:  # the file takes every weight: ir.save would read the placeholders' bytes from "onnxport-in-memory"
-        handed = []  # (2 GB of bfloat16 weights, which are never handed, and float32 ones beside them)
+    # the bytes cannot hold what is not handed past 2 GB; weights in another file must be copied
+    needs_file = on_disk(model) or initializer_bytes(model) - sum(t.nbytes for _, t in handed) >= PROTOBUF_LIMIT
     at_mean = draws.onnx_draws_at_mean(model) if draws_at_mean else contextlib.nullcontext()
-    with _with_outputs(model, extra_outputs), at_mean, _data_elsewhere(handed):
-        if to_file:
-            # Past 2 GB, or weights in another file: write the model once (weights streamed).
-            tmp = tempfile.TemporaryDirectory(prefix="onnxport-")
-            if tempdir_owner is not None:
-                tempdir_owner._tempdir = tmp
-            data = os.path.join(tmp.name, "model.onnx")
-            ir.save(model, data, external_data="model.onnx.data")
+    with _with_outputs(model, extra_outputs), at_mean:
+        folder = _session_folder(model, needs_file) if file_first or needs_file else None
+        if folder is not None:  # onnxruntime memory-maps the weights from the file
+            handed = []
+            data = folder[1]
         else:
-            data = ir.serde.serialize_model(model).SerializeToString()
+            with _data_elsewhere(handed):
+                data = ir.serde.serialize_model(model).SerializeToString()
     if check:
         try:
             onnx.checker.check_model(data, full_check=True)  # bytes or path: no second serialization
@@ -230,6 +323,8 @@ def create_session(
     # largest run's peak (SAM ViT-B at 1024², batch 3: 7.4 GB peak and 1 GB after, against 11.5
     # GB kept with the arena); verification runs a few sizes once each, where the arena saves little
     options.enable_cpu_mem_arena = False
+    if not prepack:  # kernels read the weights as they are (MatMul packs its panels per run)
+        options.add_session_config_entry("session.disable_prepacking", "1")
     arrays = [np.ascontiguousarray(tensor.numpy()) for _, tensor in handed]
     values = [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays]
     if handed:
@@ -240,6 +335,8 @@ def create_session(
         else:
             session = ort.InferenceSession(data, options, providers=list(providers))
     except Exception as e:  # onnxruntime raises its own exception types
+        if folder is not None:
+            folder[0].cleanup()
         checks.append(CheckResult(ORT_LOAD, False, time.perf_counter() - start, _first_lines(e)))
         hint = (
             "The model passed onnx.checker; an op or type onnxruntime does not implement is the "
@@ -252,6 +349,13 @@ def create_session(
             "onnxruntime load",
         ) from e
     del arrays, values  # onnxruntime copied them into the session (tests/test_runtime.py checks it)
+    if folder is not None:
+        if initializer is None and os.name == "posix":
+            # onnxruntime read or memory-mapped every weight as the session opened; a mapping
+            # outlives its file's name, so nothing stays behind on disk, even if the process dies
+            folder[0].cleanup()
+        elif tempdir_owner is not None:
+            tempdir_owner._tempdir = folder[0]
     checks.append(CheckResult(ORT_LOAD, True, time.perf_counter() - start))
     return session
 

@@ -22,8 +22,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from onnxport.data_file import stale_entries
 from onnxport.errors import HFError
-from onnxport.weights.save import TEMP_TAG, stale_entries, sweep_stale
+from onnxport.weights.save import TEMP_TAG, sweep_stale
 
 _PREVIOUS = ".{name}.previous"  # the aside folder of a replaced export: + TEMP_TAG + <pid>-<random>
 

@@ -388,7 +388,8 @@ def _shorten(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], model: Any = None) -> RuntimeCheck:
+def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], model: Any = None,
+                  *, prepack: bool = True) -> RuntimeCheck:
     """Run ``program`` in onnxruntime on the example inputs and on inputs of other sizes.
 
     Args:
@@ -400,6 +401,8 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
             (``DynamicShapesError``); a model that rejects the sizes itself makes the search's
             sizes (``verify/guards.py``) used, with a ``UserWarning``. Without it, the search's
             sizes are used with the warning.
+        prepack: ``False``: the session opens without pre-packing the weights
+            (``runtime.create_session(prepack=False)``), for a session released after the check.
 
     Returns:
         A :class:`RuntimeCheck` listing the input sets that ran, or why it was skipped.
@@ -418,6 +421,8 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
         result.skipped = "the example inputs are fake or on the meta device (no values to run)"
     if result.skipped is not None:
         return result
+    if not prepack:
+        program.initialize_inference_session(prepack=False)
     start = time.perf_counter()
     sets: list[tuple[str, tuple[Any, ...], Mapping[str, Any]]] = [("example inputs", tuple(args), kwargs)]
     probe = None

@@ -1,7 +1,7 @@
 """Write a model with its weights streamed tensor by tensor into external data, atomically.
 
 Each tensor goes from its source (torch storage, memory-mapped safetensors) through its
-transforms straight into the data file (:func:`onnxport.weights.data_file.write_data_file`: one
+transforms straight into the data file (:func:`onnxport.data_file.write_data_file`: one
 tensor at a time, large ones with direct I/O), so the peak memory is about the largest tensor plus
 a 64 MiB staging buffer, never the model.
 
@@ -48,9 +48,9 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
+from onnxport.data_file import ALIGN_THRESHOLD, ALIGNMENT, stale_entries, write_data_file
 from onnxport.errors import MissingWeightsError, OnnxportError, SaveError
 from onnxport.runtime import PROTOBUF_LIMIT  # protobuf's 2 GiB limit
-from onnxport.weights.data_file import write_data_file
 from onnxport.weights.tensor import WeightTensor
 
 # External data is chosen when the estimated protobuf exceeds this share of the limit.
@@ -58,9 +58,6 @@ EXTERNAL_MARGIN = 0.9
 # Tensors of at most this many bytes stay inside the .onnx file (onnx_ir.save's default
 # ``size_threshold_bytes=256``).
 INLINE_BYTES = 256
-# Offsets of tensors over ALIGN_THRESHOLD bytes are multiples of 64 KiB (onnx_ir's rule, data_file.layout).
-ALIGNMENT = 65536
-ALIGN_THRESHOLD = 1024**2
 TEMP_TAG = ".onnxport-"
 DATA_SUFFIX = ".data"
 # Flush data and graph files to the disk before their renames (module docstring, "Durability").
@@ -150,18 +147,6 @@ def _storage_key(tensor: ir.TensorProtocol) -> Any:
     return ("object", id(tensor))
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # an earlier save of this process finished or failed: its files are stale
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
 def _referenced_locations(path: Path) -> set[str]:
     """External data locations the ONNX file at ``path`` points to (empty if none/unreadable)."""
     if not path.is_file():
@@ -175,17 +160,6 @@ def _referenced_locations(path: Path) -> set[str]:
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             out.update(e.value for e in tensor.external_data if e.key == "location")
     return out
-
-
-def stale_entries(folder: Path, prefix: str) -> list[Path]:
-    """The entries of ``folder`` named ``<prefix><pid>-...`` (:data:`TEMP_TAG` names carry the
-    writing process's id) whose process is gone: what a killed process left there."""
-    found = []
-    for entry in folder.glob(f"{prefix}*"):
-        pid_text = entry.name[len(prefix) :].split("-", 1)[0]
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
-            found.append(entry)
-    return found
 
 
 def sweep_stale(folder: Path, name: str, keep: set[str]) -> list[str]:

@@ -105,7 +105,7 @@ class SharedQuantization:
 
     The source weight is read (``base.numpy()``: a transpose of the checkpoint tensor, a cast...)
     only when a part is asked for and no quantization of it is pending, so writing the three
-    parts one after the other reads and quantizes the weight once (``weights/data_file.py`` writes
+    parts one after the other reads and quantizes the weight once (``data_file.py`` writes
     one tensor at a time).
     """
 

@@ -1,4 +1,4 @@
-"""``weights.data_file.write_data_file``: the bytes at each (offset, length) are the tensor's,
+"""``data_file.write_data_file``: the bytes at each (offset, length) are the tensor's,
 large tensors aligned and written with direct I/O (or buffered where the file system refuses
 it), small ones packed between them, the file ending at the last tensor's last byte."""
 
@@ -13,7 +13,7 @@ import onnx_ir as ir
 import pytest
 import torch
 
-from onnxport.weights import data_file
+from onnxport import data_file
 from onnxport.weights.tensor import transposed
 
 ALIGNMENT, THRESHOLD = 65536, 1024**2

@@ -39,6 +39,10 @@ import onnx_ir as ir
 BLOCK = 4096
 STAGING_BYTES = 64 * 1024**2
 DIRECT_IO = os.environ.get("ONNXPORT_DIRECT_IO", "1") != "0" and hasattr(os, "O_DIRECT")
+# Offsets of tensors over ALIGN_THRESHOLD bytes are multiples of ALIGNMENT (64 KiB, onnx_ir's
+# rule): onnxruntime memory-maps such a tensor instead of reading it into its own buffer.
+ALIGNMENT = 65536
+ALIGN_THRESHOLD = 1024**2
 
 
 def layout(tensors: Sequence[ir.TensorProtocol], alignment: int, align_threshold: int) -> list[tuple[int, int]]:
@@ -182,3 +186,27 @@ def write_data_file(
                 os.close(direct)
         os.close(fd)
     return places
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # an earlier save of this process finished or failed: its files are stale
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def stale_entries(folder: Path, prefix: str) -> list[Path]:
+    """The entries of ``folder`` named ``<prefix><pid>-...`` (the names of
+    ``weights/save.py``'s temporary files and of ``runtime``'s session folders carry the writing
+    process's id) whose process is gone: what a killed process left there."""
+    found = []
+    for entry in folder.glob(f"{prefix}*"):
+        pid_text = entry.name[len(prefix) :].split("-", 1)[0]
+        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+            found.append(entry)
+    return found

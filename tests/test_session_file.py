@@ -1,0 +1,154 @@
+"""runtime.create_session's session file: from SESSION_FILE_MIN_BYTES of weights in memory the model
+goes to onnxruntime as a temporary file whose aligned weights onnxruntime memory-maps (no copy of
+its own), removed as soon as the session is open; a temporary folder that cannot take it; the
+export's runtime check without pre-packing when its session is released."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import onnx
+import pytest
+import torch
+
+import onnxport
+from onnxport import _export, runtime
+from onnxport.errors import ModelCheckError
+
+LINUX = sys.platform.startswith("linux")
+
+
+def _model() -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(100, 512), torch.nn.Linear(512, 1024), torch.nn.GELU(),
+                                torch.nn.Linear(1024, 512)).eval()  # two 2 MiB weights: aligned
+    return model, torch.randint(0, 100, (2, 5))
+
+
+def _mapped_session_files() -> list[str]:
+    """The lines of this process's memory map that name a session folder's data file."""
+    with open("/proc/self/maps", encoding="utf-8") as f:
+        return [line.strip() for line in f if runtime._SESSION_PREFIX in line and runtime._SESSION_DATA in line]
+
+
+@pytest.fixture
+def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own temporary folder for session files."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.skipif(not LINUX, reason="reads /proc/self/maps and relies on a mapping outliving its file's name")
+def test_weights_are_memory_mapped_from_a_file_removed_at_once(own_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """onnxruntime maps the two 2 MiB weights from the session's data file (its pages are in
+    the process's memory map, the file already deleted), the outputs are eager's, and the session
+    is a snapshot: zeroing the parameters afterwards changes nothing."""
+    monkeypatch.setattr(runtime, "SESSION_FILE_MIN_BYTES", 1)
+    model, ids = _model()
+    program = onnxport.export(model, (ids,), check_runtime=False)
+    before = _mapped_session_files()
+    session = runtime.create_session(program.model)
+    mapped = [line for line in _mapped_session_files() if line not in before]
+    assert mapped, "onnxruntime did not memory-map the session's data file"
+    assert all(line.endswith("(deleted)") for line in mapped)
+    assert list(own_tmp.iterdir()) == []  # nothing left on disk
+    names = [i.name for i in session.get_inputs()]
+    with torch.no_grad():
+        expected = model(ids)
+        first = runtime.run_session(session, runtime.feeds(names, (ids,), {}))[0]
+        for p in model.parameters():
+            p.zero_()
+        again = runtime.run_session(session, runtime.feeds(names, (ids,), {}))[0]
+    assert float(expected.abs().max()) > 0.01
+    torch.testing.assert_close(first, expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(again, expected, rtol=1e-5, atol=1e-6)
+    assert not runtime.on_disk(program.model)  # the model's tensors came back
+
+
+def test_session_file_layout_aligns_large_weights(tmp_path: Path) -> None:
+    """write_session_file: initializers over 256 bytes in model.onnx.data, those over 1 MiB at
+    offsets that are multiples of 64 KiB (what onnxruntime maps), the .onnx loads alone."""
+    model, ids = _model()
+    program = onnxport.export(model, (ids,), check_runtime=False)
+    path = runtime.write_session_file(program.model, str(tmp_path))
+    proto = onnx.load(path, load_external_data=False)
+    places = {t.name: {e.key: e.value for e in t.external_data} for t in proto.graph.initializer
+              if t.data_location == onnx.TensorProto.EXTERNAL}
+    sizes = {v.name: v.const_value.nbytes for v in program.model.graph.initializers.values()}
+    assert {n for n, s in sizes.items() if s > 256} == set(places)
+    big = [n for n in places if sizes[n] > 1024**2]
+    assert len(big) == 2
+    assert all(int(places[n]["offset"]) % 65536 == 0 for n in big)
+    assert all(places[n]["location"] == "model.onnx.data" for n in places)
+    assert os.path.getsize(tmp_path / "model.onnx.data") >= sum(sizes[n] for n in places)
+    assert not runtime.on_disk(program.model)
+
+
+def test_a_temporary_folder_without_room(own_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weights in memory go to onnxruntime as arrays instead; a loaded model, whose weights are in
+    another file, cannot: a ModelCheckError naming the folder and TMPDIR."""
+    monkeypatch.setattr(runtime, "SESSION_FILE_MIN_BYTES", 1)
+    model, ids = _model()
+    program = onnxport.export(model, (ids,), check_runtime=False)
+    saved = own_tmp / "saved"
+    saved.mkdir()
+    program.save(saved / "m.onnx", external_data=True)
+    loaded = onnxport.ONNXProgram.load(saved / "m.onnx")
+    monkeypatch.setattr(runtime.shutil, "disk_usage", lambda _: types.SimpleNamespace(free=1000))
+    (out,) = program(ids)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.as_tensor(out), model(ids), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ModelCheckError, match="TMPDIR") as info:
+        loaded(ids)
+    assert str(own_tmp) in str(info.value) and info.value.check == "onnxruntime load"
+    assert sorted(p.name for p in own_tmp.iterdir()) == ["saved"]
+
+
+def test_a_killed_process_session_folder_is_removed(own_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder named after a process that is gone goes at the next session file; one of this
+    process (maybe in use by another thread) and one of a live process stay."""
+    monkeypatch.setattr(runtime, "SESSION_FILE_MIN_BYTES", 1)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    dead = own_tmp / f"{runtime._SESSION_PREFIX}{int(gone.stdout)}-abc"
+    mine = own_tmp / f"{runtime._SESSION_PREFIX}{os.getpid()}-abc"
+    alive = own_tmp / f"{runtime._SESSION_PREFIX}1-abc"  # init is alive
+    for folder in (dead, mine, alive):
+        folder.mkdir()
+        (folder / runtime._SESSION_DATA).write_bytes(b"x" * 10)
+    model, ids = _model()
+    program = onnxport.export(model, (ids,), check_runtime=False)
+    program(ids)
+    assert sorted(p.name for p in own_tmp.iterdir()) == sorted([mine.name, alive.name])
+
+
+def test_the_check_of_a_released_session_does_not_prepack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weights of KEEP_SESSION_MAX_BYTES or more: the runtime check's session opens with
+    ``session.disable_prepacking`` and is released; a later call opens one that pre-packs."""
+    monkeypatch.setattr(_export, "KEEP_SESSION_MAX_BYTES", 1)
+    opened: list[str] = []
+    create = runtime.create_session
+
+    def recording(*args: object, **kwargs: object) -> object:
+        session = create(*args, **kwargs)  # type: ignore[arg-type]
+        options = session.get_session_options()
+        try:
+            opened.append(options.get_session_config_entry("session.disable_prepacking"))
+        except Exception:  # onnxruntime raises for an entry never set: pre-packing on
+            opened.append("unset")
+        return session
+
+    monkeypatch.setattr(runtime, "create_session", recording)
+    model, ids = _model()
+    program = onnxport.export(model, (ids,))
+    assert opened == ["1"]
+    step = next(s for s in program.status.steps if s.name == "onnxruntime run")
+    assert "session released" in step.detail and program._session is None
+    (out,) = program(ids)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.as_tensor(out), model(ids), rtol=1e-5, atol=1e-6)
+    assert opened == ["1", "unset"]
