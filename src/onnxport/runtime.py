@@ -161,16 +161,17 @@ def _in_memory_bytes(model: ir.Model) -> int:
 
 
 def write_session_file(model: ir.Model, folder: str) -> str:
-    """Write ``model`` to ``folder/model.onnx`` for onnxruntime: the main graph's initializers over
-    256 bytes go to ``model.onnx.data`` one tensor at a time (:func:`onnxport.data_file.write_data_file`:
+    """Write ``model`` to ``folder/model.onnx`` for onnxruntime: initializers over 256 bytes, and
+    every one still in another external data file (a loaded model), go to ``model.onnx.data`` one tensor at a time (:func:`onnxport.data_file.write_data_file`:
     those over 1 MiB at 64 KiB-aligned offsets, which onnxruntime memory-maps); ``model`` is not
     changed. Returns the ``.onnx`` path.
 
     Raises:
         OSError: The folder cannot be written (no room, read-only).
     """
-    moved = [(v, v.const_value) for v in model.graph.initializers.values()
-             if v.name and v.const_value is not None and v.const_value.nbytes > _INLINE_BYTES]
+    moved = [(v, v.const_value) for g in model.graphs() for v in g.initializers.values()
+             if v.name and v.const_value is not None
+             and (v.const_value.nbytes > _INLINE_BYTES or isinstance(v.const_value, ir.ExternalTensor))]
     places = write_data_file([t for _, t in moved], Path(folder, _SESSION_DATA), alignment=ALIGNMENT,
                              align_threshold=ALIGN_THRESHOLD)
     path = os.path.join(folder, "model.onnx")
