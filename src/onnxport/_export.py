@@ -448,8 +448,9 @@ def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...]
 
 
 # The runtime check's session is kept for later calls to the program unless the weights reach this
-# size: onnxruntime holds its own copy of them, which would double the memory of a big model
-# after the export (bench/api_memory.py).
+# size: a session holds the weights' mapped pages and its pre-packed copy of the MatMul weights,
+# which would double the memory of a big model after the export (bench/api_memory.py); the check
+# of such a model opens its session without pre-packing.
 KEEP_SESSION_MAX_BYTES = 1 << 30
 
 
@@ -476,7 +477,7 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
         result = check_runtime(program, args, kwargs, model, prepack=not released)
         step.detail = f"skipped: {result.skipped}" if result.skipped else "; ".join(result.ran)
         if result.skipped is None and released:
-            program.release()  # onnxruntime holds a copy of the weights; a later call opens a session
+            program.release()  # a later call opens a session that pre-packs
             step.detail += " (session released: weights of 1 GiB or more)"
 
 
