@@ -11,6 +11,7 @@ import sys
 import tempfile
 import types
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
@@ -18,7 +19,7 @@ import torch
 
 import onnxport
 from onnxport import _export, runtime
-from onnxport.errors import ModelCheckError
+from onnxport.errors import ModelCheckError, RuntimeCheckError
 
 LINUX = sys.platform.startswith("linux")
 
@@ -152,3 +153,59 @@ def test_the_check_of_a_released_session_does_not_prepack(monkeypatch: pytest.Mo
     with torch.no_grad():
         torch.testing.assert_close(torch.as_tensor(out), model(ids), rtol=1e-5, atol=1e-6)
     assert opened == ["1", "unset"]
+
+
+class _Relu(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(512, 512)  # 1 MiB
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.linear(x))
+
+
+def _baked_relu(ctx: Any, self: Any) -> Any:
+    """A broken translation: reshapes to the example's static shape (fails at another batch)."""
+    return ctx.op.Relu(ctx.op.Reshape(self, ctx.const([2, 512])))
+
+
+def test_a_save_with_external_data_is_checked_on_its_own_files(tmp_path: Path) -> None:
+    """export(f=..., external_data=True): the runtime check runs on the written files before they
+    replace the destination (one write of the weights); its step comes before the save's, the
+    session is released and the saved model runs."""
+    x = torch.randn(2, 512)
+    model = _Relu().eval()
+    out = tmp_path / "m.onnx"
+    program = onnxport.export(model, (x,), f=out, external_data=True, dynamic_shapes=({0: "batch"},))
+    names = [s.name for s in program.status.steps]
+    assert names[-2:] == ["onnxruntime run", "save"]
+    run = program.status.steps[-2]
+    assert "on the files being saved" in run.detail and run.detail.startswith("example inputs; generated inputs")
+    assert program._session is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "m.onnx.data"]
+    y = torch.randn(5, 512)
+    with torch.no_grad():
+        torch.testing.assert_close(onnxport.ONNXProgram.load(out)(y)[0], model(y), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(program(y)[0], model(y), rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_the_check_refuses_never_replaces_the_previous_one(tmp_path: Path) -> None:
+    """The check of the written files fails at the second batch size: RuntimeCheckError, the
+    previous model at the destination unchanged, none of the new files left, the save step not
+    blamed."""
+    x = torch.randn(2, 512)
+    out = tmp_path / "models" / "m.onnx"
+    out.parent.mkdir()
+    report = tmp_path / "report.md"
+    onnxport.export(_Relu().eval(), (x,), f=out, external_data=True)
+    before = {p.name: p.read_bytes() for p in out.parent.iterdir()}
+    seen: list[str] = []
+    with pytest.raises(RuntimeCheckError) as info:
+        onnxport.export(_Relu().eval(), (x,), f=out, external_data=True, dynamic_shapes=({0: "batch"},),
+                        custom_translations={torch.ops.aten.relu.default: _baked_relu}, progress=seen.append,
+                        report=report)
+    assert info.value.op_type == "Reshape"
+    assert {p.name: p.read_bytes() for p in out.parent.iterdir()} == before
+    assert seen[-2:] == ["save", "onnxruntime run"]
+    text = report.read_text(encoding="utf-8")
+    assert "- [ ] onnxruntime run" in text and "- [x] save" in text and "not committed" in text

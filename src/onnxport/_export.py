@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import onnx.helper
@@ -44,7 +45,7 @@ from onnxport.passes.module_functions import ModuleFunctionsPass
 from onnxport.passes.opset_conversion import convert_opset
 from onnxport.passes.pad_max_pool import PadMaxPoolPass
 from onnxport.report.markdown import write_report
-from onnxport.runtime import initializer_bytes
+from onnxport.runtime import initializer_bytes, open_saved
 from onnxport.status import ExportStatus, ProgressCallback, Step
 from onnxport.torch_onnx_args import torch_onnx_arguments
 from onnxport.translate import graph as graph_mod
@@ -269,13 +270,14 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
     model_ir = passes_stage(model_ir, options, status)
     program = ONNXProgram(model_ir, ep, status, weights=table)
     status.program = program
-    if options.check_runtime:
+    checks_saved = options.check_runtime and checks_saved_files(program, options)
+    if options.check_runtime and not checks_saved:
         runtime_stage(program, model, (args, kwargs), options, status)
     if options.verify:
         check_weights_present(model_ir, "verify the model against eager PyTorch")
         verify_stage(program, model, (args, kwargs), status)
     if options.f is not None:
-        save_stage(program, options, status)
+        save_stage(program, options, status, check=(model, (args, kwargs)) if checks_saved else None)
     return program
 
 
@@ -454,13 +456,24 @@ def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...]
 KEEP_SESSION_MAX_BYTES = 1 << 30
 
 
+def checks_saved_files(program: ONNXProgram, options: ExportOptions) -> bool:
+    """Whether the runtime check runs on the files ``save_stage`` writes, before they replace the
+    destination, instead of on a temporary copy of the weights: a path ``f`` saved with external
+    data (which onnxruntime memory-maps), the weights stored as initializers only, and no
+    verification (which runs before the save)."""
+    return (isinstance(options.f, (str, os.PathLike)) and options.export_params and not options.verify
+            and not options.keep_initializers_as_inputs and options.half_precision_compute is not None
+            and weights.save.uses_external_data(program.model, options.external_data))
+
+
 def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...], dict[str, Any]],
-                  options: ExportOptions, status: ExportStatus) -> None:
+                  options: ExportOptions, status: ExportStatus, *, saved: Path | None = None) -> None:
     """"Never a model onnxruntime cannot run": ``verify/runtime_check.check_runtime`` on the
     example inputs and on inputs of other sizes, in the program's own session (reused when the
     program is called later, unless the weights reach :data:`KEEP_SESSION_MAX_BYTES`: then the
-    session opens without pre-packing the weights and is released after the check). A skip is
-    recorded as a passed step with the reason; the check is
+    session opens without pre-packing the weights and is released after the check). ``saved``: the
+    complete model :func:`save_stage` wrote under its temporary name, checked in a session of its
+    own (no pre-packing, released after). A skip is recorded as a passed step with the reason; the check is
     skipped for ``half_precision_compute=None``, which targets runtimes with native half kernels
     (onnxruntime's CPU provider has none for many bfloat16/float16 ops).
 
@@ -473,26 +486,64 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
         if options.half_precision_compute is None:
             step.detail = "skipped: half_precision_compute=None targets runtimes with native half kernels"
             return
-        released = initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES
-        result = check_runtime(program, args, kwargs, model, prepack=not released)
+        released = saved is not None or initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES
+
+        def open_session() -> None:
+            if saved is None:
+                program.initialize_inference_session(prepack=False)
+                return
+            program.release()
+            program._session = open_saved(saved, prepack=False)
+
+        result = check_runtime(program, args, kwargs, model, open_session=open_session if released else None)
         step.detail = f"skipped: {result.skipped}" if result.skipped else "; ".join(result.ran)
-        if result.skipped is None and released:
+        if saved is not None:
+            step.detail += " (on the files being saved, before they replaced the destination)"
+            program.release()  # the session maps the saved files: a later call opens its own
+        elif result.skipped is None and released:
             program.release()  # a later call opens a session that pre-packs
             step.detail += " (session released: weights of 1 GiB or more)"
 
 
-def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatus) -> None:
+def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatus,
+               check: tuple[Any, tuple[tuple[Any, ...], dict[str, Any]]] | None = None) -> None:
     """``ONNXProgram.save`` (streamed, atomic; external data when graph + weights near 2 GiB unless
-    forced); the files written go to ``status.files``.
+    forced); the files written go to ``status.files``. ``check`` (model, inputs): the runtime check
+    runs on the written files before they replace the destination (:func:`checks_saved_files`): the
+    weights are written once, and a refused model never reaches the destination. Its step is
+    recorded before the save's, whose seconds exclude it.
 
     Raises:
         SaveError: The destination cannot be written.
+        RuntimeCheckError, DynamicShapesError, ModelCheckError: ``check`` and the check failed
+            (nothing saved, the previous model intact).
     """
     assert options.f is not None
-    with status.step("save"):
-        status.files = program.save(options.f, include_initializers=options.export_params,
-                                    keep_initializers_as_inputs=options.keep_initializers_as_inputs,
-                                    external_data=options.external_data)
+    refused: list[BaseException] = []
+
+    def before_commit(path: Path) -> None:
+        assert check is not None
+        try:
+            runtime_stage(program, check[0], check[1], options, status, saved=path)
+        except BaseException as e:
+            refused.append(e)
+            raise
+
+    try:
+        with status.step("save") as step:
+            status.files = program.save(options.f, include_initializers=options.export_params,
+                                        keep_initializers_as_inputs=options.keep_initializers_as_inputs,
+                                        external_data=options.external_data,
+                                        before_commit=before_commit if check is not None else None)
+    except BaseException as e:
+        if refused and e is refused[0]:  # the check refused the model, the save itself did not fail
+            step.ok, step.detail = True, "not committed: the runtime check refused the model"
+        raise
+    finally:
+        if check is not None and status.steps[-1] is not step:  # the check's step, nested in the save
+            run = status.steps.pop()
+            step.seconds = max(0.0, step.seconds - run.seconds)
+            status.steps.insert(status.steps.index(step), run)
 
 
 def _dump_exported_program(ep: ExportedProgram, path: os.PathLike[str]) -> None:

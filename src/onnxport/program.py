@@ -206,6 +206,7 @@ class ONNXProgramBase:
         external_data: bool | None = None,
         max_shard_size: int | None = None,
         callback: Callable[[ir.TensorProtocol, Any], None] | None = None,
+        before_commit: Callable[[Path], None] | None = None,
     ) -> list[Path]:
         """Write the model to ``destination``; weights stream one tensor at a time into external
         data (``model.onnx.data``), so memory stays about the largest tensor.
@@ -221,6 +222,9 @@ class ONNXProgramBase:
             max_shard_size: Split the external data into files of at most this many bytes
                 (``model.onnx.data``, ``model.onnx.data_1``, ...).
             callback: Called for each tensor written (tensor, ``onnx_ir.external_data.CallbackInfo``).
+            before_commit: Called with the path of the complete model under its temporary name,
+                before it replaces ``destination``; if it raises, nothing is saved and its error
+                propagates (``weights.save.save_model``).
 
         Returns:
             The files written: the ``.onnx`` first, then its external data files.
@@ -241,7 +245,7 @@ class ONNXProgramBase:
             return []
         with initializer_layout(self.model, include_initializers, keep_initializers_as_inputs):
             return save_model(self.model, destination, external_data=external_data,
-                              max_shard_bytes=max_shard_size, callback=callback)
+                              max_shard_bytes=max_shard_size, callback=callback, before_commit=before_commit)
 
     def _save_to_file_object(self, file: BinaryIO, include: bool, as_inputs: bool, external_data: bool | None) -> None:
         if external_data:

@@ -318,14 +318,7 @@ def create_session(
             ) from e
         checks.append(CheckResult(CHECKER, True, time.perf_counter() - start))
         start = time.perf_counter()
-    options = ort.SessionOptions()
-    options.log_severity_level = 4  # failures reach the user as onnxport errors, not as onnxruntime log lines
-    # no CPU memory arena: each run's buffers go back to the system instead of staying at the
-    # largest run's peak (SAM ViT-B at 1024², batch 3: 7.4 GB peak and 1 GB after, against 11.5
-    # GB kept with the arena); verification runs a few sizes once each, where the arena saves little
-    options.enable_cpu_mem_arena = False
-    if not prepack:  # kernels read the weights as they are (MatMul packs its panels per run)
-        options.add_session_config_entry("session.disable_prepacking", "1")
+    options = _session_options(prepack)
     arrays = [np.ascontiguousarray(tensor.numpy()) for _, tensor in handed]
     values = [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays]
     if handed:
@@ -339,16 +332,7 @@ def create_session(
         if folder is not None:
             folder[0].cleanup()
         checks.append(CheckResult(ORT_LOAD, False, time.perf_counter() - start, _first_lines(e)))
-        hint = (
-            "The model passed onnx.checker; an op or type onnxruntime does not implement is the "
-            "usual cause: try another opset_version."
-            if check
-            else "Run onnxport.verify(program, ...) for the onnx.checker verdict."
-        )
-        raise ModelCheckError(
-            f"onnxruntime refused to load the exported model:\n{_first_lines(e)}\n{hint}",
-            "onnxruntime load",
-        ) from e
+        raise _load_error(e, check) from e
     del arrays, values  # onnxruntime copied them into the session (tests/test_runtime.py checks it)
     if folder is not None:
         if initializer is None and os.name == "posix":
@@ -359,6 +343,49 @@ def create_session(
             tempdir_owner._tempdir = folder[0]
     checks.append(CheckResult(ORT_LOAD, True, time.perf_counter() - start))
     return session
+
+
+def _session_options(prepack: bool) -> Any:
+    """onnxport's ``onnxruntime.SessionOptions`` (:func:`create_session`'s ``prepack``)."""
+    import onnxruntime as ort  # heavy optional runtime
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # failures reach the user as onnxport errors, not as onnxruntime log lines
+    # no CPU memory arena: each run's buffers go back to the system instead of staying at the
+    # largest run's peak (SAM ViT-B at 1024², batch 3: 7.4 GB peak and 1 GB after, against 11.5
+    # GB kept with the arena); verification runs a few sizes once each, where the arena saves little
+    options.enable_cpu_mem_arena = False
+    if not prepack:  # kernels read the weights as they are (MatMul packs its panels per run)
+        options.add_session_config_entry("session.disable_prepacking", "1")
+    return options
+
+
+def _load_error(error: BaseException, checked: bool) -> ModelCheckError:
+    hint = (
+        "The model passed onnx.checker; an op or type onnxruntime does not implement is the "
+        "usual cause: try another opset_version."
+        if checked
+        else "Run onnxport.verify(program, ...) for the onnx.checker verdict."
+    )
+    return ModelCheckError(
+        f"onnxruntime refused to load the exported model:\n{_first_lines(error)}\n{hint}", ORT_LOAD
+    )
+
+
+def open_saved(path: str | os.PathLike[str], *, prepack: bool = True) -> Any:
+    """An onnxruntime CPU session on a model file as written (its external data memory-mapped
+    where aligned), with :func:`create_session`'s options: the export's runtime check of the files
+    it is about to commit.
+
+    Raises:
+        ModelCheckError: onnxruntime refused to load it (``check="onnxruntime load"``).
+    """
+    import onnxruntime as ort  # heavy optional runtime
+
+    try:
+        return ort.InferenceSession(os.fspath(path), _session_options(prepack), providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own exception types
+        raise _load_error(e, False) from e
 
 
 # -- feeds -------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import onnx_ir as ir
@@ -389,7 +389,7 @@ def _shorten(text: str, limit: int = 600) -> str:
 
 
 def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], model: Any = None,
-                  *, prepack: bool = True) -> RuntimeCheck:
+                  *, open_session: Callable[[], None] | None = None) -> RuntimeCheck:
     """Run ``program`` in onnxruntime on the example inputs and on inputs of other sizes.
 
     Args:
@@ -401,8 +401,10 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
             (``DynamicShapesError``); a model that rejects the sizes itself makes the search's
             sizes (``verify/guards.py``) used, with a ``UserWarning``. Without it, the search's
             sizes are used with the warning.
-        prepack: ``False``: the session opens without pre-packing the weights
-            (``runtime.create_session(prepack=False)``), for a session released after the check.
+        open_session: Called once the check is not skipped, to open the program's session the
+            check runs in (default: the program's own, opened on its first call); the export
+            passes one without pre-packing for a session released after the check, or one on the
+            files it is about to commit.
 
     Returns:
         A :class:`RuntimeCheck` listing the input sets that ran, or why it was skipped.
@@ -421,8 +423,8 @@ def check_runtime(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
         result.skipped = "the example inputs are fake or on the meta device (no values to run)"
     if result.skipped is not None:
         return result
-    if not prepack:
-        program.initialize_inference_session(prepack=False)
+    if open_session is not None:
+        open_session()
     start = time.perf_counter()
     sets: list[tuple[str, tuple[Any, ...], Mapping[str, Any]]] = [("example inputs", tuple(args), kwargs)]
     probe = None

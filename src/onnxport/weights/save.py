@@ -183,16 +183,38 @@ def sweep_stale(folder: Path, name: str, keep: set[str]) -> list[str]:
     return removed
 
 
-def _write_graph(model: ir.Model, path: Path, tmp: Path) -> None:
+def _write_graph(model: ir.Model, path: Path, tmp: Path, before_rename: Callable[[Path], None] | None = None) -> None:
     """Serialize ``model`` (external tensors stay references) to ``tmp`` (fsynced when
-    :data:`DURABLE`), rename to ``path``."""
+    :data:`DURABLE`), call ``before_rename(tmp)``, rename to ``path``."""
     data = ir.serde.serialize_model(model).SerializeToString()
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
         if DURABLE:
             os.fsync(f.fileno())
+    del data
+    if before_rename is not None:
+        try:
+            before_rename(tmp)
+        except Exception as e:  # whatever the hook raises is the caller's to see, not a SaveError
+            raise _CommitRefused(e) from e
     os.replace(tmp, path)
+
+
+class _CommitRefused(Exception):
+    """``before_commit`` raised ``error``: :func:`save_model` re-raises it once its files are gone."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def uses_external_data(model: ir.Model, external_data: bool | None, max_shard_bytes: int | None = None) -> bool:
+    """Whether :func:`save_model` writes external data: as forced, else when the estimated protobuf
+    (graph + weights) passes :data:`EXTERNAL_MARGIN` of the 2 GiB limit or shards are asked for."""
+    if external_data is not None:
+        return external_data
+    return estimated_proto_bytes(model) > EXTERNAL_MARGIN * PROTOBUF_LIMIT or max_shard_bytes is not None
 
 
 def _fsync(path: Path) -> None:
@@ -237,6 +259,7 @@ def save_model(
     external_data: bool | None = None,
     max_shard_bytes: int | None = None,
     callback: Callable[[ir.TensorProtocol, Any], None] | None = None,
+    before_commit: Callable[[Path], None] | None = None,
 ) -> list[Path]:
     """Write ``model`` to ``destination`` (and its external data beside it), atomically.
 
@@ -250,6 +273,10 @@ def save_model(
         max_shard_bytes: Split the external data into files of at most this many bytes
             (a larger tensor gets a file of its own); ``None``: one file.
         callback: Called per tensor written (``onnx_ir.external_data.CallbackInfo``), for progress.
+        before_commit: Called with the path of the complete model under its temporary name (its
+            data files written, nothing of the destination replaced yet); if it raises, the save
+            stops there, its files are removed and the previous model stays (the export's runtime
+            check of the written files). Its error propagates as it is.
 
     Returns:
         The files of the saved model: the ``.onnx`` first, then its data files.
@@ -273,7 +300,7 @@ def save_model(
     estimate = estimated_proto_bytes(model)
     forced = external_data is True
     if external_data is None:
-        external_data = estimate > EXTERNAL_MARGIN * PROTOBUF_LIMIT or max_shard_bytes is not None
+        external_data = uses_external_data(model, None, max_shard_bytes)
     elif not external_data and estimate > PROTOBUF_LIMIT:
         raise SaveError(
             f"The model is about {estimate / 1024**3:.2f} GiB, past protobuf's 2 GiB limit: save it with "
@@ -308,7 +335,7 @@ def save_model(
                     where[_storage_key(src)] = (i, offset, length)
             placed = [(v, where[_storage_key(v.const_value)]) for v in big]  # type: ignore[arg-type]
             _point_at(placed, fresh, folder)
-        _write_graph(model, path, tmp_graph)
+        _write_graph(model, path, tmp_graph, before_commit)
         committed = True
         finals = data_file_names(path.name, len(fresh))
         if fresh:
@@ -337,6 +364,8 @@ def save_model(
                 with contextlib.suppress(OSError):
                     stale.unlink()
         return [path, *(folder / n for n in (fresh or finals))]
+    except _CommitRefused as e:
+        raise e.error from None
     except OnnxportError:
         raise
     except OSError as e:
