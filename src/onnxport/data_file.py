@@ -37,7 +37,10 @@ import onnx_ir as ir
 # Direct I/O needs the buffer, the file offset and the length aligned to the device's logical
 # block size; 4096 covers 512-byte and 4K-sector devices.
 BLOCK = 4096
-STAGING_BYTES = 64 * 1024**2
+# 16 MiB: a save of the 2.0 GB Llama of bench/api_memory.py took 3.07 / 3.33 s with 64 MiB (peak
+# +139 / +96 MB), 3.07 / 3.30 s with 16 MiB (+88 / +48 MB), 2.81 / 3.08 s with 8 MiB (+40 / +39 MB):
+# the disk sets the pace, the buffer only the memory (/work/s36/stage.py, session 36)
+STAGING_BYTES = 16 * 1024**2
 DIRECT_IO = os.environ.get("ONNXPORT_DIRECT_IO", "1") != "0" and hasattr(os, "O_DIRECT")
 # Offsets of tensors over ALIGN_THRESHOLD bytes are multiples of ALIGNMENT (64 KiB, onnx_ir's
 # rule): onnxruntime memory-maps such a tensor instead of reading it into its own buffer.

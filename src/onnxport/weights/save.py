@@ -3,7 +3,7 @@
 Each tensor goes from its source (torch storage, memory-mapped safetensors) through its
 transforms straight into the data file (:func:`onnxport.data_file.write_data_file`: one
 tensor at a time, large ones with direct I/O), so the peak memory is about the largest tensor plus
-a 64 MiB staging buffer, never the model.
+a 16 MiB staging buffer, never the model.
 
 Durability: the atomic renames below hold against a failure or a killed process without any
 ``fsync`` (the written pages are the kernel's once ``write`` returns). Against a power loss or an
