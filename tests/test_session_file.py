@@ -209,3 +209,35 @@ def test_a_model_the_check_refuses_never_replaces_the_previous_one(tmp_path: Pat
     assert seen[-2:] == ["save", "onnxruntime run"]
     text = report.read_text(encoding="utf-8")
     assert "- [ ] onnxruntime run" in text and "- [x] save" in text and "not committed" in text
+
+
+@pytest.mark.parametrize("links", [True, False])
+def test_a_loaded_model_runs_on_its_own_data_file(tmp_path: Path, own_tmp: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  links: bool) -> None:
+    """ONNXProgram.load of a model with external data: the session's folder hard-links its data
+    file (no byte of it copied); where linking fails, the tensors are copied. Either way the
+    outputs are eager's and nothing stays in the temporary folder."""
+    model, ids = _model()
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    onnxport.export(model, (ids,), f=saved / "m.onnx", external_data=True)
+    loaded = onnxport.ONNXProgram.load(saved / "m.onnx")
+    assert runtime.on_disk(loaded.model)
+    written: list[int] = []
+    write = runtime.write_data_file
+
+    def recording(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        written.append(sum(t.nbytes for t in tensors))
+        return write(tensors, *args, **kwargs)
+
+    monkeypatch.setattr(runtime, "write_data_file", recording)
+    def cross_device(*args: Any) -> None:
+        raise OSError(18, "Invalid cross-device link")
+
+    if not links:
+        monkeypatch.setattr(runtime.os, "link", cross_device)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(ids)[0], model(ids), rtol=1e-5, atol=1e-6)
+    stored = sum(v.const_value.nbytes for v in loaded.model.graph.initializers.values())
+    assert written == ([0] if links else [stored])
+    assert sorted(p.name for p in own_tmp.iterdir()) == ["saved"]  # own_tmp is tmp_path

@@ -137,13 +137,13 @@ def _in_memory_weights(model: ir.Model) -> list[tuple[ir.Value, Any]]:
 
 
 @contextlib.contextmanager
-def _data_elsewhere(handed: Sequence[tuple[ir.Value, Any]], location: str = _HANDED_LOCATION,
-                    places: Sequence[tuple[int, int]] | None = None) -> Iterator[None]:
-    """Inside, the ``handed`` initializers are external-data references to ``location`` at
-    ``places`` (``(offset, length)`` each; placeholders at 0 by default), serialized without their
-    bytes; their tensors come back on exit."""
+def _data_elsewhere(handed: Sequence[tuple[ir.Value, Any]],
+                    places: Sequence[tuple[str, int, int]] | None = None) -> Iterator[None]:
+    """Inside, the ``handed`` initializers are external-data references to ``places``
+    (``(location, offset, length)`` each; placeholders in :data:`_HANDED_LOCATION` by default),
+    serialized without their bytes; their tensors come back on exit."""
     for i, (value, tensor) in enumerate(handed):
-        offset, length = places[i] if places is not None else (0, tensor.nbytes)
+        location, offset, length = places[i] if places is not None else (_HANDED_LOCATION, 0, tensor.nbytes)
         value.const_value = ir.ExternalTensor(
             location, offset, length, tensor.dtype, shape=tensor.shape, name=value.name or ""
         )
@@ -161,25 +161,58 @@ def _in_memory_bytes(model: ir.Model) -> int:
 
 
 def write_session_file(model: ir.Model, folder: str) -> str:
-    """Write ``model`` to ``folder/model.onnx`` for onnxruntime: initializers over 256 bytes, and
-    every one still in another external data file (a loaded model), go to ``model.onnx.data`` one tensor at a time (:func:`onnxport.data_file.write_data_file`:
-    those over 1 MiB at 64 KiB-aligned offsets, which onnxruntime memory-maps); ``model`` is not
-    changed. Returns the ``.onnx`` path.
+    """Write ``model`` to ``folder/model.onnx`` for onnxruntime; ``model`` is not changed. Returns
+    the ``.onnx`` path.
+
+    - Initializers still in an external data file (a loaded model) keep their bytes where they
+      are: the file is hard-linked into ``folder`` (no copy; onnxruntime refuses external data
+      outside the model's folder, symbolic links included). Where it cannot be linked (another
+      file system, ``protected_hardlinks``), they are copied as below.
+    - The others over 256 bytes go to ``model.onnx.data`` one tensor at a time
+      (:func:`onnxport.data_file.write_data_file`: those over 1 MiB at 64 KiB-aligned offsets,
+      which onnxruntime memory-maps).
 
     Raises:
         OSError: The folder cannot be written (no room, read-only).
     """
-    moved = [(v, v.const_value) for g in model.graphs() for v in g.initializers.values()
-             if v.name and v.const_value is not None
-             and (v.const_value.nbytes > _INLINE_BYTES or isinstance(v.const_value, ir.ExternalTensor))]
+    links: dict[str, str | None] = {}
+    linked, moved = [], []
+    for value in (v for g in model.graphs() for v in g.initializers.values()):
+        tensor = value.const_value
+        if not value.name or tensor is None:
+            continue
+        if isinstance(tensor, ir.ExternalTensor):
+            name = _linked(tensor, folder, links)
+            if name is not None:
+                offset = tensor.offset or 0
+                linked.append(((value, tensor), (name, offset, tensor.length if tensor.length is not None else tensor.nbytes)))
+                continue
+        if tensor.nbytes > _INLINE_BYTES or isinstance(tensor, ir.ExternalTensor):
+            moved.append((value, tensor))
     places = write_data_file([t for _, t in moved], Path(folder, _SESSION_DATA), alignment=ALIGNMENT,
                              align_threshold=ALIGN_THRESHOLD)
+    refs = [pair for pair, _ in linked] + moved
+    where = [ref for _, ref in linked] + [(_SESSION_DATA, offset, length) for offset, length in places]
     path = os.path.join(folder, "model.onnx")
-    with _data_elsewhere(moved, _SESSION_DATA, places):
+    with _data_elsewhere(refs, where):
         proto = ir.serde.serialize_model(model)
     with open(path, "wb") as f:
         f.write(proto.SerializeToString())
     return path
+
+
+def _linked(tensor: ir.ExternalTensor, folder: str, links: dict[str, str | None]) -> str | None:
+    """The name in ``folder`` of a hard link to ``tensor``'s data file (made once per file), or
+    ``None`` when it cannot be linked."""
+    source = os.path.join(os.fspath(tensor.base_dir), os.fspath(tensor.location))
+    if source not in links:
+        name = f"linked{len(links)}.data"
+        try:
+            os.link(source, os.path.join(folder, name))
+            links[source] = name
+        except OSError:  # another file system, no permission to link, no hard links at all
+            links[source] = None
+    return links[source]
 
 
 def _session_folder(model: ir.Model, needed: bool) -> tuple[tempfile.TemporaryDirectory[str], str] | None:
