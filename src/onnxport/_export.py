@@ -495,11 +495,14 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
             program.release()
             program._session = open_saved(saved, prepack=False)
 
-        result = check_runtime(program, args, kwargs, model, open_session=open_session if released else None)
+        try:
+            result = check_runtime(program, args, kwargs, model, open_session=open_session if released else None)
+        finally:
+            if saved is not None:
+                program.release()  # the session maps the files being saved: a later call opens its own
         step.detail = f"skipped: {result.skipped}" if result.skipped else "; ".join(result.ran)
         if saved is not None:
             step.detail += " (on the files being saved, before they replaced the destination)"
-            program.release()  # the session maps the saved files: a later call opens its own
         elif result.skipped is None and released:
             program.release()  # a later call opens a session that pre-packs
             step.detail += " (session released: weights of 1 GiB or more)"

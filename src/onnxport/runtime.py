@@ -223,7 +223,7 @@ def _session_folder(model: ir.Model, needed: bool) -> tuple[tempfile.TemporaryDi
     Raises:
         ModelCheckError: ``needed`` and the temporary folder cannot take the model.
     """
-    size = initializer_bytes(model)
+    size = _in_memory_bytes(model)  # a loaded model's data files are linked, not copied (else ENOSPC below)
     tmp: tempfile.TemporaryDirectory[str] | None = None
     own = f"{_SESSION_PREFIX}{os.getpid()}-"
     for entry in stale_entries(Path(tempfile.gettempdir()), _SESSION_PREFIX):
@@ -327,7 +327,7 @@ def create_session(
     data: Any
     file_first = on_disk(model) or _in_memory_bytes(model) >= SESSION_FILE_MIN_BYTES
     handed = [] if check or initializer is not None or on_disk(model) else _in_memory_weights(model)
-    # the bytes cannot hold what is not handed past 2 GB; weights in another file must be copied
+    # the bytes cannot hold what is not handed past 2 GB; weights in another file are read from a file
     needs_file = on_disk(model) or initializer_bytes(model) - sum(t.nbytes for _, t in handed) >= PROTOBUF_LIMIT
     at_mean = draws.onnx_draws_at_mean(model) if draws_at_mean else contextlib.nullcontext()
     with _with_outputs(model, extra_outputs), at_mean:
