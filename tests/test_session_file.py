@@ -241,3 +241,23 @@ def test_a_loaded_model_runs_on_its_own_data_file(tmp_path: Path, own_tmp: Path,
     stored = sum(v.const_value.nbytes for v in loaded.model.graph.initializers.values())
     assert written == ([0] if links else [stored])
     assert sorted(p.name for p in own_tmp.iterdir()) == ["saved"]  # own_tmp is tmp_path
+
+
+def test_a_checked_session_of_a_loaded_model_copies_its_data(tmp_path: Path, own_tmp: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``check=True`` the data is copied, not linked: onnx.checker refuses a data file with
+    several hard links ("a potential hardlink attack"). The checker and onnxruntime pass."""
+    model, ids = _model()
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    onnxport.export(model, (ids,), f=saved / "m.onnx", external_data=True)
+    loaded = onnxport.ONNXProgram.load(saved / "m.onnx")
+    links: list[object] = []
+    monkeypatch.setattr(runtime.os, "link", lambda *args: links.append(args))
+    checks: list[runtime.CheckResult] = []
+    session = runtime.create_session(loaded.model, check=True, checks=checks)
+    assert links == [] and [c.passed for c in checks] == [True, True]
+    names = [i.name for i in session.get_inputs()]
+    with torch.no_grad():
+        torch.testing.assert_close(runtime.run_session(session, runtime.feeds(names, (ids,), {}))[0], model(ids),
+                                   rtol=1e-5, atol=1e-6)

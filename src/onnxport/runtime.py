@@ -160,14 +160,16 @@ def _in_memory_bytes(model: ir.Model) -> int:
                if v.const_value is not None and not isinstance(v.const_value, ir.ExternalTensor))
 
 
-def write_session_file(model: ir.Model, folder: str) -> str:
+def write_session_file(model: ir.Model, folder: str, *, link: bool = True) -> str:
     """Write ``model`` to ``folder/model.onnx`` for onnxruntime; ``model`` is not changed. Returns
     the ``.onnx`` path.
 
     - Initializers still in an external data file (a loaded model) keep their bytes where they
-      are: the file is hard-linked into ``folder`` (no copy; onnxruntime refuses external data
-      outside the model's folder, symbolic links included). Where it cannot be linked (another
-      file system, ``protected_hardlinks``), they are copied as below.
+      are (``link``): the file is hard-linked into ``folder`` (no copy; onnxruntime refuses
+      external data outside the model's folder, symbolic links included). Where it cannot be
+      linked (another file system, ``protected_hardlinks``), or without ``link`` (for
+      ``onnx.checker``, which refuses a data file with several hard links as "a potential
+      hardlink attack"), they are copied as below.
     - The others over 256 bytes go to ``model.onnx.data`` one tensor at a time
       (:func:`onnxport.data_file.write_data_file`: those over 1 MiB at 64 KiB-aligned offsets,
       which onnxruntime memory-maps).
@@ -181,7 +183,7 @@ def write_session_file(model: ir.Model, folder: str) -> str:
         tensor = value.const_value
         if not value.name or tensor is None:
             continue
-        if isinstance(tensor, ir.ExternalTensor):
+        if link and isinstance(tensor, ir.ExternalTensor):
             name = _linked(tensor, folder, links)
             if name is not None:
                 offset = tensor.offset or 0
@@ -215,15 +217,17 @@ def _linked(tensor: ir.ExternalTensor, folder: str, links: dict[str, str | None]
     return links[source]
 
 
-def _session_folder(model: ir.Model, needed: bool) -> tuple[tempfile.TemporaryDirectory[str], str] | None:
-    """A temporary folder holding ``model`` (:func:`write_session_file`) and the ``.onnx`` path, or
+def _session_folder(model: ir.Model, needed: bool, checked: bool) -> tuple[tempfile.TemporaryDirectory[str], str] | None:
+    """A temporary folder holding ``model`` (:func:`write_session_file`, its data files linked
+    unless ``checked`` by onnx.checker) and the ``.onnx`` path, or
     ``None`` when the temporary folder cannot take it and the model can go to onnxruntime from
     memory (not ``needed``).
 
     Raises:
         ModelCheckError: ``needed`` and the temporary folder cannot take the model.
     """
-    size = _in_memory_bytes(model)  # a loaded model's data files are linked, not copied (else ENOSPC below)
+    # a loaded model's data files are linked, not copied, unless checked (else ENOSPC below)
+    size = initializer_bytes(model) if checked else _in_memory_bytes(model)
     tmp: tempfile.TemporaryDirectory[str] | None = None
     own = f"{_SESSION_PREFIX}{os.getpid()}-"
     for entry in stale_entries(Path(tempfile.gettempdir()), _SESSION_PREFIX):
@@ -234,7 +238,7 @@ def _session_folder(model: ir.Model, needed: bool) -> tuple[tempfile.TemporaryDi
         free = shutil.disk_usage(tmp.name).free
         if free < size + _FREE_MARGIN_BYTES:
             raise OSError(errno.ENOSPC, f"{free / 1024**3:.2f} GiB free there, the model needs {size / 1024**3:.2f} GiB")
-        return tmp, write_session_file(model, tmp.name)
+        return tmp, write_session_file(model, tmp.name, link=not checked)
     except OSError as e:
         where = tmp.name if tmp is not None else tempfile.gettempdir()
         if tmp is not None:
@@ -331,7 +335,7 @@ def create_session(
     needs_file = on_disk(model) or initializer_bytes(model) - sum(t.nbytes for _, t in handed) >= PROTOBUF_LIMIT
     at_mean = draws.onnx_draws_at_mean(model) if draws_at_mean else contextlib.nullcontext()
     with _with_outputs(model, extra_outputs), at_mean:
-        folder = _session_folder(model, needs_file) if file_first or needs_file else None
+        folder = _session_folder(model, needs_file, check) if file_first or needs_file else None
         if folder is not None:  # onnxruntime memory-maps the weights from the file
             handed = []
             data = folder[1]
