@@ -162,7 +162,10 @@ def export(
             folder, or a path). A report that cannot be written only warns (``UserWarning``): the
             export's own result or error is kept.
         export_params: With ``f``: include the weights in the saved file.
-        external_data: With ``f``: force (True) or forbid (False) external data; default past 2 GB.
+        external_data: With ``f``: ``True`` writes the weights to ``<f>.data`` beside the model
+            (streamed, and the runtime check runs on the written files), ``False`` keeps one
+            protobuf (at most 2 GB). Default ``None``: ``True`` for a path, as
+            ``torch.onnx.export``'s default ``external_data=True``; one protobuf for a file object.
         registry: Translations to use instead of :func:`onnxport.default_registry`.
         custom_translations: ``{torch.ops.ns.op.overload: fn}`` or a :class:`Registry`, used for
             this export only and preferred over onnxport's own translations.
@@ -463,7 +466,16 @@ def checks_saved_files(program: ONNXProgram, options: ExportOptions) -> bool:
     verification (which runs before the save)."""
     return (isinstance(options.f, (str, os.PathLike)) and options.export_params and not options.verify
             and not options.keep_initializers_as_inputs and options.half_precision_compute is not None
-            and weights.save.uses_external_data(program.model, options.external_data))
+            and weights.save.uses_external_data(program.model, saved_external_data(options)))
+
+
+def saved_external_data(options: ExportOptions) -> bool | None:
+    """``export(external_data=...)`` for the save: ``None`` (the default) is ``True`` for a path,
+    as ``torch.onnx.export``'s default ``external_data=True`` (torch 2.13), and the 2 GB rule of
+    ``ONNXProgram.save`` for a file object, which holds one protobuf."""
+    if options.external_data is None and isinstance(options.f, (str, os.PathLike)):
+        return True
+    return options.external_data
 
 
 def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...], dict[str, Any]],
@@ -536,7 +548,7 @@ def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatu
         with status.step("save") as step:
             status.files = program.save(options.f, include_initializers=options.export_params,
                                         keep_initializers_as_inputs=options.keep_initializers_as_inputs,
-                                        external_data=options.external_data,
+                                        external_data=saved_external_data(options),
                                         before_commit=before_commit if check is not None else None)
     except BaseException as e:
         if refused and e is refused[0]:  # the check refused the model, the save itself did not fail

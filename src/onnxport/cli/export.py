@@ -120,8 +120,8 @@ def export_command(
         bool | None,
         typer.Option(
             "--external-data/--no-external-data",
-            help="Write the weights to OUT.onnx.data beside the "
-            "model (default: only when they exceed the 2 GB protobuf limit).",
+            help="Write the weights to OUT.onnx.data beside the model (the default, as "
+            "torch.onnx.export); --no-external-data keeps one file of at most 2 GB.",
             show_default=False,
         ),
     ] = None,

@@ -269,7 +269,8 @@ def save_model(
         destination: The ``.onnx`` file path; its folder must exist.
         external_data: Force (True) or forbid (False) external data; ``None``: external when the
             estimated protobuf (graph + weights) exceeds 90% of the 2 GiB protobuf limit. Tensors
-            of at most 256 bytes stay inline, unless ``True`` and no tensor is larger.
+            of at most 256 bytes stay inline (onnxruntime cannot read a shape or axes input from
+            external data); with ``True`` and no larger tensor, the data file is written empty.
         max_shard_bytes: Split the external data into files of at most this many bytes
             (a larger tensor gets a file of its own); ``None``: one file.
         callback: Called per tensor written (``onnx_ir.external_data.CallbackInfo``), for progress.
@@ -319,13 +320,15 @@ def save_model(
         placed: list[tuple[ir.Value, tuple[int, int, int]]] = []
         if external_data:
             big = [v for v in values if v.const_value is not None and v.const_value.nbytes > INLINE_BYTES]
-            if not big and forced:  # asked for external data: a tiny model still gets its data file
-                big = [v for v in values if v.const_value is not None and v.const_value.nbytes > 0]
             unique: dict[Any, ir.TensorProtocol] = {}
             for v in big:
                 unique.setdefault(_storage_key(v.const_value), v.const_value)  # type: ignore[arg-type]
             where: dict[Any, tuple[int, int, int]] = {}
-            for i, group in enumerate(_shards(list(unique.values()), max_shard_bytes)):
+            # asked for external data, a tiny model still gets its (empty) data file, as
+            # torch.onnx.export writes one; its small tensors stay inline: onnxruntime's shape
+            # inference cannot read a shape or an axes input from external data
+            groups = _shards(list(unique.values()), max_shard_bytes) or ([[]] if forced else [])
+            for i, group in enumerate(groups):
                 fresh.append(f"{path.name}{TEMP_TAG}{token}.data{i}")
                 written = write_data_file(
                     group, folder / fresh[-1], alignment=ALIGNMENT, align_threshold=ALIGN_THRESHOLD, callback=callback
