@@ -9,6 +9,7 @@ RSS of the loaded model, as multiples of the weights' bytes.
 
     HF_HUB_OFFLINE=1 python bench/api_memory.py                 # bert, gpt2, llama-0.5b
     HF_HUB_OFFLINE=1 python bench/api_memory.py --models bert --exporters onnxport
+    HF_HUB_OFFLINE=1 python bench/api_memory.py --to-file    # export(f=path) in one call
 
 Models (random weights, float32, built from configs, no hub): ``bert`` (bert-base dims),
 ``gpt2`` (gpt2 small dims), ``llama`` (hidden 1536, intermediate 4096, 16 layers, 12/4 heads,
@@ -119,6 +120,34 @@ def one(model_name: str, exporter: str, out_dir: str) -> dict[str, Any]:
     }
 
 
+def one_to_file(model_name: str, exporter: str, out_dir: str) -> dict[str, Any]:
+    """``export(model, args, f=path)`` / ``torch.onnx.export(model, args, path, dynamo=True)`` in
+    one call, each exporter's default save (both external data), after the same tiny warm-up."""
+    import onnxport
+
+    warm = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    with torch.no_grad():
+        if exporter == "onnxport":
+            onnxport.export(warm, (torch.randn(2, 8),))
+        else:
+            torch.onnx.export(warm, (torch.randn(2, 8),), dynamo=True, verbose=False)
+    model, args = build(model_name)
+    weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    base = psutil.Process().memory_info().rss
+    path = os.path.join(out_dir, f"{model_name}-{exporter}.onnx")
+    start = time.perf_counter()
+    with torch.no_grad(), Sampler() as during:
+        if exporter == "onnxport":
+            onnxport.export(model, args, f=path)
+        else:
+            torch.onnx.export(model, args, path, dynamo=True, verbose=False)
+    seconds = time.perf_counter() - start
+    files = sorted(os.listdir(out_dir))
+    return {"model": model_name, "exporter": exporter, "weights_bytes": weights,
+            "export_to_file_peak_above_model": (during.peak - base) / weights,
+            "export_to_file_s": round(seconds, 2), "files": files}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="bert,gpt2,llama")
@@ -126,26 +155,17 @@ def main() -> None:
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "EXPORTER"), help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", default=None, help="write the rows to this JSON file")
+    parser.add_argument("--to-file", action="store_true",
+                        help="measure export(..., f=path) in one call instead of export, then save")
     options = parser.parse_args()
     if options.one:
-        print(json.dumps(one(options.one[0], options.one[1], options.out)))
+        measure = one_to_file if options.to_file else one
+        print(json.dumps(measure(options.one[0], options.one[1], options.out)))
         return
-    rows = []
-    for model_name in options.models.split(","):
-        for exporter in options.exporters.split(","):
-            out = tempfile.mkdtemp(prefix="api-memory-", dir=HERE)
-            try:
-                result = subprocess.run(
-                    [sys.executable, __file__, "--one", model_name, exporter, "--out", out],
-                    capture_output=True, text=True, check=False,
-                )
-            finally:
-                shutil.rmtree(out, ignore_errors=True)
-            if result.returncode != 0:
-                rows.append({"model": model_name, "exporter": exporter, "error": result.stderr.strip().splitlines()[-1:]})
-            else:
-                rows.append(json.loads(result.stdout.strip().splitlines()[-1]))
-            print(json.dumps(rows[-1]), flush=True)
+    if options.to_file:
+        to_file_rows(options)
+        return
+    rows = _children(options, [])
     print(f"\n{'model':8} {'exporter':10} {'weights':>9} {'export +x':>10} {'save +x':>8} {'export s':>9} {'save s':>7}")
     for r in rows:
         if "error" in r:
@@ -161,6 +181,42 @@ def main() -> None:
             print(f"{model_name}: export peak onnxport/torch.onnx = "
                   f"{max(ours['export_peak_above_model'], 1e-3) / max(theirs['export_peak_above_model'], 1e-3):.2f}, "
                   f"save peak ratio = {max(ours['save_peak_above_model'], 1e-3) / max(theirs['save_peak_above_model'], 1e-3):.2f}")
+    if options.json:
+        with open(options.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+def _children(options: argparse.Namespace, extra: list[str]) -> list[dict[str, Any]]:
+    """One child process per (model, exporter) (``--one``), in a fresh output folder each."""
+    rows = []
+    for model_name in options.models.split(","):
+        for exporter in options.exporters.split(","):
+            out = tempfile.mkdtemp(prefix="api-memory-", dir=HERE)
+            try:
+                result = subprocess.run(
+                    [sys.executable, __file__, "--one", model_name, exporter, "--out", out, *extra],
+                    capture_output=True, text=True, check=False,
+                )
+            finally:
+                shutil.rmtree(out, ignore_errors=True)
+            if result.returncode != 0:
+                rows.append({"model": model_name, "exporter": exporter, "error": result.stderr.strip().splitlines()[-1:]})
+            else:
+                rows.append(json.loads(result.stdout.strip().splitlines()[-1]))
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def to_file_rows(options: argparse.Namespace) -> None:
+    """``--to-file``: one child per (model, exporter) running :func:`one_to_file`; a table."""
+    rows = _children(options, ["--to-file"])
+    print(f"\n{'model':8} {'exporter':10} {'weights':>9} {'export(f=) +x':>14} {'seconds':>8}  files")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['model']:8} {r['exporter']:10} error: {r['error']}")
+            continue
+        print(f"{r['model']:8} {r['exporter']:10} {r['weights_bytes'] / 1e9:8.2f}G "
+              f"{r['export_to_file_peak_above_model']:+14.3f} {r['export_to_file_s']:8.1f}  {', '.join(r['files'])}")
     if options.json:
         with open(options.json, "w") as f:
             json.dump(rows, f, indent=1)
