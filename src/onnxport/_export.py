@@ -437,10 +437,18 @@ def passes_stage(model_ir: ir.Model, options: ExportOptions, status: ExportStatu
     return model_ir
 
 
+# The runtime check's session is kept for later calls to the program unless the weights reach this
+# size: a session holds the weights' mapped pages and its pre-packed copy of the MatMul weights,
+# which would double the memory of a big model after the export (bench/api_memory.py); the check
+# of such a model opens its session without pre-packing.
+KEEP_SESSION_MAX_BYTES = 1 << 30
+
+
 def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...], dict[str, Any]],
                  status: ExportStatus) -> None:
     """Checks, onnxruntime load and accuracy on the example inputs (``verify/api.py``); the
-    checks and accuracy are recorded as steps.
+    checks and accuracy are recorded as steps. The verification's session is released afterwards
+    when the weights reach :data:`KEEP_SESSION_MAX_BYTES`, as the runtime check's is.
 
     Raises:
         ModelCheckError: onnx.checker or onnxruntime refused the model.
@@ -449,14 +457,11 @@ def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...]
     if status.progress is not None:
         status.progress("verify")
     args, kwargs = inputs
-    verify_export(program, model, args, kwargs, status)
-
-
-# The runtime check's session is kept for later calls to the program unless the weights reach this
-# size: a session holds the weights' mapped pages and its pre-packed copy of the MatMul weights,
-# which would double the memory of a big model after the export (bench/api_memory.py); the check
-# of such a model opens its session without pre-packing.
-KEEP_SESSION_MAX_BYTES = 1 << 30
+    try:
+        verify_export(program, model, args, kwargs, status)
+    finally:
+        if initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES:
+            program.release()  # its pre-packed weights would stay after the export
 
 
 def checks_saved_files(program: ONNXProgram, options: ExportOptions) -> bool:
