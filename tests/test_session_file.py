@@ -264,12 +264,21 @@ def test_a_checked_session_of_a_loaded_model_copies_its_data(tmp_path: Path, own
 
 
 def test_the_verification_session_of_a_big_model_is_released(monkeypatch: pytest.MonkeyPatch) -> None:
-    """verify=True with weights of KEEP_SESSION_MAX_BYTES or more: verification passes and its
-    session (pre-packed weights) is not kept after the export; a later call opens one."""
+    """verify=True with weights of KEEP_SESSION_MAX_BYTES or more: the verification's session
+    opens without pre-packing, passes, and is not kept after the export; a later call opens one."""
     monkeypatch.setattr(_export, "KEEP_SESSION_MAX_BYTES", 1)
+    opened: list[bool] = []
+    create = runtime.create_session
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        opened.append(kwargs.get("prepack", True))
+        return create(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "create_session", recording)
     model, ids = _model()
     program = onnxport.export(model, (ids,), verify=True)
     assert program.status.verification is not None and program.status.verification.passed
     assert program._session is None
+    assert opened == [False, False]  # the runtime check's session, then the verification's
     with torch.no_grad():
         torch.testing.assert_close(program(ids)[0], model(ids), rtol=1e-5, atol=1e-6)

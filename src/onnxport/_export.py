@@ -447,8 +447,9 @@ KEEP_SESSION_MAX_BYTES = 1 << 30
 def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...], dict[str, Any]],
                  status: ExportStatus) -> None:
     """Checks, onnxruntime load and accuracy on the example inputs (``verify/api.py``); the
-    checks and accuracy are recorded as steps. The verification's session is released afterwards
-    when the weights reach :data:`KEEP_SESSION_MAX_BYTES`, as the runtime check's is.
+    checks and accuracy are recorded as steps. When the weights reach
+    :data:`KEEP_SESSION_MAX_BYTES`, the verification's session opens without pre-packing and is
+    released afterwards, as the runtime check's.
 
     Raises:
         ModelCheckError: onnx.checker or onnxruntime refused the model.
@@ -457,11 +458,12 @@ def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...]
     if status.progress is not None:
         status.progress("verify")
     args, kwargs = inputs
+    released = initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES
     try:
-        verify_export(program, model, args, kwargs, status)
+        verify_export(program, model, args, kwargs, status, prepack=not released)
     finally:
-        if initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES:
-            program.release()  # its pre-packed weights would stay after the export
+        if released:
+            program.release()  # a later call opens a session that pre-packs
 
 
 def checks_saved_files(program: ONNXProgram, options: ExportOptions) -> bool:
