@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psutil
@@ -84,15 +85,22 @@ def build(name: str) -> tuple[torch.nn.Module, tuple[Any, ...]]:
     return model, (ids,)
 
 
-def one(model_name: str, exporter: str, out_dir: str) -> dict[str, Any]:
+def _warm_up(exporter: str) -> None:
+    """A first tiny export loads lazy imports and tables, for both exporters, before measuring."""
     import onnxport  # imported before measuring: neither exporter profits from the other's imports
 
     warm = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
-    with torch.no_grad():  # a first tiny export loads lazy imports and tables, for both exporters
+    with torch.no_grad():
         if exporter == "onnxport":
             onnxport.export(warm, (torch.randn(2, 8),))
         else:
             torch.onnx.export(warm, (torch.randn(2, 8),), dynamo=True, optimize=False, verbose=False)
+
+
+def one(model_name: str, exporter: str, out_dir: str) -> dict[str, Any]:
+    import onnxport  # imported by _warm_up before measuring
+
+    _warm_up(exporter)
     model, args = build(model_name)
     weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     proc = psutil.Process()
@@ -123,14 +131,9 @@ def one(model_name: str, exporter: str, out_dir: str) -> dict[str, Any]:
 def one_to_file(model_name: str, exporter: str, out_dir: str) -> dict[str, Any]:
     """``export(model, args, f=path)`` / ``torch.onnx.export(model, args, path, dynamo=True)`` in
     one call, each exporter's default save (both external data), after the same tiny warm-up."""
-    import onnxport
+    import onnxport  # imported by _warm_up before measuring
 
-    warm = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
-    with torch.no_grad():
-        if exporter == "onnxport":
-            onnxport.export(warm, (torch.randn(2, 8),))
-        else:
-            torch.onnx.export(warm, (torch.randn(2, 8),), dynamo=True, verbose=False)
+    _warm_up(exporter)
     model, args = build(model_name)
     weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     base = psutil.Process().memory_info().rss
@@ -166,14 +169,9 @@ def main() -> None:
         to_file_rows(options)
         return
     rows = _children(options, [])
-    print(f"\n{'model':8} {'exporter':10} {'weights':>9} {'export +x':>10} {'save +x':>8} {'export s':>9} {'save s':>7}")
-    for r in rows:
-        if "error" in r:
-            print(f"{r['model']:8} {r['exporter']:10} error: {r['error']}")
-            continue
-        print(f"{r['model']:8} {r['exporter']:10} {r['weights_bytes'] / 1e9:8.2f}G "
-              f"{r['export_peak_above_model']:+10.3f} {r['save_peak_above_model']:+8.3f} "
-              f"{r['export_s']:9.1f} {r['save_s']:7.1f}")
+    _table(rows, f"{'export +x':>10} {'save +x':>8} {'export s':>9} {'save s':>7}",
+           lambda r: f"{r['export_peak_above_model']:+10.3f} {r['save_peak_above_model']:+8.3f} "
+                     f"{r['export_s']:9.1f} {r['save_s']:7.1f}")
     for model_name in options.models.split(","):
         ours = next((r for r in rows if r["model"] == model_name and r["exporter"] == "onnxport" and "error" not in r), None)
         theirs = next((r for r in rows if r["model"] == model_name and r["exporter"] == "torch.onnx" and "error" not in r), None)
@@ -181,9 +179,7 @@ def main() -> None:
             print(f"{model_name}: export peak onnxport/torch.onnx = "
                   f"{max(ours['export_peak_above_model'], 1e-3) / max(theirs['export_peak_above_model'], 1e-3):.2f}, "
                   f"save peak ratio = {max(ours['save_peak_above_model'], 1e-3) / max(theirs['save_peak_above_model'], 1e-3):.2f}")
-    if options.json:
-        with open(options.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    _write_json(options, rows)
 
 
 def _children(options: argparse.Namespace, extra: list[str]) -> list[dict[str, Any]]:
@@ -210,13 +206,22 @@ def _children(options: argparse.Namespace, extra: list[str]) -> list[dict[str, A
 def to_file_rows(options: argparse.Namespace) -> None:
     """``--to-file``: one child per (model, exporter) running :func:`one_to_file`; a table."""
     rows = _children(options, ["--to-file"])
-    print(f"\n{'model':8} {'exporter':10} {'weights':>9} {'export(f=) +x':>14} {'seconds':>8}  files")
+    _table(rows, f"{'export(f=) +x':>14} {'seconds':>8}  files",
+           lambda r: f"{r['export_to_file_peak_above_model']:+14.3f} {r['export_to_file_s']:8.1f}  {', '.join(r['files'])}")
+    _write_json(options, rows)
+
+
+def _table(rows: list[dict[str, Any]], header: str, cells: Callable[[dict[str, Any]], str]) -> None:
+    """Print one line per row: model, exporter, weights, then ``cells(row)`` (or the error)."""
+    print(f"\n{'model':8} {'exporter':10} {'weights':>9} {header}")
     for r in rows:
         if "error" in r:
             print(f"{r['model']:8} {r['exporter']:10} error: {r['error']}")
-            continue
-        print(f"{r['model']:8} {r['exporter']:10} {r['weights_bytes'] / 1e9:8.2f}G "
-              f"{r['export_to_file_peak_above_model']:+14.3f} {r['export_to_file_s']:8.1f}  {', '.join(r['files'])}")
+        else:
+            print(f"{r['model']:8} {r['exporter']:10} {r['weights_bytes'] / 1e9:8.2f}G {cells(r)}")
+
+
+def _write_json(options: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     if options.json:
         with open(options.json, "w") as f:
             json.dump(rows, f, indent=1)

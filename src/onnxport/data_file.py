@@ -46,6 +46,9 @@ DIRECT_IO = os.environ.get("ONNXPORT_DIRECT_IO", "1") != "0" and hasattr(os, "O_
 # rule): onnxruntime memory-maps such a tensor instead of reading it into its own buffer.
 ALIGNMENT = 65536
 ALIGN_THRESHOLD = 1024**2
+# Tensors of at most this many bytes stay inside the .onnx file (onnx_ir.save's default
+# ``size_threshold_bytes=256``): onnxruntime cannot read a shape or axes input from external data.
+INLINE_BYTES = 256
 
 
 def layout(tensors: Sequence[ir.TensorProtocol], alignment: int, align_threshold: int) -> list[tuple[int, int]]:

@@ -37,7 +37,13 @@ import onnx_ir as ir
 import torch
 
 from onnxport import draws
-from onnxport.data_file import ALIGN_THRESHOLD, ALIGNMENT, stale_entries, write_data_file
+from onnxport.data_file import (
+    ALIGN_THRESHOLD,
+    ALIGNMENT,
+    INLINE_BYTES,
+    stale_entries,
+    write_data_file,
+)
 from onnxport.errors import InputError, MissingWeightsError, ModelCheckError
 from onnxport.metadata import complex_outputs
 
@@ -96,8 +102,6 @@ def on_disk(model: ir.Model) -> bool:
 # +2.0x the weights at its peak to open, against 3.1 s to write the file and +0.9x of mapped file
 # pages (RssAnon +0.002x) without pre-packing (``/work/s36/llama_sess2.py``, session 36).
 SESSION_FILE_MIN_BYTES = 32 * 1024**2
-# Tensors of at most this many bytes stay inside the session's .onnx file (onnx_ir's default).
-_INLINE_BYTES = 256
 _SESSION_DATA = "model.onnx.data"
 # The session folders' names carry the process id: a killed process's folder is removed by the next one.
 _SESSION_PREFIX = "onnxport-session-"
@@ -189,7 +193,7 @@ def write_session_file(model: ir.Model, folder: str, *, link: bool = True) -> st
                 offset = tensor.offset or 0
                 linked.append(((value, tensor), (name, offset, tensor.length if tensor.length is not None else tensor.nbytes)))
                 continue
-        if tensor.nbytes > _INLINE_BYTES or isinstance(tensor, ir.ExternalTensor):
+        if tensor.nbytes > INLINE_BYTES or isinstance(tensor, ir.ExternalTensor):
             moved.append((value, tensor))
     places = write_data_file([t for _, t in moved], Path(folder, _SESSION_DATA), alignment=ALIGNMENT,
                              align_threshold=ALIGN_THRESHOLD)
@@ -329,10 +333,11 @@ def create_session(
     checks = checks if checks is not None else []
     start = time.perf_counter()
     data: Any
-    file_first = on_disk(model) or _in_memory_bytes(model) >= SESSION_FILE_MIN_BYTES
-    handed = [] if check or initializer is not None or on_disk(model) else _in_memory_weights(model)
+    loaded = on_disk(model)
+    file_first = loaded or _in_memory_bytes(model) >= SESSION_FILE_MIN_BYTES
+    handed = [] if check or initializer is not None or loaded else _in_memory_weights(model)
     # the bytes cannot hold what is not handed past 2 GB; weights in another file are read from a file
-    needs_file = on_disk(model) or initializer_bytes(model) - sum(t.nbytes for _, t in handed) >= PROTOBUF_LIMIT
+    needs_file = loaded or initializer_bytes(model) - sum(t.nbytes for _, t in handed) >= PROTOBUF_LIMIT
     at_mean = draws.onnx_draws_at_mean(model) if draws_at_mean else contextlib.nullcontext()
     with _with_outputs(model, extra_outputs), at_mean:
         folder = _session_folder(model, needs_file, check) if file_first or needs_file else None

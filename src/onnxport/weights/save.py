@@ -48,16 +48,19 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
-from onnxport.data_file import ALIGN_THRESHOLD, ALIGNMENT, stale_entries, write_data_file
+from onnxport.data_file import (
+    ALIGN_THRESHOLD,
+    ALIGNMENT,
+    INLINE_BYTES,
+    stale_entries,
+    write_data_file,
+)
 from onnxport.errors import MissingWeightsError, OnnxportError, SaveError
 from onnxport.runtime import PROTOBUF_LIMIT  # protobuf's 2 GiB limit
 from onnxport.weights.tensor import WeightTensor
 
 # External data is chosen when the estimated protobuf exceeds this share of the limit.
 EXTERNAL_MARGIN = 0.9
-# Tensors of at most this many bytes stay inside the .onnx file (onnx_ir.save's default
-# ``size_threshold_bytes=256``).
-INLINE_BYTES = 256
 TEMP_TAG = ".onnxport-"
 DATA_SUFFIX = ".data"
 # Flush data and graph files to the disk before their renames (module docstring, "Durability").
