@@ -229,3 +229,21 @@ def test_a_specialized_dim_names_the_users_line() -> None:
     assert "input 'x' axis 1 ('time')" in text and "constant (5)" in text
     assert "for t in range(x.shape[1])" in text and "test_dynamic_shapes.py" in text
     assert "functional_export.py" not in text  # torch's own frames are left out
+
+
+class _DownUpConcat(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.avg_pool1d(torch.nn.functional.avg_pool1d(x, 2), 2)
+        return torch.cat([x, torch.nn.functional.interpolate(y, scale_factor=4.0)], 1)  # length % 4 == 0
+
+
+def test_a_divisibility_guard_is_a_warning_not_a_pinned_size() -> None:
+    # diffusers' UNet1DModel concatenates a skip with its down- and up-sampled copy: the code guards
+    # Eq(4*(s//4), s), true at 32 and 64, false at 31 and 33. That was "only supports size 32".
+    with pytest.warns(UserWarning, match=r"axis 2 \('length'\) is dynamic, but the code requires `Eq\(4\*"):
+        program = onnxport.export(_DownUpConcat(), (torch.randn(2, 3, 32),),
+                                  dynamic_shapes={"x": {0: "batch", 2: "length"}})
+    x = torch.randn(3, 3, 64)
+    actual = program(x)[0]
+    assert actual.shape == (3, 6, 64)
+    torch.testing.assert_close(actual, _DownUpConcat()(x))

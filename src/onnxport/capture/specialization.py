@@ -47,18 +47,38 @@ def guard_source(guard: Any) -> str:
     return str(loc) if loc is not None else "(source line unknown)"
 
 
+def _truth(expr: Any, symbol: Any, value: int) -> Any:
+    """``expr`` with ``symbol`` = ``value``: ``sympy.true``/``false``, or ``None`` when sympy cannot tell."""
+    try:
+        result = expr.subs(symbol, value)
+    except (TypeError, ValueError):  # sympy could not substitute: no conclusion
+        return None
+    return result if result in (sympy.true, sympy.false) else None
+
+
+def _neighbours(example: int) -> set[int]:
+    return {2, 3, example + 1, max(example - 1, 2)} - {example}
+
+
 def _holds_only_near(expr: Any, symbol: Any, example: int) -> bool:
     """The guard, in ``symbol`` alone, is false for every other size a dynamic dim should take
-    (2, 3, example ± 1): the graph is only valid at the example's size."""
-    others = {2, 3, example + 1, max(example - 1, 2)} - {example}
-    for value in others:
-        try:
-            result = expr.subs(symbol, value)
-        except (TypeError, ValueError):  # sympy could not substitute: no conclusion
-            return False
-        if result != sympy.false:
-            return False
-    return True
+    (2, 3, example ± 1, and twice and three times the example): the graph is only valid at the
+    example's size. A guard that holds at a multiple of the example (``Eq(8*(s//8), s)``: the size
+    must be a multiple of 8, from a concatenation of a tensor with its down- and up-sampled copy) is
+    a restriction, not a pin (:func:`_restricts`)."""
+    values = _neighbours(example) | {2 * example, 3 * example}
+    return all(_truth(expr, symbol, value) == sympy.false for value in values)
+
+
+def _restricts(expr: Any, symbol: Any, example: int) -> list[int]:
+    """The neighbouring sizes (2, 3, example ± 1) at which the guard is false, when it holds at a
+    multiple of the example but not one past it: sizes the dynamic graph does not support (a bound
+    such as ``s >= 4`` holds one past the example and is left to ``range_constraints``)."""
+    if _truth(expr, symbol, example + 1) != sympy.false:
+        return []
+    if not any(_truth(expr, symbol, value) == sympy.true for value in (2 * example, 3 * example)):
+        return []
+    return sorted(v for v in _neighbours(example) if _truth(expr, symbol, v) == sympy.false)
 
 
 def check_specialized(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames]],
@@ -70,6 +90,10 @@ def check_specialized(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames
         leaves: Per tensor input (pytree order): its path and the axes the user named.
         examples: Per tensor input (same order): its path and example tensor.
 
+    Warns:
+        UserWarning: Once per axis whose guard also holds at a multiple of the example but not at
+            its neighbours (a divisibility requirement), naming the guard and the user's line.
+
     Raises:
         DynamicShapesError: Naming the input, the axis, the dim name, the size it was fixed to and
             the user's source line that fixed it, with the fix (an example of size >= 2 on that
@@ -78,6 +102,7 @@ def check_specialized(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames
     vals = _user_tensor_inputs(ep)
     if len(vals) != len(leaves) or len(examples) != len(leaves):
         return
+    warned: set[tuple[str, int]] = set()
     for val, (path, axes), (_, example) in zip(vals, leaves, examples):
         for axis, name in axes.items():
             axis %= max(val.dim(), 1)
@@ -104,7 +129,19 @@ def check_specialized(ep: ExportedProgram, leaves: Sequence[tuple[str, AxisNames
                 continue
             shape_env = dim.node.shape_env
             for guard in getattr(shape_env, "guards", ()):
-                if guard.expr.free_symbols == {expr} and _holds_only_near(guard.expr, expr, size):
+                if guard.expr.free_symbols != {expr}:
+                    continue
+                unsupported = _restricts(guard.expr, expr, size)
+                if unsupported and (path, axis) not in warned:
+                    warned.add((path, axis))
+                    warnings.warn(
+                        f"Input {path!r} axis {axis} ({name!r}) is dynamic, but the code requires "
+                        f"`{guard.expr}` ({expr} is that axis; false at sizes {unsupported}) at\n  "
+                        f"{guard_source(guard)}\nThe graph supports the sizes where that holds; onnxruntime "
+                        "fails or computes other values at the others.",
+                        stacklevel=3,
+                    )
+                if _holds_only_near(guard.expr, expr, size):
                     raise DynamicShapesError(
                         f"Input {path!r} axis {axis} ({name!r}) is declared dynamic, but the model only "
                         f"supports size {size} there: the code guards on `{guard.expr}` "
