@@ -13,7 +13,6 @@ from torch.export import Dim
 
 import onnxport
 from onnxport.capture.dynamic_shapes import DimName
-from onnxport.errors import CaptureError
 
 
 class AlibiSlice(torch.nn.Module):
@@ -33,12 +32,18 @@ class AlibiSlice(torch.nn.Module):
 EXAMPLE = (torch.randn(2, 3, 4), torch.randn(2, 5))
 
 
-def test_unbounded_sequence_fails_with_the_shape_mismatch() -> None:
-    with pytest.raises(CaptureError, match="shape mismatch"):
-        onnxport.export(
+def test_unbounded_sequence_is_captured_with_torch_exports_size_rule() -> None:
+    # size-oblivious capture cannot show s == 1 - Max(0, 1 - 2s - past) (a mismatch of symbolic
+    # sizes); torch.export's own rule (dynamic dims above 1) captures it, with a warning
+    with pytest.warns(UserWarning, match="dynamic dims assumed above 1"):
+        program = onnxport.export(
             AlibiSlice(), EXAMPLE,
             dynamic_shapes={"x": {1: "sequence_length"}, "past": {1: "past_sequence_length"}},
         )  # fmt: skip
+    assert program.status.capture_attempts[0].cause == "shape mismatch between symbolic sizes"
+    for sequence in (1, 6):
+        x, past = torch.randn(2, sequence, 4), torch.randn(2, 5)
+        torch.testing.assert_close(torch.as_tensor(program(x, past)[0]), AlibiSlice()(x, past))
 
 
 @pytest.mark.parametrize(

@@ -224,7 +224,7 @@ def test_constraint_violation_of_non_strict_mode_is_retried_in_strict_mode_only(
 
 class FixedBatch(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(2, -1)
+        return x.reshape(2, 3)  # (reshape(2, -1) only needs an even batch: a guard, not a pin)
 
 
 def test_constraint_violation_in_both_modes_is_not_drafted() -> None:
@@ -363,3 +363,43 @@ def test_strict_modes_unsupported_construct_in_onnxport_code_ranks_after_the_mod
     users = strategies.Attempt("torch.export.export(strict=True)", 0.1, RuntimeError("unsupported"), None,
                                strategies.UNSUPPORTED_CONSTRUCT, 'File "/home/me/model.py", line 3, in forward')
     assert strategies.capture_error([raised, users]).cause == strategies.UNSUPPORTED_CONSTRUCT
+
+
+class _ViewByOtherBatch(torch.nn.Module):
+    """LTX-Video's ``temb.view(batch_size, -1, D)`` (diffusers 0.42): one input viewed by another's
+    batch size, then broadcast against it."""
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        return x + t.view(x.shape[0], -1, 8)
+
+
+def test_a_mismatch_of_symbolic_sizes_is_retried_with_torch_exports_size_rule() -> None:
+    # size-oblivious capture cannot reduce s1//s0 to 1 and reports "tensor a (5) must match tensor
+    # b ((s1//s0))": not the user's inputs (they run in eager), so the capture torch.export does
+    # alone (dims above 1) is tried, and warns
+    x, t = torch.randn(2, 5, 8), torch.randn(2, 8)
+    with pytest.warns(UserWarning, match=r"dynamic dims assumed above 1 .*met RuntimeError: The size of tensor a"):
+        program = onnxport.export(_ViewByOtherBatch(), (x, t),
+                                  dynamic_shapes={"x": {0: "batch_size"}, "t": {0: "batch_size"}})
+    attempts = program.status.capture_attempts
+    assert attempts[0].cause == strategies.SYMBOLIC_MISMATCH
+    assert attempts[-1].strategy == strategies.SIZES_ABOVE_ONE and attempts[-1].success
+    x, t = torch.randn(3, 5, 8), torch.randn(3, 8)
+    torch.testing.assert_close(torch.as_tensor(program(x, t)[0]), x + t.view(3, 1, 8))
+
+
+def test_shape_mismatches_are_symbolic_only_when_a_size_is_an_expression() -> None:
+    assert strategies.classify(RuntimeError(
+        "The size of tensor a (32) must match the size of tensor b ((s53//s47)) at non-singleton dimension 1"
+    )) == strategies.SYMBOLIC_MISMATCH
+    assert strategies.classify(RuntimeError(
+        "The size of tensor a (4) must match the size of tensor b (5) at non-singleton dimension 1"
+    )) == strategies.SHAPE_MISMATCH
+
+
+def test_an_error_raised_inside_sympy_is_not_the_users_exception() -> None:
+    # torch's guard solving under backed_size_oblivious raised sympy's NotImplementedError
+    # ("cannot be solved using solve_univariate_inequality", MobileViTV2); it was reported as
+    # "forward() raised this exception" with a sympy source line
+    assert strategies._is_library_frame("/usr/lib/python3.11/site-packages/sympy/solvers/inequalities.py")
+    assert not strategies._is_library_frame("/home/user/model.py")

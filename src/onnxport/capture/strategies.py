@@ -222,27 +222,40 @@ def capture_sizes_above_one(
                      for m in _SIZE_ONE_GUARD.finditer(str(a.error))})  # fmt: skip
     if not guards:
         return None
+    return _capture_above_one(model, args, kwargs, dynamic_shapes, attempts, f"tests {'; '.join(guards)}")
+
+
+def _capture_above_one(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any,
+                       attempts: list[Attempt], why: str) -> ExportedProgram | None:
+    """Non-strict capture without ``backed_size_oblivious`` (dynamic dims assumed above 1), recorded
+    in ``attempts`` with a warning that the model ``why`` (what the size-oblivious capture met);
+    ``None`` when it fails too."""
     start = time.perf_counter()
     try:
         with fake_tensors_undone(model):
             ep = _nonstrict(model, args, kwargs, dynamic_shapes, oblivious=False)
-    except Exception as e:  # recorded; the caller raises the original violation
+    except Exception as e:  # recorded; the caller raises the original failure
         attempts.append(_failed(SIZES_ABOVE_ONE, start, e))
         return None
     message = (
-        "onnxport captured the model with dynamic dims assumed above 1 (torch.export's rule): the model "
-        f"tests {'; '.join(guards)}; at size 1 the graph runs the path of larger sizes. Check the outputs "
+        f"onnxport captured the model with dynamic dims assumed above 1 (torch.export's rule): the model "
+        f"{why}; at size 1 the graph runs the path of larger sizes. Check the outputs "
         "at size 1 (onnxport.verify with such inputs), or give those dims min=2."
     )
     attempts.append(Attempt(SIZES_ABOVE_ONE, time.perf_counter() - start, warnings=[message],
                             assumed_finite=ep.graph_module.meta.get(ASSUMED_FINITE, [])))  # fmt: skip
-    warnings.warn(message, UserWarning, stacklevel=4)
+    warnings.warn(message, UserWarning, stacklevel=5)
     return ep
+
 
 DATA_DEPENDENT = "data-dependent guard"
 UNSUPPORTED_CONSTRUCT = "unsupported Python construct"
 CONSTRAINT_VIOLATION = "constraint violation"
 SHAPE_MISMATCH = "shape mismatch"
+# A mismatch between sizes torch holds as expressions of the dynamic dims ("tensor a (32) must
+# match tensor b ((s53//s47))"): the example inputs ran in eager, torch could not prove the sizes
+# equal for every size (often only under backed_size_oblivious: LTX-Video's ``temb.view``).
+SYMBOLIC_MISMATCH = "shape mismatch between symbolic sizes"
 DEVICE_MISMATCH = "device mismatch"
 RAISED = "exception raised in forward"
 OTHER = "error"
@@ -250,7 +263,8 @@ OTHER = "error"
 # mismatches come before an unsupported construct (strict mode reports the same failure as a
 # "TorchRuntimeError"); an exception raised in forward comes last, since code may raise only
 # because it sees FakeTensors (another strategy's unsupported construct is then the real cause).
-REAL_CAUSES = (DATA_DEPENDENT, CONSTRAINT_VIOLATION, SHAPE_MISMATCH, DEVICE_MISMATCH, UNSUPPORTED_CONSTRUCT, RAISED)
+REAL_CAUSES = (DATA_DEPENDENT, CONSTRAINT_VIOLATION, SHAPE_MISMATCH, DEVICE_MISMATCH, SYMBOLIC_MISMATCH,
+               UNSUPPORTED_CONSTRUCT, RAISED)
 # Causes no other strategy can fix: the shapes/devices of the inputs and weights do not fit.
 MODEL_FAILURES = (SHAPE_MISMATCH, DEVICE_MISMATCH)
 
@@ -261,6 +275,8 @@ _SHAPE_TEXT = re.compile(
     r"|the size of tensor a|not in range for dimension|dimension out of range|split sizes add up to",
     re.I,
 )
+# A size printed as an expression of ShapeEnv symbols (s53, u0) in a shape-mismatch message.
+_SYMBOL_TEXT = re.compile(r"[(\[,\s+*/-][su]\d+\b")
 # Dynamo's report of an op that raised on fake tensors (strict mode): the op's own error, which
 # non-strict capture raises as it is, not a construct Dynamo cannot trace.
 _FAKE_CALL_TEXT = ("when making fake tensor call", "failed to run FX node with fake tensors")
@@ -286,7 +302,7 @@ def classify(error: BaseException) -> str:
     if _DEVICE_TEXT.search(text):
         return DEVICE_MISMATCH
     if _SHAPE_TEXT.search(text):
-        return SHAPE_MISMATCH
+        return SYMBOLIC_MISMATCH if _SYMBOL_TEXT.search(text) else SHAPE_MISMATCH
     for e in chain:
         if isinstance(e, Unsupported):
             if "Data-dependent" in str(e):
@@ -380,6 +396,10 @@ def _first_capture(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_sh
                 continue
             if _is_user_error(e) or attempts[-1].cause in MODEL_FAILURES:
                 break
+            if attempts[-1].cause == SYMBOLIC_MISMATCH and strategy is _nonstrict:
+                relaxed = _capture_above_one(model, args, kwargs, dynamic_shapes, attempts, f"met {_first_line(e)}")
+                if relaxed is not None:
+                    return relaxed
             continue
         attempt = Attempt(name, time.perf_counter() - start, warnings=_draft_warnings(ep),
                           assumed_finite=ep.graph_module.meta.get(ASSUMED_FINITE, []))
@@ -429,6 +449,10 @@ def capture_error(attempts: list[Attempt]) -> CaptureError:
         DATA_DEPENDENT: "Control flow or shapes depend on tensor values: use torch.cond, "
         "torch._check, or compute the value outside the model.",
         UNSUPPORTED_CONSTRUCT: "Rewrite the Python construct named above in plain torch code.",
+        SYMBOLIC_MISMATCH: "The example inputs run in eager, but torch.export could not show these "
+        "sizes equal for every size of the dynamic dims: the code relates dims declared independent. "
+        "Declare fewer dims dynamic, use one Dim object for dims that are always equal, or give the "
+        "dims the ranges the code supports (Dim(min=..., max=...)).",
         SHAPE_MISMATCH: "The example inputs' shapes do not fit the model's weights or ops at the "
         "source line above: pass inputs of the shapes forward() expects.",
         DEVICE_MISMATCH: "Inputs, parameters and buffers are on different devices (or on the meta "
@@ -508,7 +532,8 @@ def _is_user_error(error: BaseException) -> bool:
 
 def _is_library_frame(filename: str) -> bool:
     return filename.startswith(PACKAGE_DIR) or any(
-        part in filename for part in ("site-packages/torch", "/torch/", "<frozen", "/contextlib.py")
+        part in filename
+        for part in ("site-packages/torch", "/torch/", "site-packages/sympy", "/sympy/", "<frozen", "/contextlib.py")
     )
 
 

@@ -37,3 +37,36 @@ def test_bfloat16_expand_repeat_masked_select_var() -> None:
     check_against_eager(lambda t: torch.zeros_like(t) + t, x, rtol=0, atol=0)
     check_against_eager(lambda t: torch.masked_select(t, t > 0), x, rtol=0, atol=0)
     check_against_eager(lambda t: torch.var_mean(t, 0), torch.randn(5, 3).bfloat16(), rtol=1.6e-2, atol=1e-2)
+
+
+class _Chunks(torch.nn.Module):
+    """Longformer's ``_chunk`` (transformers 5.23): overlapping chunks of a (batch·heads, sequence,
+    head) view through as_strided, its sizes and strides symbolic in the batch."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, sequence, hidden = x.shape
+        v = x.view(batch, sequence, 2, hidden // 2).transpose(1, 2).reshape(batch * 2, sequence, hidden // 2)
+        st = v.stride()
+        size = [v.size(0), v.size(1) // 4 - 1, 8, v.size(2)]
+        return v.as_strided(size=size, stride=[st[0], st[1] * 4, st[1], st[2]]) * 2
+
+
+class _TransposedWindows(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.transpose(0, 1)  # strides symbolic in both dims
+        return y.as_strided((y.shape[0], 2, 3), (y.stride(0), y.stride(1), y.stride(1)))
+
+
+@pytest.mark.parametrize(("model", "example", "dynamic", "other"), [
+    (_Chunks(), (2, 16, 8), {"x": {0: "batch"}}, (3, 16, 8)),
+    (_TransposedWindows(), (4, 5), {"x": {0: "rows", 1: "cols"}}, (6, 7)),
+], ids=["chunks", "transposed"])
+def test_as_strided_with_symbolic_sizes_and_strides(model: torch.nn.Module, example: tuple, dynamic: dict,
+                                                      other: tuple) -> None:
+    program = onnxport.export(model, (torch.randn(*example),), dynamic_shapes=dynamic)
+    for shape in (example, other):
+        x = torch.randn(*shape)
+        expected = model(x)
+        actual = torch.as_tensor(program(x)[0])
+        assert actual.shape == expected.shape
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)

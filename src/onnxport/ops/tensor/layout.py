@@ -130,18 +130,20 @@ def aten_as_strided(
     offset). The ONNX input is the logical tensor, so each storage position is mapped back to the
     input element stored there, using the example input's strides and storage offset (recorded
     by torch.export); positions no input element occupies (the rest of a larger base tensor) are
-    not in the graph and are unsupported. Static sizes and strides only.
+    not in the graph and are unsupported. Symbolic sizes, strides or input layouts go through
+    :func:`_symbolic_as_strided`.
     """
     sizes = [s for s in size if isinstance(s, int)]
     strides = [s for s in stride if isinstance(s, int)]
-    if len(sizes) != len(size) or len(strides) != len(stride) or isinstance(storage_offset, ir.Value):
-        ctx.unsupported("as_strided with symbolic sizes or strides")
     in_val = input_val(ctx)
-    in_shape, in_strides, in_offset = [1], [1], 0
+    in_shape, in_strides, in_start = [1], [1], 0  # type: list[Any], list[Any], Any
     if isinstance(in_val, torch.Tensor):
-        if not all(isinstance(d, int) for d in (*in_val.shape, *in_val.stride(), in_val.storage_offset())):
-            ctx.unsupported("as_strided on an input with symbolic sizes or strides")
-        in_shape, in_strides, in_offset = list(in_val.shape), list(in_val.stride()), int(in_val.storage_offset())
+        in_shape, in_strides, in_start = list(in_val.shape), list(in_val.stride()), in_val.storage_offset()
+    static_input = all(isinstance(d, int) for d in (*in_shape, *in_strides, in_start))
+    if len(sizes) != len(size) or len(strides) != len(stride) or isinstance(storage_offset, ir.Value) \
+            or not static_input:
+        return _symbolic_as_strided(ctx, self, size, stride, storage_offset)
+    in_offset = int(in_start)
     offset = in_offset if storage_offset is None else int(storage_offset)
     wanted = np.full(sizes, offset, dtype=np.int64)
     for k, (n, st) in enumerate(zip(sizes, strides)):
@@ -165,6 +167,81 @@ def aten_as_strided(
     index = order[found] if wanted.size else wanted
     flat = ctx.op.Reshape(self, ctx.const([-1]))
     return ctx.op.Gather(flat, ctx.const(index.astype(np.int64)), axis=0)
+
+
+def _hint(value: Any) -> int | None:
+    """The example's value of a size, stride or offset (a SymInt's hint), ``None`` when unbacked."""
+    if isinstance(value, int):
+        return value
+    hint = getattr(getattr(value, "node", None), "hint", None)
+    return int(hint) if hint is not None else None
+
+
+def _scalar(ctx: Ctx, value: int | ir.Value) -> ir.Value:
+    """A 0-D INT64 value."""
+    if isinstance(value, int):
+        return ctx.const(np.array(value, dtype=np.int64))
+    return ctx.op.Reshape(value, ctx.const(np.zeros((0,), dtype=np.int64)))
+
+
+def _symbolic_as_strided(
+    ctx: Ctx, self: ir.Value, size: Sequence[int | ir.Value], stride: Sequence[int | ir.Value],
+    storage_offset: int | ir.Value | None,
+) -> ir.Value:
+    """as_strided with symbolic sizes, strides or input layout, for an input whose elements fill
+    its storage span without gaps in some axis order (a contiguous tensor or a permuted view of
+    one: Longformer's ``_chunk`` over a transposed projection, batch-dependent strides).
+
+    The input's axes are put in storage order (decreasing stride, read from the example's values)
+    and flattened, so flat index = storage position − the input's storage offset; the view's
+    positions ``offset + Σ arange(sizeₖ)·strideₖ`` are computed in the graph (``Range``, ``Mul``,
+    broadcast ``Add``) and gathered. The layout and the bounds are checked on the example's values.
+    """
+    in_val, out_val = input_val(ctx), ctx.val()
+    if not isinstance(in_val, torch.Tensor) or not isinstance(in_val.storage_offset(), int):
+        ctx.unsupported("as_strided with symbolic sizes or strides on a non-tensor input or a symbolic storage offset")
+    hints = [_hint(v) for v in (*in_val.shape, *in_val.stride(), *out_val.shape, *out_val.stride(),
+                                out_val.storage_offset())]
+    known = [h for h in hints if h is not None]
+    if len(known) != len(hints):
+        ctx.unsupported("as_strided with data-dependent sizes or strides")
+    r_in, r_out = in_val.dim(), out_val.dim()
+    in_shape, in_strides = known[:r_in], known[r_in:2 * r_in]
+    out_sizes, out_strides = known[2 * r_in:2 * r_in + r_out], known[2 * r_in + r_out:2 * r_in + 2 * r_out]
+    in_offset, out_offset = int(in_val.storage_offset()), known[-1]
+    order = sorted(range(r_in), key=lambda k: -in_strides[k])
+    numel = 1
+    for k in reversed(order):
+        if in_shape[k] != 1 and in_strides[k] != numel:
+            ctx.unsupported("as_strided with symbolic sizes on an input with gaps or overlaps in its storage")
+        numel *= in_shape[k]
+    reach = [(n - 1) * st for n, st in zip(out_sizes, out_strides)]
+    low = out_offset + sum(r for r in reach if r < 0)
+    high = out_offset + sum(r for r in reach if r > 0)
+    if min(out_sizes, default=1) > 0 and (low < in_offset or high >= in_offset + numel):
+        ctx.unsupported("as_strided reads storage positions outside the input: the rest of its base tensor "
+                        "is not a graph input")
+    x = self if order == sorted(order) else ctx.op.Transpose(self, perm=order)
+    flat = ctx.op.Reshape(x, ctx.const([-1]))
+    r = len(size)
+    base: int | ir.Value = 0 if storage_offset is None else storage_offset
+    if isinstance(base, int):
+        index: ir.Value = ctx.const(np.array(base - in_offset, dtype=np.int64))
+    else:
+        index = ctx.op.Sub(_scalar(ctx, base), ctx.const(np.array(in_offset, dtype=np.int64)))
+    for k, (n, st) in enumerate(zip(size, stride)):
+        shape = [1] * r
+        shape[k] = -1
+        if isinstance(n, int) and isinstance(st, int):
+            term = ctx.const((np.arange(n, dtype=np.int64) * st).reshape(shape))
+        else:
+            steps = ctx.op.Range(ctx.const(np.array(0, dtype=np.int64)), _scalar(ctx, n),
+                                 ctx.const(np.array(1, dtype=np.int64)))
+            term = ctx.op.Reshape(ctx.op.Mul(steps, _scalar(ctx, st)), ctx.const(shape))
+        index = ctx.op.Add(index, term)
+    if r == 0:
+        return ctx.op.Gather(flat, index, axis=0)
+    return ctx.op.Gather(flat, ctx.op.Expand(index, ctx.shape_tensor(list(size))), axis=0)
 
 
 @translates(aten.copy.default)
