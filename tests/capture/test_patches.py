@@ -13,6 +13,7 @@ from torch.export import Dim
 import onnxport
 from onnxport.capture.patches import (
     library_patches,
+    symbolic_max_pool1d,
     tf_same_padding,
     transformers_method_caches_off,
 )
@@ -296,3 +297,27 @@ def test_tf_same_padding_pads_as_transformers(kernel: int, stride: int, dilation
         actual = tf_same_padding(x, conv, dilate=True)
         assert actual.shape == expected.shape
         assert torch.equal(actual, expected)
+
+
+class _Pools1d(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool = torch.nn.MaxPool1d(3, 2, 1, ceil_mode=True, return_indices=True)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.nn.functional.max_pool1d(x, 3, 2, 1), torch.nn.functional.max_pool1d(x, 2), *self.pool(x)
+
+
+def test_max_pool1d_over_a_dynamic_length_stays_dynamic() -> None:
+    """torch 2.13's max_pool1d fixes the length to the example's ("specialized it to be a constant",
+    torch.export alone too: CANINE's downsampling); captured as max_pool2d over a row of 1."""
+    model = _Pools1d()
+    program = onnxport.export(model, (torch.randn(2, 4, 17),), dynamic_shapes={"x": {0: "batch", 2: "length"}})
+    for shape in ((2, 4, 17), (3, 4, 30)):
+        x = torch.randn(*shape)
+        expected = model(x)
+        actual = program(x)
+        assert [tuple(a.shape) for a in actual] == [tuple(e.shape) for e in expected]
+        for a, e in zip(actual, expected):
+            torch.testing.assert_close(torch.as_tensor(a), e, rtol=0, atol=0)
+    assert torch.nn.functional.max_pool1d is not symbolic_max_pool1d  # restored after the capture

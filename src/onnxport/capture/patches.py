@@ -53,6 +53,8 @@ the user already imported (no library is imported here).
   patch's pooling cell among ``num_patches / k²`` cells: the graph dropped every cell past the
   example's); during capture it compares with an ``arange`` of that size instead
   (:func:`symbolic_one_hot`).
+- ``torch.nn.functional.max_pool1d`` over a symbolic length, which torch 2.13 fixes to the
+  example's (CANINE, 1-D CNNs), as ``max_pool2d`` over a height of 1 (:func:`symbolic_max_pool1d`).
 - transformers' ``compile_compatible_method_lru_cache`` (anchors and sine position tables of
   RT-DETR, D-FINE, ... ~30 models) is bypassed, as transformers itself does under Dynamo: a cache
   filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
@@ -241,6 +243,7 @@ def method_patches(
 _SYMBOLIC = (torch.SymInt, torch.SymFloat)
 _TENSOR, _AS_TENSOR, _LINSPACE = torch.tensor, torch.as_tensor, torch.linspace
 _ONE_HOT = torch.nn.functional.one_hot
+_MAX_POOL1D: Callable[..., Any] = torch.nn.functional.max_pool1d
 _RAND, _RANDN = torch.rand, torch.randn
 
 
@@ -302,6 +305,29 @@ def symbolic_one_hot(tensor: torch.Tensor, num_classes: int | torch.SymInt = -1)
     return (tensor.unsqueeze(-1) == torch.arange(cast(Any, num_classes), device=tensor.device)).to(torch.int64)
 
 
+def symbolic_max_pool1d(input: torch.Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                        dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """``F.max_pool1d`` over a symbolic length as ``F.max_pool2d`` over a height of 1: torch 2.13's
+    1-D kernel (``max_pool1d``, a composite of ATen) fixes the length to the example's value
+    ("specialized it to be a constant", torch.export alone too: CANINE's character downsampling,
+    1-D CNNs over audio or text), the 2-D one keeps it symbolic. The windows, padding, dilation,
+    ``ceil_mode`` and indices (flat over a row of 1) are the same; a static length goes to
+    ``F.max_pool1d``."""
+    if not isinstance(input.shape[-1], torch.SymInt):
+        return _MAX_POOL1D(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+                           return_indices=return_indices)
+    one = torch.nn.modules.utils._single
+    kernel = one(kernel_size)[0]
+    step = one(stride)[0] if stride is not None and one(stride) else kernel
+    pooled = torch.nn.functional.max_pool2d(
+        input.unsqueeze(-2), (1, kernel), (1, step), (0, one(padding)[0]), (1, one(dilation)[0]),
+        ceil_mode=ceil_mode, return_indices=return_indices,
+    )
+    if return_indices:
+        return pooled[0].squeeze(-2), pooled[1].squeeze(-2)
+    return pooled.squeeze(-2)
+
+
 def _without_no_generator(draw: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
     def wrapper(*args: Any, **kwargs: Any) -> torch.Tensor:
         if "generator" in kwargs and kwargs["generator"] is None:
@@ -318,12 +344,14 @@ def symbolic_constructor_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     ``torch.as_tensor`` of the feature maps' sizes and reference points with
     ``torch.linspace(0.5, height - 0.5, height)``: the graph held the example's grid);
     ``(torch.nn.functional, "one_hot", symbolic_one_hot)``, whose ``num_classes`` the same way; and
+    ``F.max_pool1d`` over a symbolic length (:func:`symbolic_max_pool1d`);
     ``torch.rand``/``torch.randn`` without a ``generator=None`` argument, whose ``.generator``
     overload takes concrete sizes only ("SymIntArrayRef expected to contain only concrete
     integers": diffusers' ``randn_tensor`` passes ``generator=None``, and the LTX-2 diffusion
     decoder draws its noise with it at the latent's symbolic size)."""
     return [(torch, "tensor", symbolic_tensor), (torch, "as_tensor", symbolic_as_tensor), (torch, "linspace", symbolic_linspace),
-            (torch.nn.functional, "one_hot", symbolic_one_hot), (torch, "rand", _without_no_generator(_RAND)),
+            (torch.nn.functional, "one_hot", symbolic_one_hot), (torch.nn.functional, "max_pool1d", symbolic_max_pool1d),
+            (torch, "rand", _without_no_generator(_RAND)),
             (torch, "randn", _without_no_generator(_RANDN))]
 
 
