@@ -41,6 +41,7 @@ from onnxport.capture.guard_sources import PACKAGE_DIR, model_frames
 from onnxport.capture.packed import keep_packed_sequences
 from onnxport.capture.patches import library_patches
 from onnxport.capture.rnn import keep_recurrent_ops
+from onnxport.capture.time_limit import OutOfTime, time_limit
 from onnxport.errors import CaptureError, user_source_line
 
 
@@ -205,6 +206,9 @@ STRATEGIES: tuple[tuple[str, Callable[..., ExportedProgram]], ...] = (
 # "satisfy the generated guard L['x'].size()[0] != 1" (:func:`capture_sizes_above_one`).
 _SIZE_ONE_GUARD = re.compile(r"generated guard [^\n]*!= 1\b")
 SIZES_ABOVE_ONE = "torch.export.export(strict=False), dynamic dims assumed above 1"
+# The budget of that capture after a mismatch of symbolic sizes: at least a minute, else 4x the
+# size-oblivious attempt's seconds (LTX-Video: 1.2 s then 1.5 s; Mask2Former: 17 s then > 9 min).
+RETRY_MIN_SECONDS, RETRY_FACTOR = 60.0, 4.0
 
 
 def capture_sizes_above_one(
@@ -222,18 +226,22 @@ def capture_sizes_above_one(
                      for m in _SIZE_ONE_GUARD.finditer(str(a.error))})  # fmt: skip
     if not guards:
         return None
-    return _capture_above_one(model, args, kwargs, dynamic_shapes, attempts, f"tests {'; '.join(guards)}")
+    return _capture_above_one(model, args, kwargs, dynamic_shapes, attempts, why=f"tests {'; '.join(guards)}")
 
 
 def _capture_above_one(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any,
-                       attempts: list[Attempt], why: str) -> ExportedProgram | None:
+                       attempts: list[Attempt], *, why: str, budget: float | None = None) -> ExportedProgram | None:
     """Non-strict capture without ``backed_size_oblivious`` (dynamic dims assumed above 1), recorded
     in ``attempts`` with a warning that the model ``why`` (what the size-oblivious capture met);
-    ``None`` when it fails too."""
+    ``None`` when it fails too, or takes more than ``budget`` seconds
+    (:mod:`onnxport.capture.time_limit`)."""
     start = time.perf_counter()
     try:
-        with fake_tensors_undone(model):
+        with fake_tensors_undone(model), time_limit(budget) if budget else contextlib.nullcontext():
             ep = _nonstrict(model, args, kwargs, dynamic_shapes, oblivious=False)
+    except OutOfTime as e:  # a retry that spins in sympy: the original failure is the report
+        attempts.append(Attempt(SIZES_ABOVE_ONE, time.perf_counter() - start, RuntimeError(str(e)), "", OTHER))
+        return None
     except Exception as e:  # recorded; the caller raises the original failure
         attempts.append(_failed(SIZES_ABOVE_ONE, start, e))
         return None
@@ -397,7 +405,9 @@ def _first_capture(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_sh
             if _is_user_error(e) or attempts[-1].cause in MODEL_FAILURES:
                 break
             if attempts[-1].cause == SYMBOLIC_MISMATCH and strategy is _nonstrict:
-                relaxed = _capture_above_one(model, args, kwargs, dynamic_shapes, attempts, f"met {_first_line(e)}")
+                budget = max(RETRY_MIN_SECONDS, RETRY_FACTOR * attempts[-1].seconds)
+                relaxed = _capture_above_one(model, args, kwargs, dynamic_shapes, attempts,
+                                             why=f"met {_first_line(e)}", budget=budget)
                 if relaxed is not None:
                     return relaxed
                 break  # strict mode and draft export meet the same sizes (Mask2Former: 15 min more)
