@@ -50,7 +50,9 @@ ARCHITECTURES_RUN = (
     "(`_calibrated`: its outputs had been ~1e-25, so no comparison could fail). The 17 cases "
     "from bloom to ast were added and run with `--merge` on 2026-11-24 (load ~2–3, while other "
     "tests ran). unet2d-condition was re-run with `--merge` on 2026-11-28 (load ~1) after its second "
-    "size became odd (9x13 latents, capture/upsampling.py)."
+    "size became odd (9x13 latents, capture/upsampling.py). unet1d, ltx-video and longformer were "
+    "added with `--merge` on 2026-12-05 (session 37, while the test suite ran: load ~3): the cases "
+    "its divisibility warning, symbolic-mismatch retry and symbolic as_strided made pass."
 )
 DTYPE_ORDER = ("float32", "float16", "bfloat16", "int32", "int64", "bool")
 SAMPLES_PER_CASE = 3

@@ -181,6 +181,57 @@ def unet_inputs(size: tuple[int, int, int, int]) -> Inputs:
             torch.randn(batch, tokens, 16, generator=g)), {}
 
 
+class _Unet1d(torch.nn.Module):
+    """diffusers ``UNet1DModel``: its skips are concatenated with down- and up-sampled copies, so the
+    length must be a multiple of 8 (a guard, warned; session 37: was "only supports size 32")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import diffusers  # optional heavy dependency (test extra)
+
+        torch.manual_seed(0)
+        self.unet: Any = diffusers.UNet1DModel(sample_size=32, in_channels=2, out_channels=2,
+                                               block_out_channels=(32, 32, 64), extra_in_channels=64)
+        self.eval()
+
+    def forward(self, sample: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
+        return self.unet(sample, timestep, return_dict=False)[0]
+
+
+def unet1d_inputs(size: tuple[int, int]) -> Inputs:
+    batch, length = size
+    return (torch.randn(batch, 2, length, generator=_gen(*size)), torch.tensor([10] * batch)), {}
+
+
+class _LtxVideo(torch.nn.Module):
+    """diffusers ``LTXVideoTransformer3DModel`` (one layer, a 2x4x4 latent video): its
+    ``temb.view(batch_size, -1, D)`` is a mismatch of symbolic sizes under size-oblivious capture,
+    captured again with torch.export's size rule (session 37)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import diffusers  # optional heavy dependency (test extra)
+
+        torch.manual_seed(0)
+        self.transformer: Any = diffusers.LTXVideoTransformer3DModel(
+            in_channels=4, out_channels=4, patch_size=1, patch_size_t=1, num_attention_heads=2, attention_head_dim=8,
+            cross_attention_dim=16, num_layers=1, caption_channels=16)
+        self.eval()
+
+    def forward(self, hidden_states: torch.Tensor, encoder_hidden_states: torch.Tensor, timestep: torch.Tensor,
+                encoder_attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.transformer(hidden_states=hidden_states, encoder_hidden_states=encoder_hidden_states,
+                                timestep=timestep, encoder_attention_mask=encoder_attention_mask, num_frames=2,
+                                height=4, width=4, return_dict=False)[0]
+
+
+def ltx_inputs(size: tuple[int, int]) -> Inputs:
+    batch, tokens = size
+    g = _gen(*size)
+    return (torch.randn(batch, 32, 4, generator=g), torch.randn(batch, tokens, 16, generator=g),
+            torch.tensor([10] * batch), torch.ones(batch, tokens, dtype=torch.long)), {}
+
+
 class _Vae(torch.nn.Module):
     """diffusers ``AutoencoderKL`` forward (encode → posterior mode → decode)."""
 
@@ -390,6 +441,11 @@ CASES: list[Case] = [
           {0: "batch_size", 1: "sequence_length"})),
     Case("autoencoder-kl", "diffusion", _Vae, lambda size: ((images(size)[1]["pixel_values"],), {}),
          ((2, 16, 16), (3, 24, 32)), ({0: "batch_size", 2: "height", 3: "width"},)),
+    Case("unet1d", "diffusion", _Unet1d, unet1d_inputs, ((2, 32), (3, 64)),
+         ({0: "batch_size", 2: "length"}, {0: "batch_size"})),
+    Case("ltx-video", "diffusion", _LtxVideo, ltx_inputs, ((2, 5), (3, 7)),
+         ({0: "batch_size"}, {0: "batch_size", 1: "sequence_length"}, {0: "batch_size"},
+          {0: "batch_size", 1: "sequence_length"})),
     # torch.nn
     Case("nn.LSTM", "torch.nn", lambda: _Recurrent("LSTM").eval(), sequence("x", 8), ((2, 7), (3, 12)), {"x": SEQ}),
     Case("nn.GRU", "torch.nn", lambda: _Recurrent("GRU").eval(), sequence("x", 8), ((2, 7), (3, 12)), {"x": SEQ}),
@@ -447,6 +503,11 @@ CASES: list[Case] = [
                                conv_kernel=(10, 3), num_conv_pos_embeddings=8, num_conv_pos_embedding_groups=2),
          lambda size: ((), {"input_values": torch.randn(*size, generator=_gen(*size))}),
          ((2, 400), (3, 640)), {"input_values": SEQ}),
+    # Longformer's sliding chunks: as_strided with sizes and strides symbolic in the batch (its
+    # sequence dim turns sizes into tensors: torch.export cannot capture it dynamic)
+    Case("longformer", "encoder", _hf("LongformerConfig", "LongformerModel", **ENC, attention_window=4,
+                                      pad_token_id=1), text, ((2, 8), (3, 8)),
+         {"input_ids": {0: "batch_size"}, "attention_mask": {0: "batch_size"}}),
     Case("ast", "audio", _hf("ASTConfig", "ASTModel", hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                              intermediate_size=37, num_mel_bins=16, max_length=32, patch_size=16,
                              frequency_stride=8, time_stride=8),
