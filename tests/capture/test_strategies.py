@@ -403,3 +403,13 @@ def test_an_error_raised_inside_sympy_is_not_the_users_exception() -> None:
     # "forward() raised this exception" with a sympy source line
     assert strategies._is_library_frame("/usr/lib/python3.11/site-packages/sympy/solvers/inequalities.py")
     assert not strategies._is_library_frame("/home/user/model.py")
+
+
+def test_inputs_that_do_not_fit_are_a_plain_shape_mismatch_even_with_symbolic_sizes() -> None:
+    # "a and b must have same reduction dim, but got [s0, s1] X [8, 4]": the sizes are symbolic, but
+    # forward fails in eager too, so the error says the inputs are wrong (after the one retry)
+    with pytest.raises(onnxport.CaptureError) as info:
+        onnxport.export(torch.nn.Linear(8, 4), (torch.randn(2, 7),), dynamic_shapes={"input": {0: "b", 1: "f"}})
+    assert info.value.cause == strategies.SHAPE_MISMATCH
+    assert "pass inputs of the shapes forward() expects" in str(info.value)
+    assert [a.strategy for a in info.value.attempts][-1] == strategies.SIZES_ABOVE_ONE

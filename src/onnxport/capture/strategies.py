@@ -25,13 +25,14 @@ import torch
 import torch._dynamo.config
 import torch.fx.experimental._config
 from torch._dynamo.exc import Unsupported, UserError
-from torch._subclasses.fake_tensor import DataDependentOutputException
+from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensor
 from torch.export import ExportedProgram
 from torch.export._draft_export import draft_export
 from torch.fx.experimental.symbolic_shapes import (
     ConstraintViolationError,
     GuardOnDataDependentSymNode,
 )
+from torch.utils._pytree import tree_leaves
 
 from onnxport.capture.bounds import known_dims
 from onnxport.capture.fake_leaks import fake_tensors_undone
@@ -261,8 +262,8 @@ UNSUPPORTED_CONSTRUCT = "unsupported Python construct"
 CONSTRAINT_VIOLATION = "constraint violation"
 SHAPE_MISMATCH = "shape mismatch"
 # A mismatch between sizes torch holds as expressions of the dynamic dims ("tensor a (32) must
-# match tensor b ((s53//s47))"): the example inputs ran in eager, torch could not prove the sizes
-# equal for every size (often only under backed_size_oblivious: LTX-Video's ``temb.view``).
+# match tensor b ((s53//s47))"): torch could not prove the sizes equal for every size, often only
+# under backed_size_oblivious (LTX-Video's ``temb.view``), or the example inputs do not fit.
 SYMBOLIC_MISMATCH = "shape mismatch between symbolic sizes"
 DEVICE_MISMATCH = "device mismatch"
 RAISED = "exception raised in forward"
@@ -405,11 +406,14 @@ def _first_capture(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_sh
             if _is_user_error(e) or attempts[-1].cause in MODEL_FAILURES:
                 break
             if attempts[-1].cause == SYMBOLIC_MISMATCH and strategy is _nonstrict:
+                failed = attempts[-1]
                 budget = max(RETRY_MIN_SECONDS, RETRY_FACTOR * attempts[-1].seconds)
                 relaxed = _capture_above_one(model, args, kwargs, dynamic_shapes, attempts,
                                              why=f"met {_first_line(e)}", budget=budget)
                 if relaxed is not None:
                     return relaxed
+                if _fails_in_eager(model, args, kwargs):  # the inputs do not fit: a plain mismatch
+                    attempts[attempts.index(failed)].cause = SHAPE_MISMATCH
                 break  # strict mode and draft export meet the same sizes (Mask2Former: 15 min more)
             continue
         attempt = Attempt(name, time.perf_counter() - start, warnings=_draft_warnings(ep),
@@ -424,6 +428,20 @@ def _first_capture(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_sh
             )
         return ep
     raise capture_error(attempts)
+
+
+def _fails_in_eager(model: torch.nn.Module, args: tuple, kwargs: dict) -> bool:
+    """``forward`` raises on the example inputs (run without autograd, after every capture attempt
+    failed, so a state it changes matters to no capture); ``False`` for fake or meta tensors."""
+    tensors = [*tree_leaves((args, kwargs)), *model.parameters(), *model.buffers()]
+    if any(isinstance(t, torch.Tensor) and (t.is_meta or isinstance(t, FakeTensor)) for t in tensors):
+        return False
+    try:
+        with torch.no_grad():
+            model(*args, **kwargs)
+    except Exception:  # any failure: the inputs do not fit the model
+        return True
+    return False
 
 
 def _failed(name: str, start: float, error: BaseException) -> Attempt:
@@ -460,10 +478,11 @@ def capture_error(attempts: list[Attempt]) -> CaptureError:
         DATA_DEPENDENT: "Control flow or shapes depend on tensor values: use torch.cond, "
         "torch._check, or compute the value outside the model.",
         UNSUPPORTED_CONSTRUCT: "Rewrite the Python construct named above in plain torch code.",
-        SYMBOLIC_MISMATCH: "The example inputs run in eager, but torch.export could not show these "
+        SYMBOLIC_MISMATCH: "If the example inputs run in eager, torch.export could not show these "
         "sizes equal for every size of the dynamic dims: the code relates dims declared independent. "
         "Declare fewer dims dynamic, use one Dim object for dims that are always equal, or give the "
-        "dims the ranges the code supports (Dim(min=..., max=...)).",
+        "dims the ranges the code supports (Dim(min=..., max=...)). If they do not, pass inputs of "
+        "the shapes forward() expects.",
         SHAPE_MISMATCH: "The example inputs' shapes do not fit the model's weights or ops at the "
         "source line above: pass inputs of the shapes forward() expects.",
         DEVICE_MISMATCH: "Inputs, parameters and buffers are on different devices (or on the meta "
