@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import onnxport
-from _eager import Fn, check_against_eager
+from _eager import Fn, Fn1, check_against_eager
 from onnxport.errors import UnsupportedOpError
 
 F = torch.nn.functional
@@ -56,6 +56,20 @@ def test_grid_sample_5d_below_opset_20_refused() -> None:
 def test_antialiased_interpolate(mode: str, kwargs: dict) -> None:
     x = torch.randn(2, 3, 17, 23)
     check_against_eager(lambda t: F.interpolate(t, mode=mode, antialias=True, **kwargs), x)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("scale_factor", [0.5, (0.3, 0.7), 2.0])
+def test_antialiased_interpolate_by_scale_factors_on_dynamic_sizes(mode: str, scale_factor: object) -> None:
+    # torch widens the filter by 1/scale factor: Resize-18 with scales, antialias=1, half_pixel
+    model = Fn1(lambda t: F.interpolate(t, scale_factor=scale_factor, mode=mode, antialias=True))
+    program = onnxport.export(model, (torch.randn(2, 3, 16, 18),), dynamic_shapes=({0: "b", 2: "h", 3: "w"},))
+    for shape in [(2, 3, 16, 18), (3, 3, 20, 14), (1, 3, 33, 41)]:
+        x = torch.randn(*shape)
+        expected = model(x)
+        actual = torch.as_tensor(program(x)[0])
+        assert actual.shape == expected.shape
+        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("shape", [(2, 8, 4, 6), (8, 4, 2), (0, 4, 2, 2)])

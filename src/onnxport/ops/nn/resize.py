@@ -135,9 +135,11 @@ def aten_upsample_aa(
     dropped and the rest renormalized. Without scale factors and align_corners that is ONNX
     Resize-18 with ``antialias=1`` and ``exclude_outside=1`` (ONNX spec, Resize). Otherwise torch
     centres and widens the filter with its own scale ((in−1)/(out−1), or 1/scale factor), which
-    Resize cannot express: for static sizes each spatial axis becomes a MatMul with the (out, in)
-    matrix of torch's weights (aten/src/ATen/native/cpu/UpSampleKernel.cpp,
-    ``_compute_indices_weights_aa``; the filter is separable).
+    Resize cannot express with output sizes: for static sizes each spatial axis becomes a MatMul
+    with the (out, in) matrix of torch's weights (aten/src/ATen/native/cpu/UpSampleKernel.cpp,
+    ``_compute_indices_weights_aa``; the filter is separable). On dynamic sizes, scale factors are
+    Resize-18 with ``scales`` and ``half_pixel`` (the filter widened by 1/scale, the output
+    floor(in·scale), as torch); align_corners there is unsupported.
     """
     cubic = ctx.node is not None and ctx.node.target is aten._upsample_bicubic2d_aa.default
     given = [s for s in scales if s is not None and s > 0]
@@ -149,7 +151,13 @@ def aten_upsample_aa(
     in_sizes = _input_shape(ctx)[-2:]
     out_sizes = list(ctx.val().shape)[-2:]
     if not all(isinstance(d, int) for d in (*in_sizes, *out_sizes)):
-        ctx.unsupported("anti-aliased resize with align_corners or scale factors on dynamic spatial sizes")
+        if align_corners or len(given) != 2:
+            ctx.unsupported("anti-aliased resize with align_corners on dynamic spatial sizes")
+        # the filter scale is 1/scale factor, the output floor(in·scale): Resize-18 with scales and
+        # half_pixel (ONNX spec, Resize: x_original = (x_resized + 0.5) / scale − 0.5)
+        extra: dict[str, float] = {"cubic_coeff_a": -0.5} if cubic else {}
+        return _resize(ctx, self, None, given, "cubic" if cubic else "linear", "half_pixel",
+                       antialias=1, exclude_outside=1, **extra)
     dtype = self.dtype
     x = self if dtype in _FLOAT_RESIZE else ctx.op.Cast(self, to=ir.DataType.FLOAT)
     np_dtype = np.float64 if x.dtype == ir.DataType.DOUBLE else np.float32
