@@ -155,9 +155,10 @@ def aten_upsample_aa(
             ctx.unsupported("anti-aliased resize with align_corners on dynamic spatial sizes")
         # the filter scale is 1/scale factor, the output floor(in·scale): Resize-18 with scales and
         # half_pixel (ONNX spec, Resize: x_original = (x_resized + 0.5) / scale − 0.5)
-        extra: dict[str, float] = {"cubic_coeff_a": -0.5} if cubic else {}
-        return _resize(ctx, self, None, given, "cubic" if cubic else "linear", "half_pixel",
-                       antialias=1, exclude_outside=1, **extra)
+        if cubic:
+            return _resize(ctx, self, None, given, "cubic", "half_pixel", antialias=1, exclude_outside=1,
+                           cubic_coeff_a=-0.5)
+        return _resize(ctx, self, None, given, "linear", "half_pixel", antialias=1, exclude_outside=1)
     dtype = self.dtype
     x = self if dtype in _FLOAT_RESIZE else ctx.op.Cast(self, to=ir.DataType.FLOAT)
     np_dtype = np.float64 if x.dtype == ir.DataType.DOUBLE else np.float32
