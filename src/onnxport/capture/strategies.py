@@ -407,14 +407,14 @@ def _first_capture(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_sh
                 break
             if attempts[-1].cause == SYMBOLIC_MISMATCH and strategy is _nonstrict:
                 failed = attempts[-1]
-                budget = max(RETRY_MIN_SECONDS, RETRY_FACTOR * attempts[-1].seconds)
+                budget = max(RETRY_MIN_SECONDS, RETRY_FACTOR * failed.seconds)
                 relaxed = _capture_above_one(model, args, kwargs, dynamic_shapes, attempts,
                                              why=f"met {_first_line(e)}", budget=budget)
                 if relaxed is not None:
                     return relaxed
                 if _fails_in_eager(model, args, kwargs):  # the inputs do not fit: a plain mismatch
-                    attempts[attempts.index(failed)].cause = SHAPE_MISMATCH
-                break  # strict mode and draft export meet the same sizes (Mask2Former: 15 min more)
+                    failed.cause = SHAPE_MISMATCH
+                break  # strict mode and draft export reason about the sizes as the first attempt did
             continue
         attempt = Attempt(name, time.perf_counter() - start, warnings=_draft_warnings(ep),
                           assumed_finite=ep.graph_module.meta.get(ASSUMED_FINITE, []))
