@@ -29,6 +29,7 @@ from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.specialization import check_specialized, warn_narrowed
 from onnxport.capture.strategies import capture, capture_sizes_above_one, source_line
+from onnxport.capture.torchscript import from_torchscript, is_torchscript
 from onnxport.errors import CaptureError, DynamicShapesError, InputError, OnnxportError
 from onnxport.metadata import (
     KEY_GRAPH_SIGNATURE,
@@ -284,17 +285,28 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
     return program
 
 
+def _declares_dynamic(options: ExportOptions) -> bool:
+    """Whether the export asks for any dynamic dim."""
+    leaves = torch.utils._pytree.tree_leaves(options.dynamic_shapes)
+    return bool(options.dynamic or options.dynamic_axes or any(leaf is not None for leaf in leaves))
+
+
 def capture_stage(
     model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: ExportOptions, status: ExportStatus
 ) -> tuple[ExportedProgram, dyn.InputSpec]:
-    """torch.export with fallbacks (``capture/strategies.py``); an ExportedProgram passes through.
+    """torch.export with fallbacks (``capture/strategies.py``); an ExportedProgram passes through; a
+    TorchScript module or function is converted at the example's shapes (``capture/torchscript.py``).
 
     Raises:
         InputError: ``model`` is neither an ``nn.Module`` nor an ExportedProgram, or bad names.
-        CaptureError: Every strategy failed (constraint violations explained per input and axis).
+        CaptureError: Every strategy failed (constraint violations explained per input and axis), or
+            PyTorch's TorchScript converter did.
         DynamicShapesError: An axis named dynamic was specialized by the model (input, axis and
-            source line named).
+            source line named), or the model is TorchScript and dims are declared dynamic.
     """
+    if is_torchscript(model):
+        with status.step("capture"):
+            model = from_torchscript(model, args, kwargs, _declares_dynamic(options))
     if not isinstance(model, (torch.nn.Module, ExportedProgram)):
         raise InputError(
             f"model must be a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}. "
