@@ -228,3 +228,11 @@ def test_custom_translation_table_constants_take_the_input_dtype_and_scripted_fu
     (actual,) = program(x)
     assert actual.dtype == torch.float16
     torch.testing.assert_close(actual, torch.tanh(x) * 0.5 + 1, rtol=2e-3, atol=2e-3)
+
+
+def test_a_model_in_training_mode_is_exported_with_torch_onnx_s_warning() -> None:
+    # torch.onnx.export warns the same way (torch/onnx/_internal/exporter/_compat.py)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Dropout(0.5))
+    with pytest.warns(UserWarning, match=r"training mode .*Call model.eval\(\) before export"):
+        onnxport.export(model, (torch.randn(2, 4),))
+    assert model.training  # the model is left as it was

@@ -262,6 +262,14 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
         OnnxportError: The first stage that failed (recorded in ``status``).
     """
     args, kwargs = _normalize_inputs(args, kwargs)
+    if isinstance(model, torch.nn.Module) and not is_torchscript(model) and model.training:
+        warnings.warn(  # as torch.onnx.export does (torch/onnx/_internal/exporter/_compat.py)
+            "The model is in training mode (model.training is True): the graph runs dropout and batch "
+            "norm as in training (random masks, the batch's statistics). Call model.eval() before "
+            "export for inference.",
+            UserWarning,
+            stacklevel=3,
+        )
     ep, spec = capture_stage(model, args, kwargs, options, status)
     if options.dump_exported_program is not None:
         _dump_exported_program(ep, options.dump_exported_program)

@@ -50,7 +50,7 @@ class _Wrapper(torch.nn.Module):
 
 
 def test_export_runs_at_other_block_counts() -> None:
-    model = _Wrapper()
+    model = _Wrapper().eval()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no narrowed sequence range
         program = onnxport.export(model, (torch.randn(1, 6, 32),), dynamic_shapes={"x": {0: "batch_size", 1: "sequence_length"}})
