@@ -262,7 +262,7 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
         OnnxportError: The first stage that failed (recorded in ``status``).
     """
     args, kwargs = _normalize_inputs(args, kwargs)
-    if isinstance(model, torch.nn.Module) and not is_torchscript(model) and model.training:
+    if isinstance(model, torch.nn.Module) and not is_torchscript(model) and model.training and _mode_matters(model):
         warnings.warn(  # as torch.onnx.export does (torch/onnx/_internal/exporter/_compat.py)
             "The model is in training mode (model.training is True): the graph runs dropout and batch "
             "norm as in training (random masks, the batch's statistics). Call model.eval() before "
@@ -291,6 +291,21 @@ def run(model: Any, args: Any, kwargs: Any, options: ExportOptions, status: Expo
     if options.f is not None:
         save_stage(program, options, status, check=(model, (args, kwargs)) if checks_saved else None)
     return program
+
+
+def _mode_matters(model: torch.nn.Module) -> bool:
+    """A submodule computes differently in training mode: dropout with p > 0, a norm with running
+    statistics, or a transformers/diffusers module (their attention and dropout read
+    ``self.training``)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0:
+            return True
+        if isinstance(module, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.instancenorm._InstanceNorm)) \
+                and module.track_running_stats:
+            return True
+        if type(module).__module__.startswith(("transformers.", "diffusers.")):
+            return True
+    return False
 
 
 def _declares_dynamic(options: ExportOptions) -> bool:

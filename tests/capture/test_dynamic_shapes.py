@@ -247,3 +247,18 @@ def test_a_divisibility_guard_is_a_warning_not_a_pinned_size() -> None:
     actual = program(x)[0]
     assert actual.shape == (3, 6, 64)
     torch.testing.assert_close(actual, _DownUpConcat()(x))
+
+
+class _WithConfig(torch.nn.Module):
+    def forward(self, x: torch.Tensor, cfg: dict, pair: tuple) -> torch.Tensor:
+        return x * cfg["scale"] + pair[0] - pair[1]
+
+
+def test_none_for_a_dict_or_tuple_input_means_all_of_it_static() -> None:
+    # torch.export wants the spec to mirror a dict input ("inputs['cfg'] is a <class 'dict'>, but
+    # dynamic_shapes['cfg'] is not"); None there means every tensor in it static
+    cfg, pair = {"scale": torch.full((1, 4), 2.0)}, (torch.ones(1, 4), torch.zeros(1, 4))
+    program = onnxport.export(_WithConfig(), (torch.randn(3, 4), cfg, pair),
+                              dynamic_shapes={"x": {0: "batch"}, "cfg": None, "pair": None})
+    x = torch.randn(6, 4)
+    torch.testing.assert_close(torch.as_tensor(program(x, cfg, pair)[0]), x * 2.0 + 1.0)

@@ -61,14 +61,27 @@ def to_torch_export(dynamic_shapes: Any, combined: Mapping[str, Any] | None = No
     """The ``dynamic_shapes`` argument to give torch.export.
 
     A dict keyed by input names gets ``None`` (static) for the inputs it does not mention
-    (torch.export wants every input named, e.g. a ``use_cache=False`` keyword).
+    (torch.export wants every input named, e.g. a ``use_cache=False`` keyword), in the structure of
+    a dict, list or tuple input.
     """
     if dynamic_shapes is None:
         return None
     converted = _convert(dynamic_shapes)
     if isinstance(converted, dict) and combined is not None:
-        converted = {name: converted.get(name) for name in combined}
+        converted = {name: _static_like(combined[name]) if converted.get(name) is None else converted[name]
+                     for name in combined}
     return converted
+
+
+def _static_like(value: Any) -> Any:
+    """``None`` (static) in the structure of ``value``: torch.export wants a dict or a list input's
+    spec to mirror it ("inputs['cfg'] is a <class 'dict'>, but dynamic_shapes['cfg'] is not"), where
+    ``None`` for the whole input means every tensor in it static."""
+    if isinstance(value, Mapping):
+        return {k: _static_like(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_static_like(v) for v in value)
+    return None
 
 
 def as_hints(export_shapes: Any) -> Any:
