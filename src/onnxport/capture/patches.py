@@ -305,27 +305,19 @@ def symbolic_one_hot(tensor: torch.Tensor, num_classes: int | torch.SymInt = -1)
     return (tensor.unsqueeze(-1) == torch.arange(cast(Any, num_classes), device=tensor.device)).to(torch.int64)
 
 
-def _max_pool1d_parameters(input: torch.Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                           dilation: Any = 1, ceil_mode: bool = False, **kwargs: Any) -> dict[str, Any]:
-    """``F.max_pool1d``'s parameters by name (``return_indices``, its seventh, in ``kwargs``)."""
-    return {"input": input, "kernel_size": kernel_size, "stride": stride, "padding": padding, "dilation": dilation,
-            "ceil_mode": ceil_mode, "return_indices": kwargs.get("return_indices", False)}
-
-
-def symbolic_max_pool1d(input: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+def symbolic_max_pool1d(input: torch.Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                        dilation: Any = 1, ceil_mode: bool = False, *more: Any, return_indices: bool = False) -> Any:
     """``F.max_pool1d`` over a symbolic length as ``F.max_pool2d`` over a height of 1: torch 2.13's
     1-D kernel (``max_pool1d``, a composite of ATen) fixes the length to the example's value
     ("specialized it to be a constant", torch.export alone too: CANINE's character downsampling,
     1-D CNNs over audio or text), the 2-D one keeps it symbolic. The windows, padding, dilation,
     ``ceil_mode`` and indices (flat over a row of 1) are the same; a static length goes to
-    ``F.max_pool1d``. Takes ``F.max_pool1d``'s arguments."""
+    ``F.max_pool1d``. Takes ``F.max_pool1d``'s arguments (``return_indices``, its seventh, also
+    positionally in ``more``)."""
+    return_indices = bool(more[0]) if more else return_indices
     if not isinstance(input.shape[-1], torch.SymInt):
-        return _MAX_POOL1D(input, *args, **kwargs)
-    if len(args) > 5:  # return_indices given positionally
-        args, kwargs = args[:5], {**kwargs, "return_indices": args[5]}
-    p = _max_pool1d_parameters(input, *args, **kwargs)
-    kernel_size, stride, padding, dilation = p["kernel_size"], p["stride"], p["padding"], p["dilation"]
-    ceil_mode, return_indices = p["ceil_mode"], p["return_indices"]
+        return _MAX_POOL1D(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+                           return_indices=return_indices)
     one = torch.nn.modules.utils._single
     kernel = one(kernel_size)[0]
     step = one(stride)[0] if stride is not None and one(stride) else kernel

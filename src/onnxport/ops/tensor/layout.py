@@ -136,7 +136,9 @@ def aten_as_strided(
     sizes = [s for s in size if isinstance(s, int)]
     strides = [s for s in stride if isinstance(s, int)]
     in_val = input_val(ctx)
-    in_shape, in_strides, in_start = [1], [1], 0  # type: list[Any], list[Any], Any
+    in_shape: list[Any] = [1]
+    in_strides: list[Any] = [1]
+    in_start: Any = 0
     if isinstance(in_val, torch.Tensor):
         in_shape, in_strides, in_start = list(in_val.shape), list(in_val.stride()), in_val.storage_offset()
     static_input = all(isinstance(d, int) for d in (*in_shape, *in_strides, in_start))
