@@ -22,7 +22,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "onnxport"
 
 # Importable by every layer; they import only each other (and no cycle among them).
-LEAVES = ("errors", "options", "status", "metadata", "runtime", "data_file", "draws", "version", "torch_onnx_args")
+LEAVES = ("errors", "options", "status", "metadata", "runtime", "data_file", "draws", "mapped_pages", "version", "torch_onnx_args")
 # The pipeline, one way: a module may import its own layer and the ones before it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("capture",),

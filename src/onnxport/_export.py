@@ -24,7 +24,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from onnxport import weights
+from onnxport import runtime, weights
 from onnxport.capture import decomp
 from onnxport.capture import dynamic_shapes as dyn
 from onnxport.capture.specialization import check_specialized, warn_narrowed
@@ -46,7 +46,7 @@ from onnxport.passes.module_functions import ModuleFunctionsPass
 from onnxport.passes.opset_conversion import convert_opset
 from onnxport.passes.pad_max_pool import PadMaxPoolPass
 from onnxport.report.markdown import write_report
-from onnxport.runtime import initializer_bytes, open_saved
+from onnxport.runtime import SESSION_FILE_MIN_BYTES, initializer_bytes, open_saved
 from onnxport.status import ExportStatus, ProgressCallback, Step
 from onnxport.torch_onnx_args import torch_onnx_arguments
 from onnxport.translate import graph as graph_mod
@@ -473,10 +473,13 @@ def passes_stage(model_ir: ir.Model, options: ExportOptions, status: ExportStatu
 
 
 # The runtime check's session is kept for later calls to the program unless the weights reach this
-# size: a session holds the weights' mapped pages and its pre-packed copy of the MatMul weights,
-# which would double the memory of a big model after the export (bench/api_memory.py); the check
-# of such a model opens its session without pre-packing.
-KEEP_SESSION_MAX_BYTES = 1 << 30
+# size, from which onnxruntime memory-maps them from a file (runtime.SESSION_FILE_MIN_BYTES): a
+# kept session holds the weights' mapped pages and its pre-packed copy of the MatMul weights, +0.8x
+# to +1.0x the weights after the export of bert-base and GPT-2 (bench/api_memory.py, session 37).
+# Such a model's check opens its session without pre-packing, transient (its mapped pages leave the
+# resident set as it runs: onnxport.mapped_pages) and released after; the program's first call
+# opens its own, as torch.onnx's ONNXProgram does.
+KEEP_SESSION_MAX_BYTES = SESSION_FILE_MIN_BYTES
 
 
 def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...], dict[str, Any]],
@@ -542,12 +545,12 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
             return
         released = saved is not None or initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES
 
-        def open_session() -> None:
-            if saved is None:
-                program.initialize_inference_session(prepack=False)
-                return
+        def open_session() -> None:  # the weights' mapped pages leave the resident set as it runs
             program.release()
-            program._session = open_saved(saved, prepack=False)
+            if saved is None:
+                program._session = runtime.create_session(program.model, tempdir_owner=program, prepack=False, transient=True)
+            else:
+                program._session = open_saved(saved, prepack=False, transient=True)
 
         try:
             result = check_runtime(program, args, kwargs, model, open_session=open_session if released else None)
@@ -559,7 +562,7 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
             step.detail += " (on the files being saved, before they replaced the destination)"
         elif result.skipped is None and released:
             program.release()  # a later call opens a session that pre-packs
-            step.detail += " (session released: weights of 1 GiB or more)"
+            step.detail += f" (session released: weights of {KEEP_SESSION_MAX_BYTES >> 20} MiB or more)"
 
 
 def save_stage(program: ONNXProgram, options: ExportOptions, status: ExportStatus,

@@ -6,7 +6,9 @@
   weights, past the 2 GB protobuf limit, or while the weights are still in an external data file (a
   loaded model), the model is written once to a temporary folder (the weights through
   :func:`onnxport.data_file.write_data_file`, offsets aligned) and both read the file: onnxruntime
-  memory-maps the aligned weights instead of copying them into its own memory.
+  memory-maps the aligned weights instead of copying them into its own memory. A ``transient``
+  session (the export's checks: a few runs, then released) keeps those pages out of the process's
+  resident set while it runs (:mod:`onnxport.mapped_pages`).
 - :func:`feeds` binds torch inputs to graph input names; :func:`run_session` runs and returns torch
   tensors, through ``OrtValue`` when bfloat16 flows in or out (numpy has no bfloat16).
 - :func:`restore_complex` turns outputs carried as real ``[..., 2]`` back into complex tensors.
@@ -36,7 +38,7 @@ import onnx.helper
 import onnx_ir as ir
 import torch
 
-from onnxport import draws
+from onnxport import draws, mapped_pages
 from onnxport.data_file import (
     ALIGN_THRESHOLD,
     ALIGNMENT,
@@ -285,6 +287,7 @@ def create_session(
     initializer: Callable[[str | bytes], Any] | None = None,
     draws_at_mean: bool = False,
     prepack: bool = True,
+    transient: bool = False,
 ) -> Any:
     """Serialize once, optionally run the full ONNX checker, and load the model in onnxruntime.
 
@@ -308,6 +311,11 @@ def create_session(
             ``SESSION_FILE_MIN_BYTES``'s comment). ``False`` (``session.disable_prepacking``) opens
             at once and keeps no copy, for a session that runs a few times (the export's runtime
             check of a model whose session is released after it).
+        transient: The session runs a few times and is then released (the export's checks): the
+            weights onnxruntime memory-maps from the temporary file are dropped from the process's
+            resident set during and after each :func:`run_session` (:mod:`onnxport.mapped_pages`:
+            the runtime check of a 0.51 B-parameter Llama in RAM peaked at +0.94x its weights
+            without, +0.12x with). Use with ``prepack=False``.
 
     Returns:
         The ``onnxruntime.InferenceSession``.
@@ -365,6 +373,7 @@ def create_session(
     values = [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays]
     if handed:
         options.add_external_initializers([value.name for value, _ in handed], values)
+    mapped = mapped_pages.file_mappings(folder[0].name) if transient and folder is not None else None
     try:
         if initializer is not None:
             session = initializer(data)
@@ -375,6 +384,8 @@ def create_session(
             folder[0].cleanup()
         checks.append(CheckResult(ORT_LOAD, False, time.perf_counter() - start, _first_lines(e)))
         raise _load_error(e, check) from e
+    if mapped is not None and folder is not None:
+        mapped_pages.track(session, folder[0].name, mapped)
     del arrays, values  # onnxruntime copied them into the session (tests/test_runtime.py checks it)
     if folder is not None:
         if initializer is None and os.name == "posix":
@@ -414,20 +425,26 @@ def _load_error(error: BaseException, checked: bool) -> ModelCheckError:
     )
 
 
-def open_saved(path: str | os.PathLike[str], *, prepack: bool = True) -> Any:
+def open_saved(path: str | os.PathLike[str], *, prepack: bool = True, transient: bool = False) -> Any:
     """An onnxruntime CPU session on a model file as written (its external data memory-mapped
-    where aligned), with :func:`create_session`'s options: the export's runtime check of the files
-    it is about to commit.
+    where aligned), with :func:`create_session`'s options (``transient`` as there: the pages of
+    the files mapped from ``path``'s folder): the export's runtime check of the files it is about
+    to commit.
 
     Raises:
         ModelCheckError: onnxruntime refused to load it (``check="onnxruntime load"``).
     """
     import onnxruntime as ort  # heavy optional runtime
 
+    folder = os.path.dirname(os.path.abspath(path))
+    mapped = mapped_pages.file_mappings(folder) if transient else None
     try:
-        return ort.InferenceSession(os.fspath(path), _session_options(prepack), providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(os.fspath(path), _session_options(prepack), providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime raises its own exception types
         raise _load_error(e, False) from e
+    if mapped is not None:
+        mapped_pages.track(session, folder, mapped)
+    return session
 
 
 # -- feeds -------------------------------------------------------------------------------------
@@ -555,16 +572,18 @@ def _ortvalue_to_torch(value: Any) -> torch.Tensor:
 
 def run_session(session: Any, inputs: dict[str, Any], names: Sequence[str] | None = None) -> list[torch.Tensor]:
     """Run an onnxruntime session (outputs ``names``, default all); through OrtValues when
-    bfloat16 flows in or out."""
+    bfloat16 flows in or out. The mapped weights of a ``transient`` session
+    (:func:`create_session`) leave the resident set during and after the run."""
     import onnxruntime as ort  # heavy optional runtime
 
     wanted = list(names) if names is not None else None
     outputs = session.get_outputs()
     bf16_out = any(o.type == "tensor(bfloat16)" for o in outputs)
-    if bf16_out or any(isinstance(v, ort.OrtValue) for v in inputs.values()):
-        ort_feeds = {k: v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(v) for k, v in inputs.items()}
-        return [_ortvalue_to_torch(v) for v in session.run_with_ort_values(wanted, ort_feeds)]
-    return [to_torch(o) for o in session.run(wanted, inputs)]
+    with mapped_pages.released(session):
+        if bf16_out or any(isinstance(v, ort.OrtValue) for v in inputs.values()):
+            ort_feeds = {k: v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(v) for k, v in inputs.items()}
+            return [_ortvalue_to_torch(v) for v in session.run_with_ort_values(wanted, ort_feeds)]
+        return [to_torch(o) for o in session.run(wanted, inputs)]
 
 
 def restore_complex(model: ir.Model, outputs: list[torch.Tensor]) -> list[torch.Tensor]:

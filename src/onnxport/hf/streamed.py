@@ -43,7 +43,7 @@ import onnx
 import onnx_ir as ir
 import torch
 
-from onnxport import draws
+from onnxport import draws, mapped_pages
 from onnxport.errors import HFError, InputError, OnnxportError, VerificationError, WeightsError
 from onnxport.hf import cache as wrappers
 from onnxport.hf import inputs as hf_inputs
@@ -342,7 +342,8 @@ def session(path: Path) -> Any:
     no graph optimization and no prepacking, either of which copies weights into anonymous
     memory (onnxruntime maps aligned external data from the file), and no CPU memory arena, so
     the intermediate tensors of a run (a half-precision graph's float32 casts of its weights) are
-    freed as soon as they are used instead of kept at their peak by the arena. A model that draws
+    freed as soon as they are used instead of kept at their peak by the arena, and the mapped
+    weights leave the process's resident set as each run goes (:mod:`onnxport.mapped_pages`). A model that draws
     noise is loaded with its draws at their mean (:func:`_draws_at_mean`)."""
     import onnxruntime as ort  # heavy: imported only when the validation runs
 
@@ -351,11 +352,14 @@ def session(path: Path) -> Any:
     options.enable_cpu_mem_arena = False
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.add_session_config_entry("session.disable_prepacking", "1")
+    mapped = mapped_pages.file_mappings(path.parent)
     try:
         at_mean = _draws_at_mean(path)
-        return ort.InferenceSession(str(path) if at_mean is None else at_mean, options, providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(str(path) if at_mean is None else at_mean, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime's own exception types
         raise HFError(f"onnxruntime could not load {path}: {type(e).__name__}: {e}") from e
+    mapped_pages.track(sess, path.parent, mapped)  # a validation session: its pages leave as it runs
+    return sess
 
 
 def _check_part(

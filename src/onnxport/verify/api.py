@@ -80,7 +80,8 @@ def verify(
         checks: Receives the check results as they happen (also in the returned result).
         prepack: ``False`` opens the session without pre-packing the weights
             (``runtime.create_session(prepack=False)``: 8 s less for 2 GB of float32 MatMul
-            weights, slower runs), and the session is not kept for later calls of the program.
+            weights, slower runs), and the session is not kept for later calls of the program:
+            its memory-mapped weights leave the resident set as it runs (``transient``).
 
     Returns:
         A :class:`~onnxport.verify.compare.VerificationResult`: per input set and output the shapes,
@@ -128,7 +129,7 @@ def verify(
     at_mean = draws.has_draws(program.model)
     session = runtime.create_session(
         program.model, check=True, extra_outputs=extra, checks=checks, tempdir_owner=program, draws_at_mean=at_mean,
-        prepack=prepack,
+        prepack=prepack, transient=not prepack,
     )
     if not extra and not at_mean and prepack:
         program._session = session  # later program(...) calls reuse the checked session

@@ -1,0 +1,119 @@
+"""Keeping the weights a short-lived onnxruntime session memory-maps out of the process's resident set.
+
+onnxruntime 1.31 memory-maps the external data tensors stored at aligned offsets instead of copying
+them (``tensorprotoutils.cc``, external data read through ``Env::MapFileIntoMemory``; the mappings
+show in ``/proc/self/maps`` as private, ``rw-p``). A run reads every weight, so by its end every page
+of the weights is resident in the process: the export's runtime check of a model already in RAM
+peaked at +0.94x the weights' bytes (a 0.51 B-parameter Llama, ``bench/api_memory.py``, session 36),
+all of it file-backed pages the kernel could reclaim but that RSS, ``ru_maxrss`` and most memory
+monitors count.
+
+For a session that runs a few times and is then released (the export's checks, opened with
+``transient=True`` in :mod:`onnxport.runtime`), :func:`track` records the mappings the session made,
+and :func:`released` drops their pages from the process every :data:`INTERVAL_SECONDS` while a run
+is under way, and once more after it, with ``madvise(MADV_DONTNEED)``. For a private file mapping
+the next access re-reads the page from the file (madvise(2): "repopulating the memory contents from
+the up-to-date contents of the underlying mapped file"), here from the page cache; a file already
+unlinked stays readable while it is mapped. onnxruntime never writes to these pages (the sessions
+are opened without pre-packing), so nothing is lost. The remaining peak is about the largest weight
+one kernel reads at once.
+
+Linux only: elsewhere (no ``/proc/self/maps`` or no ``madvise`` in the C library) nothing is tracked
+and runs are unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+MADV_DONTNEED = 4  # <bits/mman-linux.h>
+# How often the pages are dropped while a run is under way: at ~10 GB/s a kernel reads ~10 MB a
+# millisecond, so little more than the weight being read stays resident.
+INTERVAL_SECONDS = 0.001
+_MAPS = "/proc/self/maps"
+
+Ranges = frozenset[tuple[int, int]]
+_tracked: weakref.WeakKeyDictionary[Any, Ranges] = weakref.WeakKeyDictionary()
+
+
+@functools.cache
+def _madvise() -> Any:
+    """libc's ``madvise`` through ctypes, or ``None`` where there is none."""
+    try:
+        function = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    function.restype = ctypes.c_int
+    return function
+
+
+def file_mappings(folder: str | os.PathLike[str]) -> Ranges:
+    """``(start address, length in bytes)`` of this process's mappings of files under ``folder``
+    (a deleted file's too: ``/proc/self/maps`` marks it `` (deleted)``); empty where
+    ``/proc/self/maps`` cannot be read."""
+    prefix = os.path.join(os.path.abspath(folder), "")
+    try:
+        with open(_MAPS) as f:
+            lines = f.readlines()
+    except OSError:
+        return frozenset()
+    ranges = set()
+    for line in lines:
+        fields = line.split(None, 5)
+        if len(fields) == 6 and fields[5].startswith(prefix):
+            start, end = (int(address, 16) for address in fields[0].split("-"))
+            ranges.add((start, end - start))
+    return frozenset(ranges)
+
+
+def track(session: Any, folder: str | os.PathLike[str], before: Ranges) -> None:
+    """Record ``session``'s mappings of files under ``folder``: those there now and not in
+    ``before`` (:func:`file_mappings` taken just before the session opened), whose pages
+    :func:`released` drops while the session runs. The record goes with the session."""
+    ranges = file_mappings(folder) - before
+    if ranges and _madvise() is not None:
+        _tracked[session] = ranges
+
+
+def tracked(session: Any) -> Ranges:
+    """The mappings :func:`track` recorded for ``session`` (empty if none)."""
+    return _tracked.get(session, frozenset())
+
+
+def _drop(ranges: Ranges) -> None:
+    madvise = _madvise()
+    for start, length in ranges:
+        madvise(start, length, MADV_DONTNEED)
+
+
+@contextlib.contextmanager
+def released(session: Any) -> Iterator[None]:
+    """Around a run of ``session``: its tracked mappings' pages are dropped from the process every
+    :data:`INTERVAL_SECONDS` by a thread, and once more when the run ends (or fails). Nothing
+    happens for a session :func:`track` did not record."""
+    ranges = tracked(session)
+    if not ranges:
+        yield
+        return
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(INTERVAL_SECONDS):
+            _drop(ranges)
+
+    thread = threading.Thread(target=loop, name="onnxport-mapped-pages", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        _drop(ranges)
