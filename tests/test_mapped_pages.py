@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import mmap
-import re
 import sys
 import time
 from pathlib import Path
@@ -14,23 +13,10 @@ import pytest
 import torch
 
 import onnxport
+from _memory import resident
 from onnxport import _export, mapped_pages, runtime
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps and madvise are Linux's")
-
-
-def resident(ranges: mapped_pages.Ranges) -> int:
-    """Bytes of ``ranges`` resident in this process (/proc/self/smaps ``Rss``)."""
-    starts = {start for start, _ in ranges}
-    total, inside = 0, False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = re.match(r"^([0-9a-f]+)-[0-9a-f]+ ", line)
-            if head:
-                inside = int(head.group(1), 16) in starts
-            elif inside and line.startswith("Rss:"):
-                total += int(line.split()[1]) * 1024
-    return total
 
 
 class Token:
@@ -45,7 +31,7 @@ def test_pages_of_a_tracked_mapping_are_dropped_while_in_use_and_read_back_intac
     with open(path, "rb") as f:
         view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     untracked, tracked = Token(), Token()
-    mapped_pages.track(tracked, tmp_path, before)
+    mapped_pages.track(tracked, mapped_pages.file_mappings(tmp_path) - before)
     ranges = mapped_pages.tracked(tracked)
     assert sum(length for _, length in ranges) == data.nbytes
     try:
@@ -70,7 +56,7 @@ def test_mappings_made_before_are_not_tracked(tmp_path: Path) -> None:
         view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         token = Token()
-        mapped_pages.track(token, tmp_path, mapped_pages.file_mappings(tmp_path))
+        mapped_pages.track(token, mapped_pages.file_mappings(tmp_path) - mapped_pages.file_mappings(tmp_path))
         assert mapped_pages.tracked(token) == frozenset()
         assert mapped_pages.tracked(Token()) == frozenset()
     finally:
@@ -116,8 +102,8 @@ def test_the_exports_runtime_check_session_is_transient(monkeypatch: pytest.Monk
     seen: list[int] = []
     track = mapped_pages.track
 
-    def spy(session: object, folder: str, before: mapped_pages.Ranges) -> None:
-        track(session, folder, before)
+    def spy(session: object, ranges: mapped_pages.Ranges) -> None:
+        track(session, ranges)
         seen.append(sum(length for _, length in mapped_pages.tracked(session)))
 
     monkeypatch.setattr(mapped_pages, "track", spy)

@@ -9,13 +9,15 @@ all of it file-backed pages the kernel could reclaim but that RSS, ``ru_maxrss``
 monitors count.
 
 For a session that runs a few times and is then released (the export's checks, opened with
-``transient=True`` in :mod:`onnxport.runtime`), :func:`track` records the mappings the session made,
+``transient=True`` in :mod:`onnxport.runtime`; the ``--hf`` validation's sessions and its eager
+reference model, whose parameters are mapped checkpoint tensors: ``hf/streamed.py``),
+:func:`track` records the mappings the session made,
 and :func:`released` drops their pages from the process every :data:`INTERVAL_SECONDS` while a run
 is under way, and once more after it, with ``madvise(MADV_DONTNEED)``. For a private file mapping
 the next access re-reads the page from the file (madvise(2): "repopulating the memory contents from
 the up-to-date contents of the underlying mapped file"), here from the page cache; a file already
-unlinked stays readable while it is mapped. onnxruntime never writes to these pages (the sessions
-are opened without pre-packing), so nothing is lost. The remaining peak is about the largest weight
+unlinked stays readable while it is mapped. Nothing writes to these pages (onnxruntime's sessions
+are opened without pre-packing; eager inference does not write its parameters), so nothing is lost. The remaining peak is about the largest weight
 one kernel reads at once.
 
 Linux only: elsewhere (no ``/proc/self/maps`` or no ``madvise`` in the C library) nothing is tracked
@@ -24,14 +26,18 @@ and runs are unchanged.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import ctypes
 import functools
+import mmap
 import os
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
+
+import torch
 
 MADV_DONTNEED = 4  # <bits/mman-linux.h>
 # How often the pages are dropped while a run is under way: at ~10 GB/s a kernel reads ~10 MB a
@@ -55,10 +61,10 @@ def _madvise() -> Any:
     return function
 
 
-def file_mappings(folder: str | os.PathLike[str]) -> Ranges:
+def file_mappings(folder: str | os.PathLike[str] = "/") -> Ranges:
     """``(start address, length in bytes)`` of this process's mappings of files under ``folder``
-    (a deleted file's too: ``/proc/self/maps`` marks it `` (deleted)``); empty where
-    ``/proc/self/maps`` cannot be read."""
+    (default: every file mapping; a deleted file's too: ``/proc/self/maps`` marks it
+    `` (deleted)``); empty where ``/proc/self/maps`` cannot be read."""
     prefix = os.path.join(os.path.abspath(folder), "")
     try:
         with open(_MAPS) as f:
@@ -74,18 +80,49 @@ def file_mappings(folder: str | os.PathLike[str]) -> Ranges:
     return frozenset(ranges)
 
 
-def track(session: Any, folder: str | os.PathLike[str], before: Ranges) -> None:
-    """Record ``session``'s mappings of files under ``folder``: those there now and not in
-    ``before`` (:func:`file_mappings` taken just before the session opened), whose pages
-    :func:`released` drops while the session runs. The record goes with the session."""
-    ranges = file_mappings(folder) - before
+def track(owner: Any, ranges: Ranges) -> None:
+    """Record ``ranges`` (``(start, length)``; from :func:`file_mappings` taken before and after
+    ``owner`` mapped them, or :func:`tensor_ranges`) as ``owner``'s, whose pages :func:`released`
+    drops while it runs. ``owner`` is what keeps them mapped as long as it lives (an onnxruntime
+    session; a model whose parameters are mapped checkpoint tensors, which must not be replaced
+    afterwards); the record goes with it."""
     if ranges and _madvise() is not None:
-        _tracked[session] = ranges
+        _tracked[owner] = ranges
 
 
-def tracked(session: Any) -> Ranges:
-    """The mappings :func:`track` recorded for ``session`` (empty if none)."""
-    return _tracked.get(session, frozenset())
+def tracked(owner: Any) -> Ranges:
+    """The ranges :func:`track` recorded for ``owner`` (empty if none)."""
+    return _tracked.get(owner, frozenset())
+
+
+def tensor_ranges(tensors: Iterable[torch.Tensor], mappings: Ranges) -> Ranges:
+    """The page-aligned ``(start, length)`` of each tensor's bytes that lie in one of
+    ``mappings``: the part of a mapping a tensor reads (safetensors maps a whole shard for each
+    tensor it hands out, ``safe_open(...).get_tensor``)."""
+    page = mmap.PAGESIZE
+    spans = sorted(mappings)
+    starts = [start for start, _ in spans]
+    out = set()
+    for tensor in tensors:
+        begin, size = tensor.data_ptr(), tensor.untyped_storage().nbytes()
+        i = bisect.bisect_right(starts, begin) - 1
+        if size == 0 or i < 0 or begin + size > spans[i][0] + spans[i][1]:
+            continue
+        low = max(spans[i][0], begin - begin % page)
+        out.add((low, begin + size - low))
+    return frozenset(out)
+
+
+def _within(ranges: Ranges, mappings: Ranges) -> Ranges:
+    """The ``ranges`` that lie inside one of ``mappings``."""
+    spans = sorted(mappings)
+    starts = [start for start, _ in spans]
+    out = set()
+    for start, length in ranges:
+        i = bisect.bisect_right(starts, start) - 1
+        if i >= 0 and start + length <= spans[i][0] + spans[i][1]:
+            out.add((start, length))
+    return frozenset(out)
 
 
 def _drop(ranges: Ranges) -> None:
@@ -95,11 +132,15 @@ def _drop(ranges: Ranges) -> None:
 
 
 @contextlib.contextmanager
-def released(session: Any) -> Iterator[None]:
-    """Around a run of ``session``: its tracked mappings' pages are dropped from the process every
-    :data:`INTERVAL_SECONDS` by a thread, and once more when the run ends (or fails). Nothing
-    happens for a session :func:`track` did not record."""
-    ranges = tracked(session)
+def released(owner: Any) -> Iterator[None]:
+    """Around a run of ``owner``: its tracked mappings' pages are dropped from the process every
+    :data:`INTERVAL_SECONDS` by a thread, and once more when the run ends (or fails). Only the
+    tracked ranges that are still file mappings as the run starts are touched (a range whose
+    mapping went and whose addresses now hold other memory is left alone). Nothing happens for an
+    ``owner`` :func:`track` did not record."""
+    ranges = tracked(owner)
+    if ranges:
+        ranges = _within(ranges, file_mappings())
     if not ranges:
         yield
         return

@@ -341,6 +341,25 @@ def merged_keys(model: Any, checkpoint: Checkpoint) -> dict[str, Merge]:
     return _scan(model, checkpoint)[1]
 
 
+class CheckpointSource(Source):
+    """One checkpoint tensor, memory-mapped only while it is read: each :meth:`tensor` maps its
+    shard anew (:meth:`Checkpoint.tensor`) and the mapping goes with the tensor once it is
+    written. Held as mapped torch tensors, the checkpoint's pages stayed in the process as the
+    export streamed them, until it returned (a 0.85B Llama: +3.4 GB of RSS, session 38)."""
+
+    def __init__(self, checkpoint: Checkpoint, name: str) -> None:
+        self.checkpoint, self.name = checkpoint, name
+        entry = checkpoint.entries[name]
+        self.dtype = ir.tensor_adapters.from_torch_dtype(entry.dtype)
+        self.shape = tuple(int(d) for d in entry.shape)
+
+    def tensor(self) -> ir.TensorProtocol:
+        return ir.tensor_adapters.TorchTensor(self.checkpoint.tensor(self.name))
+
+    def describe(self) -> str:
+        return f"{self.name} of {self.checkpoint.entries[self.name].file.name}"
+
+
 class MergedSource(Source):
     """A :class:`Merge` of memory-mapped checkpoint tensors, built when it is written (one model
     tensor at a time: the experts of one layer, not the model)."""

@@ -27,9 +27,15 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from onnxport.errors import HFError
-from onnxport.hf.checkpoint import Checkpoint, MergedSource, merged_keys, model_keys
+from onnxport.hf.checkpoint import (
+    Checkpoint,
+    CheckpointSource,
+    MergedSource,
+    merged_keys,
+    model_keys,
+)
 from onnxport.hf.tasks import model_class
-from onnxport.weights.sources import CastSource, Source, torch_source
+from onnxport.weights.sources import CastSource, Source
 
 
 @contextlib.contextmanager
@@ -329,12 +335,11 @@ def checkpoint_weights(
             if name in memory:  # a buffer or parameter the checkpoint does not hold (all_on_meta)
                 out[name] = memory[name]
             continue
-        tensor = checkpoint.tensor(keys[name])
-        source = torch_source(tensor, name)
-        if source.dtype != slot.dtype and tensor.dtype.is_floating_point and slot.dtype.is_floating_point():
+        source = CheckpointSource(checkpoint, keys[name])  # mapped only while it is written
+        if source.dtype != slot.dtype and source.dtype.is_floating_point() and slot.dtype.is_floating_point():
             out[name] = CastSource(source, slot.dtype)
         else:
-            out[name] = tensor
+            out[name] = source
     return out
 
 
