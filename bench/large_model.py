@@ -423,10 +423,11 @@ def bench_model(name: str, work: Path, keep: bool, torch_onnx: bool, copy_limit:
                 row["ratios_onnxport_over_torch_onnx"] = {
                     "seconds": cli["seconds"] / ref["seconds"],
                     "peak_anon": cli["peak_anon_gib"] / ref["peak_anon_gib"],
+                    "peak_rss": (cli["peak_anon_gib"] + cli["peak_file_gib"]) / (ref["peak_anon_gib"] + ref["peak_file_gib"]),
                 }
             print(f"[{name}] torch.onnx: rc {ref['returncode']}, {ref['seconds']:.1f} s, peak RssAnon "
-                  f"{ref['peak_anon_gib']:.2f} GiB; onnxport/torch.onnx {row.get('ratios_onnxport_over_torch_onnx')}",
-                  flush=True)
+                  f"{ref['peak_anon_gib']:.2f} GiB, peak RssFile {ref['peak_file_gib']:.2f} GiB; onnxport/torch.onnx "
+                  f"{row.get('ratios_onnxport_over_torch_onnx')}", flush=True)
     finally:
         if not keep:
             shutil.rmtree(ckpt, ignore_errors=True)
