@@ -31,7 +31,7 @@ def test_pages_of_a_tracked_mapping_are_dropped_while_in_use_and_read_back_intac
     with open(path, "rb") as f:
         view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     untracked, tracked = Token(), Token()
-    mapped_pages.track(tracked, mapped_pages.file_mappings(tmp_path) - before)
+    mapped_pages.track(tracked, tmp_path, before)
     ranges = mapped_pages.tracked(tracked)
     assert sum(length for _, length in ranges) == data.nbytes
     try:
@@ -56,7 +56,7 @@ def test_mappings_made_before_are_not_tracked(tmp_path: Path) -> None:
         view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         token = Token()
-        mapped_pages.track(token, mapped_pages.file_mappings(tmp_path) - mapped_pages.file_mappings(tmp_path))
+        mapped_pages.track(token, tmp_path, mapped_pages.file_mappings(tmp_path))
         assert mapped_pages.tracked(token) == frozenset()
         assert mapped_pages.tracked(Token()) == frozenset()
     finally:
@@ -102,8 +102,8 @@ def test_the_exports_runtime_check_session_is_transient(monkeypatch: pytest.Monk
     seen: list[int] = []
     track = mapped_pages.track
 
-    def spy(session: object, ranges: mapped_pages.Ranges) -> None:
-        track(session, ranges)
+    def spy(session: object, folder: str, before: mapped_pages.Ranges) -> None:
+        track(session, folder, before)
         seen.append(sum(length for _, length in mapped_pages.tracked(session)))
 
     monkeypatch.setattr(mapped_pages, "track", spy)
@@ -116,3 +116,22 @@ def test_the_exports_runtime_check_session_is_transient(monkeypatch: pytest.Monk
     with torch.no_grad():
         torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
     assert ir.load(tmp_path / "m.onnx").graph.initializers
+
+
+def test_a_range_whose_mapping_went_is_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tracked range no longer in a mapping of the tracked folder's files (its owner let it go:
+    the addresses may hold other memory now) is not dropped."""
+    path = tmp_path / "w.data"
+    path.write_bytes(bytes(1 << 20))
+    before = mapped_pages.file_mappings(tmp_path)
+    with open(path, "rb") as f:
+        view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    token = Token()
+    mapped_pages.track(token, tmp_path, before)
+    assert mapped_pages.tracked(token)
+    view.close()
+    dropped: list[mapped_pages.Ranges] = []
+    monkeypatch.setattr(mapped_pages, "_drop", dropped.append)
+    with mapped_pages.released(token):
+        time.sleep(10 * mapped_pages.INTERVAL_SECONDS)
+    assert dropped == []

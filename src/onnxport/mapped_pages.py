@@ -46,7 +46,8 @@ INTERVAL_SECONDS = 0.001
 _MAPS = "/proc/self/maps"
 
 Ranges = frozenset[tuple[int, int]]
-_tracked: weakref.WeakKeyDictionary[Any, Ranges] = weakref.WeakKeyDictionary()
+# owner → (the folder whose files it maps, its ranges)
+_tracked: weakref.WeakKeyDictionary[Any, tuple[str, Ranges]] = weakref.WeakKeyDictionary()
 
 
 @functools.cache
@@ -61,10 +62,10 @@ def _madvise() -> Any:
     return function
 
 
-def file_mappings(folder: str | os.PathLike[str] = "/") -> Ranges:
+def file_mappings(folder: str | os.PathLike[str]) -> Ranges:
     """``(start address, length in bytes)`` of this process's mappings of files under ``folder``
-    (default: every file mapping; a deleted file's too: ``/proc/self/maps`` marks it
-    `` (deleted)``); empty where ``/proc/self/maps`` cannot be read."""
+    (a deleted file's too: ``/proc/self/maps`` marks it `` (deleted)``); empty where
+    ``/proc/self/maps`` cannot be read."""
     prefix = os.path.join(os.path.abspath(folder), "")
     try:
         with open(_MAPS) as f:
@@ -80,19 +81,24 @@ def file_mappings(folder: str | os.PathLike[str] = "/") -> Ranges:
     return frozenset(ranges)
 
 
-def track(owner: Any, ranges: Ranges) -> None:
-    """Record ``ranges`` (``(start, length)``; from :func:`file_mappings` taken before and after
-    ``owner`` mapped them, or :func:`tensor_ranges`) as ``owner``'s, whose pages :func:`released`
-    drops while it runs. ``owner`` is what keeps them mapped as long as it lives (an onnxruntime
+def track(owner: Any, folder: str | os.PathLike[str], before: Ranges,
+          tensors: Iterable[torch.Tensor] | None = None) -> None:
+    """Record as ``owner``'s the mappings of files under ``folder`` made since ``before``
+    (:func:`file_mappings` taken just before ``owner`` mapped them), or with ``tensors`` only the
+    parts of them those tensors occupy (:func:`tensor_ranges`); :func:`released` drops their pages
+    while ``owner`` runs. ``owner`` is what keeps them mapped as long as it lives (an onnxruntime
     session; a model whose parameters are mapped checkpoint tensors, which must not be replaced
     afterwards); the record goes with it."""
+    ranges = file_mappings(folder) - before
+    if tensors is not None:
+        ranges = tensor_ranges(tensors, ranges)
     if ranges and _madvise() is not None:
-        _tracked[owner] = ranges
+        _tracked[owner] = (os.fspath(folder), ranges)
 
 
 def tracked(owner: Any) -> Ranges:
     """The ranges :func:`track` recorded for ``owner`` (empty if none)."""
-    return _tracked.get(owner, frozenset())
+    return _tracked.get(owner, ("", frozenset()))[1]
 
 
 def tensor_ranges(tensors: Iterable[torch.Tensor], mappings: Ranges) -> Ranges:
@@ -135,12 +141,12 @@ def _drop(ranges: Ranges) -> None:
 def released(owner: Any) -> Iterator[None]:
     """Around a run of ``owner``: its tracked mappings' pages are dropped from the process every
     :data:`INTERVAL_SECONDS` by a thread, and once more when the run ends (or fails). Only the
-    tracked ranges that are still file mappings as the run starts are touched (a range whose
-    mapping went and whose addresses now hold other memory is left alone). Nothing happens for an
-    ``owner`` :func:`track` did not record."""
-    ranges = tracked(owner)
+    tracked ranges that still lie in mappings of the tracked folder's files as the run starts are
+    touched (a range whose mapping went and whose addresses now hold other memory is left alone).
+    Nothing happens for an ``owner`` :func:`track` did not record."""
+    folder, ranges = _tracked.get(owner, ("", frozenset()))
     if ranges:
-        ranges = _within(ranges, file_mappings())
+        ranges = _within(ranges, file_mappings(folder))
     if not ranges:
         yield
         return

@@ -385,7 +385,7 @@ def create_session(
         checks.append(CheckResult(ORT_LOAD, False, time.perf_counter() - start, _first_lines(e)))
         raise _load_error(e, check) from e
     if mapped is not None and folder is not None:
-        mapped_pages.track(session, mapped_pages.file_mappings(folder[0].name) - mapped)
+        mapped_pages.track(session, folder[0].name, mapped)
     del arrays, values  # onnxruntime copied them into the session (tests/test_runtime.py checks it)
     if folder is not None:
         if initializer is None and os.name == "posix":
@@ -443,7 +443,7 @@ def open_saved(path: str | os.PathLike[str], *, prepack: bool = True, transient:
     except Exception as e:  # onnxruntime raises its own exception types
         raise _load_error(e, False) from e
     if mapped is not None:
-        mapped_pages.track(session, mapped_pages.file_mappings(folder) - mapped)
+        mapped_pages.track(session, folder, mapped)
     return session
 
 

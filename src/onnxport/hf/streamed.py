@@ -359,7 +359,7 @@ def session(path: Path) -> Any:
         sess = ort.InferenceSession(str(path) if at_mean is None else at_mean, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime's own exception types
         raise HFError(f"onnxruntime could not load {path}: {type(e).__name__}: {e}") from e
-    mapped_pages.track(sess, mapped_pages.file_mappings(path.parent) - mapped)  # its pages leave as it runs
+    mapped_pages.track(sess, path.parent, mapped)  # its pages leave as it runs
     return sess
 
 
@@ -435,8 +435,7 @@ def _reference(spec: _Spec, config: Any) -> torch.nn.Module:
     model = meta.materialize(meta.build(config, spec.task.auto_class, build_dtype), spec.checkpoint)
     if spec.rule.dtype is not None and spec.source_dtype != torch.float32:
         model = model.float()
-    new = mapped_pages.file_mappings(spec.checkpoint.folder) - mapped  # its parameters keep them
-    mapped_pages.track(model, mapped_pages.tensor_ranges(model.state_dict().values(), new))
+    mapped_pages.track(model, spec.checkpoint.folder, mapped, model.state_dict().values())  # what its parameters read
     return model
 
 
