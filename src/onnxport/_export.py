@@ -46,7 +46,6 @@ from onnxport.passes.module_functions import ModuleFunctionsPass
 from onnxport.passes.opset_conversion import convert_opset
 from onnxport.passes.pad_max_pool import PadMaxPoolPass
 from onnxport.report.markdown import write_report
-from onnxport.runtime import SESSION_FILE_MIN_BYTES, initializer_bytes, open_saved
 from onnxport.status import ExportStatus, ProgressCallback, Step
 from onnxport.torch_onnx_args import torch_onnx_arguments
 from onnxport.translate import graph as graph_mod
@@ -479,7 +478,7 @@ def passes_stage(model_ir: ir.Model, options: ExportOptions, status: ExportStatu
 # Such a model's check opens its session without pre-packing, transient (its mapped pages leave the
 # resident set as it runs: onnxport.mapped_pages) and released after; the program's first call
 # opens its own, as torch.onnx's ONNXProgram does.
-KEEP_SESSION_MAX_BYTES = SESSION_FILE_MIN_BYTES
+KEEP_SESSION_MAX_BYTES = runtime.SESSION_FILE_MIN_BYTES
 
 
 def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...], dict[str, Any]],
@@ -496,7 +495,7 @@ def verify_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...]
     if status.progress is not None:
         status.progress("verify")
     args, kwargs = inputs
-    released = initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES
+    released = runtime.initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES
     try:
         verify_export(program, model, args, kwargs, status, prepack=not released)
     finally:
@@ -543,14 +542,14 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
         if options.half_precision_compute is None:
             step.detail = "skipped: half_precision_compute=None targets runtimes with native half kernels"
             return
-        released = saved is not None or initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES
+        released = saved is not None or runtime.initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES
 
         def open_session() -> None:  # the weights' mapped pages leave the resident set as it runs
             program.release()
             if saved is None:
                 program._session = runtime.create_session(program.model, tempdir_owner=program, prepack=False, transient=True)
             else:
-                program._session = open_saved(saved, prepack=False, transient=True)
+                program._session = runtime.open_saved(saved, prepack=False, transient=True)
 
         try:
             result = check_runtime(program, args, kwargs, model, open_session=open_session if released else None)
