@@ -545,11 +545,11 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
         released = saved is not None or runtime.initializer_bytes(program.model) >= KEEP_SESSION_MAX_BYTES
 
         def open_session() -> None:  # the weights' mapped pages leave the resident set as it runs
-            program.release()
             if saved is None:
-                program._session = runtime.create_session(program.model, tempdir_owner=program, prepack=False, transient=True)
-            else:
-                program._session = runtime.open_saved(saved, prepack=False, transient=True)
+                program.initialize_inference_session(prepack=False, transient=True)
+                return
+            program.release()
+            program._session = runtime.open_saved(saved, prepack=False, transient=True)
 
         try:
             result = check_runtime(program, args, kwargs, model, open_session=open_session if released else None)

@@ -281,7 +281,7 @@ class ONNXProgramBase:
 
     # -- run ---------------------------------------------------------------------------------
     def initialize_inference_session(self, initializer: Callable[[str | bytes], Any] | None = None, *,
-                                     prepack: bool = True) -> None:
+                                     prepack: bool = True, transient: bool = False) -> None:
         """Create the onnxruntime session :meth:`__call__` uses (seed 003).
 
         Args:
@@ -292,6 +292,10 @@ class ONNXProgramBase:
             prepack: ``False``: onnxruntime's kernels do not pre-pack the weights
                 (``session.disable_prepacking``): the session opens faster and keeps no packed
                 copy, and each MatMul packs its panels as it runs (slower runs).
+            transient: For a session that runs a few times before :meth:`release` (the export's
+                runtime check, ``onnxport.hf``'s validation): the weights onnxruntime memory-maps
+                leave the process's resident set as each run goes (``runtime.create_session``'s
+                ``transient``; every later run reads them back from the page cache).
 
         Raises:
             MissingWeightsError: Weights have no data yet (call :meth:`apply_weights`).
@@ -299,7 +303,8 @@ class ONNXProgramBase:
         """
         check_weights_present(self.model, "run the model")
         self.release()
-        self._session = runtime.create_session(self.model, tempdir_owner=self, initializer=initializer, prepack=prepack)
+        self._session = runtime.create_session(self.model, tempdir_owner=self, initializer=initializer, prepack=prepack,
+                                               transient=transient)
 
     def _inference_session(self) -> Any:
         if self._session is None:

@@ -336,16 +336,21 @@ def dtype_option(dtype: str | torch.dtype | None) -> torch.dtype | None:
 def validate_component(
     part: hf_inputs.Component, program: Any, atol: float | Tolerance | None
 ) -> list[OutputCheck]:
-    """Every output of ``program`` vs eager on :data:`onnxport.hf.inputs.CHECK_SIZES`."""
+    """Every output of ``program`` vs eager on :data:`onnxport.hf.inputs.CHECK_SIZES`, in a
+    transient session released afterwards (``ONNXProgram.initialize_inference_session``)."""
     checks = []
-    for sizes in hf_inputs.CHECK_SIZES:
-        feeds = part.make_inputs(sizes)
-        actual = run_at_mean(program, (), feeds)  # draws at their mean, as in eager (onnxport.draws)
-        expected = eager(part.module, feeds)
-        checks += compare_outputs(
-            (part.name, describe(feeds)), part.output_names, actual, expected, atol,
-            eager_rerun(part.module, feeds),
-        )
+    program.initialize_inference_session(prepack=False, transient=True)
+    try:
+        for sizes in hf_inputs.CHECK_SIZES:
+            feeds = part.make_inputs(sizes)
+            actual = run_at_mean(program, (), feeds)  # draws at their mean, as in eager (onnxport.draws)
+            expected = eager(part.module, feeds)
+            checks += compare_outputs(
+                (part.name, describe(feeds)), part.output_names, actual, expected, atol,
+                eager_rerun(part.module, feeds),
+            )
+    finally:
+        program.release()  # a kept session would hold a copy of the weights until the export returns
     return checks
 
 

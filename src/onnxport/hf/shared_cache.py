@@ -127,14 +127,19 @@ def validate_shared(
     part: hf_inputs.Component, program: Any, atol: float | Tolerance | None
 ) -> list[OutputCheck]:
     """Every output of the shared-buffer ``program`` vs eager on
-    :data:`onnxport.hf.inputs.CHECK_SIZES` made unpadded (see the module docstring)."""
+    :data:`onnxport.hf.inputs.CHECK_SIZES` made unpadded (see the module docstring), in a
+    transient session released afterwards (``ONNXProgram.initialize_inference_session``)."""
     checks = []
-    for sizes in hf_inputs.CHECK_SIZES:
-        plain, buffers, total = graph_feeds(part.make_inputs(sizes), _input_names(part))
-        actual = trim_presents(part.output_names, program(**buffers), total)
-        expected = eager(part.module, plain)
-        where = (part.name, describe(plain) + f", buffer {total + SPARE_ROWS}")
-        checks += compare_outputs(where, part.output_names, actual, expected, atol, eager_rerun(part.module, plain))
+    program.initialize_inference_session(prepack=False, transient=True)
+    try:
+        for sizes in hf_inputs.CHECK_SIZES:
+            plain, buffers, total = graph_feeds(part.make_inputs(sizes), _input_names(part))
+            actual = trim_presents(part.output_names, program(**buffers), total)
+            expected = eager(part.module, plain)
+            where = (part.name, describe(plain) + f", buffer {total + SPARE_ROWS}")
+            checks += compare_outputs(where, part.output_names, actual, expected, atol, eager_rerun(part.module, plain))
+    finally:
+        program.release()  # a kept session would hold a copy of the weights until the export returns
     return checks
 
 
