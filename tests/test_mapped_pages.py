@@ -135,3 +135,23 @@ def test_a_range_whose_mapping_went_is_left_alone(tmp_path: Path, monkeypatch: p
     with mapped_pages.released(token):
         time.sleep(10 * mapped_pages.INTERVAL_SECONDS)
     assert dropped == []
+
+
+def test_tensor_ranges_are_the_pages_a_mapped_tensor_reads(tmp_path: Path) -> None:
+    """A tensor over part of a mapped file gives the page-aligned range of its bytes; a tensor in
+    anonymous memory gives none."""
+    path = tmp_path / "w.data"
+    np.arange(300_000, dtype=np.float32).tofile(path)
+    before = mapped_pages.file_mappings(tmp_path)
+    whole = np.memmap(path, dtype=np.float32, mode="r")
+    try:
+        mappings = mapped_pages.file_mappings(tmp_path) - before
+        (start, length), = mappings
+        part = torch.from_numpy(np.asarray(whole[5000:105_000]))
+        ranges = mapped_pages.tensor_ranges([part, torch.zeros(1000)], mappings)
+        (low, size), = ranges
+        page = mmap.PAGESIZE
+        assert low % page == 0 and low <= part.data_ptr() < low + page and low >= start
+        assert low + size == part.data_ptr() + 100_000 * 4 <= start + length
+    finally:
+        del whole

@@ -102,15 +102,16 @@ def tracked(owner: Any) -> Ranges:
 
 
 def tensor_ranges(tensors: Iterable[torch.Tensor], mappings: Ranges) -> Ranges:
-    """The page-aligned ``(start, length)`` of each tensor's bytes that lie in one of
+    """The page-aligned ``(start, length)`` of each tensor's storage that lies in one of
     ``mappings``: the part of a mapping a tensor reads (safetensors maps a whole shard for each
-    tensor it hands out, ``safe_open(...).get_tensor``)."""
+    tensor it hands out, ``safe_open(...).get_tensor``, whose storage is that tensor's bytes)."""
     page = mmap.PAGESIZE
     spans = sorted(mappings)
     starts = [start for start, _ in spans]
     out = set()
     for tensor in tensors:
-        begin, size = tensor.data_ptr(), tensor.untyped_storage().nbytes()
+        storage = tensor.untyped_storage()
+        begin, size = storage.data_ptr(), storage.nbytes()
         i = bisect.bisect_right(starts, begin) - 1
         if size == 0 or i < 0 or begin + size > spans[i][0] + spans[i][1]:
             continue
