@@ -344,8 +344,8 @@ def session(path: Path) -> Any:
     memory (onnxruntime maps aligned external data from the file), and no CPU memory arena, so
     the intermediate tensors of a run (a half-precision graph's float32 casts of its weights) are
     freed as soon as they are used instead of kept at their peak by the arena, and the mapped
-    weights leave the process's resident set as each run goes (:mod:`onnxport.mapped_pages`). A model that draws
-    noise is loaded with its draws at their mean (:func:`_draws_at_mean`)."""
+    weights leave the process's resident set as each run goes (:mod:`onnxport.mapped_pages`). A
+    model that draws noise is loaded with its draws at their mean (:func:`_draws_at_mean`)."""
     import onnxruntime as ort  # heavy: imported only when the validation runs
 
     options = ort.SessionOptions()
