@@ -291,6 +291,7 @@ def export(
             optimize_for_onnxruntime(
                 program.model, fuse=False, quantize=quantization, report=result.quantization
             )
+            program.release()  # a session opened before ran the float graph
         if float32_boundary(program.model):  # after the validation, which fed eager's dtypes: lossless
             program.release()  # a session of the program ran the bfloat16 boundary
     _raise_failed(result, validate)

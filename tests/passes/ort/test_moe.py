@@ -229,7 +229,15 @@ def test_int4_moe_export_runs_close_to_float(tmp_path: pathlib.Path) -> None:
     with torch.no_grad():
         eager = part.module(**feeds)[0].numpy()
     assert logits.shape == eager.shape and np.isfinite(logits).all()
-    assert np.linalg.norm(logits - eager) / np.linalg.norm(eager) < 0.1
+    # The program runs the int4 graph (until session 38 a session kept from the validation ran the
+    # float graph here, ~1e-6 off): its error is of the order of its weights' own int4 rounding
+    # (relative L2 ~0.08 each, `result.quantization`), accumulated over two layers and the head.
+    weight_errors = [e["rel_l2"] for e in result.quantization.values()]
+    error = np.linalg.norm(logits - eager) / np.linalg.norm(eager)
+    assert min(weight_errors) / 10 < error < 3 * max(weight_errors), (error, weight_errors)
+    # without validation the program runs the same int4 graph
+    unvalidated = onnxport.hf.export(model, target="onnxruntime", quantize="int4", validate=False).programs["model"]
+    np.testing.assert_allclose(np.asarray(unvalidated(**feeds)[0]), logits, rtol=1e-5, atol=1e-5)
 
 
 
