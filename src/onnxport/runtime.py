@@ -315,7 +315,7 @@ def create_session(
             weights onnxruntime memory-maps from the temporary file are dropped from the process's
             resident set during and after each :func:`run_session` (:mod:`onnxport.mapped_pages`:
             the runtime check of a 0.51 B-parameter Llama in RAM peaked at +0.94x its weights
-            without, +0.12x with). Use with ``prepack=False``.
+            without, +0.13x with). Use with ``prepack=False``.
 
     Returns:
         The ``onnxruntime.InferenceSession``.
