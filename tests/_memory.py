@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 
 
 def resident(ranges: frozenset[tuple[int, int]]) -> int:
@@ -18,3 +20,14 @@ def resident(ranges: frozenset[tuple[int, int]]) -> int:
             elif inside and line.startswith("Rss:"):
                 total += int(line.split()[1]) * 1024
     return total
+
+
+def settled(measure: Callable[[], int], bound: int, seconds: float = 2.0) -> int:
+    """``measure()`` once it is at most ``bound``, or its last value after ``seconds``: a thread
+    dropping pages every millisecond may wait for a core on a busy machine."""
+    deadline = time.monotonic() + seconds
+    value = measure()
+    while value > bound and time.monotonic() < deadline:
+        time.sleep(0.01)
+        value = measure()
+    return value

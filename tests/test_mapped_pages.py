@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import onnxport
-from _memory import resident
+from _memory import resident, settled
 from onnxport import _export, mapped_pages, runtime
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps and madvise are Linux's")
@@ -39,8 +39,7 @@ def test_pages_of_a_tracked_mapping_are_dropped_while_in_use_and_read_back_intac
             assert np.array_equal(np.frombuffer(view, dtype=np.int32), data)
         assert resident(ranges) == data.nbytes
         with mapped_pages.released(tracked):
-            time.sleep(20 * mapped_pages.INTERVAL_SECONDS)
-            during = resident(ranges)
+            during = settled(lambda: resident(ranges), 0)
             assert np.array_equal(np.frombuffer(view, dtype=np.int32), data)  # re-read from the file
         assert during == 0
         assert resident(ranges) == 0

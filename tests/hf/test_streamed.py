@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
-import time
 from typing import Any
 
 import ml_dtypes
@@ -28,7 +27,7 @@ from typer.testing import CliRunner
 import onnxport.hf
 import onnxport.inference
 from _checkpoints import LAYERS, llama_checkpoint
-from _memory import resident
+from _memory import resident, settled
 from onnxport import mapped_pages
 from onnxport.cli import app
 from onnxport.cli.export import hf_summary_lines
@@ -610,8 +609,7 @@ def test_the_checkpoints_pages_do_not_stay_in_memory(tmp_path: pathlib.Path, mon
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         checks = check(*args, **kwargs)
-        time.sleep(0.05)
-        during_validation.append(resident(mapped_pages.file_mappings(folder)))
+        during_validation.append(settled(lambda: resident(mapped_pages.file_mappings(folder)), size // 8))
         return checks
 
     monkeypatch.setattr(streamed, "_check_part", spy)
