@@ -154,3 +154,10 @@ def test_tensor_ranges_are_the_pages_a_mapped_tensor_reads(tmp_path: Path) -> No
         assert low + size == part.data_ptr() + 100_000 * 4 <= start + length
     finally:
         del whole
+
+
+def test_touching_ranges_are_joined_and_gaps_kept() -> None:
+    """One madvise call covers mappings laid side by side; a gap between two (other memory) is
+    never covered."""
+    ranges = frozenset({(4096, 4096), (8192, 8192), (24576, 4096), (40960, 4096)})
+    assert mapped_pages._joined(ranges) == frozenset({(4096, 12288), (24576, 4096), (40960, 4096)})

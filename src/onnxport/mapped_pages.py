@@ -42,9 +42,10 @@ from typing import Any
 import torch
 
 MADV_DONTNEED = 4  # <bits/mman-linux.h>
-# How often the pages are dropped while a run is under way: at ~10 GB/s a kernel reads ~10 MB a
-# millisecond, so little more than the weight being read stays resident.
-INTERVAL_SECONDS = 0.001
+# How often the pages are dropped while a run is under way: at ~10 GB/s a kernel reads ~50 MB in
+# 5 ms, so little more than the weight being read stays resident. Every 1 ms, the calls took CPU
+# from the run on 2 cores (the 2.0 GB Llama's check: 6.3-7.0 s against 5.8 s with nothing dropped).
+INTERVAL_SECONDS = 0.005
 _MAPS = "/proc/self/maps"
 
 Ranges = frozenset[tuple[int, int]]
@@ -134,6 +135,20 @@ def _within(ranges: Ranges, mappings: Ranges) -> Ranges:
     return frozenset(out)
 
 
+def _joined(ranges: Ranges) -> Ranges:
+    """``ranges`` with those that touch (one ends where the next starts) joined into one, so a
+    session's mappings laid side by side (onnxruntime maps tensor by tensor) take one ``madvise``
+    call instead of one per tensor. Ranges with a gap between them stay apart: the gap may hold
+    other memory."""
+    out: list[tuple[int, int]] = []
+    for start, length in sorted(ranges):
+        if out and out[-1][0] + out[-1][1] == start:
+            out[-1] = (out[-1][0], out[-1][1] + length)
+        else:
+            out.append((start, length))
+    return frozenset(out)
+
+
 def _drop(ranges: Ranges) -> None:
     madvise = _madvise()
     for start, length in ranges:
@@ -149,7 +164,7 @@ def released(owner: Any) -> Iterator[None]:
     Nothing happens for an ``owner`` :func:`track` did not record."""
     folder, ranges = _tracked.get(owner, ("", frozenset()))
     if ranges:
-        ranges = _within(ranges, file_mappings(folder))
+        ranges = _joined(_within(ranges, file_mappings(folder)))
     if not ranges:
         yield
         return
