@@ -19,8 +19,9 @@ mapped file"), here from the page cache; a file already unlinked stays readable 
 Nothing writes to these pages (onnxruntime's sessions are opened without pre-packing; eager
 inference does not write its parameters), so nothing is lost. The remaining peak is about the
 largest weight one kernel reads at once; the cost is the page faults that read the pages back on
-the next run (the 0.85B Llama's ``--hf`` export with its full validation: 18.6-19.0 s against
-15.8-17.6 s with nothing dropped, ``/work/s38/ab_hf.py``).
+the next run and the ``madvise`` calls (the 0.85B Llama's ``--hf`` export with its full
+validation, dropping every 1 ms: 18.6-19.0 s against 15.8-17.6 s with nothing dropped,
+``/work/s38/ab_hf.py``; see :data:`INTERVAL_SECONDS`).
 
 Linux only: elsewhere (no ``/proc/self/maps`` or no ``madvise`` in the C library) nothing is tracked
 and runs are unchanged.
