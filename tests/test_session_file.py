@@ -271,7 +271,7 @@ def test_the_verification_session_of_a_big_model_is_released(monkeypatch: pytest
     create = runtime.create_session
 
     def recording(*args: Any, **kwargs: Any) -> Any:
-        opened.append(kwargs.get("prepack", True))
+        opened.append(kwargs.get("prepack", True) and not kwargs.get("transient", False))  # transient: no pre-packing
         return create(*args, **kwargs)
 
     monkeypatch.setattr(runtime, "create_session", recording)

@@ -474,7 +474,7 @@ def passes_stage(model_ir: ir.Model, options: ExportOptions, status: ExportStatu
 # The runtime check's session is kept for later calls to the program unless the weights reach this
 # size, from which onnxruntime memory-maps them from a file (runtime.SESSION_FILE_MIN_BYTES): a
 # kept session holds the weights' mapped pages and its pre-packed copy of the MatMul weights, +0.8x
-# to +1.0x the weights after the export of bert-base and GPT-2 (bench/api_memory.py, session 37).
+# to +1.0x the weights after the export of bert-base and GPT-2 (bench/api_memory.py, session 38).
 # Such a model's check opens its session without pre-packing, transient (its mapped pages leave the
 # resident set as it runs: onnxport.mapped_pages) and released after; the program's first call
 # opens its own, as torch.onnx's ONNXProgram does.
@@ -546,10 +546,10 @@ def runtime_stage(program: ONNXProgram, model: Any, inputs: tuple[tuple[Any, ...
 
         def open_session() -> None:  # the weights' mapped pages leave the resident set as it runs
             if saved is None:
-                program.initialize_inference_session(prepack=False, transient=True)
+                program.initialize_inference_session(transient=True)
                 return
             program.release()
-            program._session = runtime.open_saved(saved, prepack=False, transient=True)
+            program._session = runtime.open_saved(saved, transient=True)
 
         try:
             result = check_runtime(program, args, kwargs, model, open_session=open_session if released else None)

@@ -110,30 +110,37 @@ def tensor_ranges(tensors: Iterable[torch.Tensor], mappings: Ranges) -> Ranges:
     ``mappings``: the part of a mapping a tensor reads (safetensors maps a whole shard for each
     tensor it hands out, ``safe_open(...).get_tensor``, whose storage is that tensor's bytes)."""
     page = mmap.PAGESIZE
-    spans = sorted(mappings)
-    starts = [start for start, _ in spans]
+    inside = _Containing(mappings)
     out = set()
     for tensor in tensors:
         storage = tensor.untyped_storage()
         begin, size = storage.data_ptr(), storage.nbytes()
-        i = bisect.bisect_right(starts, begin) - 1
-        if size == 0 or i < 0 or begin + size > spans[i][0] + spans[i][1]:
-            continue
-        low = max(spans[i][0], begin - begin % page)
-        out.add((low, begin + size - low))
+        span = inside.span(begin, size) if size else None
+        if span is not None:
+            low = max(span[0], begin - begin % page)
+            out.add((low, begin + size - low))
     return frozenset(out)
+
+
+class _Containing:
+    """Which of ``mappings`` holds an address range (they do not overlap: mappings of one process)."""
+
+    def __init__(self, mappings: Ranges) -> None:
+        self.spans = sorted(mappings)
+        self.starts = [start for start, _ in self.spans]
+
+    def span(self, start: int, length: int) -> tuple[int, int] | None:
+        """The mapping that holds ``[start, start + length)`` whole, else ``None``."""
+        i = bisect.bisect_right(self.starts, start) - 1
+        if i >= 0 and start + length <= self.spans[i][0] + self.spans[i][1]:
+            return self.spans[i]
+        return None
 
 
 def _within(ranges: Ranges, mappings: Ranges) -> Ranges:
     """The ``ranges`` that lie inside one of ``mappings``."""
-    spans = sorted(mappings)
-    starts = [start for start, _ in spans]
-    out = set()
-    for start, length in ranges:
-        i = bisect.bisect_right(starts, start) - 1
-        if i >= 0 and start + length <= spans[i][0] + spans[i][1]:
-            out.add((start, length))
-    return frozenset(out)
+    inside = _Containing(mappings)
+    return frozenset(r for r in ranges if inside.span(*r) is not None)
 
 
 def _joined(ranges: Ranges) -> Ranges:

@@ -295,7 +295,8 @@ class ONNXProgramBase:
             transient: For a session that runs a few times before :meth:`release` (the export's
                 runtime check, ``onnxport.hf``'s validation): the weights onnxruntime memory-maps
                 leave the process's resident set as each run goes (``runtime.create_session``'s
-                ``transient``; every later run reads them back from the page cache).
+                ``transient``; every later run reads them back from the page cache). Implies
+                ``prepack=False``.
 
         Raises:
             MissingWeightsError: Weights have no data yet (call :meth:`apply_weights`).

@@ -315,7 +315,8 @@ def create_session(
             weights onnxruntime memory-maps from the temporary file are dropped from the process's
             resident set during and after each :func:`run_session` (:mod:`onnxport.mapped_pages`:
             the runtime check of a 0.51 B-parameter Llama in RAM peaked at +0.94x its weights
-            without, +0.13x with). Use with ``prepack=False``.
+            without, +0.13x with). Implies ``prepack=False``: a pre-packed copy is anonymous memory
+            the drop cannot release.
 
     Returns:
         The ``onnxruntime.InferenceSession``.
@@ -368,7 +369,7 @@ def create_session(
             ) from e
         checks.append(CheckResult(CHECKER, True, time.perf_counter() - start))
         start = time.perf_counter()
-    options = _session_options(prepack)
+    options = _session_options(prepack and not transient)
     arrays = [np.ascontiguousarray(tensor.numpy()) for _, tensor in handed]
     values = [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays]
     if handed:
@@ -427,9 +428,9 @@ def _load_error(error: BaseException, checked: bool) -> ModelCheckError:
 
 def open_saved(path: str | os.PathLike[str], *, prepack: bool = True, transient: bool = False) -> Any:
     """An onnxruntime CPU session on a model file as written (its external data memory-mapped
-    where aligned), with :func:`create_session`'s options (``transient`` as there: the pages of
-    the files mapped from ``path``'s folder): the export's runtime check of the files it is about
-    to commit.
+    where aligned), with :func:`create_session`'s options (``transient`` as there, pre-packing
+    off: the pages of the files mapped from ``path``'s folder): the export's runtime check of the
+    files it is about to commit.
 
     Raises:
         ModelCheckError: onnxruntime refused to load it (``check="onnxruntime load"``).
@@ -439,7 +440,8 @@ def open_saved(path: str | os.PathLike[str], *, prepack: bool = True, transient:
     folder = os.path.dirname(os.path.abspath(path))
     mapped = mapped_pages.file_mappings(folder) if transient else None
     try:
-        session = ort.InferenceSession(os.fspath(path), _session_options(prepack), providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(os.fspath(path), _session_options(prepack and not transient),
+                                       providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime raises its own exception types
         raise _load_error(e, False) from e
     if mapped is not None:

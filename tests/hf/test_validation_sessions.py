@@ -27,8 +27,14 @@ def test_validation_sessions_are_transient_and_released(kv_cache: str, tmp_path:
     create = runtime.create_session
 
     def recording(*args: Any, **kwargs: Any) -> Any:
-        opened.append(kwargs)
-        return create(*args, **kwargs)
+        session = create(*args, **kwargs)
+        options = session.get_session_options()
+        try:  # onnxruntime raises for an entry never set: pre-packing on
+            prepacks = options.get_session_config_entry("session.disable_prepacking") != "1"
+        except Exception:
+            prepacks = True
+        opened.append({"transient": kwargs.get("transient"), "prepack": prepacks})
+        return session
 
     monkeypatch.setattr(runtime, "create_session", recording)
     target = "onnxruntime" if kv_cache == "shared" else None

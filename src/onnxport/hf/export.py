@@ -340,7 +340,7 @@ def validate_component(
     """Every output of ``program`` vs eager on :data:`onnxport.hf.inputs.CHECK_SIZES`, in a
     transient session released afterwards (``ONNXProgram.initialize_inference_session``)."""
     checks = []
-    program.initialize_inference_session(prepack=False, transient=True)
+    program.initialize_inference_session(transient=True)
     try:
         for sizes in hf_inputs.CHECK_SIZES:
             feeds = part.make_inputs(sizes)

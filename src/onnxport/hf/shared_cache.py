@@ -130,7 +130,7 @@ def validate_shared(
     :data:`onnxport.hf.inputs.CHECK_SIZES` made unpadded (see the module docstring), in a
     transient session released afterwards (``ONNXProgram.initialize_inference_session``)."""
     checks = []
-    program.initialize_inference_session(prepack=False, transient=True)
+    program.initialize_inference_session(transient=True)
     try:
         for sizes in hf_inputs.CHECK_SIZES:
             plain, buffers, total = graph_feeds(part.make_inputs(sizes), _input_names(part))
