@@ -22,7 +22,11 @@ def export_component(part: hf_inputs.Component, opset_version: int | None, optim
     modules' own dict caches restored after it (:func:`~onnxport.hf.parts.module_caches_kept`); for the
     onnxruntime target its mixture-of-experts layers become ``com.microsoft.MoE``
     (:mod:`onnxport.hf.moe`, DBRX's too: :func:`~onnxport.hf.moe.fused_looped_experts`); a vision encoder keeps its image batch whole
-    (:func:`onnxport.hf.cache.image_batch_kept_whole`)."""
+    (:func:`onnxport.hf.cache.image_batch_kept_whole`). The component's wrapper module (made by
+    onnxport, so in training mode as every new ``torch.nn.Module``) is put in eval mode, as its
+    model already is (both paths load it so): otherwise every export warned that the model was in
+    training mode."""
+    part.module.eval()
     ort = target == "onnxruntime"
     fused = moe.fused_experts(part.module) if ort else contextlib.nullcontext()
     looped = moe.fused_looped_experts(part.module) if ort else contextlib.nullcontext()
