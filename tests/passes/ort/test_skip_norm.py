@@ -17,8 +17,9 @@ def _value(name: str, shape: list) -> ir.Value:
     return ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(ir.DataType.FLOAT))
 
 
-def _model(norm: str, skip_shape: list) -> ir.Model:
-    """``y = norm(a + b) * 2``, ``z = (a + b) + y``: the sum is also the next residual."""
+def _model(norm: str, skip_shape: list, last: bool = False) -> ir.Model:
+    """``y = norm(a + b) * 2``, ``z = (a + b) + y``: the sum is also the next residual (``last``:
+    no ``z``, the norm reads the sum alone, as a decoder's final norm does)."""
     a, b = _value("a", ["batch", "sequence", HIDDEN]), _value("b", skip_shape)
     rng = np.random.default_rng(0)
     scale = ir.Value(
@@ -55,13 +56,17 @@ def _model(norm: str, skip_shape: list) -> ir.Model:
     mul = ir.node("Mul", [n, two])
     y = mul.outputs[0]
     y.name, y.dtype, y.shape = "y", ir.DataType.FLOAT, total.shape
-    res = ir.node("Add", [total, y])
-    z = res.outputs[0]
-    z.name, z.dtype, z.shape = "z", ir.DataType.FLOAT, total.shape
+    outputs, nodes = [y], [add, normed, mul]
+    if not last:
+        res = ir.node("Add", [total, y])
+        z = res.outputs[0]
+        z.name, z.dtype, z.shape = "z", ir.DataType.FLOAT, total.shape
+        outputs.append(z)
+        nodes.append(res)
     graph = ir.Graph(
         [a, b],
-        [y, z],
-        nodes=[add, normed, mul, res],
+        outputs,
+        nodes=nodes,
         name="g",
         initializers=[*params, two],
         opset_imports={"": 23},
@@ -101,3 +106,18 @@ def test_broadcasting_skip_is_not_fused() -> None:
     model = _model("RMSNormalization", [HIDDEN])  # b broadcasts: not a residual of the same shape
     assert not SkipNormalizationPass()(model).modified
     assert [n.op_type for n in model.graph] == ["Add", "RMSNormalization", "Mul", "Add"]
+
+
+def test_unread_outputs_stay_unnamed() -> None:
+    """The mean and inverse standard deviation are never named; the residual sum only when
+    something besides the norm reads it (onnxruntime's kernel writes output 3 only when named)."""
+    rng = np.random.default_rng(2)
+    feeds = {k: rng.standard_normal((2, 5, HIDDEN)).astype(np.float32) for k in ("a", "b")}
+    for last, outputs in ((False, ["n", "", "", "sum"]), (True, ["n"])):
+        want = _run(_model("RMSNormalization", ["batch", "sequence", HIDDEN], last), feeds)
+        model = _model("RMSNormalization", ["batch", "sequence", HIDDEN], last)
+        assert SkipNormalizationPass()(model).modified
+        fused = ir.to_proto(model).graph.node[0]
+        assert (fused.op_type, list(fused.output)) == ("SkipSimplifiedLayerNormalization", outputs)
+        for g, w in zip(_run(model, feeds), want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

@@ -73,9 +73,17 @@ class SkipNormalizationPass(ir.passes.InPlacePass):
                 FUSED[norm.op_type], inputs, attrs, domain=MICROSOFT, num_outputs=4, name=norm.name
             )
             graph.insert_before(add, fused)
+            # Unread optional outputs stay unnamed, as in onnxruntime-genai's builder's graphs:
+            # the mean and inverse standard deviation (onnxruntime's CPU kernel never writes
+            # them) and the residual sum when nothing but the norm reads the Add (the last
+            # layer's: the kernel writes output 3 only when it is named, skip_layer_norm.cc).
+            fused.outputs[1].name = fused.outputs[2].name = ""
+            summed = len(add.outputs[0].uses()) > 1 or add.outputs[0].is_graph_output()
+            if not summed:
+                fused.outputs[3].name = ""
             for old, new in (
                 (norm.outputs[0], fused.outputs[0]),
-                (add.outputs[0], fused.outputs[3]),
+                *([(add.outputs[0], fused.outputs[3])] if summed else []),
             ):
                 new.shape, new.type = old.shape, old.type
                 name = old.name
