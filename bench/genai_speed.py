@@ -154,7 +154,9 @@ def summary(runs: list[tuple[dict[str, list[float]], dict[str, list[float]], dic
         "ratio_prefill": prefill["onnxport"] / prefill["builder"],
         "ratio_decode": decode["onnxport"] / decode["builder"],
         "same_tokens": float(np.mean(runs[0][2]["onnxport"] == runs[0][2]["builder"])),
-    }
+        **({"control_prefill": prefill["builder-control"] / prefill["builder"],
+            "control_decode": decode["builder-control"] / decode["builder"]} if "builder-control" in names else {}),
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -172,6 +174,11 @@ def main() -> None:
     parser.add_argument("--precisions", default="fp32,int4")
     parser.add_argument("--family", choices=list(llm_speed.FAMILIES), default="llama")
     parser.add_argument("--small", action="store_true", help="2 small layers (smoke run)")
+    parser.add_argument(
+        "--control", action="store_true",
+        help="also time a second model of the builder's folder (builder-control): the ratio of a "
+        "folder to itself, i.e. the run's noise",
+    )  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the checkpoint and folders")
     args = parser.parse_args()
 
@@ -198,8 +205,8 @@ def main() -> None:
             ]
             runs: dict[str, list[Any]] = {key: [] for key, _ in cells}
             for turn in range(args.passes):  # creation order rotated: the first made ran slower
-                order = llm_speed.rotated(["onnxport", "builder"], turn)
-                models = {n: load(work / FOLDERS[n, precision], args.threads) for n in order}
+                order = llm_speed.rotated(["onnxport", "builder", *(["builder-control"] if args.control else [])], turn)
+                models = {n: load(work / FOLDERS[n.removesuffix("-control"), precision], args.threads) for n in order}
                 print(f"{precision}: models created in the order {', '.join(order)}", flush=True)
                 for key, prompt in cells:
                     runs[key].append(measure(models, prompt, args.new_tokens, args.repeats))
@@ -210,7 +217,9 @@ def main() -> None:
                 print(f"{key:24s} prefill {cell['prefill_ms']['onnxport']:8.1f} / "
                       f"{cell['prefill_ms']['builder']:8.1f} ms ({cell['ratio_prefill']:.3f})  decode "
                       f"{cell['decode_ms']['onnxport']:7.2f} / {cell['decode_ms']['builder']:7.2f} ms "
-                      f"({cell['ratio_decode']:.3f})  same tokens {cell['same_tokens']:.2f}",
+                      f"({cell['ratio_decode']:.3f})  same tokens {cell['same_tokens']:.2f}"
+                      + (f"  control {cell['control_prefill']:.3f} / {cell['control_decode']:.3f}"
+                         if "control_decode" in cell else ""),
                       flush=True)  # fmt: skip
         ratios = [c[k] for c in report["cells"].values() for k in ("ratio_prefill", "ratio_decode")]
         report["geomean"] = float(np.exp(np.mean(np.log(ratios))))
