@@ -12,14 +12,19 @@ The checkpoint is ``llm_speed.py``'s random-weight Llama (``--family``, ``--smal
 folders are exported as there (onnxport's command line ``--target onnxruntime --kv-cache shared
 [--quantize int4] --no-validate``; the builder ``-p fp32|int4 -e cpu``), or reused from an
 ``llm_speed.py --keep`` workdir (``--reuse DIR``: its ``op-shared``, ``op-shared-int4``, ``gb``,
-``gb-int4``). Per precision, both models are loaded, then for every prompt length and batch the
-two take turns (order rotating every repetition, a pause before each turn so that the other
-model's intra-op threads are idle), each turn one generation: the prompt (random token ids, the
-same for both) then ``--new-tokens`` greedy tokens. Reported per cell: the median prefill
-(milliseconds of ``append_tokens``) and the median decode step (milliseconds of one
-``generate_next_token`` after the first, over all steps of all turns), the ratios
-onnxport/builder and the share of generated tokens both models agree on (random weights: fp32
-logits agree to ~1e-6, so the tokens should match; int4 tokens may part after a near tie).
+``gb-int4``). Per precision and for each of ``--passes`` passes, the models are loaded in an
+order that rotates from pass to pass (in one process the model created first ran slower, as
+``llm_speed.py`` found for sessions), then for every prompt length and batch they take turns
+(order rotating every repetition, a pause before each turn so that the other model's intra-op
+threads are idle), each turn one generation: the prompt (random token ids, the same for both)
+then ``--new-tokens`` greedy tokens. Reported per cell: the median prefill (milliseconds of
+``append_tokens``) and the median decode step (milliseconds of one ``generate_next_token``
+after the first, over all steps of all turns and passes), the ratios onnxport/builder and the
+share of generated tokens the two agree on (random weights: fp32 logits agree to ~1e-6, so the
+tokens match; the int4 graphs hold the same bytes but their float ops differ in the last bits,
+which the int8 activations of ``accuracy_level`` 4 amplify, so int4 tokens part after a near
+tie). ``--control`` adds ``builder-control``, a second model of the builder's folder timed like
+the others: its ratio to the builder is the run's noise.
 
 Usage::
 
