@@ -13,6 +13,7 @@ graph; it is skipped. In-place ops on fresh intermediates are made out-of-place 
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 import torch
@@ -93,7 +94,15 @@ def decompose(ep: ExportedProgram, translated: frozenset[Any]) -> tuple[Exported
     # The re-trace computes RNN shapes without unrolling time (capture/rnn.py), and does not
     # specialize sizes of 1 either, as the capture did not (strategies._size_oblivious): without it
     # the re-trace of a scan over one chunk fixed Qwen3.5's chunk count to 1.
-    with keep_recurrent_ops(), torch.fx.experimental._config.patch(backed_size_oblivious=True):  # type: ignore[attr-defined]
+    with (
+        keep_recurrent_ops(),
+        torch.fx.experimental._config.patch(backed_size_oblivious=True),  # type: ignore[attr-defined]
+        warnings.catch_warnings(),
+    ):
+        # torch 2.13's run_decompositions deep-copies the module call graph, whose pytree specs
+        # warn "isinstance(treespec, LeafSpec) is deprecated" (torch/export/exported_program.py,
+        # _get_updated_module_call_graph): torch's own deprecation, nothing the user can act on.
+        warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
         ep = ep.run_decompositions(dict(table))
     if any(node.target is torch.ops.higher_order.with_effects for node in call_nodes(ep)):
         # Effect tokens (e.g. linalg.inv's _linalg_check_errors) have no ONNX form: torch's own pass
