@@ -113,3 +113,25 @@ def test_cli_bad_target_or_quantization(tmp_path: Path, args: list[str], message
     )
     assert result.exit_code == 2
     assert message in result.output
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_cli_summary_names_the_contrib_ops(tmp_path: Path, dtype: str) -> None:
+    """The summary of a ``--target onnxruntime`` export lists the graph's ``com.microsoft`` ops
+    with their counts, or says that none applied and why (a float16 graph: the fusions match
+    float32 graphs only), so a user sees what the target did."""
+    config = {**DECODER, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
+    _make("LlamaConfig", "LlamaForCausalLM", **config)().save_pretrained(tmp_path / "llama")
+    result = CliRunner().invoke(app, ["export", "--hf", str(tmp_path / "llama"), "-o", str(tmp_path / "out"),
+                                      "--target", "onnxruntime", "--dtype", dtype])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    proto = onnx.load(str(find_model(tmp_path / "out")))
+    contrib = collections.Counter(n.op_type for n in proto.graph.node if n.domain == "com.microsoft")
+    line = next(line for line in result.output.splitlines() if line.startswith("  onnxruntime target: "))
+    if dtype == "float32":
+        assert contrib["GroupQueryAttention"] == config["num_hidden_layers"]
+        assert line == "  onnxruntime target: " + ", ".join(f"{op} {n}" for op, n in sorted(contrib.items()))
+    else:
+        assert not contrib
+        assert line == ("  onnxruntime target: no contrib op, standard ONNX only (the fusions match float32 "
+                        "graphs only and this one is float16)")

@@ -498,6 +498,25 @@ def print_summary(out: Console, program: Any, loaded: LoadedSpec, options: Comma
 
 
 # -- Hugging Face folder ------------------------------------------------------------------------
+HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+
+
+def target_line(graph: ir.Graph) -> str:
+    """What ``--target onnxruntime`` left in ``graph``: its ``com.microsoft`` ops and their counts,
+    or that no fusion applied, and why when the graph computes in half precision (the fusions
+    match float32 graphs only: ``docs/hf.md``)."""
+    counts: dict[str, int] = {}
+    for node in graph.all_nodes():
+        if node.domain == "com.microsoft":
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    if counts:
+        return "  onnxruntime target: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items()))
+    half = {v.dtype.name.lower() for v in (*graph.inputs, *graph.outputs) if v.dtype in HALF}
+    why = (f"the fusions match float32 graphs only and this one is {', '.join(sorted(half))}"
+           if half else "no decoder block, attention or quantized weight matched the fusions")  # fmt: skip
+    return f"  onnxruntime target: no contrib op, standard ONNX only ({why})"
+
+
 def run_hf_export(
     folder: Path,
     task: str | None,
@@ -559,7 +578,7 @@ def run_hf_export(
         fail(err, str(e), EXIT_USAGE)
     except OnnxportError as e:
         fail(err, str(e), EXIT_EXPORT_FAILED)
-    for line in hf_summary_lines(result):
+    for line in hf_summary_lines(result, target):
         out.print(line, markup=False, highlight=False)
 
 
@@ -620,8 +639,10 @@ class WeightBar:
             self.console.print("validating against eager...", markup=False, highlight=False)
 
 
-def hf_summary_lines(result: Any) -> list[str]:
-    """The summary of an :class:`onnxport.hf.HFExport`, one string per line."""
+def hf_summary_lines(result: Any, target: str = "onnx") -> list[str]:
+    """The summary of an :class:`onnxport.hf.HFExport`, one string per line (``target``: the
+    ``--target`` it was exported for; ``onnxruntime`` adds the contrib ops each graph holds,
+    :func:`target_line`)."""
     what = type(result.model).__name__ if result.model is not None else "the diffusers pipeline's models"
     lines = [f"Exported {what} for {result.task}"]
     for name, program in result.programs.items():
@@ -629,6 +650,7 @@ def hf_summary_lines(result: Any) -> list[str]:
         lines += [
             f"{model_path(name, result.layout)} ({result.seconds.get(name, 0.0):.1f} s, opset "
             f"{program.model.opset_imports.get('', '?')}, {len(graph)} nodes)",
+            *([target_line(graph)] if target == "onnxruntime" else []),
             "  Inputs:",
             *text_table(value_rows(graph.inputs), indent="    "),
             "  Outputs:",
@@ -692,4 +714,4 @@ def hf_summary_lines(result: Any) -> list[str]:
     return lines
 
 
-__all__ = ["CommandOptions", "export_command", "hf_summary_lines", "run_export", "summary_lines"]
+__all__ = ["CommandOptions", "export_command", "hf_summary_lines", "run_export", "summary_lines", "target_line"]
