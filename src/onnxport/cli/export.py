@@ -8,6 +8,7 @@ Face folder (given with ``--hf`` or as the SPEC) goes through :func:`onnxport.hf
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from pathlib import Path
@@ -38,6 +39,7 @@ from onnxport.hf import hub
 from onnxport.hf.layout import DEFAULT_LAYOUT, model_path, usage_lines
 from onnxport.hf.streamed import DEFAULT_MEMORY_FRACTION
 from onnxport.passes.ort import QuantizeOptions
+from onnxport.passes.ort.kernels import MICROSOFT
 from onnxport.runtime import initializer_bytes
 
 
@@ -505,10 +507,7 @@ def target_line(graph: ir.Graph) -> str:
     """What ``--target onnxruntime`` left in ``graph``: its ``com.microsoft`` ops and their counts,
     or that no fusion applied, and why when the graph computes in half precision (the fusions
     match float32 graphs only: ``docs/hf.md``)."""
-    counts: dict[str, int] = {}
-    for node in graph.all_nodes():
-        if node.domain == "com.microsoft":
-            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    counts = collections.Counter(node.op_type for node in graph.all_nodes() if node.domain == MICROSOFT)
     if counts:
         return "  onnxruntime target: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items()))
     half = {v.dtype.name.lower() for v in (*graph.inputs, *graph.outputs) if v.dtype in HALF}

@@ -74,9 +74,10 @@ class SkipNormalizationPass(ir.passes.InPlacePass):
             )
             graph.insert_before(add, fused)
             # Unread optional outputs stay unnamed, as in onnxruntime-genai's builder's graphs:
-            # the mean and inverse standard deviation (onnxruntime's CPU kernel never writes
-            # them) and the residual sum when nothing but the norm reads the Add (the last
-            # layer's: the kernel writes output 3 only when it is named, skip_layer_norm.cc).
+            # the mean and inverse standard deviation (named, onnxruntime 1.31's profile listed
+            # them among the node's outputs; its CPU kernel never computes them) and the residual
+            # sum when nothing but the norm reads the Add (the last layer's: the kernel writes
+            # output 3 only when it is named, skip_layer_norm.cc).
             fused.outputs[1].name = fused.outputs[2].name = ""
             summed = len(add.outputs[0].uses()) > 1 or add.outputs[0].is_graph_output()
             if not summed:
