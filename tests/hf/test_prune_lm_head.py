@@ -3,9 +3,12 @@
 - the logits are ``[batch_size, 1, vocab_size]`` with a static 1 (what onnxruntime-genai's
   ``Model::IsPruned`` reads), the LM head's MatMul takes one row, and the values equal the last
   row of the unpruned graph's logits on the same inputs (prompt and decode step);
+- with right padding (how onnxruntime-genai pads a batch) each row's logits are those of its last
+  real token, not of a pad (the model builder's ``prune_lm_head=true`` takes the last position);
 - greedy generation with left padding equals transformers; onnxruntime-genai with the shared
-  buffer generates transformers' tokens from the streamed ``--prune-lm-head`` folder;
-- a model whose forward has no ``logits_to_keep`` gets its logits sliced (same contract);
+  buffer generates transformers' tokens from the streamed ``--prune-lm-head`` folder, for prompts
+  of one length and of different lengths;
+- a model whose head is not its output embeddings gets its full logits' rows taken (same contract);
 - the option is refused where there is no decoder step, and for a SPEC.
 """
 
@@ -18,6 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+import torch
 from typer.testing import CliRunner
 
 import onnxport.hf
@@ -26,6 +30,7 @@ from _generation import assert_genai_equals_transformers, assert_greedy_equals_t
 from onnxport.cli import app
 from onnxport.errors import HFError
 from onnxport.hf import inputs as hf_inputs
+from onnxport.hf.last_token import last_real_positions
 from onnxport.hf.layout import find_model
 from onnxport.testing.tiny_models import DECODER, _make
 
@@ -65,27 +70,47 @@ def test_pruned_graph_generates_like_transformers_with_left_padding(exports) -> 
     assert_greedy_equals_transformers(model, pruned.programs["model"])
 
 
-class _NoLogitsToKeep(transformers.LlamaForCausalLM):  # type: ignore[misc, name-defined]
-    """A causal LM whose forward does not take ``logits_to_keep``."""
+def test_right_padded_rows_get_their_last_real_tokens_logits(exports) -> None:
+    model, pruned, full = exports
+    part = hf_inputs.components(onnxport.hf.loading.from_model(model, "text-generation"))[0]
+    feeds = part.make_inputs(hf_inputs.Sizes(3, 6, 0, seed=3))
+    feeds["attention_mask"] = torch.ones(3, 6, dtype=torch.int64)
+    feeds["attention_mask"][1, 2:] = 0  # row 1: 2 real tokens, then 4 pads
+    feeds["attention_mask"][2, 5:] = 0  # row 2: 5 real tokens, then 1 pad
+    got, want = (np.asarray(export.programs["model"](**feeds)[0]) for export in (pruned, full))
+    assert got.shape == (3, 1, model.config.vocab_size)
+    np.testing.assert_allclose(got[:, 0], want[[0, 1, 2], [5, 1, 4]], rtol=1e-5, atol=1e-6)
+    assert np.abs(got[1, 0] - want[1, 5]).max() > 1e-3  # the last position (a pad's) would differ
 
-    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,  # type: ignore[override]
-                use_cache=None, **kwargs):  # fmt: skip
-        return super().forward(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                               past_key_values=past_key_values, use_cache=use_cache)  # fmt: skip
+
+@pytest.mark.parametrize(
+    ("mask", "sequence", "expected"),
+    [([[1, 1, 1, 1]], 4, [3]),  # no padding
+     ([[0, 0, 1, 1], [1, 1, 1, 1]], 4, [3, 3]),  # left padding: the last position
+     ([[1, 1, 0, 0], [1, 1, 1, 0]], 4, [1, 2]),  # right padding: before the pads
+     ([[1, 1, 0, 0, 1], [1, 1, 1, 1, 1]], 1, [0, 0]),  # a decode step after right padding
+     ([[1, 0, 1, 1, 0], [1, 1, 1, 0, 0]], 3, [1, 0]),  # a second chunk of a right-padded batch
+     ([[1, 1, 0, 0]], 2, [0])],  # no real token in the step: 0
+)  # fmt: skip
+def test_last_real_positions(mask, sequence, expected) -> None:
+    got = last_real_positions(torch.tensor(mask), sequence)
+    assert got.dtype == torch.int64 and got.tolist() == expected
 
 
-def test_a_model_without_logits_to_keep_gets_its_logits_sliced(exports) -> None:
+def test_a_model_whose_head_is_not_its_output_embeddings_gets_its_logits_rows(exports, monkeypatch) -> None:
     model, _, full = exports
-    other = _NoLogitsToKeep(model.config).eval()
+    other = type(model)(model.config).eval()
     other.load_state_dict(model.state_dict())
+    monkeypatch.setattr(other, "get_output_embeddings", lambda: None)
     pruned = onnxport.hf.export(other, "text-generation", prune_lm_head=True)
     assert pruned.passed
     assert pruned.programs["model"].model.graph.outputs[0].shape[1] == 1
     part = hf_inputs.components(onnxport.hf.loading.from_model(model, "text-generation"))[0]
     feeds = part.make_inputs(hf_inputs.Sizes(2, 4, 3, seed=5))
+    feeds["attention_mask"][1, -1] = 0  # row 1's last token is a pad
     got, want = (np.asarray(export.programs["model"](**feeds)[0]) for export in (pruned, full))
     assert got.shape == (2, 1, model.config.vocab_size)
-    np.testing.assert_allclose(got, want[:, -1:], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[:, 0], want[[0, 1], [3, 2]], rtol=1e-5, atol=1e-6)
 
 
 def test_cli_streamed_shared_buffer_pruned_folder_runs_in_genai(tmp_path: pathlib.Path) -> None:
@@ -101,6 +126,7 @@ def test_cli_streamed_shared_buffer_pruned_folder_runs_in_genai(tmp_path: pathli
     assert logits.type.tensor_type.shape.dim[1].dim_value == 1
     assert json.loads((out / "genai_config.json").read_text())["search"]["past_present_share_buffer"] is True
     assert_genai_equals_transformers(og, model, out)
+    assert_genai_equals_transformers(og, model, out, padded=True)
 
 
 def test_refused_without_a_decoder_step() -> None:

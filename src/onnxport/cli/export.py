@@ -243,9 +243,10 @@ def export_command(
         bool,
         typer.Option(
             "--prune-lm-head",
-            help="With --hf, text generation: logits of the last position only ([batch_size, 1, "
-            "vocab_size]), the LM head run on one row at prefill, as the model builder's "
-            "prune_lm_head=true; onnxruntime-genai reads them, scoring every position cannot.",
+            help="With --hf, text generation: logits of each row's last real token only ([batch_size, "
+            "1, vocab_size]; the row from attention_mask, right padding included), the LM head run on "
+            "one row at prefill, as the model builder's prune_lm_head=true; onnxruntime-genai reads "
+            "them, scoring every position cannot.",
         ),
     ] = False,
     no_past: Annotated[

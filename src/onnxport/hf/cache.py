@@ -19,6 +19,7 @@ from typing import Any, cast
 import torch
 
 from onnxport.errors import HFError
+from onnxport.hf.last_token import head_on_rows, last_real_positions, take_rows
 
 
 def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) -> Any:
@@ -391,14 +392,6 @@ def fused_key_value(config: Any) -> bool:
     return getattr(config, "model_type", None) == "gpt_bigcode" and bool(getattr(config, "multi_query", False))
 
 
-def keeps_last_logits(model: torch.nn.Module) -> str | None:
-    """The argument through which ``model.forward`` computes the logits of its last positions
-    only: ``logits_to_keep`` (transformers ≥ 4.50) or ``num_logits_to_keep`` (earlier), else
-    ``None``."""
-    parameters = inspect.signature(model.forward).parameters
-    return next((name for name in ("logits_to_keep", "num_logits_to_keep") if name in parameters), None)
-
-
 class CausalLMWithCache(torch.nn.Module):
     """Decoder-only LM step: ``(input_ids, attention_mask, position_ids, past)`` →
     ``(logits, present.0.key, present.0.value, ...)``.
@@ -408,13 +401,13 @@ class CausalLMWithCache(torch.nn.Module):
     :func:`fused_key_value`, each layer's past is ``(key_value,)``: the key and the value of the
     one key/value head joined on the last axis, ``[B, past, 2 * head_dim]``, and so is its present.
 
-    ``prune_lm_head``: ``logits`` are the last position's only, ``[B, 1, vocab]`` (a static 1),
-    as the model builder's ``prune_lm_head=true`` writes them and onnxruntime-genai reads them
-    (``Model::IsPruned``: logits dim 1 == 1, "Trimmed Prefill Logits", ``src/models/logits.cpp``).
-    The model computes them from the last hidden state alone through transformers'
-    ``logits_to_keep=1`` (``num_logits_to_keep`` in older models), so the LM head runs on one
-    row instead of ``sequence``; a model without that argument gets its full logits sliced
-    (:func:`keeps_last_logits`).
+    ``prune_lm_head``: ``logits`` are each row's last real token's only, ``[B, 1, vocab]`` (a
+    static 1), which onnxruntime-genai reads as a pruned graph's (``Model::IsPruned``: logits dim
+    1 == 1, "Trimmed Prefill Logits", ``src/models/logits.cpp``). The row is found from
+    ``attention_mask`` (:func:`onnxport.hf.last_token.last_real_positions`), so a batch genai pads
+    on the right gets the logits of each prompt's end, not of a pad; the LM head runs on that one
+    row (:func:`onnxport.hf.last_token.head_on_rows`); a model whose head does not run through its
+    output embeddings gets its full logits' rows taken.
     """
 
     def __init__(self, model: torch.nn.Module, *, prune_lm_head: bool = False) -> None:
@@ -422,7 +415,6 @@ class CausalLMWithCache(torch.nn.Module):
         self.model = model
         self.fused = fused_key_value(model.config)
         self.prune_lm_head = prune_lm_head
-        self.keep_argument = keeps_last_logits(model) if prune_lm_head else None
 
     def forward(
         self,
@@ -438,10 +430,15 @@ class CausalLMWithCache(torch.nn.Module):
         if self.fused:
             past_key_values = [tuple(kv.unsqueeze(1).chunk(2, dim=-1)) for (kv,) in past_key_values]
         cache = fill_cache(new_cache(self.model.config), past_key_values)
-        keep = {self.keep_argument: 1} if self.keep_argument is not None else {}
-        logits, cache = run_with_cache(self.model, cache, **inputs, **keep)
-        if self.prune_lm_head and not (isinstance(logits.shape[1], int) and logits.shape[1] == 1):
-            logits = logits[:, -1:]  # the model ignored logits_to_keep (or has none); no guard on a SymInt
+        if self.prune_lm_head:
+            tokens = inputs["input_ids"] if "input_ids" in inputs else inputs["inputs_embeds"]
+            positions = last_real_positions(inputs["attention_mask"], tokens.shape[1])
+            with head_on_rows(self.model, positions) as selected:
+                logits, cache = run_with_cache(self.model, cache, **inputs)
+            if not selected:
+                logits = take_rows(logits, positions)
+        else:
+            logits, cache = run_with_cache(self.model, cache, **inputs)
         present = flatten_cache(cache)
         if self.fused:
             present = [torch.cat([k, v], dim=-1).squeeze(1) for k, v in zip(present[::2], present[1::2], strict=True)]

@@ -162,10 +162,11 @@ def export(
             ``past_present_share_buffer: true``.
         overwrite: Replace a non-empty ``output_dir`` whole, once the new export is complete and
             validated (:mod:`onnxport.hf.output`); a failed export leaves it as it was.
-        prune_lm_head: Text generation (and a VLM's decoder): ``logits`` are the last position's
-            only, ``[batch_size, 1, vocab_size]``, computed from the last hidden state alone
-            (transformers' ``logits_to_keep=1``), as the model builder's ``prune_lm_head=true``:
-            the LM head runs on one row at prefill. onnxruntime-genai reads such logits
+        prune_lm_head: Text generation (and a VLM's decoder): ``logits`` are each row's last
+            real token's only, ``[batch_size, 1, vocab_size]`` (the row from ``attention_mask``, so
+            right padding as onnxruntime-genai pads a batch is right:
+            :mod:`onnxport.hf.last_token`), as the model builder's ``prune_lm_head=true`` (which
+            takes the last position): the LM head runs on one row at prefill. onnxruntime-genai reads such logits
             (``Model::IsPruned``); runtimes that need every position's logits (scoring,
             n-gram or speculative decoding) cannot use the graph. Default ``False``.
 

@@ -27,7 +27,7 @@ class LoadedModel:
         folder: The folder it came from (``None`` when a model object was given).
         pooling: Sentence-transformers pooling (``{"mode": "mean"|"cls"|"max"|"lasttoken", "normalize": bool}``) when the
             folder has a ``1_Pooling`` module, else ``None``.
-        prune_lm_head: Text generation: the decoder graph returns the last position's logits only,
+        prune_lm_head: Text generation: the decoder graph returns each row's last real token's logits only,
             ``[batch_size, 1, vocab_size]`` (:class:`onnxport.hf.cache.CausalLMWithCache`).
         with_past: Text generation: ``False`` exports the decoder without its cache (the whole
             sequence → logits, Optimum's ``text-generation`` without ``-with-past``).

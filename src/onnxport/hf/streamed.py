@@ -607,7 +607,7 @@ def export_streamed(
             in-place KV cache graph, validated on unpadded inputs with the past in fixed buffers
             (:mod:`onnxport.hf.shared_cache`); ``genai_config.json`` says
             ``past_present_share_buffer: true``.
-        prune_lm_head: Text generation: logits of the last position only (``[batch_size, 1,
+        prune_lm_head: Text generation: logits of each row's last real token only (``[batch_size, 1,
             vocab_size]``, :class:`onnxport.hf.cache.CausalLMWithCache`).
         with_past: Text generation: ``False`` writes the decoder without its cache (the whole
             sequence → ``logits``; no ``genai_config.json``).

@@ -211,10 +211,11 @@ def test_shared_buffer_feeds_helpers() -> None:
         buffered(feeds, 6, part.input_names)
 
 
-def test_genai_generates_like_transformers_with_shared_buffer(shared) -> None:
+@pytest.mark.parametrize("padded", [False, True], ids=["one-length", "right-padded"])
+def test_genai_generates_like_transformers_with_shared_buffer(shared, padded) -> None:
     og = pytest.importorskip("onnxruntime_genai")
     model, _, folder = shared
-    assert_genai_equals_transformers(og, model, folder)
+    assert_genai_equals_transformers(og, model, folder, padded=padded)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,79 @@
+"""The last real token of each row: what a pruned LM head (``prune_lm_head``) computes logits for.
+
+A decoder step's ``attention_mask`` is ``[batch_size, past_sequence_length + sequence_length]``
+(int64, 1 = a real token). Its last ``sequence_length`` columns mark the step's tokens. A batch
+of prompts of different lengths is padded one of two ways:
+
+- on the left (transformers' ``generate``, transformers.js): the step's last position is real in
+  every row;
+- on the right (onnxruntime-genai: ``PadInputs`` with ``pad_right_``, ``src/models/model.cpp``):
+  a shorter row's last real token sits before its pads, and its logits are the ones generation
+  needs (genai takes the row as is from a graph whose logits have a static 1 on axis 1:
+  ``Model::IsPruned``, ``src/models/logits.cpp``).
+
+Taking the last position (the model builder's ``prune_lm_head=true``: ``Gather(axis=1, -1)``,
+``builders/base.py``) is right for the first case only; :func:`last_real_positions` is right
+for both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any, cast
+
+import torch
+
+
+def last_real_positions(attention_mask: torch.Tensor, sequence_length: int | torch.SymInt) -> torch.Tensor:
+    """Per row, the position within the step (``0 .. sequence_length - 1``) of the last real token.
+
+    Args:
+        attention_mask: ``[batch_size, total_sequence_length]``, any integer or bool dtype; the
+            step's tokens are its last ``sequence_length`` columns.
+        sequence_length: the step's token count.
+
+    Returns:
+        ``[batch_size]`` int64: the largest ``j`` with ``attention_mask[b, total - sequence_length
+        + j] != 0``, or 0 for a row with no real token in the step.
+    """
+    window = attention_mask[:, attention_mask.shape[1] - sequence_length :].to(torch.int64)
+    order = torch.arange(1, window.shape[1] + 1, dtype=torch.int64, device=window.device)
+    return ((window != 0).to(torch.int64) * order).amax(dim=-1).sub(1).clamp_min(0)
+
+
+def take_rows(states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """``states[b, positions[b]]`` for each row, kept 3-D: ``[batch_size, sequence, d]`` →
+    ``[batch_size, 1, d]`` (the same dtype)."""
+    index = positions.view(-1, 1, 1).expand(-1, 1, states.shape[-1])
+    return states.gather(1, index)
+
+
+@contextlib.contextmanager
+def head_on_rows(model: torch.nn.Module, positions: torch.Tensor) -> Iterator[list[bool]]:
+    """Within the block, the model's output embeddings (its LM head, ``get_output_embeddings()``)
+    run on the hidden state of ``positions`` only (:func:`take_rows`; a 3-D input only), so its
+    MatMul takes one row per batch instead of ``sequence_length``. What the model does after the
+    head (softcapping, scaling) is per position, so the logits equal the full logits' rows.
+
+    Yields a list that holds ``True`` once the head ran on the rows; left empty (a model without
+    output embeddings, or whose head is never called on a 3-D input), the caller takes the rows
+    of the full logits."""
+    selected: list[bool] = []
+    head = cast(Any, model).get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if not isinstance(head, torch.nn.Module):
+        yield selected
+        return
+
+    def select(_module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        hidden = args[0] if args else None
+        if not isinstance(hidden, torch.Tensor) or hidden.dim() != 3:
+            return None
+        selected.append(True)
+        return (take_rows(hidden, positions), *args[1:])
+
+    handle = head.register_forward_pre_hook(select)
+    try:
+        yield selected
+    finally:
+        handle.remove()
