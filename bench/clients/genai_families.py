@@ -22,7 +22,9 @@ validation) once per variant:
 
 ``onnxruntime_genai.Model(folder)`` then generates 20 greedy tokens from a 6-token prompt
 (``min_length`` keeps eos from stopping early), compared with transformers'
-``generate(do_sample=False, min_new_tokens=20)``. One row per type; exit status 1 when an export
+``generate(do_sample=False, min_new_tokens=20)``. ``--padded``: a batch of that prompt and a
+3-token one instead, which genai pads on the right (``PadInputs``), each row compared with
+transformers generating its prompt alone. One row per type; exit status 1 when an export
 fails or a compared row differs. A type whose graph genai cannot feed (hybrid states, multi-query
 fused caches, MLA's latent cache) gets no ``genai_config.json``: reported as ``no genai_config``,
 not a failure.
@@ -86,18 +88,41 @@ def shrunk_config(model_type: str) -> Any:
     return transformers.AutoConfig.for_model(model_type, **fields)
 
 
-def check(model_type: str, work: pathlib.Path, variants: list[str]) -> dict[str, str]:
+def padded_tokens(folder: pathlib.Path, prompts: list[list[int]]) -> list[list[int]]:
+    """20 greedy tokens per prompt from onnxruntime-genai for a batch of ``prompts``, padded on the
+    right with the folder's ``pad_token_id`` (as genai's ``PadInputs`` pads a tokenizer's batch)."""
+    import numpy as np
+    import onnxruntime_genai as og  # optional: installed in its own venv
+
+    pad = json.loads((folder / "genai_config.json").read_text())["model"]["pad_token_id"]
+    longest = max(map(len, prompts))
+    model = og.Model(str(folder))
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=longest + NEW_TOKENS, min_length=longest + NEW_TOKENS,
+                              do_sample=False, batch_size=len(prompts))  # fmt: skip
+    generator = og.Generator(model, params)
+    generator.append_tokens(np.array([p + [pad] * (longest - len(p)) for p in prompts], dtype=np.int32))
+    while not generator.is_done():
+        generator.generate_next_token()
+    return [list(map(int, generator.get_sequence(i)))[longest:] for i in range(len(prompts))]
+
+
+def check(model_type: str, work: pathlib.Path, variants: list[str], padded: bool = False) -> dict[str, str]:
     """Each variant's outcome for ``model_type``: ``equal``, ``DIFFERENT ...``, ``no genai_config``,
-    ``tokens ...`` (int4) or ``export failed: ...``."""
+    ``tokens ...`` (int4) or ``export failed: ...``; ``padded``: a right-padded batch of two prompts."""
     import transformers
 
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(shrunk_config(model_type)).eval()
     model.save_pretrained(work / "src")
-    ids = torch.tensor([PROMPT])
-    with torch.no_grad():
-        reference = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS,
-                                   min_new_tokens=NEW_TOKENS, do_sample=False)[0, len(PROMPT):].tolist()  # fmt: skip
+    prompts = [PROMPT, PROMPT[-3:]] if padded else [PROMPT]
+    reference: Any = []
+    for prompt in prompts:
+        ids = torch.tensor([prompt])
+        with torch.no_grad():
+            reference.append(model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS,
+                                            min_new_tokens=NEW_TOKENS, do_sample=False)[0, len(prompt):].tolist())  # fmt: skip
+    reference = reference if padded else reference[0]
     outcomes = {}
     for variant in variants:
         out = work / variant
@@ -108,7 +133,7 @@ def check(model_type: str, work: pathlib.Path, variants: list[str]) -> dict[str,
         elif not (out / "genai_config.json").is_file():
             outcomes[variant] = "no genai_config"
         else:
-            tokens = genai_tokens(out)
+            tokens: Any = padded_tokens(out, prompts) if padded else genai_tokens(out)
             if variant == "int4":
                 outcomes[variant] = f"tokens {tokens}"
             else:
@@ -120,16 +145,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("types", nargs="*", default=FAMILIES)
     parser.add_argument("--variants", default="std,shared", help=f"comma-separated of {', '.join(VARIANTS)}")
+    parser.add_argument("--padded", action="store_true", help="a right-padded batch of a 6- and a 3-token prompt")
     args = parser.parse_args()
     import onnxruntime_genai as og  # optional: installed in its own venv
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     variants = args.variants.split(",")
-    print(f"onnxruntime-genai {og.__version__}; variants {', '.join(variants)}")
+    print(f"onnxruntime-genai {og.__version__}; variants {', '.join(variants)}" + ("; padded batch" if args.padded else ""))
     failed = 0
     for model_type in args.types:
         with tempfile.TemporaryDirectory() as tmp:
-            outcomes = check(model_type, pathlib.Path(tmp), variants)
+            outcomes = check(model_type, pathlib.Path(tmp), variants, args.padded)
         failed += any(o.startswith(("export failed", "DIFFERENT")) for o in outcomes.values())
         print(f"{model_type}: " + "; ".join(f"{v} {o}" for v, o in outcomes.items()), flush=True)
     print(json.dumps({"types": len(args.types), "failed": failed}))
