@@ -30,8 +30,8 @@ from _generation import assert_genai_equals_transformers, assert_greedy_equals_t
 from onnxport.cli import app
 from onnxport.errors import HFError
 from onnxport.hf import inputs as hf_inputs
-from onnxport.hf.last_token import last_real_positions
 from onnxport.hf.layout import find_model
+from onnxport.hf.right_padding import last_real_positions
 from onnxport.testing.tiny_models import DECODER, _make
 
 transformers = pytest.importorskip("transformers")

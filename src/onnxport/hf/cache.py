@@ -19,7 +19,12 @@ from typing import Any, cast
 import torch
 
 from onnxport.errors import HFError
-from onnxport.hf.last_token import head_on_rows, last_real_positions, take_rows
+from onnxport.hf.right_padding import (
+    head_on_rows,
+    last_real_positions,
+    take_rows,
+    windows_over_real_tokens,
+)
 
 
 def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) -> Any:
@@ -404,9 +409,9 @@ class CausalLMWithCache(torch.nn.Module):
     ``prune_lm_head``: ``logits`` are each row's last real token's only, ``[B, 1, vocab]`` (a
     static 1), which onnxruntime-genai reads as a pruned graph's (``Model::IsPruned``: logits dim
     1 == 1, "Trimmed Prefill Logits", ``src/models/logits.cpp``). The row is found from
-    ``attention_mask`` (:func:`onnxport.hf.last_token.last_real_positions`), so a batch genai pads
+    ``attention_mask`` (:func:`onnxport.hf.right_padding.last_real_positions`), so a batch genai pads
     on the right gets the logits of each prompt's end, not of a pad; the LM head runs on that one
-    row (:func:`onnxport.hf.last_token.head_on_rows`); a model whose head does not run through its
+    row (:func:`onnxport.hf.right_padding.head_on_rows`); a model whose head does not run through its
     output embeddings gets its full logits' rows taken.
     """
 
@@ -430,15 +435,13 @@ class CausalLMWithCache(torch.nn.Module):
         if self.fused:
             past_key_values = [tuple(kv.unsqueeze(1).chunk(2, dim=-1)) for (kv,) in past_key_values]
         cache = fill_cache(new_cache(self.model.config), past_key_values)
-        if self.prune_lm_head:
-            tokens = inputs["input_ids"] if "input_ids" in inputs else inputs["inputs_embeds"]
-            positions = last_real_positions(inputs["attention_mask"], tokens.shape[1])
-            with head_on_rows(self.model, positions) as selected:
-                logits, cache = run_with_cache(self.model, cache, **inputs)
-            if not selected:
-                logits = take_rows(logits, positions)
-        else:
+        mask = inputs["attention_mask"]
+        tokens = inputs["input_ids"] if "input_ids" in inputs else inputs["inputs_embeds"]
+        positions = last_real_positions(mask, tokens.shape[1]) if self.prune_lm_head else None
+        with windows_over_real_tokens(mask), head_on_rows(self.model, positions) as selected:
             logits, cache = run_with_cache(self.model, cache, **inputs)
+        if positions is not None and not selected:
+            logits = take_rows(logits, positions)
         present = flatten_cache(cache)
         if self.fused:
             present = [torch.cat([k, v], dim=-1).squeeze(1) for k, v in zip(present[::2], present[1::2], strict=True)]

@@ -165,7 +165,7 @@ def export(
         prune_lm_head: Text generation (and a VLM's decoder): ``logits`` are each row's last
             real token's only, ``[batch_size, 1, vocab_size]`` (the row from ``attention_mask``, so
             right padding as onnxruntime-genai pads a batch is right:
-            :mod:`onnxport.hf.last_token`), as the model builder's ``prune_lm_head=true`` (which
+            :mod:`onnxport.hf.right_padding`), as the model builder's ``prune_lm_head=true`` (which
             takes the last position): the LM head runs on one row at prefill. onnxruntime-genai reads such logits
             (``Model::IsPruned``); runtimes that need every position's logits (scoring,
             n-gram or speculative decoding) cannot use the graph. Default ``False``.

@@ -1,4 +1,5 @@
-"""The last real token of each row: what a pruned LM head (``prune_lm_head``) computes logits for.
+"""Right-padded batches in a decoder step: the last real token of each row (what a pruned LM head,
+``prune_lm_head``, computes logits for) and sliding windows counted in real tokens.
 
 A decoder step's ``attention_mask`` is ``[batch_size, past_sequence_length + sequence_length]``
 (int64, 1 = a real token). Its last ``sequence_length`` columns mark the step's tokens. A batch
@@ -13,7 +14,11 @@ of prompts of different lengths is padded one of two ways:
 
 Taking the last position (the model builder's ``prune_lm_head=true``: ``Gather(axis=1, -1)``,
 ``builders/base.py``) is right for the first case only; :func:`last_real_positions` is right
-for both.
+for both. After a right-padded prompt, genai appends each new token after the pads, so a shorter
+row's cache has a hole of pad slots; a sliding window counted in cache slots (transformers'
+``sliding_window_overlay``: ``kv_idx > q_idx - sliding_window``) then covers fewer real tokens
+than the model saw in training. :func:`windows_over_real_tokens` counts it in real tokens, which
+is the same window for unpadded and left-padded rows.
 """
 
 from __future__ import annotations
@@ -50,8 +55,37 @@ def take_rows(states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
 
 
 @contextlib.contextmanager
-def head_on_rows(model: torch.nn.Module, positions: torch.Tensor) -> Iterator[list[bool]]:
-    """Within the block, the model's output embeddings (its LM head, ``get_output_embeddings()``)
+def windows_over_real_tokens(attention_mask: torch.Tensor) -> Iterator[None]:
+    """Within the block, transformers' sliding-window masks (``masking_utils.sliding_window_overlay``,
+    which ``create_sliding_window_causal_mask`` builds its window from) keep the key at cache slot
+    ``kv`` for the query at slot ``q`` when fewer than ``sliding_window`` real tokens separate them:
+    ``real[b, kv] > real[b, q] - sliding_window``, ``real`` the running count of ``attention_mask``
+    (``[batch_size, past_sequence_length + sequence_length]``, the decoder step's full mask, so
+    slot and column agree). Unpadded and left-padded rows get transformers' window exactly (their
+    real tokens are consecutive slots); a row with pad slots inside its cache (onnxruntime-genai's
+    right padding) gets the window of its tokens without the pads."""
+    # optional heavy dependency, imported here: only the hf exports come to this function
+    from transformers import masking_utils
+
+    real = attention_mask.to(torch.int64).cumsum(-1)
+
+    def overlay(sliding_window: int) -> Any:
+        def inner_mask(batch_idx: Any, head_idx: Any, q_idx: Any, kv_idx: Any) -> Any:
+            return real[batch_idx, kv_idx] > real[batch_idx, q_idx] - sliding_window
+
+        return inner_mask
+
+    original = masking_utils.sliding_window_overlay
+    masking_utils.sliding_window_overlay = overlay
+    try:
+        yield
+    finally:
+        masking_utils.sliding_window_overlay = original
+
+
+@contextlib.contextmanager
+def head_on_rows(model: torch.nn.Module, positions: torch.Tensor | None) -> Iterator[list[bool]]:
+    """Within the block (``positions`` ``None``: nothing changes), the model's output embeddings (its LM head, ``get_output_embeddings()``)
     run on the hidden state of ``positions`` only (:func:`take_rows`; a 3-D input only), so its
     MatMul takes one row per batch instead of ``sequence_length``. What the model does after the
     head (softcapping, scaling) is per position, so the logits equal the full logits' rows.
@@ -61,7 +95,7 @@ def head_on_rows(model: torch.nn.Module, positions: torch.Tensor) -> Iterator[li
     of the full logits."""
     selected: list[bool] = []
     head = cast(Any, model).get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    if not isinstance(head, torch.nn.Module):
+    if positions is None or not isinstance(head, torch.nn.Module):
         yield selected
         return
 
@@ -70,7 +104,7 @@ def head_on_rows(model: torch.nn.Module, positions: torch.Tensor) -> Iterator[li
         if not isinstance(hidden, torch.Tensor) or hidden.dim() != 3:
             return None
         selected.append(True)
-        return (take_rows(hidden, positions), *args[1:])
+        return (take_rows(hidden, cast(torch.Tensor, positions)), *args[1:])
 
     handle = head.register_forward_pre_hook(select)
     try:
