@@ -25,8 +25,9 @@ from typer.testing import CliRunner
 
 import onnxport.hf
 from _checkpoints import LAYERS, llama_checkpoint
+from _generation import assert_genai_equals_transformers
 from onnxport.cli import app
-from onnxport.errors import HFError
+from onnxport.errors import HFError, InputError
 from onnxport.hf import streamed
 from onnxport.hf.inputs import CHECK_SIZES
 from onnxport.hf.layout import find_model
@@ -267,6 +268,35 @@ def test_quantize_of_a_half_checkpoint_builds_a_float32_graph(tmp_path: pathlib.
     with pytest.raises(HFError, match=r"torch.bfloat16: convert it with model.float\(\)"):
         onnxport.hf.export(model, output_dir=tmp_path / "in-memory", quantize="int4")
     assert not (tmp_path / "in-memory").exists()
+
+
+def test_onnxruntime_target_of_a_half_checkpoint_builds_a_float32_graph(tmp_path: pathlib.Path) -> None:
+    """``target="onnxruntime"`` on a bfloat16 checkpoint without ``dtype`` exports float32, whose
+    attention fuses: the shared-buffer graph (it failed before, no attention fused in bfloat16) and
+    its genai folder generate the float32 model's tokens; ``dtype="bfloat16"`` keeps the
+    checkpoint's dtype and the standard ops; a loaded bfloat16 model's shared export is told to
+    export in float32."""
+    from onnxport.testing.tiny_models import DECODER, _make
+
+    og = pytest.importorskip("onnxruntime_genai")
+    model = _make("LlamaConfig", "LlamaForCausalLM", **{**DECODER, "hidden_size": 64, "num_attention_heads": 4,
+                                                        "num_key_value_heads": 2, "initializer_range": 0.2})()  # fmt: skip
+    model.to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+    result = onnxport.hf.export(tmp_path / "bf16", output_dir=tmp_path / "out", stream=True, target="onnxruntime",
+                                kv_cache="shared")  # fmt: skip
+    assert result.passed and result.streamed is not None and result.streamed.dtype == torch.float32
+    ops = [n.op_type for n in result.programs["model"].model.graph]
+    assert ops.count("GroupQueryAttention") == DECODER["num_hidden_layers"]
+    reference = _make("LlamaConfig", "LlamaForCausalLM", **{**DECODER, "hidden_size": 64, "num_attention_heads": 4,
+                                                            "num_key_value_heads": 2})()  # fmt: skip
+    reference.load_state_dict(model.to(torch.bfloat16).float().state_dict())  # the checkpoint's values, in float32
+    assert_genai_equals_transformers(og, reference.eval(), tmp_path / "out")
+    kept = onnxport.hf.export(tmp_path / "bf16", output_dir=tmp_path / "kept", stream=True, target="onnxruntime",
+                              dtype="bfloat16", validate=False)  # fmt: skip
+    assert kept.streamed is not None and kept.streamed.dtype == torch.bfloat16
+    assert "GroupQueryAttention" not in [n.op_type for n in kept.programs["model"].model.graph]
+    with pytest.raises(InputError, match="the graph is bfloat16: export it in float32"):
+        onnxport.hf.export(model.to(torch.bfloat16), target="onnxruntime", kv_cache="shared", validate=False)
 
 
 def test_quantize_of_a_half_gemma_checkpoint_validates(tmp_path: pathlib.Path) -> None:

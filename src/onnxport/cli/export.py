@@ -281,8 +281,9 @@ def export_command(
             "--dtype",
             metavar="float16|bfloat16|float32",
             help="With --hf (safetensors folders): export the graph in this dtype, the weights "
-            "cast as they stream (default: the checkpoint's); validated against eager float32 "
-            "with that dtype's tolerances.",
+            "cast as they stream (default: the checkpoint's; float32 for a bf16/fp16 checkpoint "
+            "with --quantize or --target onnxruntime, whose MatMulNBits and fusions are float32); "
+            "validated against eager float32 with that dtype's tolerances.",
             show_default=False,
         ),
     ] = None,

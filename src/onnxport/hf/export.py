@@ -149,7 +149,9 @@ def export(
         dtype: ``"float16"``, ``"bfloat16"``, ``"float32"`` or the torch dtype (streamed path
             only): export the graph in this dtype, the checkpoint's tensors cast as they stream;
             validated against eager in float32 with that dtype's tolerances
-            (``verify/compare.py: TOLERANCES``). ``None``: the checkpoint's dtype.
+            (``verify/compare.py: TOLERANCES``). ``None``: the checkpoint's dtype, or float32
+            for a half-precision checkpoint with ``quantize`` or ``target="onnxruntime"`` (their
+            MatMulNBits and fusions take float32 graphs).
         kv_cache: ``"concat"`` (default): ``present.* = Concat(past, new)``, positions from
             ``position_ids`` (left padding works; onnxruntime, transformers.js). ``"shared"``
             (``target="onnxruntime"``, text-generation only): the in-place cache onnxruntime-genai

@@ -599,8 +599,9 @@ def export_streamed(
             writes ``quantization_report.json`` (validation: module docstring).
         dtype: ``torch.float16``/``torch.bfloat16``/``torch.float32``: build the graph in this
             floating dtype and cast the checkpoint's tensors to it as they stream (``None``: the
-            checkpoint's, or float32 with ``quantize`` when the checkpoint is half precision:
-            MatMulNBits here takes float32 activations, as in onnxruntime-genai's CPU int4). Validation then runs eager in float32 and compares its outputs, cast
+            checkpoint's, or float32 with ``quantize`` or ``target="onnxruntime"`` when the
+            checkpoint is half precision: MatMulNBits and the fusions take float32 graphs, as the
+            model builder's CPU ``-p fp32`` / ``int4``). Validation then runs eager in float32 and compares its outputs, cast
             to ``dtype``, with the tolerance table's ``dtype`` row (float16 rtol/atol 1e-2,
             bfloat16 2e-2), float inputs rounded to ``dtype`` for both.
         shared_buffer: ``kv_cache="shared"`` (``target="onnxruntime"``, text generation): the
@@ -626,8 +627,8 @@ def export_streamed(
     checkpoint = read_checkpoint(folder)
     resolved = get_task(task, config) if task else infer_task(config)
     source_dtype = checkpoint.float_dtype()
-    if quantize is not None and dtype is None and source_dtype in (torch.bfloat16, torch.float16):
-        dtype = torch.float32  # MatMulNBits' float32 graph, as the builder's int4 for CPU
+    if (quantize is not None or target == "onnxruntime") and dtype is None and source_dtype in (torch.bfloat16, torch.float16):
+        dtype = torch.float32  # MatMulNBits and the contrib-op fusions take float32 graphs, as the builder's CPU fp32/int4
     graph_dtype = dtype if dtype is not None else source_dtype
     if quantize is not None and graph_dtype not in (None, torch.float32):
         raise HFError(

@@ -266,6 +266,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 "(positions and lengths come from it); export with kv_cache='concat'."
             )
         past = [v for v in graph.inputs if str(v.name).startswith("past_key_values.")]
+        half = next((v.dtype for v in past if v.dtype in (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)), None)
         fused = {id(m.key_concat.inputs[0]) for m in matches}
         fused |= {id(m.value_concat.inputs[0]) for m in matches}
         missing = [str(v.name) for v in past if id(v) not in fused]
@@ -276,6 +277,8 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 "the kernel in the installed onnxruntime); not fused for: "
                 f"{', '.join(missing[:4]) or 'no past_key_values inputs'}"
                 + (" (a mask with a per-head bias, such as ALiBi, which the shared graph's kernel mask cannot hold)" if biased else "")
+                + (f" (the graph is {half.name.lower()}: export it in float32, CLI --dtype float32, "
+                   "Python dtype='float32' with stream=True or model.float())" if half is not None else "")
                 + ". Export with kv_cache='concat' instead."
             )
 
