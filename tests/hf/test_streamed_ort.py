@@ -274,8 +274,8 @@ def test_onnxruntime_target_of_a_half_checkpoint_builds_a_float32_graph(tmp_path
     """``target="onnxruntime"`` on a bfloat16 checkpoint without ``dtype`` exports float32, whose
     attention fuses: the shared-buffer graph (it failed before, no attention fused in bfloat16) and
     its genai folder generate the float32 model's tokens; ``dtype="bfloat16"`` keeps the
-    checkpoint's dtype and the standard ops; a loaded bfloat16 model's shared export is told to
-    export in float32."""
+    checkpoint's dtype and the standard ops; the folder exported in memory is loaded in float32; a
+    loaded bfloat16 model's shared export is told to export in float32."""
     from onnxport.testing.tiny_models import DECODER, _make
 
     og = pytest.importorskip("onnxruntime_genai")
@@ -286,7 +286,7 @@ def test_onnxruntime_target_of_a_half_checkpoint_builds_a_float32_graph(tmp_path
                                 kv_cache="shared")  # fmt: skip
     assert result.passed and result.streamed is not None and result.streamed.dtype == torch.float32
     ops = [n.op_type for n in result.programs["model"].model.graph]
-    assert ops.count("GroupQueryAttention") == DECODER["num_hidden_layers"]
+    assert ops.count("GroupQueryAttention") == DECODER["num_hidden_layers"] == 2
     reference = _make("LlamaConfig", "LlamaForCausalLM", **{**DECODER, "hidden_size": 64, "num_attention_heads": 4,
                                                             "num_key_value_heads": 2})()  # fmt: skip
     reference.load_state_dict(model.to(torch.bfloat16).float().state_dict())  # the checkpoint's values, in float32
@@ -295,6 +295,8 @@ def test_onnxruntime_target_of_a_half_checkpoint_builds_a_float32_graph(tmp_path
                               dtype="bfloat16", validate=False)  # fmt: skip
     assert kept.streamed is not None and kept.streamed.dtype == torch.bfloat16
     assert "GroupQueryAttention" not in [n.op_type for n in kept.programs["model"].model.graph]
+    loaded = onnxport.hf.export(tmp_path / "bf16", target="onnxruntime", kv_cache="shared")  # in memory: loaded in float32
+    assert loaded.passed and [n.op_type for n in loaded.programs["model"].model.graph].count("GroupQueryAttention") == 2
     with pytest.raises(InputError, match="the graph is bfloat16: export it in float32"):
         onnxport.hf.export(model.to(torch.bfloat16), target="onnxruntime", kv_cache="shared", validate=False)
 

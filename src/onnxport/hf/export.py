@@ -242,7 +242,9 @@ def export(
             done.seconds, done, layout, done.quantization,
         )
     if isinstance(model_or_folder, (str, Path)):
-        loaded = load(Path(model_or_folder), task)
+        # MatMulNBits and the onnxruntime target's fusions take float32 graphs (as on the streamed path)
+        upcast = quantization is not None or target == "onnxruntime"
+        loaded = load(Path(model_or_folder), task, dtype=torch.float32 if upcast else None)
     elif isinstance(model_or_folder, torch.nn.Module):
         loaded = from_model(model_or_folder, task)
     else:

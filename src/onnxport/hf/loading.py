@@ -8,10 +8,13 @@ import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onnxport.errors import HFError
 from onnxport.hf import hub
+
+if TYPE_CHECKING:
+    import torch
 from onnxport.hf.tasks import Task, get_task, infer_task, model_class
 
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
@@ -149,8 +152,9 @@ def _quiet(transformers: Any) -> Iterator[None]:
             logging.enable_progress_bar()
 
 
-def load(folder: Path, task: str | None = None) -> LoadedModel:
-    """Load ``folder`` for ``task`` (inferred from the architecture when ``None``).
+def load(folder: Path, task: str | None = None, dtype: torch.dtype | None = None) -> LoadedModel:
+    """Load ``folder`` for ``task`` (inferred from the architecture when ``None``), in ``dtype``
+    (``None``: the checkpoint's, transformers' ``dtype="auto"``).
 
     Raises:
         HFError: See :func:`read_config` and :func:`check_weights`; or transformers fails to load
@@ -163,7 +167,7 @@ def load(folder: Path, task: str | None = None) -> LoadedModel:
     transformers = import_transformers()
     auto = model_class(transformers, resolved.auto_class, config)
     try:
-        model = _from_pretrained(transformers, auto, folder, config, architecture_task=task is None)
+        model = _from_pretrained(transformers, auto, folder, config, architecture_task=task is None, dtype=dtype)
     except ValueError as e:
         if "Unrecognized configuration class" in str(e):
             raise HFError(
@@ -178,7 +182,9 @@ def load(folder: Path, task: str | None = None) -> LoadedModel:
     return LoadedModel(model, resolved, folder, pooling)
 
 
-def _from_pretrained(transformers: Any, auto: Any, folder: Path, config: Any, architecture_task: bool) -> Any:
+def _from_pretrained(
+    transformers: Any, auto: Any, folder: Path, config: Any, architecture_task: bool, dtype: torch.dtype | None = None
+) -> Any:
     """``auto.from_pretrained(folder)``; when that leaves model weights missing from the checkpoint
     (transformers initializes them at random and only logs it), the config's own architecture
     class instead if the task was inferred from it (``architecture_task``) and it loads them all,
@@ -188,15 +194,16 @@ def _from_pretrained(transformers: Any, auto: Any, folder: Path, config: Any, ar
     are ``question_encoder.*`` where the checkpoint has ``ctx_encoder.*``) was every weight random,
     and the validation, run against that model, passed (session 31).
     """
+    typed = {"dtype": dtype} if dtype is not None else {}
     with _quiet(transformers):
-        model, info = auto.from_pretrained(folder, local_files_only=True, output_loading_info=True)
+        model, info = auto.from_pretrained(folder, local_files_only=True, output_loading_info=True, **typed)
     missing = sorted(info.get("missing_keys") or ())
     if not missing:
         return model
     arch = getattr(transformers, (getattr(config, "architectures", None) or [""])[0], None)
     if architecture_task and isinstance(arch, type) and arch is not type(model) and hasattr(arch, "from_pretrained"):
         with _quiet(transformers):
-            own, own_info = arch.from_pretrained(folder, local_files_only=True, output_loading_info=True)
+            own, own_info = arch.from_pretrained(folder, local_files_only=True, output_loading_info=True, **typed)
         if not own_info.get("missing_keys"):
             return own
     warnings.warn(
