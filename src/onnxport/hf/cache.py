@@ -25,6 +25,7 @@ from onnxport.hf.right_padding import (
     take_rows,
     windows_over_real_tokens,
 )
+from onnxport.hf.rope import positions_driven_dynamic_rope
 
 
 def fill_cache(cache: Any, past_key_values: Sequence[Sequence[torch.Tensor]]) -> Any:
@@ -438,7 +439,8 @@ class CausalLMWithCache(torch.nn.Module):
         mask = inputs["attention_mask"]
         tokens = inputs["input_ids"] if "input_ids" in inputs else inputs["inputs_embeds"]
         positions = last_real_positions(mask, tokens.shape[1]) if self.prune_lm_head else None
-        with windows_over_real_tokens(mask), head_on_rows(self.model, positions) as selected:
+        with windows_over_real_tokens(mask), positions_driven_dynamic_rope(self.model), \
+                head_on_rows(self.model, positions) as selected:
             logits, cache = run_with_cache(self.model, cache, **inputs)
         if positions is not None and not selected:
             logits = take_rows(logits, positions)

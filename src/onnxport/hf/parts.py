@@ -26,6 +26,7 @@ from onnxport.errors import HFError
 from onnxport.hf import meta
 from onnxport.hf.dims import ENCODER_SEQUENCE_OUT
 from onnxport.hf.loading import LoadedModel
+from onnxport.hf.rope import positions_driven_dynamic_rope
 from onnxport.verify.ties import kept_state
 
 DEFAULT_IMAGE = 64
@@ -183,12 +184,14 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     (:func:`onnxport.capture.patches.dense_experts`) and tests of whether activations are finite
     are decided as finite (:class:`onnxport.capture.finite.AssumedFinite`) and audio codecs pad
     with Python ints (:func:`onnxport.capture.patches.integer_conv1d_padding`: their tensor-buffer pads
-    are data-dependent sizes on fake tensors)."""
+    are data-dependent sizes on fake tensors). Dynamic-NTK rotary embeddings take their frequencies
+    from the positions in the graph (:func:`onnxport.hf.rope.positions_driven_dynamic_rope`)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(module_caches_kept(model))
         stack.enter_context(fake_tensors_undone(model))
         stack.enter_context(kept_state(model))
         stack.enter_context(transformers_method_caches_off())
+        stack.enter_context(positions_driven_dynamic_rope(model))  # as the decoder step runs it
         if any(p.device.type == "meta" for p in model.parameters()):
             stack.enter_context(meta.all_on_meta(model))
             stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv()))
