@@ -131,6 +131,10 @@ class Model:
         generation = folder / "generation_config.json"
         self.generation_config = _read_json(generation) if generation.is_file() else {}
         self.pooling = read_pooling(folder)
+        genai = _read_json(folder / "genai_config.json") if (folder / "genai_config.json").is_file() else {}
+        # the in-place cache graph (kv_cache="shared"): GroupQueryAttention takes each row's length
+        # from the mask (seqlens_k), so a batch's prompts go first and their pads after, as genai pads
+        self.shared_buffer = bool(genai.get("search", {}).get("past_present_share_buffer"))
 
     # -- feature extraction ------------------------------------------------------------------
     def encode(self, sentences: str | Sequence[str], batch_size: int = 32) -> np.ndarray:
@@ -248,11 +252,16 @@ class Model:
             )
         self._check_generates()
         rng = np.random.default_rng(sampling.seed)
-        return decode_steps(
-            self.session, {"input_ids": ids}, ids, mask, max_new_tokens, lambda tokens: {"input_ids": tokens},
+        prompt, prompt_mask = ids, mask
+        if self.shared_buffer:  # real tokens first, pads after (a stable sort keeps their order)
+            order = np.argsort(mask == 0, axis=1, kind="stable")
+            prompt, prompt_mask = np.take_along_axis(ids, order, 1), np.take_along_axis(mask, order, 1)
+        sequences = decode_steps(
+            self.session, {"input_ids": prompt}, prompt, prompt_mask, max_new_tokens, lambda tokens: {"input_ids": tokens},
             eos=self._eos_ids(), pad=self._pad_token_id(), choose=lambda logits: next_tokens(logits, sampling, rng),
             run=self._run,
         )
+        return np.concatenate([ids, sequences[:, ids.shape[1] :]], axis=1)
 
     # -- helpers -----------------------------------------------------------------------------
     def _tokenizer(self) -> Any:

@@ -141,3 +141,26 @@ def test_errors(llama: tuple[torch.nn.Module, Path], tmp_path: Path) -> None:
         onnxport.inference.load(tmp_path)
     with pytest.raises(InputError, match="feature-extraction export"):
         onnxport.inference.load(out).encode(["w5"])
+
+
+@pytest.mark.parametrize("prune", [False, True], ids=["full-logits", "pruned"])
+def test_generate_ids_on_a_shared_buffer_folder_with_left_padding(tmp_path: Path, prune: bool) -> None:
+    """The in-place cache graph (``kv_cache="shared"``) reads each row's length from the mask
+    (GroupQueryAttention's ``seqlens_k``): a left-padded batch goes in with its pads moved after
+    the prompts, as onnxruntime-genai pads, and comes back as given, with transformers' tokens."""
+    from _checkpoints import llama_checkpoint
+
+    model = llama_checkpoint(tmp_path / "src", tied=False)
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out", target="onnxruntime",
+                                kv_cache="shared", prune_lm_head=prune)  # fmt: skip
+    assert result.passed
+    runner = onnxport.inference.load(tmp_path / "out")
+    assert runner.shared_buffer
+    ids = torch.randint(3, 99, (2, 7), generator=torch.Generator().manual_seed(7))
+    mask = torch.ones(2, 7, dtype=torch.int64)
+    mask[0, :3], ids[0, :3] = 0, 0  # row 0 left-padded
+    with torch.no_grad():
+        expected = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=20, do_sample=False)
+    actual = runner.generate_ids(ids.numpy(), mask.numpy(), max_new_tokens=20)
+    np.testing.assert_array_equal(actual, expected.numpy())
+    assert len(set(actual[0, 7:].tolist())) > 3  # a non-degenerate continuation of the padded row

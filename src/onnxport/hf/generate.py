@@ -102,6 +102,19 @@ def greedy_causal_lm(
     )
 
 
+def last_real_logits(logits: np.ndarray, step_mask: np.ndarray) -> np.ndarray:
+    """``(batch, vocab)``: each row's logits at the step's last real token. ``logits`` is
+    ``(batch, sequence, vocab)`` (or ``(batch, 1, vocab)`` from a graph that returns the last real
+    token's only: ``prune_lm_head``), ``step_mask`` the step's ``(batch, sequence)`` columns of the
+    attention mask. Left padding or none: the last position; right padding (a shared-buffer
+    graph's prompt, as onnxruntime-genai pads it): the position before the row's pads."""
+    if logits.shape[1] == 1 or logits.shape[1] != step_mask.shape[1]:
+        return logits[:, -1, :]
+    order = np.arange(1, step_mask.shape[1] + 1)
+    last = ((step_mask != 0).astype(np.int64) * order).max(-1) - 1
+    return logits[np.arange(logits.shape[0]), np.maximum(last, 0)]
+
+
 def decode_steps(
     decoder: Any,
     first: dict[str, np.ndarray],
@@ -124,7 +137,8 @@ def decode_steps(
     cache inputs). Positions come from the grown attention mask as transformers computes them,
     or with ``rope`` (Qwen2-VL's ``(position_ids [3, batch, prompt], rope_deltas [batch, 1])``)
     those of the prompt, then ``past_length + rope_deltas`` on every row, as transformers.js.
-    ``choose`` maps the last position's logits ``(batch, vocab)`` to ``(batch,)`` int64 tokens
+    ``choose`` maps each row's last real token's logits ``(batch, vocab)`` (:func:`last_real_logits`:
+    the last position, or before a right-padded prompt's pads) to ``(batch,)`` int64 tokens
     (argmax: greedy); ``run(feeds)`` runs the graph (``decoder.run(None, feeds)``). A row stops
     at an ``eos`` id and is then filled with ``pad``. Returns ``(batch, prompt + generated)``
     int64 ids, as transformers' ``generate``."""
@@ -147,7 +161,7 @@ def decode_steps(
         if takes_positions:  # Jamba, MiniMax and other models without rotary take none
             feeds["position_ids"] = np.ascontiguousarray(positions, dtype=np.int64)
         outputs = decoder.run(None, feeds) if run is None else run(feeds)
-        tokens, unfinished = _choose(choose(outputs[0][:, -1, :]), unfinished, eos, pad)
+        tokens, unfinished = _choose(choose(last_real_logits(outputs[0], mask[:, -length:])), unfinished, eos, pad)
         sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
         if not unfinished.any():
             break
