@@ -7,7 +7,8 @@ positions in the graph (:mod:`onnxport.hf.rope`).
   validates, and greedy generation past the 8th position equals transformers';
 - the frequencies change past 8 (the graph's logits differ from the same model's with default
   RoPE there, and equal them before);
-- the model's rotary module is left as it was (its forward and ``inv_freq``).
+- the model's rotary module is left as it was (its forward and ``inv_freq``);
+- the onnxruntime target's shared-buffer graph keeps the rotation out of GroupQueryAttention.
 """
 
 from __future__ import annotations
@@ -68,3 +69,14 @@ def test_streamed_folder_with_dynamic_rope_validates(tmp_path: pathlib.Path) -> 
     result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out", stream=True)
     assert result.passed and result.streamed is not None
     assert_greedy_equals_transformers(model, result.programs["model"], new_tokens=12)
+
+
+def test_shared_buffer_graph_keeps_the_rotation_outside_the_kernel() -> None:
+    """GroupQueryAttention's fused rotation reads fixed cos/sin tables; dynamic frequencies stay
+    in the graph (``do_rotary`` 0) and the shared-buffer graph validates past position 8 (the
+    validation's ``past 6`` + 4 tokens)."""
+    result = onnxport.hf.export(_llama(DYNAMIC), target="onnxruntime", kv_cache="shared")
+    assert result.passed
+    gqa = [n for n in result.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(gqa) == 2 and all(n.attributes["do_rotary"].as_int() == 0 for n in gqa)
+    assert any(c.output == "logits" and "past 6" in c.inputs for c in result.checks)
