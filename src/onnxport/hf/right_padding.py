@@ -17,7 +17,7 @@ Taking the last position (the model builder's ``prune_lm_head=true``: ``Gather(a
 for both. After a right-padded prompt, genai appends each new token after the pads, so a shorter
 row's cache has a hole of pad slots; a sliding window counted in cache slots (transformers'
 ``sliding_window_overlay``: ``kv_idx > q_idx - sliding_window``) then covers fewer real tokens
-than the model saw in training. :func:`windows_over_real_tokens` counts it in real tokens, which
+than the same prompt sees unpadded. :func:`windows_over_real_tokens` counts it in real tokens, which
 is the same window for unpadded and left-padded rows.
 """
 
@@ -42,7 +42,7 @@ def last_real_positions(attention_mask: torch.Tensor, sequence_length: int | tor
         ``[batch_size]`` int64: the largest ``j`` with ``attention_mask[b, total - sequence_length
         + j] != 0``, or 0 for a row with no real token in the step.
     """
-    window = attention_mask[:, attention_mask.shape[1] - sequence_length :].to(torch.int64)
+    window = attention_mask[:, attention_mask.shape[1] - sequence_length :]
     order = torch.arange(1, window.shape[1] + 1, dtype=torch.int64, device=window.device)
     return ((window != 0).to(torch.int64) * order).amax(dim=-1).sub(1).clamp_min(0)
 
