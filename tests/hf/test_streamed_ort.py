@@ -273,7 +273,8 @@ def test_quantize_of_a_half_checkpoint_builds_a_float32_graph(tmp_path: pathlib.
 def test_onnxruntime_target_of_a_half_checkpoint_builds_a_float32_graph(tmp_path: pathlib.Path) -> None:
     """``target="onnxruntime"`` on a bfloat16 checkpoint without ``dtype`` exports float32, whose
     attention fuses: the shared-buffer graph (it failed before, no attention fused in bfloat16) and
-    its genai folder generate the float32 model's tokens; ``dtype="bfloat16"`` keeps the
+    its genai folder generate the float32 model's tokens (the CLI summary names both dtypes);
+    ``dtype="bfloat16"`` keeps the
     checkpoint's dtype and the standard ops; the folder exported in memory is loaded in float32; a
     loaded bfloat16 model's shared export is told to export in float32."""
     from onnxport.testing.tiny_models import DECODER, _make
@@ -295,6 +296,11 @@ def test_onnxruntime_target_of_a_half_checkpoint_builds_a_float32_graph(tmp_path
                               dtype="bfloat16", validate=False)  # fmt: skip
     assert kept.streamed is not None and kept.streamed.dtype == torch.bfloat16
     assert "GroupQueryAttention" not in [n.op_type for n in kept.programs["model"].model.graph]
+    assert result.streamed.checkpoint_dtype == torch.bfloat16
+    cli = CliRunner().invoke(app, ["export", "--hf", str(tmp_path / "bf16"), "-o", str(tmp_path / "cli"), "--target",
+                                   "onnxruntime", "--no-validate"])  # fmt: skip
+    assert cli.exit_code == 0, cli.output
+    assert "graph in float32, checkpoint" in cli.output and "in bfloat16); validation" in cli.output
     loaded = onnxport.hf.export(tmp_path / "bf16", target="onnxruntime", kv_cache="shared")  # in memory: loaded in float32
     assert loaded.passed and [n.op_type for n in loaded.programs["model"].model.graph].count("GroupQueryAttention") == 2
     with pytest.raises(InputError, match="the graph is bfloat16: export it in float32"):

@@ -695,9 +695,12 @@ def hf_summary_lines(result: Any, target: str = "onnx") -> list[str]:
     streamed = result.streamed
     if streamed is not None:
         dtype = str(streamed.dtype).removeprefix("torch.")
+        source = str(streamed.checkpoint_dtype).removeprefix("torch.")
         lines.append(
             f"Weights: streamed from the checkpoint ({format_bytes(streamed.weight_bytes)} written, graph in {dtype}, "
-            f"checkpoint {format_bytes(streamed.checkpoint_bytes)}); validation: {streamed.validation}"
+            f"checkpoint {format_bytes(streamed.checkpoint_bytes)}"
+            + (f" in {source}" if streamed.checkpoint_dtype not in (None, streamed.dtype) else "")
+            + f"); validation: {streamed.validation}"
             + (
                 " (the graph before quantization: a 2-layer copy with those layers' real weights"
                 " was exported the same way, unquantized, and compared with eager)"

@@ -106,6 +106,7 @@ class Streamed:
         model: The transformers model, its parameters on ``meta``.
         checkpoint_bytes: Bytes of the checkpoint's tensors.
         dtype: The floating dtype the model was exported in (the checkpoint's, or ``dtype=``).
+        checkpoint_dtype: The checkpoint's floating dtype (``None``: no floating tensor).
         programs: Component name → ONNXProgram (initializers bound to the checkpoint).
         seconds: Component name → export seconds (weights excluded).
         checks: The validation rows.
@@ -127,6 +128,7 @@ class Streamed:
     weight_bytes: int = 0
     validation: str = "off"
     quantization: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    checkpoint_dtype: torch.dtype | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -649,7 +651,7 @@ def export_streamed(
                  prune_lm_head, with_past)
     model = meta.build(config, resolved.auto_class, graph_dtype)
     meta.check(model, checkpoint, cast=build.cast)
-    result = Streamed(resolved, model, checkpoint.nbytes, graph_dtype)
+    result = Streamed(resolved, model, checkpoint.nbytes, graph_dtype, checkpoint_dtype=source_dtype)
     programs: dict[str, Any] = {}
     loaded = spec.loaded(model)
     parts, repeating = _meta_components(loaded)
