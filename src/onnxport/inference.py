@@ -257,7 +257,8 @@ class Model:
             order = np.argsort(mask == 0, axis=1, kind="stable")
             prompt, prompt_mask = np.take_along_axis(ids, order, 1), np.take_along_axis(mask, order, 1)
         sequences = decode_steps(
-            self.session, {"input_ids": prompt}, prompt, prompt_mask, max_new_tokens, lambda tokens: {"input_ids": tokens},
+            self.session, {"input_ids": prompt}, prompt, prompt_mask, max_new_tokens,
+            lambda tokens: {"input_ids": tokens},
             eos=self._eos_ids(), pad=self._pad_token_id(), choose=lambda logits: next_tokens(logits, sampling, rng),
             run=self._run,
         )

@@ -28,6 +28,7 @@ from onnxport.hf.streamed import (
     Streamed,
     WeightProgress,
     export_streamed,
+    float32_graph,
     quantization_report,
 )
 from onnxport.hf.validate import (
@@ -168,7 +169,8 @@ def export(
             real token's only, ``[batch_size, 1, vocab_size]`` (the row from ``attention_mask``, so
             right padding as onnxruntime-genai pads a batch is right:
             :mod:`onnxport.hf.right_padding`), as the model builder's ``prune_lm_head=true`` (which
-            takes the last position): the LM head runs on one row at prefill. onnxruntime-genai reads such logits
+            takes the last position): the LM head runs on one row at prefill. onnxruntime-genai
+            reads such logits
             (``Model::IsPruned``); runtimes that need every position's logits (scoring,
             n-gram or speculative decoding) cannot use the graph. Default ``False``.
 
@@ -242,8 +244,7 @@ def export(
             done.seconds, done, layout, done.quantization,
         )
     if isinstance(model_or_folder, (str, Path)):
-        # MatMulNBits and the onnxruntime target's fusions take float32 graphs (as on the streamed path)
-        upcast = quantization is not None or target == "onnxruntime"
+        upcast = float32_graph(quantization, target)  # as the streamed path builds it
         loaded = load(Path(model_or_folder), task, dtype=torch.float32 if upcast else None)
     elif isinstance(model_or_folder, torch.nn.Module):
         loaded = from_model(model_or_folder, task)

@@ -161,7 +161,8 @@ def decode_steps(
         if takes_positions:  # Jamba, MiniMax and other models without rotary take none
             feeds["position_ids"] = np.ascontiguousarray(positions, dtype=np.int64)
         outputs = decoder.run(None, feeds) if run is None else run(feeds)
-        tokens, unfinished = _choose(choose(last_real_logits(outputs[0], mask[:, -length:])), unfinished, eos, pad)
+        logits = last_real_logits(outputs[0], mask[:, -length:])
+        tokens, unfinished = _choose(choose(logits), unfinished, eos, pad)
         sequences = np.concatenate([sequences, tokens[:, None]], axis=1)
         if not unfinished.any():
             break

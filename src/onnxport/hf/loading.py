@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from onnxport.errors import HFError
 from onnxport.hf import hub
+from onnxport.hf.tasks import Task, get_task, infer_task, model_class
 
 if TYPE_CHECKING:
     import torch
-from onnxport.hf.tasks import Task, get_task, infer_task, model_class
 
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
 
@@ -167,7 +167,9 @@ def load(folder: Path, task: str | None = None, dtype: torch.dtype | None = None
     transformers = import_transformers()
     auto = model_class(transformers, resolved.auto_class, config)
     try:
-        model = _from_pretrained(transformers, auto, folder, config, architecture_task=task is None, dtype=dtype)
+        model = _from_pretrained(
+            transformers, auto, folder, config, architecture_task=task is None, dtype=dtype
+        )
     except ValueError as e:
         if "Unrecognized configuration class" in str(e):
             raise HFError(
@@ -183,7 +185,12 @@ def load(folder: Path, task: str | None = None, dtype: torch.dtype | None = None
 
 
 def _from_pretrained(
-    transformers: Any, auto: Any, folder: Path, config: Any, architecture_task: bool, dtype: torch.dtype | None = None
+    transformers: Any,
+    auto: Any,
+    folder: Path,
+    config: Any,
+    architecture_task: bool,
+    dtype: torch.dtype | None = None,
 ) -> Any:
     """``auto.from_pretrained(folder)``; when that leaves model weights missing from the checkpoint
     (transformers initializes them at random and only logs it), the config's own architecture
@@ -203,7 +210,9 @@ def _from_pretrained(
     arch = getattr(transformers, (getattr(config, "architectures", None) or [""])[0], None)
     if architecture_task and isinstance(arch, type) and arch is not type(model) and hasattr(arch, "from_pretrained"):
         with _quiet(transformers):
-            own, own_info = arch.from_pretrained(folder, local_files_only=True, output_loading_info=True, **typed)
+            own, own_info = arch.from_pretrained(
+                folder, local_files_only=True, output_loading_info=True, **typed
+            )
         if not own_info.get("missing_keys"):
             return own
     warnings.warn(

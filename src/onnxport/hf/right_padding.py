@@ -85,8 +85,8 @@ def windows_over_real_tokens(attention_mask: torch.Tensor) -> Iterator[None]:
 
 @contextlib.contextmanager
 def head_on_rows(model: torch.nn.Module, positions: torch.Tensor | None) -> Iterator[list[bool]]:
-    """Within the block (``positions`` ``None``: nothing changes), the model's output embeddings (its LM head, ``get_output_embeddings()``)
-    run on the hidden state of ``positions`` only (:func:`take_rows`; a 3-D input only), so its
+    """Within the block (``positions`` ``None``: nothing changes), the model's output embeddings
+    (its LM head, ``get_output_embeddings()``) run on the hidden state of ``positions`` only (:func:`take_rows`; a 3-D input only), so its
     MatMul takes one row per batch instead of ``sequence_length``. What the model does after the
     head (softcapping, scaling) is per position, so the logits equal the full logits' rows.
 

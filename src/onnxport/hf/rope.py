@@ -28,17 +28,18 @@ import torch
 def _dynamic(module: torch.nn.Module) -> bool:
     rope_type = getattr(module, "rope_type", None)
     forward = getattr(type(module), "forward", None)
+    buffer = getattr(module, "inv_freq", None)
     return (isinstance(rope_type, str) and "dynamic" in rope_type and hasattr(module, "config")
-            and hasattr(forward, "__wrapped__") and isinstance(getattr(module, "inv_freq", None), torch.Tensor))  # fmt: skip
+            and hasattr(forward, "__wrapped__") and isinstance(buffer, torch.Tensor))  # fmt: skip
 
 
 @contextlib.contextmanager
 def positions_driven_dynamic_rope(model: torch.nn.Module) -> Iterator[None]:
     """Within the block, each dynamic-NTK rotary embedding module of ``model`` (``rope_type``
     holding ``"dynamic"``, its forward wrapped by transformers' ``dynamic_rope_update``) runs its
-    undecorated forward (``inspect.unwrap``) with ``inv_freq`` computed from ``max(position_ids) + 1`` by transformers'
-    own ``ROPE_INIT_FUNCTIONS[rope_type]``; its buffer is left as it was. Other models: nothing
-    changes."""
+    undecorated forward (``inspect.unwrap``) with ``inv_freq`` computed from ``max(position_ids) +
+    1`` by transformers' own ``ROPE_INIT_FUNCTIONS[rope_type]``; its buffer is left as it was.
+    Other models: nothing changes."""
     modules = [m for m in model.modules() if _dynamic(m)]
     if not modules:
         yield

@@ -558,6 +558,15 @@ class _Spec:
 DEFAULT_MEMORY_FRACTION = 1 / 3
 
 
+def float32_graph(quantize: Any, target: str | None) -> bool:
+    """Whether a half-precision checkpoint exports in float32 when no ``dtype`` is given: with
+    ``quantize`` (MatMulNBits is made from float32 MatMuls) or ``target="onnxruntime"`` (its
+    fusions and GroupQueryAttention's shared buffer match float32 graphs), as the model builder's
+    CPU ``-p fp32`` / ``int4``. Both paths ask it: the streamed one casts as it streams, the
+    in-memory one loads the folder in float32."""
+    return quantize is not None or target == "onnxruntime"
+
+
 @moe.grouped_mm_fallback()  # float32 meta-device MoE models (hf.moe)
 def export_streamed(
     folder: Path,
@@ -601,11 +610,10 @@ def export_streamed(
             writes ``quantization_report.json`` (validation: module docstring).
         dtype: ``torch.float16``/``torch.bfloat16``/``torch.float32``: build the graph in this
             floating dtype and cast the checkpoint's tensors to it as they stream (``None``: the
-            checkpoint's, or float32 with ``quantize`` or ``target="onnxruntime"`` when the
-            checkpoint is half precision: MatMulNBits and the fusions take float32 graphs, as the
-            model builder's CPU ``-p fp32`` / ``int4``). Validation then runs eager in float32 and compares its outputs, cast
-            to ``dtype``, with the tolerance table's ``dtype`` row (float16 rtol/atol 1e-2,
-            bfloat16 2e-2), float inputs rounded to ``dtype`` for both.
+            checkpoint's, or float32 for a half-precision checkpoint when :func:`float32_graph`).
+            Validation then runs eager in float32 and compares its outputs, cast to ``dtype``,
+            with the tolerance table's ``dtype`` row (float16 rtol/atol 1e-2, bfloat16 2e-2),
+            float inputs rounded to ``dtype`` for both.
         shared_buffer: ``kv_cache="shared"`` (``target="onnxruntime"``, text generation): the
             in-place KV cache graph, validated on unpadded inputs with the past in fixed buffers
             (:mod:`onnxport.hf.shared_cache`); ``genai_config.json`` says
@@ -629,8 +637,8 @@ def export_streamed(
     checkpoint = read_checkpoint(folder)
     resolved = get_task(task, config) if task else infer_task(config)
     source_dtype = checkpoint.float_dtype()
-    if (quantize is not None or target == "onnxruntime") and dtype is None and source_dtype in (torch.bfloat16, torch.float16):
-        dtype = torch.float32  # MatMulNBits and the contrib-op fusions take float32 graphs, as the builder's CPU fp32/int4
+    if dtype is None and source_dtype in (torch.bfloat16, torch.float16) and float32_graph(quantize, target):
+        dtype = torch.float32
     graph_dtype = dtype if dtype is not None else source_dtype
     if quantize is not None and graph_dtype not in (None, torch.float32):
         raise HFError(
@@ -714,6 +722,7 @@ __all__ = [
     "Streamed",
     "WeightProgress",
     "export_streamed",
+    "float32_graph",
     "quantization_report",
     "slice_config",
 ]
