@@ -13,7 +13,7 @@ import torch
 
 from onnxport.errors import HFError, InputError, VerificationError
 from onnxport.hf import cache as wrappers
-from onnxport.hf import diffusion, hub
+from onnxport.hf import diffusion, hub, mla
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf import layout as hf_layout
 from onnxport.hf.component import export_component
@@ -189,128 +189,131 @@ def export(
     """
     if isinstance(model_or_folder, (str, Path)):
         model_or_folder = hub.resolve(model_or_folder)
-    if diffusion.is_pipeline(model_or_folder):
-        if stream or quantize is not None or dtype is not None or kv_cache != "concat" or prune_lm_head:
-            raise HFError(
-                "A diffusers pipeline exports in memory, in float32: stream, quantize, dtype, kv_cache and "
-                "prune_lm_head do not apply."
-            )
+    # the onnxruntime target computes latent attention absorbed (onnxport.hf.mla)
+    absorbed = mla.model_type_of(model_or_folder) if target == "onnxruntime" else None
+    with mla.absorbed_latent_attention(absorbed):
+        if diffusion.is_pipeline(model_or_folder):
+            if stream or quantize is not None or dtype is not None or kv_cache != "concat" or prune_lm_head:
+                raise HFError(
+                    "A diffusers pipeline exports in memory, in float32: stream, quantize, dtype, kv_cache and "
+                    "prune_lm_head do not apply."
+                )
+            if target not in (None, "onnx", "onnxruntime"):
+                raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
+            destination = check_output_dir(output_dir, overwrite) if output_dir is not None else None
+            return _export_pipeline(Path(model_or_folder), destination, opset_version, optimize, target, (validate, atol))
+        hf_layout.check_layout(layout)
+        destination = check_output_dir(output_dir, overwrite) if output_dir is not None else None
+        quantization = quantize_options(quantize)
         if target not in (None, "onnx", "onnxruntime"):
             raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
-        destination = check_output_dir(output_dir, overwrite) if output_dir is not None else None
-        return _export_pipeline(Path(model_or_folder), destination, opset_version, optimize, target, (validate, atol))
-    hf_layout.check_layout(layout)
-    destination = check_output_dir(output_dir, overwrite) if output_dir is not None else None
-    quantization = quantize_options(quantize)
-    if target not in (None, "onnx", "onnxruntime"):
-        raise HFError(f"target must be 'onnx' or 'onnxruntime', not {target!r}.")
-    if kv_cache not in KV_CACHE_MODES:
-        raise HFError(f"kv_cache must be 'concat' or 'shared', not {kv_cache!r}.")
-    shared = kv_cache == "shared"
-    if shared and target != "onnxruntime":
-        raise HFError(
-            "kv_cache='shared' is the in-place cache of onnxruntime's GroupQueryAttention; "
-            "add target='onnxruntime' (CLI: --target onnxruntime)."
-        )
-    export_dtype = dtype_option(dtype)
-    if export_dtype is not None and not stream:
-        raise HFError(
-            f"dtype={dtype!r} casts the weights as they stream: pass stream=True with a safetensors "
-            "folder (or convert a loaded model with model.to(dtype) and leave dtype=None)."
-        )
-    if stream:
-        if not isinstance(model_or_folder, (str, Path)) or destination is None:
-            raise HFError("stream=True needs a model folder and an output_dir to stream into.")
-        done = export_streamed(
-            Path(model_or_folder),
-            task,
-            destination,
-            opset_version=opset_version,
-            validate=validate,
-            atol=atol,
-            memory_fraction=memory_fraction,
-            progress=progress,
-            optimize=optimize,
-            layout=layout,
-            target=None if target == "onnx" else target,
-            quantize=quantization,
-            dtype=export_dtype,
-            shared_buffer=shared,
-            prune_lm_head=prune_lm_head,
-            with_past=with_past is not False,
-        )
-        return HFExport(
-            done.task.name, done.model, done.programs, done.checks, destination, done.files,
-            done.seconds, done, layout, done.quantization,
-        )
-    if isinstance(model_or_folder, (str, Path)):
-        upcast = float32_graph(quantization, target)  # as the streamed path builds it
-        loaded = load(Path(model_or_folder), task, dtype=torch.float32 if upcast else None)
-    elif isinstance(model_or_folder, torch.nn.Module):
-        loaded = from_model(model_or_folder, task)
-    else:
-        raise HFError(
-            f"model_or_folder must be a folder path or a transformers model, not {type(model_or_folder).__name__}."
-        )
-    check_with_past(with_past is not False, loaded.task, prune_lm_head or shared)
-    loaded = dataclasses.replace(loaded, prune_lm_head=prune_lm_head, with_past=with_past is not False)
-    floating = {p.dtype for p in loaded.model.parameters() if p.is_floating_point()}
-    if quantization is not None and floating - {torch.float32}:
-        raise HFError(
-            f"quantize= rewrites float32 MatMuls; the model's weights are {', '.join(sorted(map(str, floating)))}: "
-            "convert it with model.float() first, or export its safetensors folder (stream=True / "
-            "onnxport export --hf), which casts the weights to float32 as they stream."
-        )
-    if shared and loaded.task.kind != "causal-lm":
-        raise HFError(
-            f"kv_cache='shared' is for text-generation decoders, not task {loaded.task.name!r}."
-        )
-    tolerance = tolerance_for(atol, floating)
-    if shared:
-        check_full_attention(loaded.model.config)
-    result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
-    parts = hf_inputs.components(loaded)
-    for part in parts:
-        start = time.perf_counter()
-        program = export_component(part, opset_version, optimize, target)
-        if target == "onnxruntime":
-            try:
+        if kv_cache not in KV_CACHE_MODES:
+            raise HFError(f"kv_cache must be 'concat' or 'shared', not {kv_cache!r}.")
+        shared = kv_cache == "shared"
+        if shared and target != "onnxruntime":
+            raise HFError(
+                "kv_cache='shared' is the in-place cache of onnxruntime's GroupQueryAttention; "
+                "add target='onnxruntime' (CLI: --target onnxruntime)."
+            )
+        export_dtype = dtype_option(dtype)
+        if export_dtype is not None and not stream:
+            raise HFError(
+                f"dtype={dtype!r} casts the weights as they stream: pass stream=True with a safetensors "
+                "folder (or convert a loaded model with model.to(dtype) and leave dtype=None)."
+            )
+        if stream:
+            if not isinstance(model_or_folder, (str, Path)) or destination is None:
+                raise HFError("stream=True needs a model folder and an output_dir to stream into.")
+            done = export_streamed(
+                Path(model_or_folder),
+                task,
+                destination,
+                opset_version=opset_version,
+                validate=validate,
+                atol=atol,
+                memory_fraction=memory_fraction,
+                progress=progress,
+                optimize=optimize,
+                layout=layout,
+                target=None if target == "onnx" else target,
+                quantize=quantization,
+                dtype=export_dtype,
+                shared_buffer=shared,
+                prune_lm_head=prune_lm_head,
+                with_past=with_past is not False,
+            )
+            return HFExport(
+                done.task.name, done.model, done.programs, done.checks, destination, done.files,
+                done.seconds, done, layout, done.quantization,
+            )
+        if isinstance(model_or_folder, (str, Path)):
+            upcast = float32_graph(quantization, target)  # as the streamed path builds it
+            loaded = load(Path(model_or_folder), task, dtype=torch.float32 if upcast else None)
+        elif isinstance(model_or_folder, torch.nn.Module):
+            loaded = from_model(model_or_folder, task)
+        else:
+            raise HFError(
+                f"model_or_folder must be a folder path or a transformers model, not {type(model_or_folder).__name__}."
+            )
+        check_with_past(with_past is not False, loaded.task, prune_lm_head or shared)
+        loaded = dataclasses.replace(loaded, prune_lm_head=prune_lm_head, with_past=with_past is not False)
+        floating = {p.dtype for p in loaded.model.parameters() if p.is_floating_point()}
+        if quantization is not None and floating - {torch.float32}:
+            raise HFError(
+                f"quantize= rewrites float32 MatMuls; the model's weights are {', '.join(sorted(map(str, floating)))}: "
+                "convert it with model.float() first, or export its safetensors folder (stream=True / "
+                "onnxport export --hf), which casts the weights to float32 as they stream."
+            )
+        if shared and loaded.task.kind != "causal-lm":
+            raise HFError(
+                f"kv_cache='shared' is for text-generation decoders, not task {loaded.task.name!r}."
+            )
+        tolerance = tolerance_for(atol, floating)
+        if shared:
+            check_full_attention(loaded.model.config)
+        result = HFExport(loaded.task.name, loaded.model, {}, [], layout=layout)
+        parts = hf_inputs.components(loaded)
+        for part in parts:
+            start = time.perf_counter()
+            program = export_component(part, opset_version, optimize, target)
+            if target == "onnxruntime":
+                try:
+                    optimize_for_onnxruntime(
+                        program.model,
+                        windows=wrappers.past_key_windows(part.module, loaded.model.config),
+                        # positions from the lengths: exact for the shared graph's unpadded rows only
+                        rotary_positions=wrappers.max_positions(loaded.model.config) if shared else None,
+                        rotary_embedding=wrappers.max_positions(loaded.model.config),
+                        shared_kv_buffer=shared,
+                    )
+                except InputError as e:
+                    raise HFError(str(e)) from e
+                program.release()  # the export's verification session ran the standard graph
+            result.programs[part.name] = program
+            name_total_sequence(program.model)
+            result.seconds[part.name] = time.perf_counter() - start
+            if validate and shared:
+                result.checks += validate_shared(part, program, tolerance)
+            elif validate:
+                result.checks += validate_component(part, program, tolerance)
+            if quantization is not None:
                 optimize_for_onnxruntime(
-                    program.model,
-                    windows=wrappers.past_key_windows(part.module, loaded.model.config),
-                    # positions from the lengths: exact for the shared graph's unpadded rows only
-                    rotary_positions=wrappers.max_positions(loaded.model.config) if shared else None,
-                    rotary_embedding=wrappers.max_positions(loaded.model.config),
-                    shared_kv_buffer=shared,
+                    program.model, fuse=False, quantize=quantization, report=result.quantization
                 )
-            except InputError as e:
-                raise HFError(str(e)) from e
-            program.release()  # the export's verification session ran the standard graph
-        result.programs[part.name] = program
-        name_total_sequence(program.model)
-        result.seconds[part.name] = time.perf_counter() - start
-        if validate and shared:
-            result.checks += validate_shared(part, program, tolerance)
-        elif validate:
-            result.checks += validate_component(part, program, tolerance)
-        if quantization is not None:
-            optimize_for_onnxruntime(
-                program.model, fuse=False, quantize=quantization, report=result.quantization
-            )
-            program.release()  # a session opened before ran the float graph
-        if float32_boundary(program.model):  # after the validation, which fed eager's dtypes: lossless
-            program.release()  # a session of the program ran the bfloat16 boundary
-    _raise_failed(result, validate)
-    if destination is not None:
-        result.files = _write(destination, result.programs, loaded, layout, shared)
-        result.output_dir = destination
-        if quantization is not None:
-            report = destination / QUANTIZATION_REPORT
-            report.write_text(
-                json.dumps(quantization_report(quantization, result.quantization), indent=1)
-            )
-            result.files.append(report.relative_to(destination))
-    return result
+                program.release()  # a session opened before ran the float graph
+            if float32_boundary(program.model):  # after the validation, which fed eager's dtypes: lossless
+                program.release()  # a session of the program ran the bfloat16 boundary
+        _raise_failed(result, validate)
+        if destination is not None:
+            result.files = _write(destination, result.programs, loaded, layout, shared)
+            result.output_dir = destination
+            if quantization is not None:
+                report = destination / QUANTIZATION_REPORT
+                report.write_text(
+                    json.dumps(quantization_report(quantization, result.quantization), indent=1)
+                )
+                result.files.append(report.relative_to(destination))
+        return result
 
 
 QUANTIZE_PRESETS = {"int4": QuantizeOptions(bits=4), "int8": QuantizeOptions(bits=8)}

@@ -1,0 +1,157 @@
+"""Multi-head latent attention (MLA) in its absorbed form, for the onnxruntime target.
+
+DeepSeek-V2/V3 (and the decoders transformers builds the same way: Youtu, GLM-4.7-Flash's
+``glm4_moe_lite``) cache one latent per token instead of per-head keys and values: the
+normalized ``c = kv_a_layernorm(kv_a_proj_with_mqa(x)[:rank])`` (``kv_lora_rank`` wide) and one
+rotated key part ``k_rot`` (``qk_rope_head_dim``) shared by every head. transformers
+(``DeepseekV3Attention.forward`` / ``expand_kv`` in ``modeling_deepseek_v3.py``) expands the whole
+cache back into per-head keys and values at every step, ``kv_b_proj(c)`` over all ``T`` cached
+tokens: a decode step costs ``T * rank * heads * (qk_nope_head_dim + v_head_dim)`` multiply-adds
+per layer, and its keys (``qk_nope + qk_rope`` wide) and values (``v_head_dim``) differ in width,
+which onnxruntime's GroupQueryAttention refuses ("Input 'value' is expected to have same hidden
+size as key").
+
+The absorbed form (DeepSeek-V2 paper, arXiv:2405.04434, section 2.1.2: the up-projections are
+absorbed into the query and the output) computes the same attention over the latent itself.
+With ``W = kv_b_proj.weight.view(heads, qk_nope + v_head, rank)``, ``W_uk = W[:, :qk_nope]`` and
+``W_uv = W[:, qk_nope:]``, per head ``h``::
+
+    score(h, t) = q_nope[h] · (W_uk[h] c_t) + q_rot[h] · k_rot_t
+                = [q_nope[h] W_uk[h], q_rot[h]] · [c_t, k_rot_t]
+    out[h]      = W_uv[h] Σ_t p(h, t) c_t
+
+so the attention is multi-query attention (one key head for all heads) with the query
+``[q_nope W_uk, q_rot]`` and keys ``[c, k_rot]`` (``rank + qk_rope`` wide), the same softmax scale,
+and values that may be the keys themselves: the output's first ``rank`` columns are ``Σ p c``,
+its last ``qk_rope`` are dropped, then ``W_uv`` maps each head to ``v_head_dim``. The cache holds
+``[c, k_rot]`` for both the key and the value (GroupQueryAttention takes both, of one width):
+``2 * (rank + qk_rope)`` floats per token and layer (DeepSeek-V2-Lite: 1152) against
+transformers' expanded ``heads * (qk_nope + qk_rope + v_head)`` (16 * 320 = 5120) per step, and
+the step reads it once. The rotation stays outside the kernel (it covers the last ``qk_rope``
+columns only).
+
+Used by the onnxruntime target only (:func:`absorbed_latent_attention`, entered by
+:func:`onnxport.hf.export.export` for ``target="onnxruntime"``): the standard export keeps
+transformers' cache (``key``: the latent, ``value``: ``k_rot``) and its computation. Every
+export checks the absorbed graph against the model in eager, and
+``tests/hf/test_latent_attention.py`` checks the absorbed eager model against transformers' own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+# The attention classes whose forward is DeepSeek-V3's (source-identical: Youtu, GLM-4.7-Flash)
+# or DeepSeek-V2's (complex rotary), by model_type: (class name, rotary form).
+ABSORBABLE = {
+    "deepseek_v2": ("DeepseekV2Attention", "complex"),
+    "deepseek_v3": ("DeepseekV3Attention", "cos_sin"),
+    "youtu": ("YoutuAttention", "cos_sin"),
+    "glm4_moe_lite": ("Glm4MoeLiteAttention", "cos_sin"),
+}
+
+
+def model_type_of(model_or_folder: Any) -> str | None:
+    """The ``model_type`` of a transformers model or of a folder's ``config.json`` (``None`` when
+    there is none to read: the export reports that itself)."""
+    config = getattr(model_or_folder, "config", None)
+    if config is not None:
+        return getattr(config, "model_type", None)
+    try:
+        return json.loads((Path(model_or_folder) / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+@contextlib.contextmanager
+def absorbed_latent_attention(model_type: str | None) -> Iterator[bool]:
+    """Within the block, the latent-attention class of ``model_type`` (:data:`ABSORBABLE`) runs
+    the absorbed form (module docstring): every instance, so the export's meta model, its
+    two-layer copy and the validation's models alike. Yields whether a class was swapped; other
+    model types are left alone. The class's own forward is restored on exit."""
+    if model_type not in ABSORBABLE:
+        yield False
+        return
+    class_name, rotary = ABSORBABLE[model_type]
+    # transformers: a heavy optional dependency, imported for this model type only
+    namespace = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    cls = getattr(namespace, class_name)
+    original = cls.__dict__["forward"]
+
+    def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: Any = None,
+                attention_mask: torch.Tensor | None = None, past_key_values: Any = None,
+                **kwargs: Any) -> tuple[torch.Tensor, Any]:  # fmt: skip
+        return absorbed_forward(self, (hidden_states, position_embeddings, attention_mask, past_key_values),
+                                rotary, kwargs)  # fmt: skip
+
+    cls.forward = forward
+    try:
+        yield True
+    finally:
+        cls.forward = original
+
+
+def _rotated(module: Any, rotary: str, q_rot: torch.Tensor, k_rot: torch.Tensor, position_embeddings: Any) -> Any:
+    """``q_rot``, ``k_rot`` rotated as the module's own forward rotates them (its modeling file's
+    functions: V2's complex ``apply_rotary_emb``, V3's ``apply_rotary_pos_emb[_interleave]``)."""
+    namespace = sys.modules[type(module).__module__]
+    if rotary == "complex":
+        return namespace.apply_rotary_emb(q_rot, k_rot, position_embeddings.to(q_rot.device))
+    cos, sin = position_embeddings
+    if getattr(module.config, "rope_interleave", False):
+        return namespace.apply_rotary_pos_emb_interleave(q_rot, k_rot, cos, sin)
+    return namespace.apply_rotary_pos_emb(q_rot, k_rot, cos, sin)
+
+
+def absorbed_forward(module: Any, inputs: tuple[Any, ...], rotary: str, kwargs: dict[str, Any]) -> Any:
+    """One MLA layer in the absorbed form (module docstring).
+
+    Args:
+        module: The transformers attention module (``q_proj`` or ``q_a_proj``/``q_a_layernorm``/
+            ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``).
+        inputs: ``(hidden_states [batch, sequence, hidden], position_embeddings, attention_mask,
+            past_key_values)`` as the decoder layer passes them.
+        rotary: ``"complex"`` or ``"cos_sin"`` (:data:`ABSORBABLE`).
+        kwargs: The layer's other keyword arguments, passed on to the attention function.
+
+    Returns:
+        ``(output [batch, sequence, hidden], attention weights or None)``; the cache's layer
+        ``layer_idx`` receives ``[c, k_rot]`` ``[batch, 1, sequence, rank + qk_rope]`` as both its
+        key and its value.
+    """
+    hidden_states, position_embeddings, attention_mask, past_key_values = inputs
+    namespace = sys.modules[type(module).__module__]
+    batch, length = hidden_states.shape[:-1]
+    heads, nope, rope = module.num_heads, module.qk_nope_head_dim, module.qk_rope_head_dim
+    rank, v_head = module.kv_lora_rank, module.v_head_dim
+    if module.q_lora_rank is None:
+        q = module.q_proj(hidden_states)
+    else:
+        q = module.q_b_proj(module.q_a_layernorm(module.q_a_proj(hidden_states)))
+    q_nope, q_rot = torch.split(q.view(batch, length, heads, nope + rope).transpose(1, 2), [nope, rope], dim=-1)
+    latent, k_rot = torch.split(module.kv_a_proj_with_mqa(hidden_states), [rank, rope], dim=-1)
+    latent = module.kv_a_layernorm(latent).view(batch, 1, length, rank)
+    q_rot, k_rot = _rotated(module, rotary, q_rot, k_rot.view(batch, 1, length, rope), position_embeddings)
+    keys = values = torch.cat((latent, k_rot), dim=-1)
+    if past_key_values is not None:  # the same values in both: each its own buffer for the kernel
+        keys, values = past_key_values.update(keys, values, module.layer_idx)
+    weight = module.kv_b_proj.weight.view(heads, nope + v_head, rank)
+    query = torch.cat((torch.matmul(q_nope, weight[:, :nope]), q_rot), dim=-1)  # [batch, heads, sequence, rank + rope]
+    # the attention function repeats the keys num_key_value_groups times itself
+    keys = namespace.repeat_kv(keys, heads // module.num_key_value_groups)
+    values = namespace.repeat_kv(values, heads // module.num_key_value_groups)
+    attention = namespace.ALL_ATTENTION_FUNCTIONS.get_interface(
+        module.config._attn_implementation, namespace.eager_attention_forward
+    )
+    out, weights = attention(module, query, keys, values, attention_mask, dropout=0.0, scaling=module.scaling, **kwargs)
+    # out: [batch, sequence, heads, rank + rope] → each head's latent through W_uv
+    out = torch.matmul(out[..., :rank].transpose(1, 2), weight[:, nope:].transpose(1, 2))
+    return module.o_proj(out.transpose(1, 2).reshape(batch, length, heads * v_head)), weights
