@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import onnxport.hf
+from _generation import assert_genai_equals_transformers
 
 transformers = pytest.importorskip("transformers")
 neo = pytest.importorskip("transformers.models.gpt_neo.modeling_gpt_neo")
@@ -60,3 +61,45 @@ def test_cache_graph_holds_no_position_table(tmp_path: pathlib.Path) -> None:
     shapes = [tuple(t.dims) for t in model.graph.initializer]
     shapes += [tuple(a.t.dims) for n in model.graph.node if n.op_type == "Constant" for a in n.attribute if a.name == "value"]
     assert not [s for s in shapes if int(np.prod(s)) >= 64 * 64 and len(s) == 4], shapes
+
+
+def test_onnxruntime_target_fuses_global_and_local_layers(tmp_path: pathlib.Path) -> None:
+    """The positional mask is the kernel's causal mask (global layers) and its
+    ``local_window_size`` (local layers: ``window_size``), so GPT-Neo's shared-buffer graph fuses
+    (before: "not fused for past_key_values.0.key ...") and onnxruntime-genai generates
+    transformers' tokens for a right-padded batch."""
+    og = pytest.importorskip("onnxruntime_genai")
+    torch.manual_seed(0)
+    model = transformers.GPTNeoForCausalLM(transformers.GPTNeoConfig(**{
+        **CONFIG, "hidden_size": 64, "initializer_range": 0.2, "pad_token_id": 0,
+        "bos_token_id": 1, "eos_token_id": 2})).eval()  # fmt: skip
+    model.save_pretrained(tmp_path / "ckpt")
+    result = onnxport.hf.export(tmp_path / "ckpt", output_dir=tmp_path / "out", stream=True,
+                                target="onnxruntime", kv_cache="shared")  # fmt: skip
+    assert result.passed
+    gqa = [n for n in result.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
+    windows = [n.attributes["local_window_size"].as_int() if "local_window_size" in n.attributes else None for n in gqa]
+    assert windows == [None, 3, None, 3]  # attention_types: global, local, global, local
+    assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)
+
+
+def test_onnxruntime_target_equals_the_standard_graph_with_left_padding() -> None:
+    """The concatenating graph's GroupQueryAttention (bias from the mask, the window as
+    ``local_window_size``) equals the standard graph on every row of a left-padded prompt, the
+    pad rows included (their mean of ``V`` over the causal, windowed prefix: before, 2.38 off),
+    and on the next step."""
+    torch.manual_seed(0)
+    model = transformers.GPTNeoForCausalLM(transformers.GPTNeoConfig(**{
+        **CONFIG, "hidden_size": 64, "num_layers": 2, "initializer_range": 0.2, "attention_types": [[["global", "local"], 1]]})).eval()  # fmt: skip
+    standard = onnxport.hf.export(model).programs["model"]
+    fused = onnxport.hf.export(model, target="onnxruntime").programs["model"]
+    assert [n.op_type for n in fused.model.graph].count("GroupQueryAttention") == 2
+    mask = torch.tensor([[1] * 6, [0, 0, 0, 1, 1, 1]])
+    feeds = {"input_ids": torch.tensor([[5, 6, 7, 8, 9, 10], [0, 0, 0, 4, 3, 2]]), "attention_mask": mask,
+             "position_ids": (mask.cumsum(1) - 1).clamp(min=0), "past_key_values": [(torch.zeros(2, 4, 0, 16),) * 2] * 2}  # fmt: skip
+    want, got = standard(**feeds), fused(**feeds)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-4, atol=1e-5)
+    past = [(torch.as_tensor(np.asarray(want[1 + 2 * i])), torch.as_tensor(np.asarray(want[2 + 2 * i]))) for i in range(2)]
+    step = {"input_ids": torch.tensor([[11], [12]]), "attention_mask": torch.cat([mask, torch.ones(2, 1, dtype=torch.int64)], 1),
+            "position_ids": torch.tensor([[6], [3]]), "past_key_values": past}  # fmt: skip
+    np.testing.assert_allclose(np.asarray(fused(**step)[0]), np.asarray(standard(**step)[0]), rtol=1e-4, atol=1e-5)

@@ -41,8 +41,9 @@ def positional_mask(attn: Callable[..., Any]) -> Callable[..., Any]:
         allowed = distance >= 0
         if self.attention_type == "local":
             allowed = allowed & (distance < self.config.window_size)
-        minimum = torch.tensor(torch.finfo(weights.dtype).min, dtype=weights.dtype, device=weights.device)
-        weights = torch.where(allowed, weights, minimum)
+        # a Python number, not a tensor: a constant of the graph, which the onnxruntime target reads
+        # even for a meta model (onnxport.passes.ort.attention_match._positional_causal)
+        weights = torch.where(allowed, weights, torch.finfo(weights.dtype).min)
         if attention_mask is not None:
             weights = weights + attention_mask
         weights = torch.nn.functional.softmax(weights, dim=-1).to(value.dtype)

@@ -57,6 +57,7 @@ import onnx_ir as ir
 from onnxport.passes.fusions import by_constant, producer, scalar
 
 EMPTY_ROW_ZERO = "zero"  # ONNX Attention: the rewrite zeroes the row
+EMPTY_ROW_PREFIX = "prefix"  # GPT-Neo: the rewrite puts the mean of V over the row's causal (windowed) prefix
 EMPTY_ROW_MEAN = "mean"  # eager softmax: the rewrite puts the mean of all of V there
 EMPTY_ROW_KERNEL = "kernel"  # the sinks form: the kernel already gives what the graph gives
 
@@ -74,7 +75,7 @@ class Match:
         scale: The factor of ``q·Kᵀ`` (``None``: ``1/√head_size``).
         softcap: Attention logit softcapping (0: none).
         empty_row: What the graph gives a query row whose mask hides every key:
-            :data:`EMPTY_ROW_ZERO`, :data:`EMPTY_ROW_MEAN` or :data:`EMPTY_ROW_KERNEL` (module
+            :data:`EMPTY_ROW_ZERO`, :data:`EMPTY_ROW_MEAN`, :data:`EMPTY_ROW_PREFIX` or :data:`EMPTY_ROW_KERNEL` (module
             docstring).
         key_concat, value_concat: The cache ``Concat`` nodes behind ``K`` and ``V``.
         output_chain_end: The ``[B, S, heads * head_size]`` value the output is reshaped to, when
@@ -85,6 +86,8 @@ class Match:
             (CodeGen: ``(q·Kᵀ + mask) / √head_size``); the kernel's bias is then ``mask · scale``.
         output: The value the kernel's output stands for, ``[B, heads, S, head_size]``: the
             anchor's output, or the sink-scaled one (GraniteSWA; ``None``: the anchor's).
+        window: The kernel's ``local_window_size`` when the scores' own positional mask is a
+            sliding window (GPT-Neo's local layers, :func:`_positional_causal`), else ``None``.
     """
 
     anchor: ir.Node
@@ -102,6 +105,7 @@ class Match:
     sink: ir.Value | None = None
     mask_scale: float = 1.0
     output: ir.Value | None = None
+    window: int | None = None
 
     @property
     def replaced(self) -> ir.Value:
@@ -326,16 +330,62 @@ def _match_eager(node: ir.Node) -> Match | None:
     for scores, mask in (add.inputs, reversed(add.inputs)):
         if mask is None or _rank(mask) != 4:
             continue
-        found = _eager_scores(scores)
+        positional = _positional_causal(scores)  # GPT-Neo: Where(i - j in window, scores, lowest)
+        found = _eager_scores(scores if positional is None else positional[0])
         if found is None or (outer != 1.0 and (found[2] != 1.0 or found[3])):
             continue
         query, key, scale, softcap = found
-        return _complete(
+        match = _complete(
             node, query, key, value, mask=mask, scale=scale * outer, softcap=softcap,
             empty_row=EMPTY_ROW_MEAN if sink is None else EMPTY_ROW_KERNEL, sink=sink, mask_scale=outer,
             output=output,
         )  # fmt: skip
+        if match is not None and positional is not None:
+            # a row whose mask hides every key keeps the positional mask's finite lowest on its
+            # causal (windowed) prefix and -inf (lowest + lowest) elsewhere: the prefix's mean of V
+            match.window, match.empty_row = positional[1], EMPTY_ROW_PREFIX
+        return match
     return None
+
+
+def _positional_causal(value: ir.Value | None) -> tuple[ir.Value, int | None] | None:
+    """``(scores, window)`` when ``value = Where(allowed, scores, lowest)`` with ``allowed`` the
+    causal ``d >= 0`` or the sliding window ``d >= 0 and d < window`` of ``d = Sub(Unsqueeze(rows),
+    Unsqueeze(Range(0, keys, 1)))``, ``rows`` a ``Range`` (plus an offset): the mask that
+    :mod:`onnxport.capture.causal_buffers` builds for GPT-Neo from positions (query ``i`` at the
+    end of the keys, key ``j``, ``d = i - j``), which is the kernel's causal mask and, for a local
+    layer, its ``local_window_size`` (``j > i - window``, the convention of
+    :mod:`~onnxport.passes.ort.local_window`). ``window`` is ``None`` for the causal form."""
+    where = producer(value, "Where")
+    if where is None or len(where.inputs) != 3 or where.inputs[1] is None:
+        return None
+    condition, scores, fill = where.inputs
+    if fill is None or fill.dtype != ir.DataType.FLOAT or scalar(fill) != float(np.finfo(np.float32).min):
+        return None
+    window = None
+    both = producer(condition, "And")
+    if both is not None:
+        condition, below = both.inputs
+        less = producer(below, "Less")
+        limit = None if less is None else scalar(less.inputs[1])
+        if limit is None or limit < 1 or limit != int(limit):
+            return None
+        window = int(limit)
+    at_least = producer(condition, "GreaterOrEqual")
+    if at_least is None or scalar(at_least.inputs[1]) != 0.0:
+        return None
+    if both is not None and less.inputs[0] is not at_least.inputs[0]:  # type: ignore[union-attr]
+        return None
+    distance = producer(at_least.inputs[0], "Sub")
+    rows, columns = (None, None) if distance is None else (producer(v, "Unsqueeze") for v in distance.inputs)
+    if rows is None or columns is None:
+        return None
+    keys = producer(columns.inputs[0], "Range")
+    offset = producer(rows.inputs[0], "Add")
+    queries = producer(rows.inputs[0] if offset is None else offset.inputs[0], "Range")
+    if keys is None or queries is None or any(scalar(keys.inputs[i]) != v for i, v in ((0, 0.0), (2, 1.0))):
+        return None
+    return scores, window
 
 
 def _sink_scaled(out: ir.Value, logits: ir.Value | None) -> tuple[ir.Value, ir.Value] | None:

@@ -21,7 +21,8 @@ the present (past + new, written in place when past and present share a buffer).
   row and ``causal=1`` (the fusion applies to decoders, whose mask already is causal);
 - rows whose mask attends to nothing (left padding) give what the graph gave
   (:attr:`~onnxport.passes.ort.attention_match.Match.empty_row`): 0 for ONNX Attention, the mean
-  of all of ``V`` for eager's softmax. onnxruntime 1.31's kernel already gives 0 there when the
+  of all of ``V`` for eager's softmax, the mean over the row's causal (windowed) prefix for
+  GPT-Neo's positional mask (``CumSum`` of ``V``; its local layers also get ``local_window_size``). onnxruntime 1.31's kernel already gives 0 there when the
   bias hides with the float32 minimum (a boolean mask's bias), so the zeroing ``Mul`` (one per
   layer, run at every step) is added only for float masks or where
   :func:`~onnxport.passes.ort.kernels.gqa_zeroes_hidden_rows` finds the installed kernel does not;
@@ -84,6 +85,7 @@ from onnxport.errors import InputError
 from onnxport.passes.fusions import producer
 from onnxport.passes.ort.attention_match import (
     EMPTY_ROW_MEAN,
+    EMPTY_ROW_PREFIX,
     EMPTY_ROW_ZERO,
     Match,
     halved_lowest,
@@ -333,6 +335,8 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             attrs["scale"] = m.scale
         if m.softcap:
             attrs["softcap"] = m.softcap
+        if m.window is not None:  # GPT-Neo's local layers (attention_match._positional_causal)
+            attrs["local_window_size"] = m.window
         q_in, k_new, v_new = m.query, m.key_concat.inputs[1], m.value_concat.inputs[1]
         cos_cache = sin_cache = None
         if rotary is not None:
@@ -379,6 +383,8 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             result = add("Mul", [out, rows])
         elif mask is not None and m.empty_row == EMPTY_ROW_MEAN:
             result = self._mean_where_empty(m, mask, out, present_value, shared=shared, add=add, const=const)
+        elif mask is not None and m.empty_row == EMPTY_ROW_PREFIX:
+            result = self._prefix_mean_where_empty(m, mask, out, present_value, shared=shared, add=add, const=const)
         if m.output_chain_end is None:
             split = add(
                 "Reshape",
@@ -498,6 +504,42 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         group = const("shape", np.array([1, 1, m.heads // m.kv_heads, 1], np.int64))
         heads = add("Expand", [mean, group])  # [B, kv_heads, group, D]: head h reads kv head h // group
         flat = add("Reshape", [heads, const("shape", np.array([0, 1, m.heads * m.head_size], np.int64))])
+        return add("Where", [shared[key], out, flat])
+
+    def _prefix_mean_where_empty(self, m: Match, mask: ir.Value, out: ir.Value, present_value: ir.Value, *, shared, add, const):  # type: ignore[no-untyped-def]
+        """``out`` ([B, S, heads * head_size]) with the rows whose mask hides every key replaced by
+        the mean of ``V`` over the row's causal prefix (keys ``j <= p``, ``p = T - S + i`` the
+        query's position; with a window ``w``, ``p - w < j <= p``), as GPT-Neo's positional mask
+        gives them (:attr:`~onnxport.passes.ort.attention_match.EMPTY_ROW_PREFIX`): running sums
+        of ``V`` (``CumSum`` over the keys) at the queries' positions, less those ``w`` keys
+        earlier, over ``min(p + 1, w)`` keys."""
+        key = ("attended", id(mask))  # bool [B, S, 1]
+        if key not in shared:
+            shared[key] = add("Cast", [self._rows(mask, shared, add, const)], to=ir.DataType.BOOL)
+        axis = const("axis", np.array(2, np.int64))
+        sums = add("CumSum", [present_value, axis])  # [B, kv_heads, T, D]
+        queries = add("Gather", [add("Shape", [m.query]), const("index", np.array([2], np.int64))])  # [S]
+        keys = add("Gather", [add("Shape", [present_value]), const("index", np.array([2], np.int64))])  # [T]
+        first = add("Sub", [keys, queries])  # [1]: the first query's position T - S
+        end = const("end", np.array([np.iinfo(np.int64).max], np.int64))
+        last = add("Slice", [sums, first, end, const("axes", np.array([2], np.int64))])  # [B, kv, S, D]
+        one = const("one", np.array(1, np.int64))
+        positions = add("Range", [add("Squeeze", [first]), add("Squeeze", [keys]), one])  # [S]: T - S ..
+        counts = add("Add", [positions, one])
+        if m.window is not None:
+            window = const("window", np.array(m.window, np.int64))
+            earlier = add("Pad", [sums, const("pads", np.array([0, 0, m.window, 0, 0, 0, 0, 0], np.int64))])
+            shifted = add("Slice", [earlier, first, keys, const("axes", np.array([2], np.int64))])
+            last = add("Sub", [last, shifted])
+            counts = add("Min", [counts, window])
+        per_row = add("Reshape", [add("Cast", [counts], to=ir.DataType.FLOAT), const("shape", np.array([1, 1, -1, 1], np.int64))])
+        mean = add("Div", [last, per_row])  # [B, kv_heads, S, D]
+        grouped = add("Unsqueeze", [mean, const("axes", np.array([2], np.int64))])  # [B, kv, 1, S, D]
+        group = const("shape", np.array([1, 1, m.heads // m.kv_heads, 1, 1], np.int64))
+        heads = add("Expand", [grouped, group])  # head h reads kv head h // group
+        bnsh = add("Reshape", [heads, const("shape", np.array([0, m.heads, -1, m.head_size], np.int64))])
+        flat = add("Reshape", [add("Transpose", [bnsh], perm=[0, 2, 1, 3]),
+                               const("shape", np.array([0, 0, m.heads * m.head_size], np.int64))])  # fmt: skip
         return add("Where", [shared[key], out, flat])
 
     @staticmethod
