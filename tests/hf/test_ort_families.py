@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import onnxport.hf
-from _generation import assert_greedy_equals_transformers
+from _generation import assert_genai_equals_transformers, assert_greedy_equals_transformers
 from onnxport.errors import HFError
 from onnxport.testing.tiny_models import DECODER, _make
 
@@ -203,17 +203,19 @@ def test_config_window_without_a_window_mask_is_not_a_local_window() -> None:
     assert len(gqa) == BASE["num_hidden_layers"] and not any("local_window_size" in n.attributes for n in gqa)
 
 
-@pytest.mark.parametrize("target", [None, "onnxruntime"])
-def test_multi_query_gpt_bigcode_cache_is_one_key_value_per_layer(target: str | None) -> None:
-    """A multi-query GPT-BigCode (StarCoder) caches ``past_key_values.{i}.key_value``
-    (``(batch_size, past_sequence_length, 2 * head_dim)``), the layout Optimum exports and
-    transformers.js feeds; validated against eager, greedy generation equals transformers, and
-    the onnxruntime target still fuses the attention."""
-    model = _make(
+def _bigcode() -> Any:
+    return _make(
         "GPTBigCodeConfig", "GPTBigCodeForCausalLM", vocab_size=DECODER["vocab_size"], n_embd=64, n_layer=2, n_head=4,
         n_positions=64, multi_query=True, bos_token_id=1, eos_token_id=2, pad_token_id=0,
     )(initializer_range=0.2)  # fmt: skip
-    result = onnxport.hf.export(model, target=target)
+
+
+def test_multi_query_gpt_bigcode_cache_is_one_key_value_per_layer() -> None:
+    """A multi-query GPT-BigCode (StarCoder) caches ``past_key_values.{i}.key_value``
+    (``(batch_size, past_sequence_length, 2 * head_dim)``), the layout Optimum exports and
+    transformers.js feeds; validated against eager, greedy generation equals transformers."""
+    model = _bigcode()
+    result = onnxport.hf.export(model)
     assert result.passed
     program = result.programs["model"]
     inputs = {str(v.name): [str(d) for d in v.shape] for v in program.model.graph.inputs}
@@ -221,10 +223,30 @@ def test_multi_query_gpt_bigcode_cache_is_one_key_value_per_layer(target: str | 
     assert inputs["past_key_values.0.key_value"] == ["batch_size", "past_sequence_length", "32"]
     outputs = [str(v.name) for v in program.model.graph.outputs]
     assert outputs == ["logits", "present.0.key_value", "present.1.key_value"]
-    # the onnxruntime target reads the key and the value split from key_value into GroupQueryAttention
-    gqa = collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"]
-    assert gqa == (2 if target == "onnxruntime" else 0)
     assert_greedy_equals_transformers(model, program)
+
+
+@pytest.mark.parametrize("kv_cache", ["concat", "shared"])
+def test_gpt_bigcode_onnxruntime_target_keeps_keys_and_values_apart(kv_cache: str, tmp_path: Path) -> None:
+    """The onnxruntime target caches the one key head and the one value head apart
+    (``past_key_values.{i}.key`` / ``.value``, ``(batch_size, 1, past_sequence_length, head_dim)``:
+    onnxruntime-genai has no ``key_value`` input and GroupQueryAttention's in-place buffers are a
+    key and a value), fuses every layer and writes a genai_config; the shared-buffer folder
+    generates transformers' tokens in onnxruntime-genai (before: "not fused", no genai_config)."""
+    model = _bigcode()
+    result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache=kv_cache)
+    assert result.passed
+    program = result.programs["model"]
+    inputs = {str(v.name): [str(d) for d in v.shape] for v in program.model.graph.inputs}
+    assert list(inputs)[3:] == [f"past_key_values.{i}.{kind}" for i in range(2) for kind in ("key", "value")]
+    if kv_cache == "concat":
+        assert inputs["past_key_values.0.key"] == ["batch_size", "1", "past_sequence_length", "16"]
+        assert_greedy_equals_transformers(model, program)
+    gqa = collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"]
+    assert gqa == 2 and (tmp_path / "out" / "genai_config.json").is_file()
+    if kv_cache == "shared":
+        og = pytest.importorskip("onnxruntime_genai")
+        assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)
 
 
 def _gemma4(**extra: Any) -> Any:

@@ -19,6 +19,7 @@ from typing import Any, cast
 import torch
 
 from onnxport.errors import HFError
+from onnxport.hf.key_value import fused_key_value
 from onnxport.hf.right_padding import (
     head_on_rows,
     last_real_positions,
@@ -388,14 +389,6 @@ def run_with_cache(model: torch.nn.Module, cache: Any, **inputs: Any) -> tuple[t
             "export is not supported."
         )
     return out.logits, updated
-
-
-def fused_key_value(config: Any) -> bool:
-    """Whether a decoder's cache is one ``key_value`` tensor per layer: a multi-query GPT-BigCode
-    (StarCoder, SantaCoder), as Optimum exports it and transformers.js feeds it
-    (``past_key_values.{i}.key_value``, ``(batch_size, past_sequence_length, 2 * head_dim)``:
-    ``getKeyValueNames`` with ``normalized_config.multi_query``)."""
-    return getattr(config, "model_type", None) == "gpt_bigcode" and bool(getattr(config, "multi_query", False))
 
 
 class CausalLMWithCache(torch.nn.Module):

@@ -19,6 +19,7 @@ from onnxport.hf import layout as hf_layout
 from onnxport.hf.component import export_component
 from onnxport.hf.dims import name_total_sequence
 from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, write_genai_config
+from onnxport.hf.key_value import separate_key_values
 from onnxport.hf.loading import LoadedModel, check_with_past, from_model, load
 from onnxport.hf.output import check_output_dir, staged
 from onnxport.hf.shared_cache import KV_CACHE_MODES, check_full_attention, validate_shared
@@ -189,9 +190,10 @@ def export(
     """
     if isinstance(model_or_folder, (str, Path)):
         model_or_folder = hub.resolve(model_or_folder)
-    # the onnxruntime target computes latent attention absorbed (onnxport.hf.mla)
+    # the onnxruntime target computes latent attention absorbed (onnxport.hf.mla) and keeps a
+    # multi-query cache's keys and values apart (onnxport.hf.key_value), as its kernels take them
     absorbed = mla.model_type_of(model_or_folder) if target == "onnxruntime" else None
-    with mla.absorbed_latent_attention(absorbed):
+    with mla.absorbed_latent_attention(absorbed), separate_key_values(target == "onnxruntime"):
         if diffusion.is_pipeline(model_or_folder):
             if stream or quantize is not None or dtype is not None or kv_cache != "concat" or prune_lm_head:
                 raise HFError(

@@ -40,6 +40,7 @@ from onnxport.hf.encoders import (
     text_vision_component,
     vision_component,
 )
+from onnxport.hf.key_value import fused_key_value
 from onnxport.hf.loading import LoadedModel
 from onnxport.hf.parts import (  # the shared records, used through this module by the exporters
     CHECK_SIZES,
@@ -175,7 +176,7 @@ def cache_entries(layers: list[LayerCache], model_type: str | None, fused: bool)
     transformers.js names them (``getCacheNames`` in ``src/configs.js``):
 
     - attention: ``past_key_values.{i}.key`` / ``.value`` (``present.{i}.key``...),
-      ``(kv_heads, past, head_dim)``; ``fused`` (:func:`onnxport.hf.cache.fused_key_value`):
+      ``(kv_heads, past, head_dim)``; ``fused`` (:func:`onnxport.hf.key_value.fused_key_value`):
       one ``past_key_values.{i}.key_value``, ``(past, 2 * head_dim)``;
     - a sparse attention's indexer: ``past_key_values.{i}.indexer_key``, ``(past, head_dim)``;
     - linear attention: ``past_conv.{i}`` and ``past_ssm.{i}`` / ``past_recurrent.{i}``
@@ -263,7 +264,7 @@ def causal_lm_component(
     # a VLM's states are named by its language model's type, as transformers.js' getCacheNames
     # delegates to text_config for qwen3_5 and lfm2_vl
     text_type = getattr(config.get_text_config(), "model_type", None)
-    entries = cache_entries(layers, text_type, wrappers.fused_key_value(config))
+    entries = cache_entries(layers, text_type, fused_key_value(config))
 
     def make(sizes: Sizes) -> dict[str, Any]:
         gen = _generator(sizes)

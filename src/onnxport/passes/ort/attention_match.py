@@ -138,7 +138,7 @@ _LAYOUT_OPS = frozenset({"Unsqueeze", "Squeeze", "Split", "Slice", "Reshape"})
 def _laid_out_input(value: ir.Value) -> bool:
     """Whether ``value`` is a graph input, or one laid out by :data:`_LAYOUT_OPS` only (a
     multi-query GPT-BigCode's past: its ``key_value`` input unsqueezed and split into the key and
-    the value; ``onnxport.hf.cache.fused_key_value``)."""
+    the value; ``onnxport.hf.key_value.fused_key_value``)."""
     for _ in range(8):
         if value.is_graph_input():
             return True
@@ -360,7 +360,7 @@ def _positional_causal(value: ir.Value | None) -> tuple[ir.Value, int | None] | 
     if where is None or len(where.inputs) != 3 or where.inputs[1] is None:
         return None
     condition, scores, fill = where.inputs
-    if fill is None or fill.dtype != ir.DataType.FLOAT or scalar(fill) != float(np.finfo(np.float32).min):
+    if scores is None or fill is None or fill.dtype != ir.DataType.FLOAT or scalar(fill) != float(np.finfo(np.float32).min):
         return None
     window = None
     both = producer(condition, "And")
