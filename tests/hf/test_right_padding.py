@@ -23,6 +23,8 @@ import torch
 
 import onnxport.hf
 from _generation import assert_genai_equals_transformers
+from onnxport.hf.cache import EmbedsLMWithCache
+from onnxport.testing import tiny_models
 from onnxport.testing.tiny_models import DECODER, _make
 
 transformers = pytest.importorskip("transformers")
@@ -81,3 +83,30 @@ def test_genai_generates_like_transformers_from_a_sliding_window_standard_folder
     result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out")
     assert result.passed
     assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)
+
+
+def test_gemma3_vision_language_decoder_counts_its_window_in_real_tokens() -> None:
+    """Gemma 3's vision-language decoder builds its sliding mask with the ``sliding_window_overlay``
+    name imported into ``modeling_gemma3`` (``and_mask_function`` of ``create_causal_mask``): a
+    decode step after a hole of 9 pads (window 8) gives the row's logits without the hole (before:
+    the window in cache slots left the prompt out)."""
+    model = tiny_models.build("gemma3-vlm")
+    step = EmbedsLMWithCache(model).eval()
+    embed = model.get_input_embeddings()
+    layers = model.config.text_config.num_hidden_layers
+    empty = [(torch.zeros(1, 2, 0, 16),) * 2] * layers
+
+    def run(ids: list[int], mask: list[int], positions: list[int], past: Any) -> tuple[torch.Tensor, ...]:
+        with torch.no_grad():
+            return step(embed(torch.tensor([ids])), torch.zeros(1, len(ids), dtype=torch.int64),
+                        attention_mask=torch.tensor([mask]), position_ids=torch.tensor([positions]), past_key_values=past)  # fmt: skip
+
+    def pairs(out: tuple[torch.Tensor, ...]) -> list[tuple[torch.Tensor, ...]]:
+        return list(zip(out[1::2], out[2::2], strict=True))
+
+    prompt, pads = [5, 17, 42], 9
+    holed = run(prompt + [0] * pads, [1] * 3 + [0] * pads, list(range(3 + pads)), empty)
+    got = run([9], [1] * 3 + [0] * pads + [1], [3], pairs(holed))[0]
+    alone = run(prompt, [1] * 3, [0, 1, 2], empty)
+    expected = run([9], [1] * 4, [3], pairs(alone))[0]
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)

@@ -24,6 +24,7 @@ is the same window for unpadded and left-padded rows.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -57,7 +58,8 @@ def take_rows(states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
 @contextlib.contextmanager
 def windows_over_real_tokens(attention_mask: torch.Tensor) -> Iterator[None]:
     """Within the block, transformers' sliding-window masks (``masking_utils.sliding_window_overlay``,
-    which ``create_sliding_window_causal_mask`` builds its window from) keep the key at cache slot
+    which ``create_sliding_window_causal_mask`` builds its window from, and the same name imported
+    into a loaded modeling module: Gemma 3's vision-language mask) keep the key at cache slot
     ``kv`` for the query at slot ``q`` when fewer than ``sliding_window`` real tokens separate them:
     ``real[b, kv] > real[b, q] - sliding_window``, ``real`` the running count of ``attention_mask``
     (``[batch_size, past_sequence_length + sequence_length]``, the decoder step's full mask, so
@@ -76,11 +78,19 @@ def windows_over_real_tokens(attention_mask: torch.Tensor) -> Iterator[None]:
         return inner_mask
 
     original = masking_utils.sliding_window_overlay
-    masking_utils.sliding_window_overlay = overlay
+    # and where a modeling module imported the name (Gemma 3/4's vision-language masks: the
+    # ``and_mask_function`` of their ``create_causal_mask``)
+    holders = [masking_utils] + [
+        module for name, module in list(sys.modules.items())
+        if name.startswith("transformers.models.") and getattr(module, "sliding_window_overlay", None) is original
+    ]  # fmt: skip
+    for holder in holders:
+        holder.sliding_window_overlay = overlay
     try:
         yield
     finally:
-        masking_utils.sliding_window_overlay = original
+        for holder in holders:
+            holder.sliding_window_overlay = original
 
 
 @contextlib.contextmanager
