@@ -323,3 +323,24 @@ def test_sinks_as_a_scale_become_head_sink() -> None:
     assert len(attention) == 2 and all(len(n.inputs) == 12 and n.inputs[11] is not None for n in attention), ops
     assert ops["Exp"] == ops["ReduceSum"] == ops["ReduceMax"] == 0, ops  # the logsumexp is gone
     assert_greedy_equals_transformers(model, program)
+
+
+@pytest.mark.parametrize("kv_cache", ["concat", "shared"])
+def test_xglm_batched_attention_fuses(kv_cache: str, tmp_path: Path) -> None:
+    """XGLM's attention over ``[B * heads, S, T]`` batches (``torch.bmm``, a clamp at the float32
+    lowest, the query scaled before) fuses into GroupQueryAttention (before: standard ops, and the
+    shared-buffer export failed "not fused"); validated against eager (left-padded rows included),
+    greedy generation equals transformers, and onnxruntime-genai generates transformers' tokens
+    from the shared-buffer folder."""
+    model = _make("XGLMConfig", "XGLMForCausalLM", vocab_size=DECODER["vocab_size"], d_model=64, ffn_dim=96,
+                  num_layers=2, attention_heads=4, max_position_embeddings=64, bos_token_id=1, eos_token_id=2,
+                  pad_token_id=0, decoder_start_token_id=2, tie_word_embeddings=False)(init_std=0.2)  # fmt: skip
+    result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache=kv_cache)
+    assert result.passed
+    program = result.programs["model"]
+    assert collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"] == 2
+    if kv_cache == "concat":
+        assert_greedy_equals_transformers(model, program)
+    else:
+        og = pytest.importorskip("onnxruntime_genai")
+        assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)

@@ -36,6 +36,10 @@ with the new keys/values along the sequence axis, through transformers' ``repeat
   denominator), so also ``head_sink``; ``logsumexp`` as onnxport translates it
   (``Log(ReduceSum(Exp(x - M))) + Squeeze(M)``, ``M`` the row maximum made 0 where infinite).
 
+- XGLM's attention over ``[B * heads, S, T]`` batches (``torch.bmm``, a clamp at the float32
+  lowest; :func:`_match_batched`), and GPT-Neo's scores under the positional causal or
+  sliding-window mask onnxport builds for it (:func:`_positional_causal`).
+
 All give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. They differ
 in what a query row whose mask hides every key (a left-padding position) gets
 (:attr:`Match.empty_row`), which the rewrite reproduces: the kernel averages the row's causal
@@ -258,7 +262,7 @@ def match_attention(node: ir.Node) -> Match | None:
     if node.op_type == "Attention" and node.domain == "":
         return _match_onnx(node)
     if node.op_type == "MatMul" and node.domain == "":
-        return _match_eager(node)
+        return _match_eager(node) or _match_batched(node)
     return None
 
 
@@ -386,6 +390,59 @@ def _positional_causal(value: ir.Value | None) -> tuple[ir.Value, int | None] | 
     if keys is None or queries is None or any(scalar(keys.inputs[i]) != v for i, v in ((0, 0.0), (2, 1.0))):
         return None
     return scores, window
+
+
+def _match_batched(node: ir.Node) -> Match | None:
+    """XGLM's attention over ``[B * heads, ...]`` batches (``torch.bmm`` in ``XGLMAttention``,
+    ``modeling_xglm.py``; the query already scaled)::
+
+        scores = Reshape(MatMul(Reshape(q), Transpose(Reshape(K), [0, 2, 1])), [B, heads, S, T])
+        probs  = Softmax(Reshape(Max(scores + mask, lowest), [B * heads, S, T]))
+        out    = Reshape(MatMul(Reshape(probs), Reshape(V)), [B, heads, S, head_size])
+
+    ``q``, ``K``, ``V`` ``[B, heads, ., head_size]``; the clamp at the float32 lowest changes
+    nothing a softmax sees (the mask's lowest plus a score is that lowest), and a row whose mask
+    hides every key gets the mean of all of ``V``, as eager's softmax."""
+    probs, value = node.inputs
+    reshaped = producer(value, "Reshape")
+    while producer(probs, "Reshape") is not None:
+        probs = producer(probs, "Reshape").inputs[0]  # type: ignore[union-attr]
+    softmax = producer(probs, "Softmax")
+    if reshaped is None or softmax is None or len(softmax.outputs[0].uses()) != 1:
+        return None
+    clamp = producer(_unreshaped(softmax.inputs[0]), "Max")
+    if clamp is None or len(clamp.inputs) != 2 or scalar(clamp.inputs[1]) != float(np.finfo(np.float32).min):
+        return None
+    add = producer(clamp.inputs[0], "Add")
+    if add is None:
+        return None
+    users = [u.node for u in node.outputs[0].uses()]
+    output = users[0].outputs[0] if len(users) == 1 and users[0].op_type == "Reshape" else None
+    if output is None or _rank(output) != 4:
+        return None
+    for scores, mask in (add.inputs, reversed(add.inputs)):
+        matmul = producer(_unreshaped(scores), "MatMul")
+        if matmul is None or mask is None or _rank(mask) != 4:
+            continue
+        query, key_t = matmul.inputs
+        transpose = producer(key_t, "Transpose")
+        perm = None if transpose is None else transpose.attributes.get("perm")
+        if transpose is None or perm is None or tuple(perm.as_ints()) != (0, 2, 1):
+            continue
+        key_view, query_view = producer(transpose.inputs[0], "Reshape"), producer(query, "Reshape")
+        if key_view is None or query_view is None:
+            continue
+        return _complete(
+            node, query_view.inputs[0], key_view.inputs[0], reshaped.inputs[0], mask=mask, scale=1.0, softcap=0.0,
+            empty_row=EMPTY_ROW_MEAN, output=output,
+        )  # fmt: skip
+    return None
+
+
+def _unreshaped(value: ir.Value | None) -> ir.Value | None:
+    """``x`` when ``value = Reshape(x, ...)``, else ``value``."""
+    reshape = producer(value, "Reshape")
+    return value if reshape is None else reshape.inputs[0]
 
 
 def _sink_scaled(out: ir.Value, logits: ir.Value | None) -> tuple[ir.Value, ir.Value] | None:
