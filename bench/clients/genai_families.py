@@ -66,7 +66,7 @@ EXTRA: dict[str, dict[str, Any]] = {
     "gpt_oss": WINDOW, "exaone4": WINDOW,
     "deepseek_v2": MLA | dict(q_lora_rank=None),
     "deepseek_v3": MLA,
-    "youtu": MLA, "glm4_moe_lite": MLA,
+    "youtu": MLA, "glm4_moe_lite": MLA, "minicpm3": MLA, "mistral4": MLA,
     "gpt_neo": dict(num_layers=2, attention_types=[[["global", "local"], 1]], window_size=4),
     "qwen3_next": dict(layer_types=["linear_attention", "full_attention"]),
 }  # fmt: skip

@@ -39,10 +39,20 @@ def _mla(model_type: str, **overrides: Any) -> Any:
     )  # fmt: skip
     torch.manual_seed(0)
     config = transformers.AutoConfig.for_model(model_type, **{**fields, **overrides})
+    if model_type == "mistral4":  # its causal LM is not an AutoModelForCausalLM (Mistral 4 ships as a VLM)
+        from transformers.models.mistral4.modeling_mistral4 import Mistral4ForCausalLM
+
+        return Mistral4ForCausalLM(config).eval()
     return transformers.AutoModelForCausalLM.from_config(config).eval()
 
 
-@pytest.mark.parametrize("model_type, overrides", [("deepseek_v3", {}), ("deepseek_v2", {"q_lora_rank": None})])
+MISTRAL4_ROPE = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 4,
+                 "llama_4_scaling_beta": 0.1, "mscale": 1.0, "mscale_all_dim": 1.0, "beta_fast": 32.0, "beta_slow": 1.0}
+ABSORBED = [("deepseek_v3", {}), ("deepseek_v2", {"q_lora_rank": None}), ("minicpm3", {"tie_word_embeddings": False}),
+            ("mistral4", {"rope_parameters": MISTRAL4_ROPE})]  # Llama 4's query scale grows past position 4
+
+
+@pytest.mark.parametrize("model_type, overrides", ABSORBED)
 def test_absorbed_form_equals_transformers(model_type: str, overrides: dict[str, Any]) -> None:
     model = _mla(model_type, **overrides)
     cls = type(model.model.layers[0].self_attn)
@@ -51,7 +61,7 @@ def test_absorbed_form_equals_transformers(model_type: str, overrides: dict[str,
     with torch.no_grad():
         want = model(ids).logits
         tokens = model.generate(input_ids=ids, max_new_tokens=12, do_sample=False)
-        with mla.absorbed_latent_attention(model_type) as swapped:
+        with mla.absorbed_latent_attention([model_type]) as swapped:
             got = model(ids).logits
             absorbed_tokens = model.generate(input_ids=ids, max_new_tokens=12, do_sample=False)
     assert swapped and cls.__dict__["forward"] is forward
@@ -60,7 +70,7 @@ def test_absorbed_form_equals_transformers(model_type: str, overrides: dict[str,
 
 
 def test_other_model_types_are_left_alone() -> None:
-    with mla.absorbed_latent_attention("llama") as swapped:
+    with mla.absorbed_latent_attention(["llama", "mistral"]) as swapped:
         assert not swapped
 
 

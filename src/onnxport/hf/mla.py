@@ -1,7 +1,7 @@
 """Multi-head latent attention (MLA) in its absorbed form, for the onnxruntime target.
 
 DeepSeek-V2/V3 (and the decoders transformers builds the same way: Youtu, GLM-4.7-Flash's
-``glm4_moe_lite``) cache one latent per token instead of per-head keys and values: the
+``glm4_moe_lite``, MiniCPM3, Mistral 4) cache one latent per token instead of per-head keys and values: the
 normalized ``c = kv_a_layernorm(kv_a_proj_with_mqa(x)[:rank])`` (``kv_lora_rank`` wide) and one
 rotated key part ``k_rot`` (``qk_rope_head_dim``) shared by every head. transformers
 (``DeepseekV3Attention.forward`` / ``expand_kv`` in ``modeling_deepseek_v3.py``) expands the whole
@@ -43,44 +43,59 @@ import contextlib
 import importlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
-# The attention classes whose forward is DeepSeek-V3's (source-identical: Youtu, GLM-4.7-Flash)
-# or DeepSeek-V2's (complex rotary), by model_type: (class name, rotary form).
+# The attention classes whose forward is DeepSeek-V3's (source-identical: Youtu, GLM-4.7-Flash;
+# MiniCPM3 without the interleaved rotary option), DeepSeek-V2's (complex rotary) or Mistral 4's
+# (DeepSeek-V3's with Llama 4's position-dependent query scale, ``get_llama_4_attn_scale``), by
+# model_type: (class name, rotary form, whether the query takes Llama 4's scale).
 ABSORBABLE = {
-    "deepseek_v2": ("DeepseekV2Attention", "complex"),
-    "deepseek_v3": ("DeepseekV3Attention", "cos_sin"),
-    "youtu": ("YoutuAttention", "cos_sin"),
-    "glm4_moe_lite": ("Glm4MoeLiteAttention", "cos_sin"),
+    "deepseek_v2": ("DeepseekV2Attention", "complex", False),
+    "deepseek_v3": ("DeepseekV3Attention", "cos_sin", False),
+    "youtu": ("YoutuAttention", "cos_sin", False),
+    "glm4_moe_lite": ("Glm4MoeLiteAttention", "cos_sin", False),
+    "minicpm3": ("MiniCPM3Attention", "cos_sin", False),
+    "mistral4": ("Mistral4Attention", "cos_sin", True),
 }
 
 
-def model_type_of(model_or_folder: Any) -> str | None:
-    """The ``model_type`` of a transformers model or of a folder's ``config.json`` (``None`` when
-    there is none to read: the export reports that itself)."""
+def model_types_of(model_or_folder: Any) -> tuple[str, ...]:
+    """The ``model_type`` of a transformers model or of a folder's ``config.json``, and its text
+    config's (a vision-language model's decoder); empty when there is none to read (the export
+    reports that itself)."""
     config = getattr(model_or_folder, "config", None)
     if config is not None:
-        return getattr(config, "model_type", None)
-    try:
-        return json.loads((Path(model_or_folder) / "config.json").read_text()).get("model_type")
-    except (OSError, ValueError, TypeError, AttributeError):
-        return None
+        text = getattr(config, "text_config", None)
+        types = (getattr(config, "model_type", None), getattr(text, "model_type", None))
+    else:
+        try:
+            data = json.loads((Path(model_or_folder) / "config.json").read_text())
+        except (OSError, ValueError, TypeError):
+            return ()
+        text = data.get("text_config") if isinstance(data, dict) else None
+        types = (data.get("model_type") if isinstance(data, dict) else None,
+                 text.get("model_type") if isinstance(text, dict) else None)  # fmt: skip
+    return tuple(t for t in types if isinstance(t, str))
 
 
 @contextlib.contextmanager
-def absorbed_latent_attention(model_type: str | None) -> Iterator[bool]:
-    """Within the block, the latent-attention class of ``model_type`` (:data:`ABSORBABLE`) runs
+def absorbed_latent_attention(model_types: Iterable[str]) -> Iterator[bool]:
+    """Within the block, the latent-attention classes of ``model_types`` (:data:`ABSORBABLE`) run
     the absorbed form (module docstring): every instance, so the export's meta model, its
     two-layer copy and the validation's models alike. Yields whether a class was swapped; other
-    model types are left alone. The class's own forward is restored on exit."""
-    if model_type not in ABSORBABLE:
-        yield False
-        return
-    class_name, rotary = ABSORBABLE[model_type]
+    model types are left alone. The classes' own forwards are restored on exit."""
+    with contextlib.ExitStack() as stack:
+        swapped = [stack.enter_context(_absorbed(t)) for t in dict.fromkeys(model_types) if t in ABSORBABLE]
+        yield bool(swapped)
+
+
+@contextlib.contextmanager
+def _absorbed(model_type: str) -> Iterator[bool]:
+    class_name, rotary, llama4_scale = ABSORBABLE[model_type]
     # transformers: a heavy optional dependency, imported for this model type only
     namespace = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
     cls = getattr(namespace, class_name)
@@ -90,7 +105,7 @@ def absorbed_latent_attention(model_type: str | None) -> Iterator[bool]:
                 attention_mask: torch.Tensor | None = None, past_key_values: Any = None,
                 **kwargs: Any) -> tuple[torch.Tensor, Any]:  # fmt: skip
         return absorbed_forward(self, (hidden_states, position_embeddings, attention_mask, past_key_values),
-                                rotary, kwargs)  # fmt: skip
+                                (rotary, llama4_scale), kwargs)  # fmt: skip
 
     cls.forward = forward
     try:
@@ -111,7 +126,7 @@ def _rotated(module: Any, rotary: str, q_rot: torch.Tensor, k_rot: torch.Tensor,
     return namespace.apply_rotary_pos_emb(q_rot, k_rot, cos, sin)
 
 
-def absorbed_forward(module: Any, inputs: tuple[Any, ...], rotary: str, kwargs: dict[str, Any]) -> Any:
+def absorbed_forward(module: Any, inputs: tuple[Any, ...], form: tuple[str, bool], kwargs: dict[str, Any]) -> Any:
     """One MLA layer in the absorbed form (module docstring).
 
     Args:
@@ -119,7 +134,8 @@ def absorbed_forward(module: Any, inputs: tuple[Any, ...], rotary: str, kwargs: 
             ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``).
         inputs: ``(hidden_states [batch, sequence, hidden], position_embeddings, attention_mask,
             past_key_values)`` as the decoder layer passes them.
-        rotary: ``"complex"`` or ``"cos_sin"`` (:data:`ABSORBABLE`).
+        form: The rotary form, ``"complex"`` or ``"cos_sin"``, and whether the query takes Llama 4's
+            scale from ``kwargs["position_ids"]`` (:data:`ABSORBABLE`).
         kwargs: The layer's other keyword arguments, passed on to the attention function.
 
     Returns:
@@ -128,6 +144,7 @@ def absorbed_forward(module: Any, inputs: tuple[Any, ...], rotary: str, kwargs: 
         key and its value.
     """
     hidden_states, position_embeddings, attention_mask, past_key_values = inputs
+    rotary, llama4_scale = form
     namespace = sys.modules[type(module).__module__]
     batch, length = hidden_states.shape[:-1]
     heads, nope, rope = module.num_heads, module.qk_nope_head_dim, module.qk_rope_head_dim
@@ -145,6 +162,11 @@ def absorbed_forward(module: Any, inputs: tuple[Any, ...], rotary: str, kwargs: 
         keys, values = past_key_values.update(keys, values, module.layer_idx)
     weight = module.kv_b_proj.weight.view(heads, nope + v_head, rank)
     query = torch.cat((torch.matmul(q_nope, weight[:, :nope]), q_rot), dim=-1)  # [batch, heads, sequence, rank + rope]
+    if llama4_scale:  # a factor per position on the whole query, so on the absorbed one alike
+        scaling = module.config.rope_parameters
+        query = query * namespace.get_llama_4_attn_scale(
+            kwargs["position_ids"], scaling.get("llama_4_scaling_beta"), scaling.get("original_max_position_embeddings")
+        ).to(query.dtype)
     # the attention function repeats the keys num_key_value_groups times itself
     keys = namespace.repeat_kv(keys, heads // module.num_key_value_groups)
     values = namespace.repeat_kv(values, heads // module.num_key_value_groups)
