@@ -13,26 +13,27 @@ target (:func:`separate_key_values`, entered by :func:`onnxport.hf.export.export
 from __future__ import annotations
 
 import contextlib
-import contextvars
 from collections.abc import Iterator
 from typing import Any
 
-_APART = contextvars.ContextVar("onnxport_separate_key_values", default=False)
+# process-wide, not per thread: the streamed path validates in a worker thread of the export
+_apart = [False]
 
 
 def fused_key_value(config: Any) -> bool:
     """Whether the decoder of ``config`` exports one ``key_value`` cache tensor per layer: a
     multi-query GPT-BigCode outside :func:`separate_key_values` (module docstring)."""
     multi_query = getattr(config, "model_type", None) == "gpt_bigcode" and bool(getattr(config, "multi_query", False))
-    return multi_query and not _APART.get()
+    return multi_query and not _apart[0]
 
 
 @contextlib.contextmanager
 def separate_key_values(apart: bool = True) -> Iterator[None]:
-    """Within the block (in this thread or task), with ``apart``, every decoder exports its keys
-    and values as separate cache tensors."""
-    token = _APART.set(apart)
+    """Within the block (process-wide: the export's worker threads too), with ``apart``, every
+    decoder exports its keys and values as separate cache tensors."""
+    before = _apart[0]
+    _apart[0] = apart
     try:
         yield
     finally:
-        _APART.reset(token)
+        _apart[0] = before
