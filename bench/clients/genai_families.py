@@ -49,6 +49,8 @@ FAMILIES = [
     "granite", "olmo", "olmo2", "olmo3", "smollm3", "cohere", "cohere2", "starcoder2", "stablelm",
     "falcon", "gpt_neox", "gptj", "codegen", "glm", "glm4", "exaone4", "helium", "nemotron", "seed_oss",
     "qwen2_moe", "qwen3_moe", "mixtral", "gpt_oss", "glm4_moe", "granitemoe", "olmoe", "phimoe",
+    # session 41: latent attention (absorbed), GPT-Neo's positional mask, GPT-BigCode's multi-query cache, XGLM
+    "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "minicpm3", "gpt_neo", "gpt_bigcode", "xglm",
 ]  # fmt: skip
 SHRINK = dict(
     num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
