@@ -361,7 +361,7 @@ def _positional_causal(value: ir.Value | None) -> tuple[ir.Value, int | None] | 
     layer, its ``local_window_size`` (``j > i - window``, the convention of
     :mod:`~onnxport.passes.ort.local_window`). ``window`` is ``None`` for the causal form."""
     where = producer(value, "Where")
-    if where is None or len(where.inputs) != 3 or where.inputs[1] is None:
+    if where is None or len(where.inputs) != 3:
         return None
     condition, scores, fill = where.inputs
     if scores is None or fill is None or fill.dtype != ir.DataType.FLOAT or scalar(fill) != float(np.finfo(np.float32).min):

@@ -22,9 +22,10 @@ the present (past + new, written in place when past and present share a buffer).
 - rows whose mask attends to nothing (left padding) give what the graph gave
   (:attr:`~onnxport.passes.ort.attention_match.Match.empty_row`): 0 for ONNX Attention, the mean
   of all of ``V`` for eager's softmax, the mean over the row's causal (windowed) prefix for
-  GPT-Neo's positional mask (``CumSum`` of ``V``; its local layers also get ``local_window_size``). onnxruntime 1.31's kernel already gives 0 there when the
-  bias hides with the float32 minimum (a boolean mask's bias), so the zeroing ``Mul`` (one per
-  layer, run at every step) is added only for float masks or where
+  GPT-Neo's positional mask (``CumSum`` of ``V``; its local layers also get
+  ``local_window_size``). onnxruntime 1.31's kernel already gives 0 there when the bias hides
+  with the float32 minimum (a boolean mask's bias), so the zeroing ``Mul`` (one per layer, run at
+  every step) is added only for float masks or where
   :func:`~onnxport.passes.ort.kernels.gqa_zeroes_hidden_rows` finds the installed kernel does not;
 - the output replaces the ``Reshape(Transpose(Reshape(out)))`` chain, or feeds an equivalent one.
 
@@ -495,16 +496,13 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         """``out`` ([B, S, heads * head_size]) with the rows whose mask hides every key replaced
         by the mean of all of ``V`` per head, as eager's softmax gives them (module docstring of
         :mod:`~onnxport.passes.ort.attention_match`)."""
-        key = ("attended", id(mask))  # bool [B, S, 1]
-        if key not in shared:
-            rows = self._rows(mask, shared, add, const)
-            shared[key] = add("Cast", [rows], to=ir.DataType.BOOL)
+        attended = self._attended(mask, shared, add, const)
         axes = const("axes", np.array([2], np.int64))
         mean = add("ReduceMean", [present_value, axes], keepdims=1)  # [B, kv_heads, 1, D]
         group = const("shape", np.array([1, 1, m.heads // m.kv_heads, 1], np.int64))
         heads = add("Expand", [mean, group])  # [B, kv_heads, group, D]: head h reads kv head h // group
         flat = add("Reshape", [heads, const("shape", np.array([0, 1, m.heads * m.head_size], np.int64))])
-        return add("Where", [shared[key], out, flat])
+        return add("Where", [attended, out, flat])
 
     def _prefix_mean_where_empty(self, m: Match, mask: ir.Value, out: ir.Value, present_value: ir.Value, *, shared, add, const):  # type: ignore[no-untyped-def]
         """``out`` ([B, S, heads * head_size]) with the rows whose mask hides every key replaced by
@@ -513,9 +511,7 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         gives them (:attr:`~onnxport.passes.ort.attention_match.EMPTY_ROW_PREFIX`): running sums
         of ``V`` (``CumSum`` over the keys) at the queries' positions, less those ``w`` keys
         earlier, over ``min(p + 1, w)`` keys."""
-        key = ("attended", id(mask))  # bool [B, S, 1]
-        if key not in shared:
-            shared[key] = add("Cast", [self._rows(mask, shared, add, const)], to=ir.DataType.BOOL)
+        attended = self._attended(mask, shared, add, const)
         axis = const("axis", np.array(2, np.int64))
         sums = add("CumSum", [present_value, axis])  # [B, kv_heads, T, D]
         queries = add("Gather", [add("Shape", [m.query]), const("index", np.array([2], np.int64))])  # [S]
@@ -540,7 +536,14 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
         bnsh = add("Reshape", [heads, const("shape", np.array([0, m.heads, -1, m.head_size], np.int64))])
         flat = add("Reshape", [add("Transpose", [bnsh], perm=[0, 2, 1, 3]),
                                const("shape", np.array([0, 0, m.heads * m.head_size], np.int64))])  # fmt: skip
-        return add("Where", [shared[key], out, flat])
+        return add("Where", [attended, out, flat])
+
+    def _attended(self, mask: ir.Value, shared: dict, add, const) -> ir.Value:  # type: ignore[no-untyped-def]
+        """``[B, S, 1]`` bool: where the mask row attends to something (one per mask)."""
+        key = ("attended", id(mask))
+        if key not in shared:
+            shared[key] = add("Cast", [self._rows(mask, shared, add, const)], to=ir.DataType.BOOL)
+        return shared[key]
 
     @staticmethod
     def _rows(mask: ir.Value, shared: dict, add, const) -> ir.Value:  # type: ignore[no-untyped-def]
