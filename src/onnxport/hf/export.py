@@ -141,7 +141,11 @@ def export(
             ``decoder_model_merged.onnx``), as transformers.js and Optimum expect; ``"flat"``:
             all in one folder. See :mod:`onnxport.hf.layout`.
         target: ``None``/``"onnx"`` for standard ONNX, ``"onnxruntime"`` to add the contrib-op
-            fusions of :mod:`onnxport.passes.ort` (validated like the standard graph).
+            fusions of :mod:`onnxport.passes.ort` (validated like the standard graph); its decoders
+            compute multi-head latent attention absorbed over the cached latent
+            (:mod:`onnxport.hf.mla`: DeepSeek-V2/V3 and alike) and keep a multi-query GPT-BigCode's
+            keys and values apart (:mod:`onnxport.hf.key_value`), so their caches differ from the
+            standard export's.
         quantize: ``"int4"``, ``"int8"`` or a :class:`~onnxport.passes.ort.QuantizeOptions`:
             weight-only quantization of the MatMul weights to ``MatMulNBits`` (onnxruntime only),
             applied after validation; each weight's quantization error is computed when it is
