@@ -40,6 +40,7 @@ export checks the absorbed graph against the model in eager, and
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import sys
@@ -100,14 +101,7 @@ def _absorbed(model_type: str) -> Iterator[bool]:
     namespace = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
     cls = getattr(namespace, class_name)
     original = cls.__dict__["forward"]
-
-    def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: Any = None,
-                attention_mask: torch.Tensor | None = None, past_key_values: Any = None,
-                **kwargs: Any) -> tuple[torch.Tensor, Any]:  # fmt: skip
-        return absorbed_forward(self, (hidden_states, position_embeddings, attention_mask, past_key_values),
-                                (rotary, llama4_scale), kwargs)  # fmt: skip
-
-    cls.forward = forward
+    cls.forward = functools.partialmethod(absorbed_forward, rotary=rotary, llama4_scale=llama4_scale)
     try:
         yield True
     finally:
@@ -126,16 +120,26 @@ def _rotated(module: Any, rotary: str, q_rot: torch.Tensor, k_rot: torch.Tensor,
     return namespace.apply_rotary_pos_emb(q_rot, k_rot, cos, sin)
 
 
-def absorbed_forward(module: Any, inputs: tuple[Any, ...], form: tuple[str, bool], kwargs: dict[str, Any]) -> Any:
+def absorbed_forward(
+    module: Any,
+    hidden_states: torch.Tensor,
+    position_embeddings: Any = None,
+    attention_mask: torch.Tensor | None = None,
+    past_key_values: Any = None,
+    *,
+    rotary: str,
+    llama4_scale: bool,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, Any]:
     """One MLA layer in the absorbed form (module docstring).
 
     Args:
         module: The transformers attention module (``q_proj`` or ``q_a_proj``/``q_a_layernorm``/
             ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``).
-        inputs: ``(hidden_states [batch, sequence, hidden], position_embeddings, attention_mask,
-            past_key_values)`` as the decoder layer passes them.
-        form: The rotary form, ``"complex"`` or ``"cos_sin"``, and whether the query takes Llama 4's
-            scale from ``kwargs["position_ids"]`` (:data:`ABSORBABLE`).
+        hidden_states, position_embeddings, attention_mask, past_key_values: As the decoder layer
+            passes them (``hidden_states`` ``[batch, sequence, hidden]``).
+        rotary: The rotary form, ``"complex"`` or ``"cos_sin"`` (:data:`ABSORBABLE`).
+        llama4_scale: Whether the query takes Llama 4's scale from ``kwargs["position_ids"]``.
         kwargs: The layer's other keyword arguments, passed on to the attention function.
 
     Returns:
@@ -143,8 +147,6 @@ def absorbed_forward(module: Any, inputs: tuple[Any, ...], form: tuple[str, bool
         ``layer_idx`` receives ``[c, k_rot]`` ``[batch, 1, sequence, rank + qk_rope]`` as both its
         key and its value.
     """
-    hidden_states, position_embeddings, attention_mask, past_key_values = inputs
-    rotary, llama4_scale = form
     namespace = sys.modules[type(module).__module__]
     batch, length = hidden_states.shape[:-1]
     heads, nope, rope = module.num_heads, module.qk_nope_head_dim, module.qk_rope_head_dim

@@ -405,8 +405,8 @@ def _match_batched(node: ir.Node) -> Match | None:
     hides every key gets the mean of all of ``V``, as eager's softmax."""
     probs, value = node.inputs
     reshaped = producer(value, "Reshape")
-    while producer(probs, "Reshape") is not None:
-        probs = producer(probs, "Reshape").inputs[0]  # type: ignore[union-attr]
+    while (inner := _unreshaped(probs)) is not probs:
+        probs = inner
     softmax = producer(probs, "Softmax")
     if reshaped is None or softmax is None or len(softmax.outputs[0].uses()) != 1:
         return None
