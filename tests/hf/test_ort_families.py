@@ -344,3 +344,24 @@ def test_xglm_batched_attention_fuses(kv_cache: str, tmp_path: Path) -> None:
     else:
         og = pytest.importorskip("onnxruntime_genai")
         assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)
+
+
+@pytest.mark.parametrize("kv_cache", ["concat", "shared"])
+def test_gpt_neox_japanese_baddbmm_attention_fuses(kv_cache: str, tmp_path: Path) -> None:
+    """GPT-NeoX-Japanese's scores, ``torch.baddbmm`` of ``[B * heads, S, head_size]`` batches onto
+    zeros with ``alpha = 1 / √head_size`` (``_attn`` in ``modeling_gpt_neox_japanese.py``), fuse
+    into GroupQueryAttention (before: standard ops, and the shared-buffer export failed "not
+    fused"); validated against eager (left-padded rows included), greedy generation equals
+    transformers, and onnxruntime-genai generates transformers' tokens from the shared folder."""
+    model = _make("GPTNeoXJapaneseConfig", "GPTNeoXJapaneseForCausalLM", vocab_size=DECODER["vocab_size"], hidden_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, intermediate_multiple_size=2, max_position_embeddings=64,
+                  bos_token_id=1, eos_token_id=2, pad_token_id=0)(initializer_range=0.2)  # fmt: skip
+    result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache=kv_cache)
+    assert result.passed
+    program = result.programs["model"]
+    assert collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"] == 2
+    if kv_cache == "concat":
+        assert_greedy_equals_transformers(model, program)
+    else:
+        og = pytest.importorskip("onnxruntime_genai")
+        assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)

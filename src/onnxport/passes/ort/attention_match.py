@@ -37,7 +37,8 @@ with the new keys/values along the sequence axis, through transformers' ``repeat
   (``Log(ReduceSum(Exp(x - M))) + Squeeze(M)``, ``M`` the row maximum made 0 where infinite).
 
 - XGLM's attention over ``[B * heads, S, T]`` batches (``torch.bmm``, a clamp at the float32
-  lowest; :func:`_match_batched`), and GPT-Neo's scores under the positional causal or
+  lowest; :func:`_match_batched`), GPT-NeoX-Japanese's scores over such batches (``torch.baddbmm``
+  onto zeros, scaled by ``alpha``; :func:`_eager_scores`), and GPT-Neo's scores under the positional causal or
   sliding-window mask onnxport builds for it (:func:`_positional_causal`).
 
 All give a :class:`Match`; everything else (rotary, lengths, the rewrite) is shared. They differ
@@ -429,14 +430,43 @@ def _match_batched(node: ir.Node) -> Match | None:
         perm = None if transpose is None else transpose.attributes.get("perm")
         if transpose is None or perm is None or tuple(perm.as_ints()) != (0, 2, 1):
             continue
-        key_view, query_view = producer(transpose.inputs[0], "Reshape"), producer(query, "Reshape")
-        if key_view is None or query_view is None:
+        query, key = _heads_merged(query), _heads_merged(transpose.inputs[0])
+        if key is None or query is None:
             continue
         return _complete(
-            node, query_view.inputs[0], key_view.inputs[0], reshaped.inputs[0], mask=mask, scale=1.0, softcap=0.0,
+            node, query, key, reshaped.inputs[0], mask=mask, scale=1.0, softcap=0.0,
             empty_row=EMPTY_ROW_MEAN, output=output,
         )  # fmt: skip
     return None
+
+
+def _heads_merged(value: ir.Value | None) -> ir.Value | None:
+    """``x`` (``[B, heads, L, D]``) when ``value = Reshape(x)`` is ``[B * heads, L, D]``: the same
+    last two dims (a static or symbolic check; unknown shapes pass, the Reshape back to ``[B,
+    heads, S, T]`` after the scores then holds them to it), else ``None``."""
+    reshape = producer(value, "Reshape")
+    if reshape is None or value is None:
+        return None
+    source = reshape.inputs[0]
+    if source is None or _rank(source) != 4:
+        return None
+    if value.shape is not None and (len(value.shape) != 3 or list(value.shape)[1:] != list(source.shape)[2:]):  # type: ignore[index]
+        return None
+    return source
+
+
+def _zero_added(value: ir.Value | None) -> ir.Value | None:
+    """``x`` when ``value = Add(zeros, x)`` (either order; ``zeros`` a 0 or an ``Expand`` of one):
+    ``torch.baddbmm(zeros, q, Kᵀ, beta=1, alpha=a)`` as onnxport translates it; else ``value``.
+    ``torch.baddbmm`` broadcasts its input to the product's shape, so the sum is ``x``."""
+    add = producer(value, "Add")
+    if add is None:
+        return value
+    for zeros, x in (add.inputs, reversed(add.inputs)):
+        expand = producer(zeros, "Expand")
+        if scalar(zeros if expand is None else expand.inputs[0]) == 0.0:
+            return x
+    return value
 
 
 def _unreshaped(value: ir.Value | None) -> ir.Value | None:
@@ -551,7 +581,13 @@ def _sink_logits(value: ir.Value | None) -> tuple[ir.Value, ir.Value] | None:
 def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | None, float, float] | None:
     """``(q, K, scale, softcap)`` when ``scores = Tanh(q·Kᵀ·scale / softcap)·softcap`` (or
     without the softcapping, softcap 0; without the scale, scale 1; ``q·Kᵀ / c``: scale ``1/c``),
-    ``Kᵀ`` a ``Transpose(K, [0, 1, 3, 2])``."""
+    ``Kᵀ`` a ``Transpose(K, [0, 1, 3, 2])``. Or the same over ``[B * heads, ., .]`` batches:
+    ``scores = Reshape(zeros + MatMul(Reshape(q), Transpose(Reshape(K), [0, 2, 1])) · scale)``
+    (GPT-NeoX-Japanese's ``torch.baddbmm``, :func:`_zero_added`, :func:`_heads_merged`)."""
+    batched = _unreshaped(scores)
+    reshaped = batched is not scores
+    if reshaped:
+        scores = _zero_added(batched)
     capped = _softcapped(scores)
     if capped is None:
         return None
@@ -569,9 +605,13 @@ def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | 
     query, key_t = matmul.inputs
     transpose = producer(key_t, "Transpose")
     perm = None if transpose is None else transpose.attributes.get("perm")
-    if transpose is None or perm is None or tuple(perm.as_ints()) != (0, 1, 3, 2):
+    if transpose is None or perm is None:
         return None
-    return query, transpose.inputs[0], scale, softcap
+    if tuple(perm.as_ints()) == (0, 1, 3, 2):
+        return query, transpose.inputs[0], scale, softcap
+    if not reshaped or tuple(perm.as_ints()) != (0, 2, 1):
+        return None
+    return _heads_merged(query), _heads_merged(transpose.inputs[0]), scale, softcap
 
 
 def _softcapped(value: ir.Value | None) -> tuple[ir.Value, float] | None:
