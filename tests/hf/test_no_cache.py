@@ -152,3 +152,26 @@ def test_with_past_false_exports_a_decoder_without_its_cache(tmp_path: pathlib.P
                  num_attention_heads=2, intermediate_size=37)()  # fmt: skip
     with pytest.raises(HFError, match="with_past=False exports a text-generation decoder"):
         onnxport.hf.export(bert, with_past=False)
+
+
+def test_a_cache_layer_with_state_besides_keys_and_values_is_not_exported_as_a_cache() -> None:
+    """DeepSeek-V4's cache layers (``DeepseekV4HCACache``, a ``DynamicSlidingWindowLayer`` of its
+    modeling module) also keep the compressor's buffered tokens and compressed entries, which
+    ``past_key_values`` inputs would not carry: its cache export gave a genai_config whose
+    ``present.0.key`` the graph did not have, and a graph that restarted the compressor at every
+    step. :func:`onnxport.hf.inputs.cache_layers_of` now refuses it (the export then goes without
+    the cache, as for MiniMax above)."""
+    from onnxport.hf.cache import CacheFormatError
+    from onnxport.hf.inputs import cache_layers_of
+
+    config = transformers.DeepseekV4Config(
+        vocab_size=64, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, head_dim=16, q_lora_rank=32,
+        o_lora_rank=32, o_groups=2, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+        index_n_heads=4, index_head_dim=16, index_topk=4, sliding_window=8,
+        layer_types=["compressed_sparse_attention", "heavily_compressed_attention"],
+        compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.DeepseekV4ForCausalLM(config).eval()
+    with pytest.raises(CacheFormatError, match=r"DeepseekV4\w+Cache\).*compressed_kv"):
+        cache_layers_of(model)

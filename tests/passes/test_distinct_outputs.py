@@ -48,3 +48,20 @@ def test_graph_returning_one_value_twice_has_two_outputs() -> None:
     assert len({id(v) for v in outputs}) == 2 and len({v.name for v in outputs}) == 2
     for got in program(x):
         torch.testing.assert_close(got, x * 2)
+
+
+def test_one_value_returned_twice_keeps_the_output_names_asked_for() -> None:
+    """``output_names=["a", "b"]`` on ``return y, y``: identity elimination renamed the merged value
+    after the last output, and the graph's outputs were ``b, b_1`` (a DeepSeek-V4 cache, whose
+    keys are its values, had no ``present.0.key``); the names asked for are given back."""
+
+    class Same(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            y = x * 2
+            return y, y
+
+    x = torch.randn(3, 4)
+    program = onnxport.export(Same(), (x,), output_names=["a", "b"])
+    assert [v.name for v in program.model.graph.outputs] == ["a", "b"]
+    for got in program(x):
+        torch.testing.assert_close(got, x * 2)

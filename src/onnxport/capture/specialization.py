@@ -51,8 +51,8 @@ def _truth(expr: Any, symbol: Any, value: int) -> Any:
     """``expr`` with ``symbol`` = ``value``: ``sympy.true``/``false``, or ``None`` when sympy cannot tell."""
     try:
         result = expr.subs(symbol, value)
-    except (TypeError, ValueError):  # sympy could not substitute: no conclusion
-        return None
+    except (TypeError, ValueError, ZeroDivisionError):  # sympy could not substitute (or the guard divides
+        return None  # by a size that is 0 at this value, torch's FloorDiv): no conclusion
     return result if result in (sympy.true, sympy.false) else None
 
 

@@ -52,8 +52,8 @@ def guarded(command: Callable[..., None]) -> Callable[..., None]:
             if DEBUG["enabled"] or any(c.__name__ == "ClickException" for c in type(e).__mro__):
                 raise
             _, err = consoles()
-            fail(err, f"{type(e).__name__}: {e}\n(an unexpected error: run again with --debug for the "
-                 "traceback, and report it)", EXIT_EXPORT_FAILED)
+            fail(err, f"{type(e).__name__}: {e}\n(an unexpected error: run again as `onnxport --debug "
+                 "COMMAND ...` for the traceback, and report it)", EXIT_EXPORT_FAILED)
 
     return wrapper
 

@@ -388,7 +388,31 @@ def run_with_cache(model: torch.nn.Module, cache: Any, **inputs: Any) -> tuple[t
             "was given: the model keeps its cache in a format of its own (MiniMax, RecurrentGemma...), whose "
             "export is not supported."
         )
+    for layer in updated.layers:
+        extra = _uncarried_state(layer)
+        if extra:
+            raise CacheFormatError(
+                f"The cache layers of {type(model).__name__} ({type(layer).__name__}) keep state besides their keys and "
+                f"values ({', '.join(extra)}: DeepSeek-V4's compressor buffers and compressed entries, for one), which "
+                "past_key_values graph inputs would not carry: a graph with them would compute other logits once "
+                "that state is used."
+            )
     return out.logits, updated
+
+
+def _uncarried_state(layer: Any) -> list[str]:
+    """The attributes a model's own cache layer class (defined outside ``transformers.cache_utils``,
+    e.g. ``DeepseekV4HCACache``) keeps besides those of transformers' ``DynamicLayer`` /
+    ``DynamicSlidingWindowLayer``: state that :func:`flatten_cache` does not return."""
+    from transformers.cache_utils import (  # heavy optional dependency (onnxport[hf])
+        DynamicLayer,
+        DynamicSlidingWindowLayer,
+    )
+
+    if type(layer).__module__ == DynamicLayer.__module__:
+        return []
+    known = set(vars(DynamicLayer())) | set(vars(DynamicSlidingWindowLayer(sliding_window=2)))
+    return sorted(set(vars(layer)) - known)
 
 
 class CausalLMWithCache(torch.nn.Module):

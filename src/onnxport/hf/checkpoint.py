@@ -222,8 +222,17 @@ def read_checkpoint(folder: Path) -> Checkpoint:
     return Checkpoint(folder, entries)
 
 
-# transformers' conversion ops that only stack and concatenate (fused MoE experts): applied lazily
-MERGING_OPS = ("MergeModulelist", "Concatenate")
+# transformers' conversion ops that only stack and concatenate (fused MoE experts), or reorder one
+# tensor's elements (Inkling 2's experts' ``w13_weight``: ``Interleave``): applied lazily
+MERGING_OPS = ("MergeModulelist", "Concatenate", "Interleave")
+
+
+def _lazy(op: Any) -> bool:
+    """Whether transformers' conversion ``op`` can be applied when its tensor is written:
+    :data:`MERGING_OPS`, and a ``Transpose`` that does not ask the model for the target's shape
+    (``check_dims``)."""
+    name = type(op).__name__
+    return name in MERGING_OPS or (name == "Transpose" and not getattr(op, "check_dims", True))
 
 
 @dataclasses.dataclass
@@ -231,7 +240,8 @@ class Merge:
     """A model tensor transformers builds on load from several checkpoint tensors with a
     ``WeightConverter`` whose operations only stack and concatenate (``MERGING_OPS``), e.g. the
     fused ``experts.gate_up_proj`` (E, 2I, H) from every expert's ``gate_proj``/``up_proj`` weights;
-    or one of the pieces a ``Chunk`` converter splits a fused checkpoint tensor into.
+    or from one checkpoint tensor whose elements it reorders (``Interleave``, ``Transpose``:
+    :func:`_lazy`); or one of the pieces a ``Chunk`` converter splits a fused checkpoint tensor into.
 
     Attributes:
         converter: transformers' ``WeightConverter`` (its ``source_patterns`` and ``operations``).
@@ -276,7 +286,7 @@ def _index(name: str, pattern: str) -> int | None:
 
 def _scan(model: Any, checkpoint: Checkpoint) -> tuple[dict[str, str], dict[str, Merge], list[str]]:
     """``(direct, merges, unsupported)``: model key → checkpoint name for one-to-one tensors,
-    model key → :class:`Merge` for stacked/concatenated ones, and the checkpoint keys whose
+    model key → :class:`Merge` for stacked/concatenated/reordered ones, and the checkpoint keys whose
     conversion does anything else."""
     # optional heavy dependency (the hf extra), loaded only for checkpoints that need key renames
     from transformers.conversion_mapping import get_model_conversion_mapping
@@ -314,7 +324,7 @@ def _scan(model: Any, checkpoint: Checkpoint) -> tuple[dict[str, str], dict[str,
                 merges[key] = Merge(converter, {pattern: [(0, name)]}, piece)
             continue
         index = _index(name, pattern)
-        if index is None or any(type(op).__name__ not in MERGING_OPS for op in converter.operations):
+        if index is None or not all(map(_lazy, converter.operations)):
             unsupported.append(name)
             continue
         merges.setdefault(target, Merge(converter)).sources.setdefault(pattern, []).append((index, name))
@@ -394,7 +404,7 @@ def model_keys(model: Any, checkpoint: Checkpoint) -> dict[str, str]:
     if unsupported:
         raise HFError(
             f"{len(unsupported)} checkpoint tensors of {type(model).__name__} are converted by "
-            f"transformers on load beyond stacking, concatenation and chunking (first: {unsupported[:3]}); "
+            f"transformers on load beyond stacking, concatenation, chunking, interleaving and transposing (first: {unsupported[:3]}); "
             "they cannot be streamed one by one. Load the model with transformers and export it "
             "with onnxport.hf.export(model)."
         )

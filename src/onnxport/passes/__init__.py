@@ -44,7 +44,7 @@ def optimize(model: ir.Model, modules_as_functions: Iterable[str | type] | None 
             common.RemoveUnusedNodesPass(),
             common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
             common.RemoveUnusedOpsetsPass(),
-            DistinctOutputsPass(),
+            DistinctOutputsPass([v.name for v in model.graph.outputs]),
         ]
     )
     passes(model)

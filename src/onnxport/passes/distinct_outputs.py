@@ -37,10 +37,25 @@ def _split_repeats(graph: ir.Graph) -> bool:
 
 class DistinctOutputsPass(ir.passes.InPlacePass):
     """Repeated outputs of the graph, a function or a subgraph become distinct Identity outputs
-    named ``<name>_<i>``."""
+    named ``<name>_<i>``.
+
+    Args:
+        output_names: The main graph's output names before the pipeline: they are given back
+            (identity elimination renamed the merged value after the last of the outputs it
+            became: a model returning ``y, y`` as ``a, b`` had outputs ``b, b_1``).
+    """
+
+    def __init__(self, output_names: list[str | None] | None = None) -> None:
+        super().__init__()
+        self.output_names = output_names
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         modified = False
         for graph in list(all_graphs(model)):
             modified |= _split_repeats(graph)
+        outputs = model.graph.outputs
+        if self.output_names is not None and len(self.output_names) == len(outputs):
+            for value, name in zip(outputs, self.output_names, strict=True):
+                if name is not None and value.name != name:
+                    value.name, modified = name, True
         return ir.passes.PassResult(model, modified)
