@@ -62,6 +62,7 @@ SHRINK = dict(
 WINDOW = dict(sliding_window=4)
 MLA = dict(head_dim=8, num_key_value_heads=4, kv_lora_rank=40, q_lora_rank=48, qk_rope_head_dim=8, qk_nope_head_dim=16,
            v_head_dim=16, n_routed_experts=4, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1)
+INDEXER = dict(index_n_heads=4, index_head_dim=16, index_topk=4)
 EXTRA: dict[str, dict[str, Any]] = {
     "gptj": dict(rotary_dim=8), "codegen": dict(rotary_dim=8), "glm": dict(eos_token_id=[2]),
     "glm4": dict(eos_token_id=[2]), "glm4_moe": dict(eos_token_id=[2], first_k_dense_replace=1, n_group=1, topk_group=1),
@@ -72,6 +73,14 @@ EXTRA: dict[str, dict[str, Any]] = {
     "youtu": MLA, "glm4_moe_lite": MLA, "minicpm3": MLA, "mistral4": MLA,
     "gpt_neo": dict(num_layers=2, attention_types=[[["global", "local"], 1]], window_size=4),
     "qwen3_next": dict(layer_types=["linear_attention", "full_attention"]),
+    # session 42
+    "axk1": MLA, "axk2": MLA | INDEXER, "deepseek_v32": MLA | INDEXER, "glm_moe_dsa": MLA | INDEXER | dict(eos_token_id=[2]),
+    "longcat_flash": MLA | dict(ffn_hidden_size=128, expert_ffn_hidden_size=32, num_layers=1, zero_expert_num=2),
+    "dots1": dict(n_routed_experts=4, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1),
+    "gemma3n_text": dict(num_kv_shared_layers=0, layer_types=["sliding_attention", "full_attention"], sliding_window=4,
+                         altup_num_inputs=2, laurel_rank=8, hidden_size_per_layer_input=8, vocab_size_per_layer_input=512,
+                         activation_sparsity_pattern=[0.0, 0.0], intermediate_size=[128, 128]),
+    "zaya": dict(num_experts_per_tok=1),
 }  # fmt: skip
 VARIANTS = {
     "std": [],

@@ -48,14 +48,16 @@ def _mla(model_type: str, **overrides: Any) -> Any:
 
 MISTRAL4_ROPE = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 4,
                  "llama_4_scaling_beta": 0.1, "mscale": 1.0, "mscale_all_dim": 1.0, "beta_fast": 32.0, "beta_slow": 1.0}
+LONGCAT = {"num_layers": 1, "ffn_hidden_size": 96, "expert_ffn_hidden_size": 32, "zero_expert_num": 2}
 ABSORBED = [("deepseek_v3", {}), ("deepseek_v2", {"q_lora_rank": None}), ("minicpm3", {"tie_word_embeddings": False}),
-            ("mistral4", {"rope_parameters": MISTRAL4_ROPE})]  # Llama 4's query scale grows past position 4
+            ("mistral4", {"rope_parameters": MISTRAL4_ROPE}),  # Llama 4's query scale grows past position 4
+            ("axk1", {}), ("longcat_flash", LONGCAT)]  # LongCat-Flash: LoRA scales, two attentions per layer
 
 
 @pytest.mark.parametrize("model_type, overrides", ABSORBED)
 def test_absorbed_form_equals_transformers(model_type: str, overrides: dict[str, Any]) -> None:
     model = _mla(model_type, **overrides)
-    cls = type(model.model.layers[0].self_attn)
+    cls = next(type(m) for m in model.modules() if type(m).__name__ == mla.ABSORBABLE[model_type][0])
     forward = cls.__dict__["forward"]
     ids = torch.tensor([[5, 17, 42, 9, 33, 71]])
     with torch.no_grad():

@@ -1,7 +1,7 @@
 """Multi-head latent attention (MLA) in its absorbed form, for the onnxruntime target.
 
 DeepSeek-V2/V3 (and the decoders transformers builds the same way: Youtu, GLM-4.7-Flash's
-``glm4_moe_lite``, MiniCPM3, Mistral 4) cache one latent per token instead of per-head keys and values: the
+``glm4_moe_lite``, MiniCPM3, Mistral 4, A.X K1 ``axk1``, LongCat-Flash) cache one latent per token instead of per-head keys and values: the
 normalized ``c = kv_a_layernorm(kv_a_proj_with_mqa(x)[:rank])`` (``kv_lora_rank`` wide) and one
 rotated key part ``k_rot`` (``qk_rope_head_dim``) shared by every head. transformers
 (``DeepseekV3Attention.forward`` / ``expand_kv`` in ``modeling_deepseek_v3.py``) expands the whole
@@ -51,16 +51,21 @@ from typing import Any
 import torch
 
 # The attention classes whose forward is DeepSeek-V3's (source-identical: Youtu, GLM-4.7-Flash;
-# MiniCPM3 without the interleaved rotary option), DeepSeek-V2's (complex rotary) or Mistral 4's
-# (DeepSeek-V3's with Llama 4's position-dependent query scale, ``get_llama_4_attn_scale``), by
-# model_type: (class name, rotary form, whether the query takes Llama 4's scale).
+# MiniCPM3 without the interleaved rotary option; A.X K1 with the query LoRA always),
+# DeepSeek-V2's (complex rotary), Mistral 4's (DeepSeek-V3's with Llama 4's position-dependent
+# query scale, ``get_llama_4_attn_scale``) or LongCat-Flash's (``LongcatFlashMLA``: DeepSeek-V3's
+# with its LoRA scales ``(hidden / q_lora_rank) ** 0.5`` on the query and ``(hidden /
+# kv_lora_rank) ** 0.5`` on the latent, the rotary always interleaved), by model_type:
+# (class name, rotary form, whether the query takes Llama 4's scale, whether the LoRA scales apply).
 ABSORBABLE = {
-    "deepseek_v2": ("DeepseekV2Attention", "complex", False),
-    "deepseek_v3": ("DeepseekV3Attention", "cos_sin", False),
-    "youtu": ("YoutuAttention", "cos_sin", False),
-    "glm4_moe_lite": ("Glm4MoeLiteAttention", "cos_sin", False),
-    "minicpm3": ("MiniCPM3Attention", "cos_sin", False),
-    "mistral4": ("Mistral4Attention", "cos_sin", True),
+    "deepseek_v2": ("DeepseekV2Attention", "complex", False, False),
+    "deepseek_v3": ("DeepseekV3Attention", "cos_sin", False, False),
+    "youtu": ("YoutuAttention", "cos_sin", False, False),
+    "glm4_moe_lite": ("Glm4MoeLiteAttention", "cos_sin", False, False),
+    "minicpm3": ("MiniCPM3Attention", "cos_sin", False, False),
+    "mistral4": ("Mistral4Attention", "cos_sin", True, False),
+    "axk1": ("AXK1Attention", "cos_sin", False, False),
+    "longcat_flash": ("LongcatFlashMLA", "interleave", False, True),
 }
 
 
@@ -96,12 +101,12 @@ def absorbed_latent_attention(model_types: Iterable[str]) -> Iterator[bool]:
 
 @contextlib.contextmanager
 def _absorbed(model_type: str) -> Iterator[bool]:
-    class_name, rotary, llama4_scale = ABSORBABLE[model_type]
+    class_name, rotary, llama4_scale, lora_scale = ABSORBABLE[model_type]
     # transformers: a heavy optional dependency, imported for this model type only
     namespace = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
     cls = getattr(namespace, class_name)
     original = cls.__dict__["forward"]
-    cls.forward = functools.partialmethod(absorbed_forward, rotary=rotary, llama4_scale=llama4_scale)
+    cls.forward = functools.partialmethod(absorbed_forward, rotary=rotary, llama4_scale=llama4_scale, lora_scale=lora_scale)
     try:
         yield True
     finally:
@@ -110,12 +115,13 @@ def _absorbed(model_type: str) -> Iterator[bool]:
 
 def _rotated(module: Any, rotary: str, q_rot: torch.Tensor, k_rot: torch.Tensor, position_embeddings: Any) -> Any:
     """``q_rot``, ``k_rot`` rotated as the module's own forward rotates them (its modeling file's
-    functions: V2's complex ``apply_rotary_emb``, V3's ``apply_rotary_pos_emb[_interleave]``)."""
+    functions: V2's complex ``apply_rotary_emb``, V3's ``apply_rotary_pos_emb[_interleave]``;
+    ``"interleave"``: always the interleaved one, LongCat-Flash's)."""
     namespace = sys.modules[type(module).__module__]
     if rotary == "complex":
         return namespace.apply_rotary_emb(q_rot, k_rot, position_embeddings.to(q_rot.device))
     cos, sin = position_embeddings
-    if getattr(module.config, "rope_interleave", False):
+    if rotary == "interleave" or getattr(module.config, "rope_interleave", False):
         return namespace.apply_rotary_pos_emb_interleave(q_rot, k_rot, cos, sin)
     return namespace.apply_rotary_pos_emb(q_rot, k_rot, cos, sin)
 
@@ -129,6 +135,7 @@ def absorbed_forward(
     *,
     rotary: str,
     llama4_scale: bool,
+    lora_scale: bool = False,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, Any]:
     """One MLA layer in the absorbed form (module docstring).
@@ -138,8 +145,10 @@ def absorbed_forward(
             ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``).
         hidden_states, position_embeddings, attention_mask, past_key_values: As the decoder layer
             passes them (``hidden_states`` ``[batch, sequence, hidden]``).
-        rotary: The rotary form, ``"complex"`` or ``"cos_sin"`` (:data:`ABSORBABLE`).
+        rotary: The rotary form, ``"complex"``, ``"cos_sin"`` or ``"interleave"`` (:data:`ABSORBABLE`).
         llama4_scale: Whether the query takes Llama 4's scale from ``kwargs["position_ids"]``.
+        lora_scale: Whether the query and the latent take the module's ``mla_scale_q_lora`` and
+            ``mla_scale_kv_lora`` (LongCat-Flash).
         kwargs: The layer's other keyword arguments, passed on to the attention function.
 
     Returns:
@@ -158,6 +167,9 @@ def absorbed_forward(
     q_nope, q_rot = torch.split(q.view(batch, length, heads, nope + rope).transpose(1, 2), [nope, rope], dim=-1)
     latent, k_rot = torch.split(module.kv_a_proj_with_mqa(hidden_states), [rank, rope], dim=-1)
     latent = module.kv_a_layernorm(latent).view(batch, 1, length, rank)
+    if lora_scale:  # LongCat-Flash: before the rotation, as its forward scales them
+        q_nope, q_rot = q_nope * module.mla_scale_q_lora, q_rot * module.mla_scale_q_lora
+        latent = latent * module.mla_scale_kv_lora
     q_rot, k_rot = _rotated(module, rotary, q_rot, k_rot.view(batch, 1, length, rope), position_embeddings)
     keys = values = torch.cat((latent, k_rot), dim=-1)
     if past_key_values is not None:  # the same values in both: each its own buffer for the kernel

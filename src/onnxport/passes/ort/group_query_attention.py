@@ -269,16 +269,22 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 "(positions and lengths come from it); export with kv_cache='concat'."
             )
         past = [v for v in graph.inputs if str(v.name).startswith("past_key_values.")]
+        if not past:
+            raise InputError(
+                "kv_cache='shared' needs a decoder graph with a KV cache; this one has no past_key_values "
+                "inputs (a model whose cache onnxport exports without it: see the export's warning). "
+                "Export with kv_cache='concat' instead."
+            )
         half = next((v.dtype for v in past if v.dtype in (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)), None)
         fused = {id(m.key_concat.inputs[0]) for m in matches}
         fused |= {id(m.value_concat.inputs[0]) for m in matches}
         missing = [str(v.name) for v in past if id(v) not in fused]
-        if missing or not past:
+        if missing:
             raise InputError(
                 "kv_cache='shared' needs every attention rewritten to onnxruntime's "
                 "GroupQueryAttention (float32, head size a multiple of 16, a KV cache Concat, "
                 "the kernel in the installed onnxruntime); not fused for: "
-                f"{', '.join(missing[:4]) or 'no past_key_values inputs'}"
+                f"{', '.join(missing[:4])}"
                 + (" (a mask with a per-head bias, such as ALiBi, which the shared graph's kernel mask cannot hold)" if biased else "")
                 + (f" (the graph is {half.name.lower()}: export it in float32, CLI --dtype float32, "
                    "Python dtype='float32' with stream=True or model.float())" if half is not None else "")
