@@ -51,7 +51,8 @@ FAMILIES = [
     "qwen2_moe", "qwen3_moe", "mixtral", "gpt_oss", "glm4_moe", "granitemoe", "olmoe", "phimoe",
     # session 41: latent attention (absorbed), GPT-Neo's positional mask, GPT-BigCode's multi-query cache, XGLM
     "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "minicpm3", "gpt_neo", "gpt_bigcode", "xglm",
-    "gpt_neox_japanese",  # session 42: baddbmm scores over [B * heads] batches
+    # session 42: baddbmm scores over [B * heads] batches; A.X K1's and LongCat-Flash's latent attention
+    "gpt_neox_japanese", "axk1", "longcat_flash", "dots1", "gemma3n_text",
 ]  # fmt: skip
 SHRINK = dict(
     num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,

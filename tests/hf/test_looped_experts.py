@@ -76,3 +76,40 @@ def test_dbrx_runs_in_onnxruntime_genai_with_the_shared_buffer(tmp_path: Path) -
     result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache="shared")
     assert result.passed
     assert_genai_equals_transformers(og, model, tmp_path / "out")
+
+
+LONGCAT = _make(
+    "LongcatFlashConfig", "LongcatFlashForCausalLM", vocab_size=128, hidden_size=64, num_layers=1, num_attention_heads=4,
+    num_key_value_heads=4, head_dim=8, kv_lora_rank=40, q_lora_rank=48, qk_rope_head_dim=8, qk_nope_head_dim=16,
+    v_head_dim=16, ffn_hidden_size=96,
+    expert_ffn_hidden_size=32, n_routed_experts=4, zero_expert_num=2, moe_topk=2, max_position_embeddings=64,
+    bos_token_id=1, eos_token_id=2, pad_token_id=0, initializer_range=0.2,
+)  # fmt: skip
+
+
+def test_longcat_identity_experts_replaced_forward_equals_the_loop() -> None:
+    """LongCat-Flash's experts loop adds identity ("zero-computation") experts, indices 4 and 5
+    here: the replacement (grouped_mm over the routed ones plus the token times its identity
+    weights) equals the loop, with pairs routed to both kinds and to identity experts only."""
+    from onnxport.capture.expert_loops import longcat_experts
+
+    experts = LONGCAT().model.layers[0].mlp.experts
+    g = torch.Generator().manual_seed(0)
+    hidden = torch.randn(10, 64, generator=g)
+    index = torch.stack([torch.randperm(6, generator=g)[:2] for _ in range(10)])
+    index[0] = torch.tensor([4, 5])  # identity experts only
+    weights = torch.rand(10, 2, generator=g)
+    with torch.no_grad():
+        want = experts(hidden, index, weights)
+        got = longcat_experts(type(experts).forward)(experts, hidden, index, weights)
+    assert (index >= 4).any(dim=1).sum() > 2
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_longcat_exports_and_generates_as_transformers() -> None:
+    """Before: the cache probe failed on the loop's ``nonzero`` (GuardOnDataDependentSymNode)."""
+    model = LONGCAT()
+    result = onnxport.hf.export(model)  # validated against eager (left padding, past)
+    assert result.passed
+    assert collections.Counter(n.op_type for n in result.programs["model"].model.graph)["Loop"] == 2
+    assert_greedy_equals_transformers(model, result.programs["model"])

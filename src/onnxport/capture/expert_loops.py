@@ -28,6 +28,7 @@ input-major). :func:`dbrx_experts` views them as ``[E, I, H]`` and calls transfo
 matmul per projection), given ``gate_up_proj`` = gate and up joined input-major ``[E, H, 2I]`` and
 ``down_proj`` = ``w2`` viewed ``[E, I, H]``: each token's rows multiply its own experts only. The
 views and the join are folded into the written weights (:mod:`onnxport.passes.weight_layout`).
+LongCat-Flash's experts add identity experts to the same loop (:func:`longcat_experts`).
 """
 
 from __future__ import annotations
@@ -121,6 +122,39 @@ def dbrx_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
     return forward
 
 
+def longcat_experts(_original: Callable[..., Any]) -> Callable[..., Any]:
+    """``LongcatFlashExperts.forward``: the same loop over ``n_routed_experts`` SwiGLU experts
+    (``gate_up_proj`` ``[E', 2I, H]`` gate rows first, ``down_proj`` ``[E, H, I]``) and
+    ``zero_expert_num`` identity ("zero-computation") experts, indices ``E`` and up, whose output is
+    the token itself. Captured as transformers' ``grouped_mm`` experts over the routed experts (a
+    pair routed to an identity expert goes to expert 0 with weight 0) plus each token times the
+    summed weights of its identity experts: the loop's sum in another order."""
+
+    @functools.wraps(_original)
+    def forward(self: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor,
+                top_k_weights: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        # heavy optional dependency, already loaded with the patched class
+        from transformers.integrations import moe as hf_moe
+
+        routed = top_k_index < self.num_routed_experts
+        identity = (top_k_weights * (~routed).to(top_k_weights.dtype)).sum(-1, keepdim=True)
+        out = hidden_states * identity.to(hidden_states.dtype)
+        if self.gate_up_proj is None:
+            return out
+        grouped = types.SimpleNamespace(
+            num_experts=self.num_routed_experts, has_gate=True, has_bias=False, is_transposed=False,
+            has_post_expert_norm=False, _is_expert_parallel=False, act_fn=self.act_fn, down_proj=self.down_proj,
+            gate_up_proj=self.gate_up_proj[: self.num_routed_experts],
+        )  # fmt: skip
+        grouped._apply_gate = functools.partial(hf_moe._default_apply_gate, grouped)
+        index = torch.where(routed, top_k_index, torch.zeros_like(top_k_index))
+        weights = torch.where(routed, top_k_weights, torch.zeros_like(top_k_weights))
+        experts = hf_moe.grouped_mm_experts_forward(grouped, hidden_states, index, weights)  # type: ignore[arg-type]  # duck-typed
+        return out + experts.to(hidden_states.dtype)
+
+    return forward
+
+
 #: (module, class, method, replacement factory), as :data:`onnxport.capture.patches.METHOD_PATCHES`
 #: (applied there during capture, and by :func:`onnxport.capture.patches.dense_experts` in probes).
 EXPERT_LOOP_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]], ...] = (
@@ -128,5 +162,6 @@ EXPERT_LOOP_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., An
      switch_experts),
     ("transformers.models.nllb_moe.modeling_nllb_moe", "NllbMoeExperts", "forward", nllb_moe_experts),
     ("transformers.models.dbrx.modeling_dbrx", "DbrxExperts", "forward", dbrx_experts),
+    ("transformers.models.longcat_flash.modeling_longcat_flash", "LongcatFlashExperts", "forward", longcat_experts),
 )  # fmt: skip
 
