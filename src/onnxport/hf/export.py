@@ -194,10 +194,12 @@ def export(
     """
     if isinstance(model_or_folder, (str, Path)):
         model_or_folder = hub.resolve(model_or_folder)
-    # the onnxruntime target computes latent attention absorbed (onnxport.hf.mla) and keeps a
-    # multi-query cache's keys and values apart (onnxport.hf.key_value), as its kernels take them
-    absorbed = mla.model_types_of(model_or_folder) if target == "onnxruntime" else ()
-    with mla.absorbed_latent_attention(absorbed), separate_key_values(target == "onnxruntime"):
+    # latent attention is computed absorbed (onnxport.hf.mla: over transformers' cache for the standard
+    # target, over one [latent, k_rot] buffer for onnxruntime's kernel); the onnxruntime target keeps
+    # a multi-query cache's keys and values apart (onnxport.hf.key_value), as its kernels take them
+    absorbed = mla.model_types_of(model_or_folder)
+    with mla.absorbed_latent_attention(absorbed, transformers_cache=target != "onnxruntime"), \
+            separate_key_values(target == "onnxruntime"):
         if diffusion.is_pipeline(model_or_folder):
             if stream or quantize is not None or dtype is not None or kv_cache != "concat" or prune_lm_head:
                 raise HFError(

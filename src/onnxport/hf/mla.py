@@ -89,24 +89,31 @@ def model_types_of(model_or_folder: Any) -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def absorbed_latent_attention(model_types: Iterable[str]) -> Iterator[bool]:
+def absorbed_latent_attention(model_types: Iterable[str], transformers_cache: bool = False) -> Iterator[bool]:
     """Within the block, the latent-attention classes of ``model_types`` (:data:`ABSORBABLE`) run
     the absorbed form (module docstring): every instance, so the export's meta model, its
     two-layer copy and the validation's models alike. Yields whether a class was swapped; other
-    model types are left alone. The classes' own forwards are restored on exit."""
+    model types are left alone. The classes' own forwards are restored on exit.
+    ``transformers_cache``: keep transformers' cache (``key`` the latent, ``value`` ``k_rot``; the
+    standard target, :func:`absorbed_forward`)."""
     with contextlib.ExitStack() as stack:
-        swapped = [stack.enter_context(_absorbed(t)) for t in dict.fromkeys(model_types) if t in ABSORBABLE]
+        swapped = [
+            stack.enter_context(_absorbed(t, transformers_cache)) for t in dict.fromkeys(model_types) if t in ABSORBABLE
+        ]
         yield bool(swapped)
 
 
 @contextlib.contextmanager
-def _absorbed(model_type: str) -> Iterator[bool]:
+def _absorbed(model_type: str, transformers_cache: bool) -> Iterator[bool]:
     class_name, rotary, llama4_scale, lora_scale = ABSORBABLE[model_type]
     # transformers: a heavy optional dependency, imported for this model type only
     namespace = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
     cls = getattr(namespace, class_name)
     original = cls.__dict__["forward"]
-    cls.forward = functools.partialmethod(absorbed_forward, rotary=rotary, llama4_scale=llama4_scale, lora_scale=lora_scale)
+    cls.forward = functools.partialmethod(
+        absorbed_forward, rotary=rotary, llama4_scale=llama4_scale, lora_scale=lora_scale,
+        transformers_cache=transformers_cache,
+    )  # fmt: skip
     try:
         yield True
     finally:
@@ -136,6 +143,7 @@ def absorbed_forward(
     rotary: str,
     llama4_scale: bool,
     lora_scale: bool = False,
+    transformers_cache: bool = False,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, Any]:
     """One MLA layer in the absorbed form (module docstring).
@@ -149,12 +157,16 @@ def absorbed_forward(
         llama4_scale: Whether the query takes Llama 4's scale from ``kwargs["position_ids"]``.
         lora_scale: Whether the query and the latent take the module's ``mla_scale_q_lora`` and
             ``mla_scale_kv_lora`` (LongCat-Flash).
+        transformers_cache: Keep transformers' cache (``key``: the latent ``[batch, 1, T, rank]``,
+            ``value``: ``k_rot`` ``[batch, 1, T, qk_rope]``) and attend over their concatenation
+            per step, the latent alone as the values (the standard target: the layout Optimum and
+            transformers.js feed, the cache never expanded by ``kv_b_proj``).
         kwargs: The layer's other keyword arguments, passed on to the attention function.
 
     Returns:
         ``(output [batch, sequence, hidden], attention weights or None)``; the cache's layer
         ``layer_idx`` receives ``[c, k_rot]`` ``[batch, 1, sequence, rank + qk_rope]`` as both its
-        key and its value.
+        key and its value (``transformers_cache``: ``c`` and ``k_rot``, as transformers).
     """
     namespace = sys.modules[type(module).__module__]
     batch, length = hidden_states.shape[:-1]
@@ -171,9 +183,14 @@ def absorbed_forward(
         q_nope, q_rot = q_nope * module.mla_scale_q_lora, q_rot * module.mla_scale_q_lora
         latent = latent * module.mla_scale_kv_lora
     q_rot, k_rot = _rotated(module, rotary, q_rot, k_rot.view(batch, 1, length, rope), position_embeddings)
-    keys = values = torch.cat((latent, k_rot), dim=-1)
-    if past_key_values is not None:  # the same values in both: each its own buffer for the kernel
-        keys, values = past_key_values.update(keys, values, module.layer_idx)
+    if transformers_cache:
+        if past_key_values is not None:
+            latent, k_rot = past_key_values.update(latent, k_rot, module.layer_idx)
+        keys, values = torch.cat((latent, k_rot), dim=-1), latent
+    else:
+        keys = values = torch.cat((latent, k_rot), dim=-1)
+        if past_key_values is not None:  # the same values in both: each its own buffer for the kernel
+            keys, values = past_key_values.update(keys, values, module.layer_idx)
     weight = module.kv_b_proj.weight.view(heads, nope + v_head, rank)
     query = torch.cat((torch.matmul(q_nope, weight[:, :nope]), q_rot), dim=-1)  # [batch, heads, sequence, rank + rope]
     if llama4_scale:  # a factor per position on the whole query, so on the absorbed one alike

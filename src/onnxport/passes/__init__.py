@@ -15,6 +15,7 @@ from onnxport.passes.constant_folding import FoldConstantsPass
 from onnxport.passes.distinct_outputs import DistinctOutputsPass
 from onnxport.passes.fusions.conv_batchnorm import ConvBatchNormPass
 from onnxport.passes.fusions.no_op import NoOpPass
+from onnxport.passes.fusions.repeat_kv import RepeatKVPass
 from onnxport.passes.fusions.rms_norm import RMSNormFusionPass
 from onnxport.passes.fusions.unsqueeze_chain import UnsqueezeChainPass
 from onnxport.passes.module_functions import ModuleFunctionsPass
@@ -41,6 +42,7 @@ def optimize(model: ir.Model, modules_as_functions: Iterable[str | type] | None 
             NoOpPass(),  # before the Unsqueeze chains: a no-op between two no longer splits one
             UnsqueezeChainPass(),  # after Identity elimination: a full slice between two no longer splits a chain
             common.CommonSubexpressionEliminationPass(),
+            RepeatKVPass(),  # after CSE: the repeats of one cache shared by several attentions are one
             common.RemoveUnusedNodesPass(),
             common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
             common.RemoveUnusedOpsetsPass(),

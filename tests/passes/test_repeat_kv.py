@@ -1,0 +1,65 @@
+"""``Attention`` over transformers' ``repeat_kv`` copies reads the KV heads themselves
+(passes/fusions/repeat_kv.py); a tiled repeat (other heads pairing) is left alone."""
+
+from __future__ import annotations
+
+import collections
+
+import torch
+
+import onnxport
+
+
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """transformers' ``repeat_kv`` (``modeling_llama.py``)."""
+    batch, kv_heads, length, size = x.shape
+    return x[:, :, None, :, :].expand(batch, kv_heads, n_rep, length, size).reshape(batch, kv_heads * n_rep, length, size)
+
+
+class Grouped(torch.nn.Module):
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, repeat_kv(k, 3), repeat_kv(v, 3), attn_mask=mask)
+
+
+class Tiled(torch.nn.Module):
+    """JetMoE's pairing: head ``h`` reads KV head ``h mod kv_heads``, which ONNX Attention's
+    grouping (``h // n_rep``) is not."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, k.repeat(1, 3, 1, 1), v.repeat(1, 3, 1, 1), attn_mask=mask)
+
+
+def _inputs(length: int) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(length)
+    q = torch.randn(2, 6, 3, 16, generator=g)
+    k, v = torch.randn(2, 2, length, 16, generator=g), torch.randn(2, 2, length, 16, generator=g)
+    mask = torch.rand(2, 1, 3, length, generator=g) > 0.3
+    mask[..., 0] = True
+    return q, k, v, mask
+
+
+DYNAMIC = ({0: "batch"}, {0: "batch", 2: "length"}, {0: "batch", 2: "length"}, {0: "batch", 3: "length"})
+
+
+def test_attention_reads_the_kv_heads_and_matches_eager() -> None:
+    program = onnxport.export(Grouped(), _inputs(5), dynamic_shapes=DYNAMIC)
+    graph = program.model.graph
+    (attention,) = [n for n in graph if n.op_type == "Attention"]
+    assert attention.inputs[1] is graph.inputs[1] and attention.inputs[2] is graph.inputs[2]
+    assert collections.Counter(n.op_type for n in graph)["Expand"] == 0
+    for length in (5, 9):
+        inputs = _inputs(length)
+        (got,) = program(*inputs)
+        want = Grouped()(*inputs)
+        assert got.shape == want.shape == (2, 6, 3, 16)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_tiled_heads_keep_their_repeat() -> None:
+    program = onnxport.export(Tiled(), _inputs(5), dynamic_shapes=DYNAMIC)
+    graph = program.model.graph
+    (attention,) = [n for n in graph if n.op_type == "Attention"]
+    assert attention.inputs[1] is not graph.inputs[1]
+    inputs = _inputs(7)
+    (got,) = program(*inputs)
+    torch.testing.assert_close(got, Tiled()(*inputs), rtol=1e-5, atol=1e-6)
