@@ -448,9 +448,9 @@ def _heads_merged(value: ir.Value | None) -> ir.Value | None:
     if reshape is None or value is None:
         return None
     source = reshape.inputs[0]
-    if source is None or _rank(source) != 4:
+    if source is None or source.shape is None or len(source.shape) != 4:
         return None
-    if value.shape is not None and (len(value.shape) != 3 or list(value.shape)[1:] != list(source.shape)[2:]):  # type: ignore[index]
+    if value.shape is not None and (len(value.shape) != 3 or list(value.shape)[1:] != list(source.shape)[2:]):
         return None
     return source
 
