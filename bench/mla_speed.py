@@ -1,6 +1,6 @@
 """Decode-step latency of a multi-head latent attention decoder (DeepSeek-V2-Lite's shapes):
-onnxport's standard graph against its onnxruntime target, which computes the attention absorbed
-over the cached latent (``onnxport.hf.mla``), same run.
+transformers' computation against onnxport's standard graph and its onnxruntime target, both of
+which compute the attention absorbed over the cached latent (``onnxport.hf.mla``), same run.
 
     HF_HUB_OFFLINE=1 python bench/mla_speed.py [--workdir DIR] [--layers 4] [--pasts 128,1024]
 
@@ -9,17 +9,21 @@ qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128, vocab 32000; ``--laye
 first dense (intermediate 10944), the others 8 routed experts of 1408 + 2 shared, 6 per token) is
 saved with ``save_pretrained`` into ``--workdir`` and exported through the command line:
 
-- ``standard``: ``onnxport export --hf CKPT -o OUT --no-validate``, transformers' computation
-  (``DeepseekV2Attention``: the cached latent re-expanded through ``kv_b_proj`` at every step),
-  which is also what ``torch.onnx.export`` captures;
+- ``transformers``: transformers' computation (``DeepseekV2Attention``: the cached latent
+  re-expanded through ``kv_b_proj`` at every step), which is what ``torch.onnx.export`` captures:
+  the standard export in a child process with ``onnxport.hf.mla.ABSORBABLE`` emptied (onnxport's
+  standard graph up to session 41);
+- ``standard``: ``onnxport export --hf CKPT -o OUT --no-validate``, the absorbed form over
+  transformers' cache (same inputs and outputs as ``transformers``);
 - ``onnxruntime``: ``--target onnxruntime --kv-cache shared``, GroupQueryAttention over the
   latent, run as onnxruntime-genai runs it (``llm_speed.SharedBuffer``: 2048-row buffers bound as
   both past and present).
 
 Each decode step (batch 1, one token after ``past`` cached tokens) is timed in one onnxruntime
 session per graph (``--threads`` intra-op threads), the graphs alternating, median of
-``--repeats``; the first logits of a 16-token prompt are compared (max abs difference). Prints
-milliseconds and the ratio onnxruntime / standard per past length, and the export seconds.
+``--repeats``; the first logits of a 16-token prompt are compared with ``transformers``' (max abs
+difference). Prints milliseconds and the ratios to ``transformers`` per past length, and the export
+seconds.
 """
 
 from __future__ import annotations
@@ -43,7 +47,9 @@ SHAPE = dict(
     v_head_dim=128, n_routed_experts=8, n_shared_experts=2, num_experts_per_tok=6, first_k_dense_replace=1, n_group=1,
     topk_group=1, max_position_embeddings=4096, pad_token_id=0, bos_token_id=1, eos_token_id=2,
 )  # fmt: skip
-VARIANTS = {"standard": [], "onnxruntime": ["--target", "onnxruntime", "--kv-cache", "shared"]}
+VARIANTS = {"transformers": [], "standard": [], "onnxruntime": ["--target", "onnxruntime", "--kv-cache", "shared"]}
+# the onnxport command line with latent attention left as transformers computes it
+_UNABSORBED = "import sys; from onnxport.hf import mla; mla.ABSORBABLE.clear(); from onnxport.cli import main; main()"
 
 
 def checkpoint(folder: Path, layers: int) -> None:
@@ -59,11 +65,13 @@ def checkpoint(folder: Path, layers: int) -> None:
 
 
 def export(source: Path, out: Path, extra: list[str]) -> float:
-    """Seconds of one ``onnxport export --hf`` (the folder is reused when it exists)."""
+    """Seconds of one ``onnxport export --hf`` (the folder is reused when it exists); the
+    ``transformers`` variant without the absorbed form."""
     if (out / "onnx" / "model.onnx").is_file():
         return float("nan")
     start = time.perf_counter()
-    command = [sys.executable, "-m", "onnxport", "export", "--hf", str(source), "-o", str(out), "--no-validate", *extra]
+    cli = ["-c", _UNABSORBED] if out.name == "transformers" else ["-m", "onnxport"]
+    command = [sys.executable, *cli, "export", "--hf", str(source), "-o", str(out), "--no-validate", *extra]
     subprocess.run(command, check=True, capture_output=True)
     return time.perf_counter() - start
 
@@ -82,10 +90,11 @@ def main() -> None:
     sessions["onnxruntime"] = SharedBuffer(sessions["onnxruntime"])
     head = SHAPE["kv_lora_rank"] + SHAPE["qk_rope_head_dim"]
     prompt = {name: feeds(s, 1, 16, 0, head) for name, s in sessions.items()}
-    prompt["onnxruntime"]["input_ids"] = prompt["standard"]["input_ids"]
+    for name in prompt:
+        prompt[name]["input_ids"] = prompt["transformers"]["input_ids"]
     logits = {name: s.run(["logits"], prompt[name])[0] for name, s in sessions.items()}
-    report: dict[str, Any] = {"export_seconds": seconds, "first_logits_max_abs_diff": float(
-        np.abs(logits["standard"] - logits["onnxruntime"]).max())}  # fmt: skip
+    report: dict[str, Any] = {"export_seconds": seconds, "first_logits_max_abs_diff": {
+        name: float(np.abs(logits[name] - logits["transformers"]).max()) for name in ("standard", "onnxruntime")}}  # fmt: skip
     for past in (int(p) for p in args.pasts.split(",")):
         step = {name: feeds(s, 1, 1, past, head) for name, s in sessions.items()}
         times: dict[str, list[float]] = {name: [] for name in sessions}
@@ -98,7 +107,8 @@ def main() -> None:
                 s.run(["logits"], step[name])
                 times[name].append(time.perf_counter() - start)
         ms = {name: 1000 * float(np.median(t)) for name, t in times.items()}
-        report[f"decode_past_{past}_ms"] = ms | {"ratio": ms["onnxruntime"] / ms["standard"]}
+        report[f"decode_past_{past}_ms"] = ms | {
+            f"{name}/transformers": ms[name] / ms["transformers"] for name in ("standard", "onnxruntime")}  # fmt: skip
     print(json.dumps(report, indent=1))
 
 
