@@ -325,6 +325,21 @@ def test_sinks_as_a_scale_become_head_sink() -> None:
     assert_greedy_equals_transformers(model, program)
 
 
+def _fuses_and_generates(model: Any, kv_cache: str, tmp_path: Path) -> None:
+    """Both attention layers of ``model`` fuse into GroupQueryAttention and the export validates;
+    greedy generation through the concatenating graph equals transformers, onnxruntime-genai's
+    through the shared-buffer folder too (a right-padded batch)."""
+    result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache=kv_cache)
+    assert result.passed
+    program = result.programs["model"]
+    assert collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"] == 2
+    if kv_cache == "concat":
+        assert_greedy_equals_transformers(model, program)
+    else:
+        og = pytest.importorskip("onnxruntime_genai")
+        assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)
+
+
 @pytest.mark.parametrize("kv_cache", ["concat", "shared"])
 def test_xglm_batched_attention_fuses(kv_cache: str, tmp_path: Path) -> None:
     """XGLM's attention over ``[B * heads, S, T]`` batches (``torch.bmm``, a clamp at the float32
@@ -335,15 +350,7 @@ def test_xglm_batched_attention_fuses(kv_cache: str, tmp_path: Path) -> None:
     model = _make("XGLMConfig", "XGLMForCausalLM", vocab_size=DECODER["vocab_size"], d_model=64, ffn_dim=96,
                   num_layers=2, attention_heads=4, max_position_embeddings=64, bos_token_id=1, eos_token_id=2,
                   pad_token_id=0, decoder_start_token_id=2, tie_word_embeddings=False)(init_std=0.2)  # fmt: skip
-    result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache=kv_cache)
-    assert result.passed
-    program = result.programs["model"]
-    assert collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"] == 2
-    if kv_cache == "concat":
-        assert_greedy_equals_transformers(model, program)
-    else:
-        og = pytest.importorskip("onnxruntime_genai")
-        assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)
+    _fuses_and_generates(model, kv_cache, tmp_path)
 
 
 @pytest.mark.parametrize("kv_cache", ["concat", "shared"])
@@ -356,12 +363,4 @@ def test_gpt_neox_japanese_baddbmm_attention_fuses(kv_cache: str, tmp_path: Path
     model = _make("GPTNeoXJapaneseConfig", "GPTNeoXJapaneseForCausalLM", vocab_size=DECODER["vocab_size"], hidden_size=64,
                   num_hidden_layers=2, num_attention_heads=4, intermediate_multiple_size=2, max_position_embeddings=64,
                   bos_token_id=1, eos_token_id=2, pad_token_id=0)(initializer_range=0.2)  # fmt: skip
-    result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache=kv_cache)
-    assert result.passed
-    program = result.programs["model"]
-    assert collections.Counter(n.op_type for n in program.model.graph)["GroupQueryAttention"] == 2
-    if kv_cache == "concat":
-        assert_greedy_equals_transformers(model, program)
-    else:
-        og = pytest.importorskip("onnxruntime_genai")
-        assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)
+    _fuses_and_generates(model, kv_cache, tmp_path)
