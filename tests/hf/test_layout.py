@@ -13,7 +13,7 @@ import onnxport.hf
 from onnxport.cli import app
 from onnxport.errors import HFError
 from onnxport.hf.dims import TOTAL_SEQUENCE, name_total_sequence
-from onnxport.hf.genai_config import config_dict, genai_config, genai_type
+from onnxport.hf.genai_config import config_dict, genai_config, genai_runs, genai_type
 from onnxport.hf.layout import find_model, model_path, usage_lines
 
 from .zoo import BY_NAME, save
@@ -149,3 +149,13 @@ def test_config_dict_adds_mapped_names_only_where_no_alias_is_set() -> None:
     assert config_dict(transformers.XGLMConfig(attention_heads=4))["num_attention_heads"] == 4
     bart = config_dict(transformers.BartConfig(encoder_attention_heads=8, decoder_attention_heads=4))
     assert "num_attention_heads" not in bart and bart["decoder_attention_heads"] == 4
+
+
+def test_genai_runs_only_with_the_present_names_the_config_declares() -> None:
+    """genai_config.json names ``present.%d.key``; a graph without that output (a DeepSeek-V4 cache
+    whose keys are its values came out as ``present.0.value`` and ``present.0.value_2``) gets no
+    config: onnxruntime-genai refused the folder ("Invalid output name: present.0.key")."""
+    assert genai_runs(_decoder_graph(TOTAL_SEQUENCE))
+    renamed = _decoder_graph(TOTAL_SEQUENCE)
+    renamed.graph.outputs[0].name = "present.0.value_2"
+    assert not genai_runs(renamed)

@@ -60,14 +60,18 @@ def genai_runs(decoder: ir.Model) -> bool:
     shape (the pipeline allocates one ``(batch, kv_heads, length, head_size)`` cache per layer from
     ``head_size`` and ``num_key_value_heads``, ``src/models/kv_cache.cpp``): not the conv /
     recurrent states of state-space layers, a sparse-attention indexer's keys, nor values narrower
-    than keys."""
+    than keys. Each ``past_key_values.{i}.key/value`` needs its ``present.{i}.key/value`` output,
+    the names the config declares (``present_key_names``)."""
     shapes = set()
+    outputs = {str(v.name) for v in decoder.graph.outputs}
     for value in decoder.graph.inputs:
         name = str(value.name)
         if not _GENAI_INPUTS.fullmatch(name):
             return False
         if name.startswith("past_key_values."):
             if value.shape is None or len(value.shape) != 4:
+                return False
+            if name.replace("past_key_values.", "present.", 1) not in outputs:
                 return False
             shapes.add((value.shape[1], value.shape[3]))
     return len(shapes) == 1
