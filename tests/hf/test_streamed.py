@@ -618,3 +618,29 @@ def test_the_checkpoints_pages_do_not_stay_in_memory(tmp_path: pathlib.Path, mon
     assert size > 8 * 1024**2 and len(during_write) > 10 and during_validation
     assert max(during_write) < size / 8, (max(during_write), size)
     assert max(during_validation) < size / 4, (max(during_validation), size)
+
+
+def test_interleaved_checkpoint_tensor_builds_the_model_tensor(tmp_path: pathlib.Path) -> None:
+    """Inkling 2's checkpoint keeps each layer's experts as ``w13_weight``, gate and up rows
+    interleaved; transformers de-interleaves it on load (``Interleave(dim=1)``,
+    ``conversion_mapping.py``). The streamed path applies the same op when it writes the tensor
+    (``checkpoint._lazy``; before session 42 the folder was refused, "converted beyond stacking")."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model(
+        "inkling2_text", num_hidden_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, vocab_size=128, n_routed_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=32, eos_token_id=2,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    model.save_pretrained(tmp_path)
+    checkpoint = read_checkpoint(tmp_path)
+    assert "model.llm.layers.0.mlp.experts.w13_weight" in checkpoint.entries
+    merges = merged_keys(model, checkpoint)
+    merge = merges["model.layers.0.mlp.experts.gate_up_proj"]
+    want = model.state_dict()["model.layers.0.mlp.experts.gate_up_proj"]
+    assert merge.names == ["model.llm.layers.0.mlp.experts.w13_weight"]
+    got = merge.build(checkpoint.tensor)
+    assert got.shape == want.shape and got.shape[0] == 4 and torch.equal(got, want)
+    assert not torch.equal(checkpoint.tensor(merge.names[0]), want)  # the checkpoint's rows are interleaved
+    model_keys(model, checkpoint)  # no HFError
