@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - installed with the hf extra
     tokenizers = None  # type: ignore[assignment]
 
 from onnxport.errors import InputError, OnnxportError
-from onnxport.hf.generate import decode_steps
+from onnxport.hf.generate import decode_steps, longrope_restart
 from onnxport.hf.layout import find_model
 
 
@@ -260,7 +260,7 @@ class Model:
             self.session, {"input_ids": prompt}, prompt, prompt_mask, max_new_tokens,
             lambda tokens: {"input_ids": tokens},
             eos=self._eos_ids(), pad=self._pad_token_id(), choose=lambda logits: next_tokens(logits, sampling, rng),
-            run=self._run,
+            run=self._run, restart_at=None if self.shared_buffer else longrope_restart(self.config),
         )
         return np.concatenate([ids, sequences[:, ids.shape[1] :]], axis=1)
 

@@ -164,3 +164,30 @@ def test_generate_ids_on_a_shared_buffer_folder_with_left_padding(tmp_path: Path
     actual = runner.generate_ids(ids.numpy(), mask.numpy(), max_new_tokens=20)
     np.testing.assert_array_equal(actual, expected.numpy())
     assert len(set(actual[0, 7:].tolist())) > 3  # a non-degenerate continuation of the padded row
+
+
+def test_phi3_longrope_generation_restarts_at_the_switch_as_transformers(tmp_path: Path) -> None:
+    """Phi-3's LongRoPE uses its long factors once the sequence passes
+    ``original_max_position_embeddings`` (8 here), and transformers' ``generate`` then feeds the
+    whole sequence again over an empty cache. ``generate_ids`` does the same (before: it kept the
+    keys cached with the short factors, and the tokens differed from the 9th on)."""
+    from onnxport.hf.generate import longrope_restart
+
+    rope = {"rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 8,
+            "short_factor": [1.0 + 0.1 * i for i in range(4)], "long_factor": [2.0 + 0.5 * i for i in range(4)]}
+    config = transformers.Phi3Config(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, original_max_position_embeddings=8, rope_parameters=rope,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2, initializer_range=0.2,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.Phi3ForCausalLM(config).eval()
+    result = onnxport.hf.export(model, output_dir=tmp_path / "out")
+    assert result.passed
+    assert longrope_restart(json.loads((tmp_path / "out" / "config.json").read_text())) == 8
+    ids = torch.tensor([[5, 17, 42, 9, 33, 71]])
+    with torch.no_grad():
+        want = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=12, do_sample=False)
+    got = onnxport.inference.load(tmp_path / "out").generate_ids(ids.numpy(), max_new_tokens=12)
+    assert got.shape == (1, 18)
+    np.testing.assert_array_equal(got, want.numpy())

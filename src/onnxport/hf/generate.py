@@ -9,7 +9,7 @@ their token ids can be compared with ``model.generate(..., do_sample=False)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -102,6 +102,23 @@ def greedy_causal_lm(
     )
 
 
+def longrope_restart(config: Mapping[str, Any]) -> int | None:
+    """``original_max_position_embeddings`` of a Phi-3-family ``config.json`` with LongRoPE, else
+    ``None``. Its rotary switches to the long factors once a sequence passes that length
+    (``longrope_frequency_update``, ``modeling_rope_utils.py``), and transformers' ``generate``
+    then drops the cache, whose keys were rotated with the short ones, and feeds the whole
+    sequence again (``Phi3ForCausalLM.prepare_inputs_for_generation``; also PhiMoE and Phi-4
+    multimodal)."""
+    if config.get("model_type") not in ("phi3", "phimoe", "phi4_multimodal"):
+        return None
+    rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    kind = rope.get("rope_type", rope.get("type")) if isinstance(rope, Mapping) else None
+    length = config.get("original_max_position_embeddings", rope.get("original_max_position_embeddings") if isinstance(rope, Mapping) else None)
+    if kind != "longrope" and not (isinstance(rope, Mapping) and rope.get("long_factor")):
+        return None
+    return length if isinstance(length, int) else None
+
+
 def last_real_logits(logits: np.ndarray, step_mask: np.ndarray) -> np.ndarray:
     """``(batch, vocab)``: each row's logits at the step's last real token. ``logits`` is
     ``(batch, sequence, vocab)`` (or ``(batch, 1, vocab)`` from a graph that returns the last real
@@ -128,6 +145,7 @@ def decode_steps(
     rope: tuple[torch.Tensor, torch.Tensor] | None = None,
     choose: Callable[[np.ndarray], np.ndarray] = _argmax,
     run: Callable[[dict[str, np.ndarray]], list[np.ndarray]] | None = None,
+    restart_at: int | None = None,
 ) -> np.ndarray:
     """The decode loop of a decoder step graph with a concatenated cache (the one loop behind
     these greedy functions and ``onnxport.inference.Model.generate_ids``).
@@ -140,7 +158,9 @@ def decode_steps(
     ``choose`` maps each row's last real token's logits ``(batch, vocab)`` (:func:`last_real_logits`:
     the last position, or before a right-padded prompt's pads) to ``(batch,)`` int64 tokens
     (argmax: greedy); ``run(feeds)`` runs the graph (``decoder.run(None, feeds)``). A row stops
-    at an ``eos`` id and is then filled with ``pad``. Returns ``(batch, prompt + generated)``
+    at an ``eos`` id and is then filled with ``pad``. ``restart_at`` (:func:`longrope_restart`):
+    when the sequence reaches ``restart_at + 1`` tokens, the whole sequence is fed again over an
+    empty cache, as transformers' Phi-3 ``generate`` does. Returns ``(batch, prompt + generated)``
     int64 ids, as transformers' ``generate``."""
     mask = np.asarray(attention_mask, dtype=np.int64)
     batch = prompt.shape[0]
@@ -167,7 +187,9 @@ def decode_steps(
         if not unfinished.any():
             break
         mask = np.concatenate([mask, np.ones((batch, 1), dtype=np.int64)], axis=1)
-        if cached:
+        if cached and restart_at is not None and mask.shape[1] == restart_at + 1:
+            feeds, length = {**step(sequences), **empty_cache(decoder, batch)}, sequences.shape[1]
+        elif cached:
             feeds = {**step(tokens[:, None]), **next_cache(decoder, outputs)}
             length = 1
         else:  # a graph without cache inputs (MiniMax, Jamba) reads the whole sequence every step
