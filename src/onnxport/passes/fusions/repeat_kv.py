@@ -16,8 +16,8 @@ inputs become ``k``/``v`` themselves and the copies go: at every decode step the
 standard graph of that Llama (16 layers) decodes a token in 0.85x the time at past 1024 and batch
 1, 0.60x at batch 4, with the same logits (``bench/repeat_kv_speed.py``, session 42).
 
-Rewritten only when both ``K`` and ``V`` are such repeats of 4-D values with the same number of
-KV heads and the ``Attention`` has no past inputs; the shapes prove the pattern (the Unsqueeze
+Rewritten only when ``Q`` is 4-D, both ``K`` and ``V`` are such repeats of 4-D values with the
+same number of KV heads and the ``Attention`` has no past inputs; the shapes prove the pattern (the Unsqueeze
 on axis 2, the Reshape keeping batch, length and head size and multiplying the heads).
 """
 
@@ -59,7 +59,10 @@ class RepeatKVPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         modified = False
         for node in model.graph:
-            if node.op_type != "Attention" or node.domain != "" or len(node.inputs) > 4:
+            query = node.inputs[0] if node.inputs else None
+            if node.op_type != "Attention" or node.domain != "" or len(node.inputs) > 4 or "kv_num_heads" in node.attributes:
+                continue
+            if query is None or query.shape is None or len(query.shape) != 4:  # 3-D inputs name their heads in attributes
                 continue
             key, value = unrepeated(node.inputs[1]), unrepeated(node.inputs[2])
             if key is None or value is None or key[1] != value[1]:
