@@ -34,6 +34,25 @@ def test_addmm_with_an_empty_inner_dimension_scales_self_by_beta() -> None:
     torch.testing.assert_close(out, 0.2 * c)
 
 
+def test_baddbmm_onto_zeros_is_the_scaled_product() -> None:
+    """``torch.baddbmm(torch.zeros(...), q, k, alpha=a)`` (GPT-NeoX-Japanese's attention scores):
+    the zeros add nothing, so the graph is ``MatMul`` times ``alpha``, no ``Add`` run at every
+    step; another input is still added."""
+
+    class Scores(torch.nn.Module):
+        def forward(self, q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            zeros = torch.zeros(q.shape[0], q.shape[1], k.shape[2], dtype=q.dtype)
+            return torch.baddbmm(zeros, q, k, alpha=0.25), torch.baddbmm(bias, q, k, alpha=0.25)
+
+    q, k, bias = torch.randn(6, 3, 8), torch.randn(6, 8, 5), torch.randn(6, 3, 5)
+    program = onnxport.export(Scores(), (q, k, bias), dynamic_shapes=({0: "b", 1: "s"}, {0: "b", 2: "t"}, {0: "b", 1: "s", 2: "t"}))
+    assert [n.op_type for n in program.model.graph].count("Add") == 1
+    q, k, bias = torch.randn(4, 2, 8), torch.randn(4, 8, 7), torch.randn(4, 2, 7)
+    for got, want in zip(program(q, k, bias), Scores()(q, k, bias), strict=True):
+        assert got.shape == want.shape == (4, 2, 7)
+        torch.testing.assert_close(got, want)
+
+
 # -- bilinear ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("lead", [(), (0,), (4,), (2, 3)])

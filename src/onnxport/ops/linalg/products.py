@@ -100,14 +100,28 @@ def aten_matmul(ctx: Ctx, self: ir.Value, other: ir.Value) -> ir.Value:
 def aten_baddbmm(
     ctx: Ctx, self: ir.Value, batch1: ir.Value, batch2: ir.Value, *, beta: float = 1, alpha: float = 1
 ) -> ir.Value:
-    """baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+    """baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+
+    ``self`` broadcasts to the product's shape (PyTorch doc, ``torch.baddbmm``), so a ``self`` of
+    zeros (``torch.zeros(...)`` as :func:`_zeros` sees it: GPT-NeoX-Japanese's attention scores) adds
+    nothing and is left out, as ``beta=0`` is."""
     prod = ctx.op.MatMul(batch1, batch2)
     if alpha != 1:
         prod = ctx.op.Mul(prod, ctx.const(alpha, prod.dtype))
-    if beta == 0:
+    if beta == 0 or _zeros(self):
         return prod
     base = self if beta == 1 else ctx.op.Mul(self, ctx.const(beta, self.dtype))
     return ctx.op.Add(base, prod)
+
+
+def _zeros(value: ir.Value) -> bool:
+    """Whether ``value`` is ``Expand(Constant(0), shape)``, ``aten.zeros`` as translated."""
+    expand = value.producer()
+    if expand is None or expand.op_type != "Expand" or expand.domain != "" or expand.inputs[0] is None:
+        return False
+    constant = expand.inputs[0].producer()
+    zero = expand.inputs[0].const_value
+    return constant is not None and constant.op_type == "Constant" and zero is not None and zero.size == 1 and not zero.numpy().any()
 
 
 @translates(aten.addmv.default)

@@ -455,20 +455,6 @@ def _heads_merged(value: ir.Value | None) -> ir.Value | None:
     return source
 
 
-def _zero_added(value: ir.Value | None) -> ir.Value | None:
-    """``x`` when ``value = Add(zeros, x)`` (either order; ``zeros`` a 0 or an ``Expand`` of one):
-    ``torch.baddbmm(zeros, q, Kᵀ, beta=1, alpha=a)`` as onnxport translates it; else ``value``.
-    ``torch.baddbmm`` broadcasts its input to the product's shape, so the sum is ``x``."""
-    add = producer(value, "Add")
-    if add is None:
-        return value
-    for zeros, x in (add.inputs, reversed(add.inputs)):
-        expand = producer(zeros, "Expand")
-        if scalar(zeros if expand is None else expand.inputs[0]) == 0.0:
-            return x
-    return value
-
-
 def _unreshaped(value: ir.Value | None) -> ir.Value | None:
     """``x`` when ``value = Reshape(x, ...)``, else ``value``."""
     reshape = producer(value, "Reshape")
@@ -582,12 +568,11 @@ def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | 
     """``(q, K, scale, softcap)`` when ``scores = Tanh(q·Kᵀ·scale / softcap)·softcap`` (or
     without the softcapping, softcap 0; without the scale, scale 1; ``q·Kᵀ / c``: scale ``1/c``),
     ``Kᵀ`` a ``Transpose(K, [0, 1, 3, 2])``. Or the same over ``[B * heads, ., .]`` batches:
-    ``scores = Reshape(zeros + MatMul(Reshape(q), Transpose(Reshape(K), [0, 2, 1])) · scale)``
-    (GPT-NeoX-Japanese's ``torch.baddbmm``, :func:`_zero_added`, :func:`_heads_merged`)."""
+    ``scores = Reshape(MatMul(Reshape(q), Transpose(Reshape(K), [0, 2, 1])) · scale)``
+    (GPT-NeoX-Japanese's ``torch.baddbmm`` onto zeros, whose zeros the translation leaves out;
+    :func:`_heads_merged`)."""
     batched = _unreshaped(scores)
-    reshaped = batched is not scores
-    if reshaped:
-        scores = _zero_added(batched)
+    reshaped, scores = batched is not scores, batched
     capped = _softcapped(scores)
     if capped is None:
         return None
