@@ -411,7 +411,7 @@ def _uncarried_state(layer: Any) -> list[str]:
 
     if type(layer).__module__ == DynamicLayer.__module__:
         return []
-    known = set(vars(DynamicLayer())) | set(vars(DynamicSlidingWindowLayer(sliding_window=2)))
+    known = {*vars(DynamicLayer()), *vars(DynamicSlidingWindowLayer(sliding_window=2))}
     return sorted(set(vars(layer)) - known)
 
 
