@@ -14,6 +14,7 @@ import onnxport.hf
 from _generation import assert_greedy_equals_transformers
 from onnxport.hf import inputs as hf_inputs
 from onnxport.hf.loading import from_model
+from onnxport.passes.fusions import producer
 from onnxport.passes.ort import attention_match, kernels
 from onnxport.testing.tiny_models import _make
 
@@ -40,6 +41,12 @@ def _ops(program) -> collections.Counter:
     return collections.Counter(n.op_type for n in program.model.graph)
 
 
+def _repeated(value) -> bool:
+    """Whether ``value`` is ``Reshape(Expand(...))``, transformers' ``repeat_kv``."""
+    reshape = producer(value, "Reshape")
+    return reshape is not None and producer(reshape.inputs[0], "Expand") is not None
+
+
 def _compare(model, fused, standard) -> None:
     part = hf_inputs.components(from_model(model, None))[0]
     for sizes in SIZES:
@@ -61,8 +68,7 @@ def test_fused_equals_standard_graph(exported) -> None:
     # repeat_kv is gone from both: the standard Attention reads the KV heads (RepeatKVPass)
     for program in (fused, standard):
         attentions = [n for n in program.model.graph if n.op_type in ("Attention", "GroupQueryAttention")]
-        assert not any(v is not None and v.producer() is not None and v.producer().op_type == "Reshape"
-                       and v.producer().inputs[0].producer().op_type == "Expand" for n in attentions for v in n.inputs[1:3])  # fmt: skip
+        assert not any(_repeated(v) for n in attentions for v in n.inputs[1:3])
     # rotate_half became com.microsoft.RotaryEmbedding on the packed q and k (positions from
     # position_ids, so left padding stays exact); no Transpose is left between the projections
     # and GroupQueryAttention

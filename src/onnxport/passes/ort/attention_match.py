@@ -592,11 +592,11 @@ def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | 
     perm = None if transpose is None else transpose.attributes.get("perm")
     if transpose is None or perm is None:
         return None
-    if tuple(perm.as_ints()) == (0, 1, 3, 2):
+    if not reshaped and tuple(perm.as_ints()) == (0, 1, 3, 2):
         return query, transpose.inputs[0], scale, softcap
-    if not reshaped or tuple(perm.as_ints()) != (0, 2, 1):
-        return None
-    return _heads_merged(query), _heads_merged(transpose.inputs[0]), scale, softcap
+    if reshaped and tuple(perm.as_ints()) == (0, 2, 1):
+        return _heads_merged(query), _heads_merged(transpose.inputs[0]), scale, softcap
+    return None
 
 
 def _softcapped(value: ir.Value | None) -> tuple[ir.Value, float] | None:
