@@ -57,7 +57,7 @@ ABSORBED = [("deepseek_v3", {}), ("deepseek_v2", {"q_lora_rank": None}), ("minic
 @pytest.mark.parametrize("model_type, overrides", ABSORBED)
 def test_absorbed_form_equals_transformers(model_type: str, overrides: dict[str, Any]) -> None:
     model = _mla(model_type, **overrides)
-    cls = next(type(m) for m in model.modules() if type(m).__name__ == mla.ABSORBABLE[model_type][0])
+    cls = next(type(m) for m in model.modules() if type(m).__name__ == mla.ABSORBABLE[model_type].class_name)
     forward = cls.__dict__["forward"]
     ids = torch.tensor([[5, 17, 42, 9, 33, 71]])
     with torch.no_grad():

@@ -1,8 +1,8 @@
-"""Multi-head latent attention (MLA) in its absorbed form, for the onnxruntime target.
+"""Multi-head latent attention (MLA) in its absorbed form, for both targets.
 
 DeepSeek-V2/V3 (and the decoders transformers builds the same way: Youtu, GLM-4.7-Flash's
-``glm4_moe_lite``, MiniCPM3, Mistral 4, A.X K1 ``axk1``, LongCat-Flash) cache one latent per token instead of per-head keys and values: the
-normalized ``c = kv_a_layernorm(kv_a_proj_with_mqa(x)[:rank])`` (``kv_lora_rank`` wide) and one
+``glm4_moe_lite``, MiniCPM3, Mistral 4, A.X K1 ``axk1``, LongCat-Flash) cache one latent per
+token instead of per-head keys and values: the normalized ``c = kv_a_layernorm(kv_a_proj_with_mqa(x)[:rank])`` (``kv_lora_rank`` wide) and one
 rotated key part ``k_rot`` (``qk_rope_head_dim``) shared by every head. transformers
 (``DeepseekV3Attention.forward`` / ``expand_kv`` in ``modeling_deepseek_v3.py``) expands the whole
 cache back into per-head keys and values at every step, ``kv_b_proj(c)`` over all ``T`` cached
@@ -28,12 +28,15 @@ its last ``qk_rope`` are dropped, then ``W_uv`` maps each head to ``v_head_dim``
 ``2 * (rank + qk_rope)`` floats per token and layer (DeepSeek-V2-Lite: 1152) against
 transformers' expanded ``heads * (qk_nope + qk_rope + v_head)`` (16 * 320 = 5120) per step, and
 the step reads it once. The rotation stays outside the kernel (it covers the last ``qk_rope``
-columns only).
+columns only). That is the onnxruntime target's cache.
 
-Used by the onnxruntime target only (:func:`absorbed_latent_attention`, entered by
-:func:`onnxport.hf.export.export` for ``target="onnxruntime"``): the standard export keeps
-transformers' cache (``key``: the latent, ``value``: ``k_rot``) and its computation. Every
-export checks the absorbed graph against the model in eager, and
+The standard target keeps transformers' cache (``key``: the latent, ``value``: ``k_rot``, the
+layout Optimum and transformers.js feed) and attends over their concatenation at each step, the
+latent alone as the values (``transformers_cache``; since session 42: DeepSeek-V2-Lite's decode
+step at 1024 cached tokens in 0.42x the time of transformers' computation, ``bench/mla_speed.py``).
+
+:func:`absorbed_latent_attention` is entered by :func:`onnxport.hf.export.export` for every
+target. Every export checks the absorbed graph against the model in eager, and
 ``tests/hf/test_latent_attention.py`` checks the absorbed eager model against transformers' own.
 """
 
@@ -46,26 +49,35 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
+
+
+class Form(NamedTuple):
+    """How a model type's attention class computes MLA (what :func:`absorbed_forward` must do alike)."""
+
+    class_name: str
+    rotary: str  # "complex", "cos_sin" or "interleave" (absorbed_forward)
+    llama4_scale: bool = False  # the query takes Llama 4's position-dependent scale
+    lora_scale: bool = False  # the query and the latent take LongCat-Flash's LoRA scales
+
 
 # The attention classes whose forward is DeepSeek-V3's (source-identical: Youtu, GLM-4.7-Flash;
 # MiniCPM3 without the interleaved rotary option; A.X K1 with the query LoRA always),
 # DeepSeek-V2's (complex rotary), Mistral 4's (DeepSeek-V3's with Llama 4's position-dependent
 # query scale, ``get_llama_4_attn_scale``) or LongCat-Flash's (``LongcatFlashMLA``: DeepSeek-V3's
 # with its LoRA scales ``(hidden / q_lora_rank) ** 0.5`` on the query and ``(hidden /
-# kv_lora_rank) ** 0.5`` on the latent, the rotary always interleaved), by model_type:
-# (class name, rotary form, whether the query takes Llama 4's scale, whether the LoRA scales apply).
+# kv_lora_rank) ** 0.5`` on the latent, the rotary always interleaved), by model_type.
 ABSORBABLE = {
-    "deepseek_v2": ("DeepseekV2Attention", "complex", False, False),
-    "deepseek_v3": ("DeepseekV3Attention", "cos_sin", False, False),
-    "youtu": ("YoutuAttention", "cos_sin", False, False),
-    "glm4_moe_lite": ("Glm4MoeLiteAttention", "cos_sin", False, False),
-    "minicpm3": ("MiniCPM3Attention", "cos_sin", False, False),
-    "mistral4": ("Mistral4Attention", "cos_sin", True, False),
-    "axk1": ("AXK1Attention", "cos_sin", False, False),
-    "longcat_flash": ("LongcatFlashMLA", "interleave", False, True),
+    "deepseek_v2": Form("DeepseekV2Attention", "complex"),
+    "deepseek_v3": Form("DeepseekV3Attention", "cos_sin"),
+    "youtu": Form("YoutuAttention", "cos_sin"),
+    "glm4_moe_lite": Form("Glm4MoeLiteAttention", "cos_sin"),
+    "minicpm3": Form("MiniCPM3Attention", "cos_sin"),
+    "mistral4": Form("Mistral4Attention", "cos_sin", llama4_scale=True),
+    "axk1": Form("AXK1Attention", "cos_sin"),
+    "longcat_flash": Form("LongcatFlashMLA", "interleave", lora_scale=True),
 }
 
 
@@ -105,13 +117,13 @@ def absorbed_latent_attention(model_types: Iterable[str], transformers_cache: bo
 
 @contextlib.contextmanager
 def _absorbed(model_type: str, transformers_cache: bool) -> Iterator[bool]:
-    class_name, rotary, llama4_scale, lora_scale = ABSORBABLE[model_type]
+    form = ABSORBABLE[model_type]
     # transformers: a heavy optional dependency, imported for this model type only
     namespace = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
-    cls = getattr(namespace, class_name)
+    cls = getattr(namespace, form.class_name)
     original = cls.__dict__["forward"]
     cls.forward = functools.partialmethod(
-        absorbed_forward, rotary=rotary, llama4_scale=llama4_scale, lora_scale=lora_scale,
+        absorbed_forward, rotary=form.rotary, llama4_scale=form.llama4_scale, lora_scale=form.lora_scale,
         transformers_cache=transformers_cache,
     )  # fmt: skip
     try:

@@ -422,19 +422,12 @@ def _match_batched(node: ir.Node) -> Match | None:
     if output is None or _rank(output) != 4:
         return None
     for scores, mask in (add.inputs, reversed(add.inputs)):
-        matmul = producer(_unreshaped(scores), "MatMul")
-        if matmul is None or mask is None or _rank(mask) != 4:
+        found = _eager_scores(scores) if _unreshaped(scores) is not scores else None  # the batched form only
+        if found is None or found[3] or mask is None or _rank(mask) != 4:
             continue
-        query, key_t = matmul.inputs
-        transpose = producer(key_t, "Transpose")
-        perm = None if transpose is None else transpose.attributes.get("perm")
-        if transpose is None or perm is None or tuple(perm.as_ints()) != (0, 2, 1):
-            continue
-        query, key = _heads_merged(query), _heads_merged(transpose.inputs[0])
-        if key is None or query is None:
-            continue
+        query, key, scale, _ = found
         return _complete(
-            node, query, key, reshaped.inputs[0], mask=mask, scale=1.0, softcap=0.0,
+            node, query, key, reshaped.inputs[0], mask=mask, scale=scale, softcap=0.0,
             empty_row=EMPTY_ROW_MEAN, output=output,
         )  # fmt: skip
     return None
