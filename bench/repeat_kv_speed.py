@@ -1,7 +1,7 @@
 """Decode-step latency of a grouped-query decoder's standard graph with and without
 ``RepeatKVPass`` (``onnxport/passes/fusions/repeat_kv.py``), same run.
 
-    HF_HUB_OFFLINE=1 python bench/repeat_kv_speed.py [--workdir DIR] [--layers 4]
+    HF_HUB_OFFLINE=1 python bench/repeat_kv_speed.py [--workdir DIR] [--layers 4] [--family gemma2]
 
 A random-weight Llama checkpoint with the 0.85B shapes of ``llm_speed.py`` (hidden 2048,
 intermediate 5632, 32 query heads over 8 KV heads of 64, vocab 32000; ``--layers`` layers) is
@@ -12,6 +12,10 @@ exported twice through the command line (``onnxport export --hf CKPT -o OUT --no
   records too);
 - ``with``: onnxport's standard graph, the ``Attention`` reading the 8 KV heads (Attention-23's own
   grouping).
+
+``--family gemma2``: a Gemma 2 checkpoint of the same shapes (head_dim 64, its default logit
+softcapping), which transformers runs through its eager attention: ``without``, its two MatMuls
+read the copies; ``with``, they are grouped products over the 8 KV heads (session 43).
 
 Each decode step (one token after ``past`` cached tokens, batch 1 and 4) is timed in one
 onnxruntime session per graph (``--threads`` intra-op threads), the graphs alternating with a pause
@@ -44,7 +48,7 @@ _WITHOUT = (
 )
 
 
-def checkpoint(folder: Path, layers: int) -> None:
+def checkpoint(folder: Path, layers: int, family: str) -> None:
     """The random-weight checkpoint (kept in ``folder`` across runs)."""
     import torch
     import transformers
@@ -52,8 +56,11 @@ def checkpoint(folder: Path, layers: int) -> None:
     if (folder / "config.json").is_file():
         return
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(num_hidden_layers=layers, **SHAPE)
-    transformers.LlamaForCausalLM(config).eval().save_pretrained(folder)
+    if family == "gemma2":
+        config = transformers.Gemma2Config(num_hidden_layers=layers, head_dim=64, **SHAPE)
+    else:
+        config = transformers.LlamaConfig(num_hidden_layers=layers, **SHAPE)
+    transformers.AutoModelForCausalLM.from_config(config).eval().save_pretrained(folder)
 
 
 def main() -> None:
@@ -64,9 +71,10 @@ def main() -> None:
     parser.add_argument("--batches", default="1,4")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--family", choices=("llama", "gemma2"), default="llama")
     args = parser.parse_args()
     source = args.workdir / "checkpoint"
-    checkpoint(source, args.layers)
+    checkpoint(source, args.layers, args.family)
     for name, cli in (("without", ["-c", _WITHOUT]), ("with", ["-m", "onnxport"])):
         out = args.workdir / name
         if not (out / "onnx" / "model.onnx").is_file():

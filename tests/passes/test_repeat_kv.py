@@ -63,3 +63,51 @@ def test_tiled_heads_keep_their_repeat() -> None:
     inputs = _inputs(7)
     (got,) = program(*inputs)
     torch.testing.assert_close(got, Tiled()(*inputs), rtol=1e-5, atol=1e-6)
+
+
+class Eager(torch.nn.Module):
+    """transformers' ``eager_attention_forward`` with Gemma 2's logit softcapping (softcap 50,
+    ``modeling_gemma2.py``) over ``repeat_kv`` copies, the query scaled by 1/4."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        scores = torch.matmul(q, repeat_kv(k, 3).transpose(2, 3)) * 0.25
+        scores = torch.tanh(scores / 50.0) * 50.0
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return torch.matmul(torch.softmax(scores, dim=-1), repeat_kv(v, 3))
+
+
+def test_eager_products_read_the_kv_heads_and_match_eager() -> None:
+    program = onnxport.export(Eager(), _inputs(5), dynamic_shapes=DYNAMIC)
+    graph = program.model.graph
+    ops = collections.Counter(n.op_type for n in graph)
+    assert ops["Expand"] == 0 and ops["MatMul"] == 2
+    scores, output = [n for n in graph if n.op_type == "MatMul"]
+    keys = scores.inputs[1].producer()
+    assert keys is not None and keys.op_type == "Transpose" and keys.inputs[0] is graph.inputs[1]
+    assert output.inputs[1] is graph.inputs[2]
+    # the three query heads of a KV head are one product: [B, kv_heads, n_rep * S, .]
+    grouped_query = scores.inputs[0].producer()
+    assert grouped_query is not None and grouped_query.op_type == "Reshape"
+    assert grouped_query.inputs[1].const_value.numpy().tolist() == [0, 2, -1, 0]
+    for length in (5, 9):
+        inputs = _inputs(length)
+        (got,) = program(*inputs)
+        want = Eager()(*inputs)
+        assert got.shape == want.shape == (2, 6, 3, 16)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+class EagerTiled(torch.nn.Module):
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        scores = torch.matmul(q, k.repeat(1, 3, 1, 1).transpose(2, 3)).masked_fill(~mask, -1e9)
+        return torch.matmul(torch.softmax(scores, dim=-1), v.repeat(1, 3, 1, 1))
+
+
+def test_eager_tiled_heads_keep_their_products() -> None:
+    program = onnxport.export(EagerTiled(), _inputs(5), dynamic_shapes=DYNAMIC)
+    graph = program.model.graph
+    for product in [n for n in graph if n.op_type == "MatMul"]:
+        assert product.inputs[0] is graph.inputs[0] or product.inputs[0].producer().op_type != "Reshape"
+    inputs = _inputs(7)
+    (got,) = program(*inputs)
+    torch.testing.assert_close(got, EagerTiled()(*inputs), rtol=1e-5, atol=1e-6)

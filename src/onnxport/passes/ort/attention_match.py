@@ -60,6 +60,7 @@ import numpy as np
 import onnx_ir as ir
 
 from onnxport.passes.fusions import by_constant, producer, scalar
+from onnxport.passes.fusions.repeat_kv import grouped
 
 EMPTY_ROW_ZERO = "zero"  # ONNX Attention: the rewrite zeroes the row
 EMPTY_ROW_PREFIX = "prefix"  # GPT-Neo: the rewrite puts the mean of V over the row's causal (windowed) prefix
@@ -306,6 +307,10 @@ def _match_eager(node: ir.Node) -> Match | None:
     """``MatMul(Softmax(Tanh(q·Kᵀ·scale / cap)·cap + mask), V)``, ``MatMul(Softmax((q·Kᵀ + mask) /
     c), V)``, or the sinks form (see the module docstring)."""
     probs, value = node.inputs
+    out = node.outputs[0]
+    product = _grouped_at(node)
+    if product is not None:  # RepeatKVPass's grouped product over the KV heads
+        probs, value, out = product
     dropped = _without_last_column(probs)
     if dropped is not None:
         probs = dropped
@@ -322,9 +327,11 @@ def _match_eager(node: ir.Node) -> Match | None:
             return None
         logits, sink = with_sink
     else:
-        scaled = _sink_scaled(node.outputs[0], logits)
+        scaled = _sink_scaled(out, logits)
         if scaled is not None:  # GraniteSWA
             sink, output = scaled
+    if output is None and out is not node.outputs[0]:
+        output = out
     divided = by_constant(logits, "Div") if sink is None else None
     outer = 1.0
     if divided is not None and divided[1]:  # CodeGen: (q·Kᵀ + mask) / √head_size
@@ -351,6 +358,16 @@ def _match_eager(node: ir.Node) -> Match | None:
             match.window, match.empty_row = positional[1], EMPTY_ROW_PREFIX
         return match
     return None
+
+
+def _grouped_at(node: ir.Node) -> tuple[ir.Value | None, ir.Value | None, ir.Value] | None:
+    """``(probs, V, out)`` when ``node`` is the MatMul of a grouped ``probs · V`` product
+    (:func:`onnxport.passes.fusions.repeat_kv.grouped`) whose one reader reshapes it back to ``out``."""
+    back = _single_user(node.outputs[0])
+    found = None if back is None or back.op_type != "Reshape" else grouped(back.outputs[0])
+    if back is None or found is None or found[2] is not node:
+        return None
+    return found[0], found[1], back.outputs[0]
 
 
 def _positional_causal(value: ir.Value | None) -> tuple[ir.Value, int | None] | None:
@@ -565,7 +582,10 @@ def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | 
     (GPT-NeoX-Japanese's ``torch.baddbmm`` onto zeros, whose zeros the translation leaves out;
     :func:`_heads_merged`)."""
     batched = _unreshaped(scores)
-    reshaped, scores = batched is not scores, batched
+    if grouped(scores) is None:
+        reshaped, scores = batched is not scores, batched
+    else:
+        reshaped = False
     capped = _softcapped(scores)
     if capped is None:
         return None
@@ -577,10 +597,14 @@ def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | 
         logits, scale = divided[0], 1.0 / divided[1]
     else:
         logits, scale = raw, 1.0
+    product = grouped(logits)  # RepeatKVPass's grouped product over the KV heads
     matmul = producer(logits, "MatMul")
-    if matmul is None:
+    if product is not None and not reshaped:
+        query, key_t = product[0], product[1]
+    elif matmul is not None:
+        query, key_t = matmul.inputs
+    else:
         return None
-    query, key_t = matmul.inputs
     transpose = producer(key_t, "Transpose")
     perm = None if transpose is None else transpose.attributes.get("perm")
     if transpose is None or perm is None:
