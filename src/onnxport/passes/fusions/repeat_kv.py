@@ -117,7 +117,7 @@ def _group(graph: ir.Graph, node: ir.Node) -> bool:
         return False
     source, kv_heads = found
     heads = repeated.shape[1]
-    if len(a.shape) != 4 or a.shape[1] != heads or not isinstance(heads, int):
+    if len(a.shape) != 4 or a.shape[1] != heads or not isinstance(heads, int) or a.dtype is None:
         return False
     added: list[ir.Node] = [ir.node("Reshape", [a, _shape(graph, (0, kv_heads, -1, 0))])]
     rhs = source
