@@ -600,6 +600,7 @@ def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | 
     product = grouped(logits)  # RepeatKVPass's grouped product over the KV heads
     matmul = producer(logits, "MatMul")
     query: ir.Value | None
+    key_t: ir.Value | None
     if product is not None and not reshaped:
         query, key_t = product[0], product[1]
     elif matmul is not None:
