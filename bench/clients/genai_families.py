@@ -64,6 +64,8 @@ WINDOW = dict(sliding_window=4)
 MLA = dict(head_dim=8, num_key_value_heads=4, kv_lora_rank=40, q_lora_rank=48, qk_rope_head_dim=8, qk_nope_head_dim=16,
            v_head_dim=16, n_routed_experts=4, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1)
 INDEXER = dict(index_n_heads=4, index_head_dim=16, index_topk=4)
+LINEAR = dict(layer_types=["linear_attention", "full_attention"], linear_num_value_heads=4, linear_num_key_heads=2,
+              linear_key_head_dim=16, linear_value_head_dim=16)
 EXTRA: dict[str, dict[str, Any]] = {
     "gptj": dict(rotary_dim=8), "codegen": dict(rotary_dim=8), "glm": dict(eos_token_id=[2]),
     "glm4": dict(eos_token_id=[2]), "glm4_moe": dict(eos_token_id=[2], first_k_dense_replace=1, n_group=1, topk_group=1),
@@ -82,6 +84,15 @@ EXTRA: dict[str, dict[str, Any]] = {
                          altup_num_inputs=2, laurel_rank=8, hidden_size_per_layer_input=8, vocab_size_per_layer_input=512,
                          activation_sparsity_pattern=[0.0, 0.0], intermediate_size=[128, 128]),
     "zaya": dict(num_experts_per_tok=1),
+    # session 43: hybrids of gated delta rule / short convolution / Mamba layers and attention layers
+    "qwen3_5_text": LINEAR, "qwen3_5_moe_text": LINEAR, "qwen4_exp_text": LINEAR,
+    "lfm2": dict(layer_types=["conv", "full_attention"]), "lfm2_moe": dict(layer_types=["conv", "full_attention"]),
+    "granitemoehybrid": dict(layer_types=["mamba", "attention"], mamba_n_heads=4, mamba_d_head=32, mamba_d_state=16,
+                             mamba_n_groups=1),
+    "bamba": dict(attn_layer_indices=[1], mamba_n_heads=4, mamba_d_head=32, mamba_d_state=16, mamba_n_groups=1),
+    "nemotron_h": dict(hybrid_override_pattern="M*", layers_block_type=["mamba", "attention"], mamba_num_heads=4,
+                       mamba_head_dim=32, ssm_state_size=16, n_groups=1),
+    "falcon_h1": dict(mamba_n_heads=4, mamba_d_head=32, mamba_d_state=16, mamba_n_groups=1),
 }  # fmt: skip
 VARIANTS = {
     "std": [],

@@ -6,6 +6,7 @@ Each export is validated against eager (including a one-token decode step from r
 from __future__ import annotations
 
 import collections
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import torch
 
 import onnxport.hf
 import onnxport.inference
-from _generation import assert_greedy_equals_transformers
+from _generation import assert_genai_equals_transformers, assert_greedy_equals_transformers
 from onnxport.capture.chunk_scan import chunk_scan
 from onnxport.testing.tiny_models import _make
 
@@ -62,6 +63,13 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], list[str]]] = {
 }  # fmt: skip
 
 
+# the layer_types of the families whose folder gets a genai_config.json
+GENAI_LAYERS = {
+    "bamba": ["linear_attention", "full_attention"], "lfm2": ["conv", "full_attention"],
+    "qwen3-next": ["linear_attention", "full_attention"], "qwen3.5": ["linear_attention", "full_attention"],
+}  # fmt: skip
+
+
 def _model(name: str) -> Any:
     config, cls, extra, _ = FAMILIES[name]
     return _make(config, cls, **{**TINY, **extra})(initializer_range=0.2)
@@ -82,12 +90,18 @@ def test_cache_states_are_inputs_and_generation_equals_transformers(name: str, t
         dims = [d if isinstance(d, int) else str(d) for d in value.shape]
         assert dims[0] == "batch_size"
         assert ("past_sequence_length" in dims) == str(value.name).startswith("past_key_values.")
-    # onnxruntime-genai allocates one (batch, kv_heads, length, head_size) cache per layer: no config
-    assert not (tmp_path / "out" / "genai_config.json").exists()
+    config = tmp_path / "out" / "genai_config.json"
+    if name not in GENAI_LAYERS:  # keys and a state in one layer, a layer without cache, no attention
+        assert not config.exists()
+    else:  # onnxruntime-genai feeds the states of the layers that are not attention
+        assert json.loads(config.read_text())["model"]["decoder"]["layer_types"] == GENAI_LAYERS[name]
     if name in ("bamba", "falcon-h1", "mamba2", "nemotron-h"):  # one Scan node per Mamba2 layer
         layers = inputs.count("past_ssm.0") + inputs.count("past_ssm.1")
         assert collections.Counter(n.op_type for n in program.model.graph)["Scan"] == layers
     assert_greedy_equals_transformers(model, program)
+    if name in GENAI_LAYERS:
+        og = pytest.importorskip("onnxruntime_genai")
+        assert_genai_equals_transformers(og, model, tmp_path / "out")
     if name == "lfm2":  # the user runtime feeds the states too (zeros, then each present_*)
         ids = torch.randint(3, 99, (2, 6), generator=torch.Generator().manual_seed(3))
         mask = torch.ones_like(ids)

@@ -159,3 +159,59 @@ def test_genai_runs_only_with_the_present_names_the_config_declares() -> None:
     renamed = _decoder_graph(TOTAL_SEQUENCE)
     renamed.graph.outputs[0].name = "present.0.value_2"
     assert not genai_runs(renamed)
+
+
+def _hybrid_graph(layers: dict[int, list[tuple[str, list[int | str]]]]) -> ir.Model:
+    """A graph passing each past input through to its present output: ``layers`` maps a layer
+    index to its ``(input name, shape)`` pairs."""
+    ids = ir.Value(name="input_ids", shape=ir.Shape(["batch_size", "sequence_length"]), type=ir.TensorType(ir.DataType.INT64))
+    inputs, nodes = [ids], []
+    for entries in layers.values():
+        for name, shape in entries:
+            past = ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(ir.DataType.FLOAT))
+            node = ir.Node("", "Identity", [past])
+            node.outputs[0].name = name.replace("past_key_values.", "present.").replace("past_", "present_")
+            node.outputs[0].shape = ir.Shape(shape)
+            inputs.append(past)
+            nodes.append(node)
+    graph = ir.Graph(inputs, [n.outputs[0] for n in nodes], nodes=nodes, opset_imports={"": 18})
+    return ir.Model(graph, ir_version=10)
+
+
+def _kv(i: int) -> list[tuple[str, list[int | str]]]:
+    return [(f"past_key_values.{i}.{kind}", ["batch_size", 2, "past_sequence_length", 8]) for kind in ("key", "value")]
+
+
+def test_genai_config_of_a_hybrid_names_its_states_and_layer_types() -> None:
+    """Qwen3.5's layout: a gated delta rule layer (convolution and recurrent states) before an
+    attention layer; onnxruntime-genai feeds the states by the names the config gives."""
+    linear = [("past_conv.0", ["batch_size", 96, 4]), ("past_recurrent.0", ["batch_size", 4, 16, 16])]
+    model = _hybrid_graph({0: linear, 1: _kv(1), 2: [(n.replace(".0", ".2"), s) for n, s in linear], 3: _kv(3)})
+    assert genai_runs(model)
+    config = {"vocab_size": 512, "hidden_size": 64, "num_attention_heads": 4, "model_type": "qwen3_5_text"}
+    decoder = genai_config(model, config, None, "onnx/model.onnx")["model"]["decoder"]
+    assert decoder["layer_types"] == ["linear_attention", "full_attention", "linear_attention", "full_attention"]
+    assert decoder["num_hidden_layers"] == 4 and decoder["num_key_value_heads"] == 2 and decoder["head_size"] == 8
+    assert decoder["inputs"]["past_conv_names"] == "past_conv.%d"
+    assert decoder["inputs"]["past_recurrent_names"] == "past_recurrent.%d"
+    assert decoder["outputs"]["present_conv_names"] == "present_conv.%d"
+    assert decoder["outputs"]["present_recurrent_names"] == "present_recurrent.%d"
+    # LFM2: convolution layers only, a Mamba model's state is past_ssm.{i}
+    lfm2 = _hybrid_graph({0: [("past_conv.0", ["batch_size", 64, 3])], 1: _kv(1)})
+    decoder = genai_config(lfm2, config, None, "m.onnx")["model"]["decoder"]
+    assert decoder["layer_types"] == ["conv", "full_attention"] and "past_recurrent_names" not in decoder["inputs"]
+    mamba = _hybrid_graph({0: _kv(0), 1: [("past_conv.1", ["batch_size", 64, 4]), ("past_ssm.1", ["batch_size", 4, 16, 16])]})
+    assert genai_config(mamba, config, None, "m.onnx")["model"]["decoder"]["inputs"]["past_recurrent_names"] == "past_ssm.%d"
+    # a plain decoder's config has no layer_types
+    assert "layer_types" not in genai_config(_decoder_graph(TOTAL_SEQUENCE), config, None, "m.onnx")["model"]["decoder"]
+
+
+def test_genai_runs_refuses_hybrid_layouts_it_cannot_feed() -> None:
+    conv = ("past_conv.0", ["batch_size", 64, 3])
+    assert not genai_runs(_hybrid_graph({0: [conv, *_kv(0)]}))  # Falcon-H1: keys and a state in one layer
+    assert not genai_runs(_hybrid_graph({0: [("past_conv.0", ["batch_size", "channels", 3])], 1: _kv(1)}))
+    assert not genai_runs(_hybrid_graph({0: [conv], 2: _kv(2)}))  # a layer without any cache
+    both = [("past_recurrent.0", ["batch_size", 4, 8, 8]), ("past_ssm.0", ["batch_size", 4, 8, 8])]
+    assert not genai_runs(_hybrid_graph({0: both, 1: _kv(1)}))
+    assert not genai_runs(_hybrid_graph({0: [conv]}))  # no attention layer: no head size for genai
+    assert genai_runs(_hybrid_graph({0: [conv], 1: _kv(1)}))

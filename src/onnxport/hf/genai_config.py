@@ -8,6 +8,16 @@ special token ids, the context length, the vocabulary size, the decoder's file, 
 size, head counts and layer count, the graph's input names and ``%d`` name patterns of the cache
 inputs/outputs, and the search defaults from ``generation_config.json``.
 
+Hybrid decoders (LFM2's short convolutions, Qwen3.5's and Qwen3-Next's gated delta rules, Mamba
+layers) keep fixed-size states in some layers instead of keys and values: onnxruntime-genai 0.18
+feeds them back from the names in ``past_conv_names`` / ``past_recurrent_names`` (and the
+``present_*`` ones) for the layers ``layer_types`` does not mark as attention, allocating each
+state as the graph's input declares it (the builder's ``make_genai_config`` writes ``past.%d.conv``
+and ``past.%d.recurrent``; onnxport keeps transformers.js' names, ``past_conv.%d`` and
+``past_recurrent.%d`` or ``past_ssm.%d``, which the config names; checked with
+``bench/clients/genai_families.py``: LFM2's convolution layers with a state of ``L_cache`` columns,
+transformers' layout, and Qwen3.5's gated delta rule layers).
+
 ``past_present_share_buffer`` must be ``False`` for onnxport's standard cache graph, whose
 ``present.*`` is ``Concat(past, new)`` and so grows each step; ``True`` tells onnxruntime-genai
 that the graph updates a fixed-size buffer of ``search.max_length`` rows in place, the graph of
@@ -52,20 +62,43 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
 
 
 _GENAI_INPUTS = re.compile(r"input_ids|attention_mask|position_ids|past_key_values\.\d+\.(key|value)")
+_KV_INPUT = re.compile(r"past_key_values\.(\d+)\.(key|value)")
+_STATE_INPUT = re.compile(r"past_(conv|recurrent|ssm)\.(\d+)")
+ATTENTION_LAYER = "full_attention"
+
+
+def _layers(decoder: ir.Model) -> tuple[set[int], dict[int, set[str]]]:
+    """The layers with ``past_key_values.{i}.*`` inputs and each state layer's state kinds."""
+    attention: set[int] = set()
+    states: dict[int, set[str]] = {}
+    for value in decoder.graph.inputs:
+        kv, state = _KV_INPUT.fullmatch(str(value.name)), _STATE_INPUT.fullmatch(str(value.name))
+        if kv is not None:
+            attention.add(int(kv.group(1)))
+        elif state is not None:
+            states.setdefault(int(state.group(2)), set()).add(state.group(1))
+    return attention, states
 
 
 def genai_runs(decoder: ir.Model) -> bool:
     """Whether onnxruntime-genai's decoder-only pipeline can feed ``decoder``: its inputs are
     ``input_ids``, ``attention_mask``, ``position_ids`` and ``past_key_values.{i}.key/value`` of one
     shape (the pipeline allocates one ``(batch, kv_heads, length, head_size)`` cache per layer from
-    ``head_size`` and ``num_key_value_heads``, ``src/models/kv_cache.cpp``): not the conv /
-    recurrent states of state-space layers, a sparse-attention indexer's keys, nor values narrower
-    than keys. Each ``past_key_values.{i}.key/value`` needs its ``present.{i}.key/value`` output,
-    the names the config declares (``present_key_names``)."""
+    ``head_size`` and ``num_key_value_heads``, ``src/models/kv_cache.cpp``): not a sparse-attention
+    indexer's keys, nor values narrower than keys. Each ``past_key_values.{i}.key/value`` needs its
+    ``present.{i}.key/value`` output, the names the config declares (``present_key_names``). A
+    hybrid decoder's other layers may each hold a ``past_conv.{i}`` and one ``past_recurrent.{i}``
+    or ``past_ssm.{i}`` state of fixed size (module docstring), with its ``present_*`` output; a
+    layer with both keys and a state (Falcon-H1's parallel attention and Mamba) does not run."""
     shapes = set()
     outputs = {str(v.name) for v in decoder.graph.outputs}
     for value in decoder.graph.inputs:
         name = str(value.name)
+        if _STATE_INPUT.fullmatch(name):
+            dims = [] if value.shape is None else list(value.shape)[1:]
+            if not dims or not all(isinstance(d, int) for d in dims) or name.replace("past_", "present_", 1) not in outputs:
+                return False
+            continue
         if not _GENAI_INPUTS.fullmatch(name):
             return False
         if name.startswith("past_key_values."):
@@ -74,7 +107,33 @@ def genai_runs(decoder: ir.Model) -> bool:
             if name.replace("past_key_values.", "present.", 1) not in outputs:
                 return False
             shapes.add((value.shape[1], value.shape[3]))
+    attention, states = _layers(decoder)
+    if attention & states.keys() or any(len(kinds - {"conv"}) > 1 for kinds in states.values()):
+        return False
+    recurrent = {kind for kinds in states.values() for kind in kinds - {"conv"}}
+    if len(recurrent) > 1 or attention | states.keys() != set(range(len(attention) + len(states))):
+        return False
     return len(shapes) == 1
+
+
+def _state_names(decoder: ir.Model) -> tuple[dict[str, str], dict[str, str], list[str] | None]:
+    """The ``inputs`` / ``outputs`` name patterns of a hybrid decoder's states and its
+    ``layer_types`` (``None`` for a decoder with keys and values only)."""
+    attention, states = _layers(decoder)
+    if not states:
+        return {}, {}, None
+    inputs: dict[str, str] = {}
+    outputs: dict[str, str] = {}
+    for kinds in states.values():
+        for kind in kinds:
+            role = "conv" if kind == "conv" else "recurrent"
+            inputs[f"past_{role}_names"] = f"past_{kind}.%d"
+            outputs[f"present_{role}_names"] = f"present_{kind}.%d"
+    types = [
+        ATTENTION_LAYER if i in attention else "conv" if states[i] == {"conv"} else "linear_attention"
+        for i in range(len(attention) + len(states))
+    ]
+    return inputs, outputs, types
 
 
 def genai_config(
@@ -90,7 +149,9 @@ def genai_config(
     Args:
         decoder: The exported graph: inputs ``input_ids``, ``attention_mask``, [``position_ids``],
             ``past_key_values.{i}.key/value`` (``(batch_size, kv_heads, past_sequence_length,
-            head_size)``); outputs ``logits``, ``present.{i}.key/value``.
+            head_size)``), a hybrid's ``past_conv.{i}`` / ``past_recurrent.{i}`` /
+            ``past_ssm.{i}`` in its other layers (written with ``layer_types``); outputs
+            ``logits``, ``present.{i}.key/value``, ``present_conv.{i}``...
         config: ``config.json`` as a dict (``PretrainedConfig.to_dict()``).
         generation: ``generation_config.json`` as a dict, or ``None``; its token ids and sampling
             settings take precedence over ``config``'s (as in the builder).
@@ -102,22 +163,21 @@ def genai_config(
         The JSON-ready dict (``{"model": {...}, "search": {...}}``).
 
     Raises:
-        HFError: The graph has no ``past_key_values.0.key`` input with a static head count and
+        HFError: The graph has no ``past_key_values.{i}.key`` input with a static head count and
             head size, or the config lacks ``vocab_size``/``hidden_size``/``num_attention_heads``.
     """
     inputs = {str(v.name): v for v in decoder.graph.inputs}
     outputs = {str(v.name) for v in decoder.graph.outputs}
-    past = inputs.get("past_key_values.0.key")
+    attention, _ = _layers(decoder)
+    first = f"past_key_values.{min(attention, default=0)}.key"
+    past = inputs.get(first)
     if past is None or past.shape is None or len(past.shape) != 4:
-        raise HFError("genai_config.json needs a decoder graph with past_key_values.0.key inputs.")
+        raise HFError("genai_config.json needs a decoder graph with past_key_values.{i}.key inputs.")
     kv_heads, head_size = past.shape[1], past.shape[3]
     if not isinstance(kv_heads, int) or not isinstance(head_size, int):
-        raise HFError(
-            f"past_key_values.0.key has shape {past.shape}; heads and head size must be fixed."
-        )
-    layers = sum(
-        1 for name in inputs if name.startswith("past_key_values.") and name.endswith(".key")
-    )
+        raise HFError(f"{first} has shape {past.shape}; heads and head size must be fixed.")
+    state_inputs, state_outputs, layer_types = _state_names(decoder)
+    layers = len(attention) if layer_types is None else len(layer_types)
     merged = {**config, **{k: v for k, v in (generation or {}).items() if v is not None}}
     missing = [
         k for k in ("vocab_size", "hidden_size", "num_attention_heads") if _get(config, k) is None
@@ -128,7 +188,7 @@ def genai_config(
     decoder_inputs: dict[str, str] = {
         name: name for name in ("input_ids", "attention_mask", "position_ids") if name in inputs
     }
-    decoder_inputs |= {"past_key_names": _PAST_KEY, "past_value_names": _PAST_VALUE}
+    decoder_inputs |= {"past_key_names": _PAST_KEY, "past_value_names": _PAST_VALUE} | state_inputs
     search = {key: merged.get(key, default) for key, default in _SEARCH_DEFAULTS.items()}
     search = {
         k: (default if search[k] is None else search[k]) for k, default in _SEARCH_DEFAULTS.items()
@@ -153,11 +213,13 @@ def genai_config(
                     "logits": "logits" if "logits" in outputs else next(iter(outputs)),
                     "present_key_names": _PRESENT_KEY,
                     "present_value_names": _PRESENT_VALUE,
-                },
+                }
+                | state_outputs,
                 "num_attention_heads": _get(config, "num_attention_heads"),
                 "num_hidden_layers": layers,
                 "num_key_value_heads": kv_heads,
-            },
+            }
+            | ({} if layer_types is None else {"layer_types": layer_types}),
             "eos_token_id": merged.get("eos_token_id"),
             "pad_token_id": _pad_token(merged),
             "type": genai_type(str(config.get("model_type", ""))),
