@@ -256,3 +256,35 @@ def test_gated_delta_rule_prompt_of_several_chunks_equals_eager(name: str) -> No
     got_all = np.concatenate(got)
     assert got_all.shape == want.shape == (151, 99)
     np.testing.assert_allclose(got_all, want, rtol=1e-3, atol=1e-4)
+
+
+def _prefill(session: ort.InferenceSession, ids: list[list[int]], mask: list[list[int]]) -> dict[str, np.ndarray]:
+    """One step of ``session`` from empty caches and zero states (positions from the mask)."""
+    feeds: dict[str, np.ndarray] = {"input_ids": np.array(ids, np.int64), "attention_mask": np.array(mask, np.int64)}
+    feeds["position_ids"] = np.maximum(np.cumsum(feeds["attention_mask"], 1) - 1, 0)
+    for value in session.get_inputs():
+        if value.name.startswith("past"):
+            shape = [len(ids) if d == "batch_size" else 0 if isinstance(d, str) else d for d in value.shape]
+            feeds[value.name] = np.zeros(shape, np.float32)
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds), strict=True))
+
+
+@pytest.mark.parametrize("name", ["lfm2", "qwen3.5", "bamba"])
+def test_right_padded_rows_keep_the_states_of_their_real_tokens(name: str, tmp_path: Path) -> None:
+    """onnxruntime-genai pads a batch of prompts on the right; a state layer must not run over the
+    pads (hf/padded_states.py): before, the short row's convolution state held the pads and the
+    gated delta rule / Mamba2 state decayed over them (LFM2 generated other tokens for that row)."""
+    model = _model(name)
+    assert onnxport.hf.export(model, output_dir=tmp_path / "out").passed
+    session = ort.InferenceSession(str(tmp_path / "out" / "onnx" / "model.onnx"))
+    short, long = [5, 17, 42], [8, 3, 61, 27, 90, 14]
+    padded = _prefill(session, [long, short + [0, 0, 0]], [[1] * 6, [1, 1, 1, 0, 0, 0]])
+    alone = {"short": _prefill(session, [short], [[1] * 3]), "long": _prefill(session, [long], [[1] * 6])}
+    states = [n for n in padded if n.startswith("present_")]
+    assert states
+    for state in states:
+        assert padded[state].shape[0] == 2 and padded[state].dtype == np.float32
+        np.testing.assert_allclose(padded[state][1], alone["short"][state][0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(padded[state][0], alone["long"][state][0], rtol=1e-5, atol=1e-6)
+    og = pytest.importorskip("onnxruntime_genai")
+    assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)

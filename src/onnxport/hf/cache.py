@@ -20,6 +20,7 @@ import torch
 
 from onnxport.errors import HFError
 from onnxport.hf.key_value import fused_key_value
+from onnxport.hf.padded_states import states_over_real_tokens
 from onnxport.hf.right_padding import (
     head_on_rows,
     last_real_positions,
@@ -457,7 +458,7 @@ class CausalLMWithCache(torch.nn.Module):
         tokens = inputs["input_ids"] if "input_ids" in inputs else inputs["inputs_embeds"]
         positions = last_real_positions(mask, tokens.shape[1]) if self.prune_lm_head else None
         with windows_over_real_tokens(mask), positions_driven_dynamic_rope(self.model), \
-                head_on_rows(self.model, positions) as selected:
+                states_over_real_tokens(cache, mask, tokens.shape[1]), head_on_rows(self.model, positions) as selected:
             logits, cache = run_with_cache(self.model, cache, **inputs)
         if positions is not None and not selected:
             logits = take_rows(logits, positions)
