@@ -41,18 +41,23 @@ def _inputs(length: int) -> tuple[torch.Tensor, ...]:
 DYNAMIC = ({0: "batch"}, {0: "batch", 2: "length"}, {0: "batch", 2: "length"}, {0: "batch", 3: "length"})
 
 
+def _assert_equals_eager(program: onnxport.ONNXProgram, module: torch.nn.Module) -> None:
+    """The program's output equals ``module``'s at two KV lengths, ``[2, 6, 3, 16]``."""
+    for length in (5, 9):
+        inputs = _inputs(length)
+        (got,) = program(*inputs)
+        want = module(*inputs)
+        assert got.shape == want.shape == (2, 6, 3, 16)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_attention_reads_the_kv_heads_and_matches_eager() -> None:
     program = onnxport.export(Grouped(), _inputs(5), dynamic_shapes=DYNAMIC)
     graph = program.model.graph
     (attention,) = [n for n in graph if n.op_type == "Attention"]
     assert attention.inputs[1] is graph.inputs[1] and attention.inputs[2] is graph.inputs[2]
     assert collections.Counter(n.op_type for n in graph)["Expand"] == 0
-    for length in (5, 9):
-        inputs = _inputs(length)
-        (got,) = program(*inputs)
-        want = Grouped()(*inputs)
-        assert got.shape == want.shape == (2, 6, 3, 16)
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    _assert_equals_eager(program, Grouped())
 
 
 def test_tiled_heads_keep_their_repeat() -> None:
@@ -89,12 +94,7 @@ def test_eager_products_read_the_kv_heads_and_match_eager() -> None:
     grouped_query = scores.inputs[0].producer()
     assert grouped_query is not None and grouped_query.op_type == "Reshape"
     assert grouped_query.inputs[1].const_value.numpy().tolist() == [0, 2, -1, 0]
-    for length in (5, 9):
-        inputs = _inputs(length)
-        (got,) = program(*inputs)
-        want = Eager()(*inputs)
-        assert got.shape == want.shape == (2, 6, 3, 16)
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    _assert_equals_eager(program, Eager())
 
 
 class EagerTiled(torch.nn.Module):
