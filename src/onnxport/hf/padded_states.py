@@ -83,14 +83,20 @@ def _masked_scan(scan: Callable[..., Any], real: torch.Tensor) -> Callable[..., 
 
 def _realigned_conv_states(cache: Any, positions: torch.Tensor) -> Callable[..., Any]:
     """``cache.update_conv_state`` storing each row's ``L`` columns ending at its last real token
-    (``positions``: ``[batch]`` int64 within the step) of the ``concat(past, new)`` it returns."""
+    (``positions``: ``[batch]`` int64 within the step) of the ``concat(past, new)`` it returns; a
+    model's own cache class with another signature or layers (Zamba2's) is called as it is."""
     update = cache.update_conv_state
 
-    def realigned(conv_states: torch.Tensor, layer_idx: int, state_idx: int = 0, **kwargs: Any) -> Any:
-        layer = cache.layers[layer_idx]
-        continued = bool(layer.has_previous_state[state_idx]) and not getattr(layer, "record_past", False)
-        full = update(conv_states, layer_idx, state_idx, **kwargs)
-        if continued:  # full = concat(past, new): the past's L columns, then the step's
+    def realigned(conv_states: Any, layer_idx: Any, *args: Any, **kwargs: Any) -> Any:
+        state_idx = args[0] if args else kwargs.get("state_idx", 0)
+        layer = cache.layers[layer_idx] if isinstance(layer_idx, int) and layer_idx < len(cache.layers) else None
+        previous = getattr(layer, "has_previous_state", None)  # transformers' LinearAttentionLayer
+        continued = (
+            isinstance(conv_states, torch.Tensor) and previous is not None and bool(previous[state_idx])
+            and not getattr(layer, "record_past", False)
+        )  # fmt: skip
+        full = update(conv_states, layer_idx, *args, **kwargs)
+        if continued and layer is not None:  # full = concat(past, new): the past's L columns, then the step's
             width = layer.conv_states[state_idx].shape[-1]
             columns = positions[:, None] + 1 + torch.arange(width, device=full.device)[None, :]
             index = columns[:, None, :].expand(full.shape[0], full.shape[1], width)
