@@ -53,6 +53,8 @@ FAMILIES = [
     "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "minicpm3", "gpt_neo", "gpt_bigcode", "xglm",
     # session 42: baddbmm scores over [B * heads] batches; A.X K1's and LongCat-Flash's latent attention
     "gpt_neox_japanese", "axk1", "longcat_flash", "dots1", "gemma3n_text",
+    # session 43: hybrids (gated delta rule, short convolution, Mamba2 layers beside attention layers)
+    "qwen3_5_text", "qwen3_next", "olmo_hybrid", "lfm2", "lfm2_moe", "bamba", "granitemoehybrid", "nemotron_h",
 ]  # fmt: skip
 SHRINK = dict(
     num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
