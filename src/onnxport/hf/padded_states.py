@@ -34,6 +34,7 @@ its prompt alone gives.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -46,25 +47,25 @@ _GATED_DELTA_RULE = "torch_chunk_gated_delta_rule"
 _MAMBA2_SCAN = "mamba2_chunk_scan"
 
 
-def _masked_rule(rule: Callable[..., Any], real: torch.Tensor) -> Callable[..., Any]:
+def _masked_rule(rule: Callable[..., Any], real: Callable[[], torch.Tensor]) -> Callable[..., Any]:
     """``rule`` with ``g`` and ``beta`` (``[batch, sequence, heads]``, by keyword or after the
-    query, key and value) zero where ``real`` (``[batch, sequence]``, 1 = a real token) is 0."""
+    query, key and value) zero where ``real()`` (``[batch, sequence]``, 1 = a real token) is 0."""
 
     def masked(query: Any, key: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
         rest = list(args)
         for index, name in enumerate(("g", "beta")):
             if name in kwargs:
-                kwargs[name] = kwargs[name] * real[..., None].to(kwargs[name].dtype)
+                kwargs[name] = kwargs[name] * real()[..., None].to(kwargs[name].dtype)
             elif index < len(rest):
-                rest[index] = rest[index] * real[..., None].to(rest[index].dtype)
+                rest[index] = rest[index] * real()[..., None].to(rest[index].dtype)
         return rule(query, key, value, *rest, **kwargs)
 
     return masked
 
 
-def _masked_scan(scan: Callable[..., Any], real: torch.Tensor) -> Callable[..., Any]:
+def _masked_scan(scan: Callable[..., Any], real: Callable[[], torch.Tensor]) -> Callable[..., Any]:
     """``scan`` (transformers' ``mamba2_chunk_scan`` signature) fed the final time step, 0 where
-    ``real`` is 0 (module docstring)."""
+    ``real()`` is 0 (module docstring)."""
 
     def masked(hidden_states: torch.Tensor, dt: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         bias = kwargs.pop("dt_bias", None)
@@ -76,14 +77,14 @@ def _masked_scan(scan: Callable[..., Any], real: torch.Tensor) -> Callable[..., 
         if (low, high) != (0.0, float("inf")):  # the length as a tensor: an op, not a guard
             one_token = torch.ones_like(dt[:1, :, :1]).sum() == 1
             dt = torch.where(one_token, dt, torch.clamp(dt, min=low, max=high))
-        return scan(hidden_states, dt * real[..., None].to(dt.dtype), *args, **kwargs)
+        return scan(hidden_states, dt * real()[..., None].to(dt.dtype), *args, **kwargs)
 
     return masked
 
 
-def _realigned_conv_states(cache: Any, positions: torch.Tensor) -> Callable[..., Any]:
+def _realigned_conv_states(cache: Any, positions: Callable[[], torch.Tensor]) -> Callable[..., Any]:
     """``cache.update_conv_state`` storing each row's ``L`` columns ending at its last real token
-    (``positions``: ``[batch]`` int64 within the step) of the ``concat(past, new)`` it returns; a
+    (``positions()``: ``[batch]`` int64 within the step) of the ``concat(past, new)`` it returns; a
     model's own cache class with another signature or layers (Zamba2's) is called as it is."""
     update = cache.update_conv_state
 
@@ -98,7 +99,7 @@ def _realigned_conv_states(cache: Any, positions: torch.Tensor) -> Callable[...,
         full = update(conv_states, layer_idx, *args, **kwargs)
         if continued and layer is not None:  # full = concat(past, new): the past's L columns, then the step's
             width = layer.conv_states[state_idx].shape[-1]
-            columns = positions[:, None] + 1 + torch.arange(width, device=full.device)[None, :]
+            columns = positions()[:, None] + 1 + torch.arange(width, device=full.device)[None, :]
             index = columns[:, None, :].expand(full.shape[0], full.shape[1], width)
             layer.conv_states[state_idx] = full.gather(-1, index)
         return full
@@ -117,7 +118,8 @@ def states_over_real_tokens(cache: Any, attention_mask: torch.Tensor, length: in
         attention_mask: ``[batch_size, past_sequence_length + sequence_length]``, 1 = a real token.
         length: The step's token count (``sequence_length``).
     """
-    real = attention_mask[:, attention_mask.shape[1] - length :] != 0
+    # computed at the first use only: a decoder without such layers traces nothing more
+    real = functools.cache(lambda: attention_mask[:, attention_mask.shape[1] - length :] != 0)
     wrappers = {_GATED_DELTA_RULE: _masked_rule, _MAMBA2_SCAN: _masked_scan}
     patched = [
         (module, attribute, getattr(module, attribute))
@@ -128,7 +130,7 @@ def states_over_real_tokens(cache: Any, attention_mask: torch.Tensor, length: in
         setattr(module, attribute, wrappers[attribute](original, real))
     convolutions = callable(getattr(cache, "update_conv_state", None)) and hasattr(cache, "layers")
     if convolutions:
-        cache.update_conv_state = _realigned_conv_states(cache, last_real_positions(attention_mask, length))
+        cache.update_conv_state = _realigned_conv_states(cache, functools.cache(lambda: last_real_positions(attention_mask, length)))
     try:
         yield
     finally:
