@@ -64,7 +64,7 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
 _GENAI_INPUTS = re.compile(r"input_ids|attention_mask|position_ids|past_key_values\.\d+\.(key|value)")
 _KV_INPUT = re.compile(r"past_key_values\.(\d+)\.(key|value)")
 _STATE_INPUT = re.compile(r"past_(conv|recurrent|ssm)\.(\d+)")
-ATTENTION_LAYER = "full_attention"
+_ATTENTION_LAYER = "full_attention"
 
 
 def _layers(decoder: ir.Model) -> tuple[set[int], dict[int, set[str]]]:
@@ -116,10 +116,11 @@ def genai_runs(decoder: ir.Model) -> bool:
     return len(shapes) == 1
 
 
-def _state_names(decoder: ir.Model) -> tuple[dict[str, str], dict[str, str], list[str] | None]:
+def _state_names(
+    attention: set[int], states: dict[int, set[str]]
+) -> tuple[dict[str, str], dict[str, str], list[str] | None]:
     """The ``inputs`` / ``outputs`` name patterns of a hybrid decoder's states and its
-    ``layer_types`` (``None`` for a decoder with keys and values only)."""
-    attention, states = _layers(decoder)
+    ``layer_types`` (``None`` for a decoder with keys and values only), from :func:`_layers`."""
     if not states:
         return {}, {}, None
     inputs: dict[str, str] = {}
@@ -130,7 +131,7 @@ def _state_names(decoder: ir.Model) -> tuple[dict[str, str], dict[str, str], lis
             inputs[f"past_{role}_names"] = f"past_{kind}.%d"
             outputs[f"present_{role}_names"] = f"present_{kind}.%d"
     types = [
-        ATTENTION_LAYER if i in attention else "conv" if states[i] == {"conv"} else "linear_attention"
+        _ATTENTION_LAYER if i in attention else "conv" if states[i] == {"conv"} else "linear_attention"
         for i in range(len(attention) + len(states))
     ]
     return inputs, outputs, types
@@ -168,7 +169,7 @@ def genai_config(
     """
     inputs = {str(v.name): v for v in decoder.graph.inputs}
     outputs = {str(v.name) for v in decoder.graph.outputs}
-    attention, _ = _layers(decoder)
+    attention, states = _layers(decoder)
     first = f"past_key_values.{min(attention, default=0)}.key"
     past = inputs.get(first)
     if past is None or past.shape is None or len(past.shape) != 4:
@@ -176,7 +177,7 @@ def genai_config(
     kv_heads, head_size = past.shape[1], past.shape[3]
     if not isinstance(kv_heads, int) or not isinstance(head_size, int):
         raise HFError(f"{first} has shape {past.shape}; heads and head size must be fixed.")
-    state_inputs, state_outputs, layer_types = _state_names(decoder)
+    state_inputs, state_outputs, layer_types = _state_names(attention, states)
     layers = len(attention) if layer_types is None else len(layer_types)
     merged = {**config, **{k: v for k, v in (generation or {}).items() if v is not None}}
     missing = [

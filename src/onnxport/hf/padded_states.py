@@ -10,21 +10,19 @@ from other states than its prompt alone gives (LFM2: the shorter row of a 6- and
 generated other tokens through onnxruntime-genai, with onnxport's folder and with the model
 builder's own).
 
-Within :func:`states_over_real_tokens`:
+Within :func:`states_over_real_tokens`, where a loaded transformers modeling module defines them
+(transformers' own functions in eager runs, :mod:`onnxport.capture.delta_rule`'s and
+:mod:`onnxport.capture.chunk_scan`'s scans while capturing):
 
-- the gated delta rule (``torch_chunk_gated_delta_rule`` where a loaded transformers modeling module
-  defines it: transformers' own function in eager runs, :mod:`onnxport.capture.delta_rule`'s scan
-  while capturing; the same for Mamba2 below) gets ``g = 0`` and ``beta = 0`` at the step's pad positions, where its update
-  is then the identity (the state times ``exp(0)``, nothing written), as for the padding of its
-  last chunk;
+- the gated delta rule (``torch_chunk_gated_delta_rule``) gets ``g = 0`` and ``beta = 0`` at the
+  step's pad positions, where its update is then the identity (the state times ``exp(0)``, nothing
+  written), as for the padding of its last chunk;
+- Mamba2's scan (``mamba2_chunk_scan``) gets its time step ``dt`` already biased, softplus'ed and
+  clamped (``dt_limit``; not for a one-token step, as :mod:`onnxport.capture.chunk_scan`) and 0 at
+  the pads, where its update ``h = exp(dt·A)·h + dt·x⊗B`` is then the identity;
 - each convolution state the cache stores (``Cache.update_conv_state``, wrapped on the cache
   instance) is the ``L`` columns of ``concat(past, new)`` ending at the row's last real token of
   the step (:func:`~onnxport.hf.right_padding.last_real_positions`), not the last ``L``.
-
-- Mamba2's scan (``mamba2_chunk_scan`` where a modeling module defines it) gets its time step
-  ``dt`` already biased, softplus'ed and clamped (``dt_limit``; not for a one-token step, as
-  :mod:`onnxport.capture.chunk_scan`) and 0 at the pads, where its update ``h = exp(dt·A)·h +
-  dt·x⊗B`` is then the identity;
 
 A row whose step ends with a real token (unpadded, left-padded with an empty past, every one-token
 step) gets transformers' states; a right-padded row gets the states of its real tokens, the ones

@@ -44,7 +44,8 @@ from onnxport.passes.fusions import producer
 _KEYS_PERM = (0, 1, 3, 2)
 
 
-def _axes(value: ir.Value | None) -> list[int] | None:
+def _ints(value: ir.Value | None) -> list[int] | None:
+    """The constant ints of ``value`` (an Unsqueeze's axes, a Reshape's shape), else ``None``."""
     if value is None or value.const_value is None:
         return None
     return [int(a) for a in value.const_value.numpy().reshape(-1)]
@@ -55,7 +56,7 @@ def unrepeated(value: ir.Value | None) -> tuple[ir.Value, int] | None:
     reshape = producer(value, "Reshape")
     expand = None if reshape is None else producer(reshape.inputs[0], "Expand")
     unsqueeze = None if expand is None else producer(expand.inputs[0], "Unsqueeze")
-    if value is None or unsqueeze is None or _axes(unsqueeze.inputs[1]) not in ([2], [-3]):
+    if value is None or unsqueeze is None or _ints(unsqueeze.inputs[1]) not in ([2], [-3]):
         return None
     source = unsqueeze.inputs[0]
     if source is None or source.shape is None or value.shape is None:
@@ -80,13 +81,6 @@ def _shape(graph: ir.Graph, dims: tuple[int, int, int, int]) -> ir.Value:
     return graph.initializers[name]
 
 
-def _dims(value: ir.Value | None) -> list[int] | None:
-    """The constant ints of ``value`` (a Reshape's shape), else ``None``."""
-    if value is None or value.const_value is None:
-        return None
-    return [int(d) for d in value.const_value.numpy().reshape(-1)]
-
-
 def grouped(value: ir.Value | None) -> tuple[ir.Value, ir.Value, ir.Node] | None:
     """``(a, b, product)`` when ``value`` is this pass's grouped product ``Reshape(MatMul(Reshape(a,
     [0, kv_heads, -1, 0]), b), [0, heads, -1, 0])`` (module docstring) with ``product`` its MatMul:
@@ -97,7 +91,7 @@ def grouped(value: ir.Value | None) -> tuple[ir.Value, ir.Value, ir.Node] | None
     if back is None or product is None or split is None or split.inputs[0] is None or product.inputs[1] is None:
         return None
     a, b = split.inputs[0], product.inputs[1]
-    outer, inner = _dims(back.inputs[1]), _dims(split.inputs[1])
+    outer, inner = _ints(back.inputs[1]), _ints(split.inputs[1])
     if a.shape is None or len(a.shape) != 4 or outer is None or inner is None:
         return None
     if outer != [0, a.shape[1], -1, 0] or len(inner) != 4 or inner[0::2] != [0, -1] or inner[3] != 0:
