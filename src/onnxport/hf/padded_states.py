@@ -39,6 +39,7 @@ from typing import Any
 
 import torch
 
+from onnxport.capture.patches import replaced
 from onnxport.hf.right_padding import last_real_positions
 
 _GATED_DELTA_RULE = "torch_chunk_gated_delta_rule"
@@ -119,20 +120,17 @@ def states_over_real_tokens(cache: Any, attention_mask: torch.Tensor, length: in
     # computed at the first use only: a decoder without such layers traces nothing more
     real = functools.cache(lambda: attention_mask[:, attention_mask.shape[1] - length :] != 0)
     wrappers = {_GATED_DELTA_RULE: _masked_rule, _MAMBA2_SCAN: _masked_scan}
-    patched = [
-        (module, attribute, getattr(module, attribute))
-        for name, module in list(sys.modules.items()) if name.startswith("transformers.models.")
-        for attribute in wrappers if callable(getattr(module, attribute, None))
+    functions = [
+        (module, attribute, wrappers[attribute](vars(module)[attribute], real))
+        for name, module in list(sys.modules.items()) if name.startswith("transformers.models.") and module is not None
+        for attribute in wrappers if callable(vars(module).get(attribute))
     ]  # fmt: skip
-    for module, attribute, original in patched:
-        setattr(module, attribute, wrappers[attribute](original, real))
     convolutions = callable(getattr(cache, "update_conv_state", None)) and hasattr(cache, "layers")
     if convolutions:
         cache.update_conv_state = _realigned_conv_states(cache, functools.cache(lambda: last_real_positions(attention_mask, length)))
     try:
-        yield
+        with replaced(functions):
+            yield
     finally:
-        for module, attribute, original in patched:
-            setattr(module, attribute, original)
         if convolutions:
             del cache.update_conv_state

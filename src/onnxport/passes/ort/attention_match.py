@@ -582,10 +582,9 @@ def _eager_scores(scores: ir.Value | None) -> tuple[ir.Value | None, ir.Value | 
     (GPT-NeoX-Japanese's ``torch.baddbmm`` onto zeros, whose zeros the translation leaves out;
     :func:`_heads_merged`)."""
     batched = _unreshaped(scores)
-    if grouped(scores) is None:
-        reshaped, scores = batched is not scores, batched
-    else:
-        reshaped = False
+    reshaped = batched is not scores and grouped(scores) is None  # a grouped product is 4-D throughout
+    if reshaped:
+        scores = batched
     capped = _softcapped(scores)
     if capped is None:
         return None
