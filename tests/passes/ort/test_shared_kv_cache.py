@@ -120,17 +120,55 @@ def test_positions_come_from_lengths(rotary_fused) -> None:
         assert np.abs(np.asarray(got[0]) - np.asarray(stretched)).max() > 1e-3
 
 
-def test_partial_rotary_stays_unfused() -> None:
+ROTARY_FORMS = {
+    # rotary on 16 of 32 dims: Concat(rotation(Slice(x, 0, 16)), Slice(x, 16, 32))
+    "phi-partial": ("PhiConfig", "PhiForCausalLM", {"partial_rotary_factor": 0.5, "hidden_size": 128}),
+    "nemotron-partial": ("NemotronConfig", "NemotronForCausalLM", {"partial_rotary_factor": 0.5, "hidden_size": 128}),
+    # q/k/v sliced from the fused qkv_proj; Concat(rotation(x), Slice(x, 16, 16)): an empty pass part
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
+    "phi3-partial": ("Phi3Config", "Phi3ForCausalLM", {"partial_rotary_factor": 0.5, "hidden_size": 128}),
+    # torch.chunk halves: Concat(x1·cos − x2·sin, x2·cos + x1·sin), sinks, a sliding-window layer
+    "gpt-oss": ("GptOssConfig", "GptOssForCausalLM", {"head_dim": 16, "num_local_experts": 4,
+                "num_experts_per_tok": 2, "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("form", sorted(ROTARY_FORMS))
+def test_rotary_spellings_fuse_and_equal_standard_graph(form: str) -> None:
+    """Partial rotary (the kernel's ``rotary_dim`` from the caches' width) and gpt-oss's split
+    halves fold into the kernel like Llama's rotate-half, and equal the standard graph."""
     from onnxport.testing.tiny_models import _make
 
     from ._models import GQA_DECODER
 
-    config = {**GQA_DECODER, "num_hidden_layers": 1, "partial_rotary_factor": 0.5}
-    model = _make("PhiConfig", "PhiForCausalLM", **config)()  # rotary on 8 of 16 dims
+    config_class, model_class, extra = ROTARY_FORMS[form]
+    model = _make(config_class, model_class, **{**GQA_DECODER, **extra})()
+    standard = onnxport.hf.export(model, validate=False).programs["model"]
+    fused = onnxport.hf.export(model, validate=False).programs["model"]
+    optimize_for_onnxruntime(fused.model, rotary_positions=model.config.max_position_embeddings)
+    fused.release()
+    gqa = [n for n in fused.model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(gqa) == 2 and all(n.attributes["do_rotary"].as_int() == 1 for n in gqa)
+    assert _ops(fused.model)["Cos"] == _ops(fused.model)["Sin"] == 0
+    rotary_dim = 16  # the partial ones: half of 32
+    assert fused.model.graph.initializers["cos_cache"].shape == ir.Shape([model.config.max_position_embeddings, rotary_dim // 2])
+    part = hf_inputs.components(from_model(model, None))[0]
+    for sizes in SIZES:
+        feeds = unpadded(part.make_inputs(sizes))
+        _assert_close(fused(**feeds), standard(**feeds), part.output_names, sizes)
+
+
+def test_a_rotary_dim_the_kernel_refuses_stays_unfused() -> None:
+    """onnxruntime's kernel wants ``R/2`` a multiple of 8: rotary on 8 of 16 dims keeps its ops."""
+    from onnxport.testing.tiny_models import _make
+
+    from ._models import GQA_DECODER
+
+    model = _make("PhiConfig", "PhiForCausalLM", **{**GQA_DECODER, "partial_rotary_factor": 0.5})()
     program = onnxport.hf.export(model, validate=False).programs["model"]
     optimize_for_onnxruntime(program.model, rotary_positions=model.config.max_position_embeddings)
     gqa = [n for n in program.model.graph if n.op_type == "GroupQueryAttention"]
-    assert len(gqa) == 1 and gqa[0].attributes["do_rotary"].as_int() == 0
+    assert len(gqa) == 2 and all(n.attributes["do_rotary"].as_int() == 0 for n in gqa)
     assert _ops(program.model)["Cos"] == 1
 
 

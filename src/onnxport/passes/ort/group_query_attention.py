@@ -33,7 +33,8 @@ Two options change this (:class:`GroupQueryAttentionPass`):
 
 ``rotary_positions`` (``max_position_embeddings``): the rotary embedding of q and k
 (:mod:`onnxport.passes.ort.rotary`) is folded in: ``do_rotary=1`` with ``cos_cache``/``sin_cache``
-initializers of ``(rotary_positions, head_size / 2)``, q/k fed before the rotation. The kernel then
+initializers of ``(rotary_positions, R / 2)`` (``R`` the rotary dimension, ``head_size`` unless
+partial: the kernel rotates the first ``R`` values of each head), q/k fed before the rotation. The kernel then
 takes positions not from ``position_ids`` but from the lengths (onnxruntime
 ``contrib_ops/cpu/bert/group_query_attention.cc``): ``0 .. S - 1`` on the first prompt (past empty),
 ``seqlens_k[b] + 1 - S + i`` afterwards, i.e. ``past + i`` for every row. Rotary attention scores
@@ -106,15 +107,16 @@ def _rotaries(m: Match, max_positions: int | None) -> tuple[Rotary, Rotary] | No
         return None
     if not np.array_equal(q.inv_freq, k.inv_freq):
         return None
-    return q, k
+    # onnxruntime 1.31 CPU: "cos_cache dimension 1 must be <= head_size / 2 and a multiple of 8"
+    return (q, k) if q.dim % 16 == 0 else None
 
 
 def _separate_rotaries(m: Match, max_positions: int | None) -> tuple[Rotary, Rotary] | None:
     """The rotaries of q and k for ``com.microsoft.RotaryEmbedding`` nodes: matched, int64
     ``[B, S]`` positions, and the kernel present."""
     found = _rotaries(m, max_positions)
-    if found is None or not has_kernel("RotaryEmbedding"):
-        return None
+    if found is None or not has_kernel("RotaryEmbedding") or found[0].dim != m.head_size:
+        return None  # a partial rotary would need the kernel's rotary_embedding_dim: not done
     positions = found[0].positions
     if positions.dtype != ir.DataType.INT64 or positions.shape is None or positions.shape.rank() != 2:
         return None

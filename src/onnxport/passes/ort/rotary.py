@@ -16,9 +16,27 @@ GroupQueryAttention and RotaryEmbedding; onnxruntime-genai's builder fills them 
 ``make_rotary_embedding_caches``), which :func:`caches` builds from the graph's ``inv_freq``
 constant, folding a constant ``attention_scaling`` in.
 
-Only the exact pattern is matched: full rotary (``len(inv_freq) == D/2``), rotate-half (not
-interleaved), a weight-free constant ``inv_freq`` (dynamic/long-rope variants compute it in the
-graph and stay unfused), positions taken from a graph input.
+Two more spellings of the same rotation are matched:
+
+* **Partial rotary** (Phi-2, Phi-3, Nemotron, GPT-NeoX, StableLM: transformers' ``q_rot, q_pass =
+  q[..., :rotary_dim], q[..., rotary_dim:]`` then ``cat(rotated, q_pass)``)::
+
+      Concat(rotation(Slice(x, 0, R)), Slice(x, R, D), axis=-1)    # R = rotary_dim ≤ D
+
+  with ``R == D`` the first Slice is folded away and the second is empty (Phi-3). The kernel
+  rotates the first ``R`` of each head's ``D`` values when its caches are ``(max_positions, R/2)``
+  (onnxruntime's ``rotary_dim = cos_cache.shape[1] * 2``; checked against numpy on onnxruntime
+  1.31, session 44; the builder's Phi-2 and Nemotron graphs rely on it too).
+* **Split halves** (gpt-oss: ``x1, x2 = torch.chunk(x, 2, dim=-1)``, ``cat(x1·cos − x2·sin,
+  x2·cos + x1·sin)``, cos and sin of the ``D/2`` angles without the duplicating Concat)::
+
+      Concat(Sub(Mul(x1, cos), Mul(x2, sin)), Add(Mul(x2, cos), Mul(x1, sin)), axis=-1)
+
+  — rotate-half's values, written out per half.
+
+Only these exact patterns are matched: rotate-half (not interleaved), a weight-free constant
+``inv_freq`` (dynamic/long-rope variants compute it in the graph and stay unfused), positions taken
+from a graph input.
 """
 
 from __future__ import annotations
@@ -37,19 +55,21 @@ class Rotary:
 
     Attributes:
         x: The BNSH tensor before the rotation (``[B, heads, S, D]``).
-        cos: The ``[B, 1, S, D]`` cosine value the graph multiplies ``x`` with.
-        sin: The ``[B, 1, S, D]`` sine value.
-        inv_freq: The ``[D/2]`` float32 inverse frequencies (radians per position).
+        inv_freq: The ``[R/2]`` float32 inverse frequencies (radians per position); ``R`` is the
+            rotary dimension, ``D`` unless partial.
         scale: The constant factor on cos and sin (transformers' ``attention_scaling``, 1.0 mostly).
         positions: The graph input the angles come from (``position_ids``).
     """
 
     x: ir.Value
-    cos: ir.Value
-    sin: ir.Value
     inv_freq: np.ndarray
     scale: float
     positions: ir.Value
+
+    @property
+    def dim(self) -> int:
+        """The rotary dimension ``R`` (the first ``R`` values of each head rotate)."""
+        return 2 * int(self.inv_freq.size)
 
 
 def _const(value: ir.Value | None) -> np.ndarray | None:
@@ -70,37 +90,51 @@ def _last_axis(values: list[int] | None, rank: int) -> bool:
     return values is not None and len(values) == 1 and values[0] in (rank - 1, -1)
 
 
-def _half(value: ir.Value | None, head_size: int) -> tuple[ir.Value, int] | None:
-    """``Slice(x, [start], [end], [last axis])`` of one half: ``(x, start)``."""
+def _slice(value: ir.Value | None) -> tuple[ir.Value, int, int] | None:
+    """``Slice(x, [start], [end], [last axis])`` with step 1 → ``(x, start, end)``."""
     node = producer(value, "Slice")
-    if node is None or len(node.inputs) < 4:
+    if node is None or len(node.inputs) < 4 or node.inputs[0] is None:
         return None
     starts, ends, axes = (_ints(node.inputs[i]) for i in (1, 2, 3))
     steps = _ints(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else [1]
-    if starts is None or ends is None or steps != [1] or not _last_axis(axes, 4):
+    if starts is None or ends is None or len(starts) != 1 or len(ends) != 1 or steps != [1] or not _last_axis(axes, 4):
         return None
-    half = head_size // 2
-    if (starts, ends) == ([0], [half]):
-        return node.inputs[0], 0  # type: ignore[return-value]
-    if starts == [half] and ends[0] >= head_size:
-        return node.inputs[0], half  # type: ignore[return-value]
-    return None
+    return node.inputs[0], starts[0], ends[0]
 
 
-def _rotate_half(value: ir.Value, head_size: int) -> ir.Value | None:
-    """``Concat(Neg(x[..., D/2:]), x[..., :D/2], axis=-1)`` → ``x``."""
+def _halves(first: ir.Value | None, second: ir.Value | None, dim: int) -> ir.Value | None:
+    """``x`` when ``first`` / ``second`` are ``x[..., :dim/2]`` / ``x[..., dim/2:]`` of an ``x`` whose
+    last axis holds ``dim`` values: two Slices, or the two outputs of one ``Split`` (``torch.chunk``)."""
+    half = dim // 2
+    a, b = _slice(first), _slice(second)
+    if a is not None and b is not None:
+        ok = a[0] is b[0] and (a[1], a[2]) == (0, half) and b[1] == half and b[2] >= dim
+        return a[0] if ok else None
+    split = producer(first, "Split")
+    if split is None or len(split.outputs) != 2 or (first, second) != tuple(split.outputs):
+        return None
+    axis = split.attributes.get("axis")
+    source = split.inputs[0]
+    if axis is None or axis.as_int() not in (3, -1) or source is None:
+        return None
+    sizes = _ints(split.inputs[1]) if len(split.inputs) > 1 else None
+    shape = source.shape
+    even = shape is not None and shape.rank() == 4 and shape[3] == dim  # Split's equal parts
+    return source if sizes == [half, half] or (sizes is None and even) else None
+
+
+def _rotate_half(value: ir.Value, dim: int) -> ir.Value | None:
+    """``Concat(Neg(x[..., R/2:]), x[..., :R/2], axis=-1)`` → ``x`` (``R = dim``)."""
     concat = producer(value, "Concat")
-    if concat is None or len(concat.inputs) != 2:
-        return None
-    axis = concat.attributes.get("axis")
-    if axis is None or axis.as_int() not in (3, -1):
+    if concat is None or len(concat.inputs) != 2 or not _last_concat(concat):
         return None
     neg = producer(concat.inputs[0], "Neg")
-    second = _half(neg.inputs[0], head_size) if neg is not None else None
-    first = _half(concat.inputs[1], head_size)
-    if second is None or first is None or second[1] == 0 or first[1] != 0:
-        return None
-    return first[0] if first[0] is second[0] else None
+    return None if neg is None else _halves(concat.inputs[1], neg.inputs[0], dim)
+
+
+def _last_concat(node: ir.Node) -> bool:
+    axis = node.attributes.get("axis")
+    return axis is not None and axis.as_int() in (3, -1)
 
 
 def _trig(value: ir.Value | None, op_type: str) -> tuple[ir.Value, float] | None:
@@ -123,23 +157,15 @@ def _trig(value: ir.Value | None, op_type: str) -> tuple[ir.Value, float] | None
     return None if trig is None else (trig.inputs[0], scale)  # type: ignore[return-value]
 
 
-def _angles(emb: ir.Value, head_size: int) -> tuple[np.ndarray, ir.Value] | None:
-    """``Concat(f, f, axis=-1)``, ``f = Cast(Unsqueeze(position_ids, 2)) * inv_freq`` →
+def _freqs(value: ir.Value | None, half: int) -> tuple[np.ndarray, ir.Value] | None:
+    """``Cast(Unsqueeze(position_ids, 2)) * inv_freq`` (``half`` float32 values) →
     ``(inv_freq, position_ids)``."""
-    concat = producer(emb, "Concat")
-    if concat is None or len(concat.inputs) != 2 or concat.inputs[0] is not concat.inputs[1]:
-        return None
-    axis = concat.attributes.get("axis")
-    if axis is None or axis.as_int() not in (2, -1):
-        return None
-    mul = producer(concat.inputs[0], "Mul")
+    mul = producer(value, "Mul")
     if mul is None:
         return None
     for a, b in (mul.inputs, mul.inputs[::-1]):
         inv_freq = _const(b)
-        if inv_freq is None or inv_freq.dtype != np.float32 or inv_freq.size != head_size // 2:
-            continue
-        if inv_freq.shape[-1] != head_size // 2:
+        if inv_freq is None or inv_freq.dtype != np.float32 or inv_freq.size != half or inv_freq.shape[-1] != half:
             continue
         cast = producer(a, "Cast")
         unsqueeze = producer(cast.inputs[0] if cast is not None else a, "Unsqueeze")
@@ -152,37 +178,101 @@ def _angles(emb: ir.Value, head_size: int) -> tuple[np.ndarray, ir.Value] | None
     return None
 
 
-def match_rotary(value: ir.Value | None, head_size: int) -> Rotary | None:
-    """The rotary embedding producing ``value`` (``[B, heads, S, head_size]``), or ``None``.
+def _angles(emb: ir.Value, dim: int) -> tuple[np.ndarray, ir.Value] | None:
+    """``Concat(f, f, axis=-1)`` of :func:`_freqs` ``f`` → ``(inv_freq, position_ids)``."""
+    concat = producer(emb, "Concat")
+    if concat is None or len(concat.inputs) != 2 or concat.inputs[0] is not concat.inputs[1]:
+        return None
+    axis = concat.attributes.get("axis")
+    if axis is None or axis.as_int() not in (2, -1):
+        return None
+    return _freqs(concat.inputs[0], dim // 2)
 
-    Matches ``Add(Mul(x, cos), Mul(rotate_half(x), sin))`` in any operand order, with cos and sin
-    computed from the same angles (see the module docstring).
-    """
+
+def _cos_sin(cos: ir.Value | None, sin: ir.Value | None) -> tuple[ir.Value, float] | None:
+    """The angles and scale shared by ``Unsqueeze(Cos(a) [* c], 1)`` and ``Unsqueeze(Sin(a) [* c], 1)``."""
+    cos_part, sin_part = _trig(cos, "Cos"), _trig(sin, "Sin")
+    return cos_part if cos_part is not None and cos_part == sin_part else None
+
+
+def _products(node: ir.Node | None) -> list[tuple[ir.Value | None, ir.Value | None]]:
+    """``(a, b)`` and ``(b, a)`` for a ``Mul(a, b)``, else nothing."""
+    if node is None or node.op_type != "Mul" or len(node.inputs) != 2:
+        return []
+    return [(node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])]
+
+
+def _rotate_half_form(value: ir.Value | None, dim: int) -> Rotary | None:
+    """``Add(Mul(x, cos), Mul(rotate_half(x), sin))`` in any operand order, cos and sin of the
+    same duplicated angles ``Concat(f, f)``."""
     add = producer(value, "Add")
-    if add is None or head_size % 2:
+    if add is None or dim % 2:
         return None
     muls = [producer(v, "Mul") for v in add.inputs]
-    if any(m is None for m in muls):
-        return None
     for plain, rotated in (muls, muls[::-1]):
-        assert plain is not None and rotated is not None
-        for x, cos in (plain.inputs, plain.inputs[::-1]):
-            for rot, sin in (rotated.inputs, rotated.inputs[::-1]):
-                if x is None or rot is None or _rotate_half(rot, head_size) is not x:
+        for x, cos in _products(plain):
+            for rot, sin in _products(rotated):
+                if x is None or rot is None or _rotate_half(rot, dim) is not x:
                     continue
-                cos_part, sin_part = _trig(cos, "Cos"), _trig(sin, "Sin")
-                if cos_part is None or sin_part is None or cos_part != sin_part:
-                    continue
-                angles = _angles(cos_part[0], head_size)
-                if angles is None:
-                    continue
-                assert cos is not None and sin is not None
-                return Rotary(x, cos, sin, angles[0], cos_part[1], angles[1])
+                trig = _cos_sin(cos, sin)
+                angles = _angles(trig[0], dim) if trig is not None else None
+                if trig is not None and angles is not None:
+                    return Rotary(x, angles[0], trig[1], angles[1])
     return None
 
 
+def _split_halves_form(value: ir.Value | None, dim: int) -> Rotary | None:
+    """``Concat(Sub(Mul(x1, cos), Mul(x2, sin)), Add(Mul(x2, cos), Mul(x1, sin)), axis=-1)``,
+    ``x1``/``x2`` the halves of ``x`` and cos/sin of the ``dim/2`` angles ``f`` (gpt-oss)."""
+    concat = producer(value, "Concat")
+    if concat is None or len(concat.inputs) != 2 or not _last_concat(concat) or dim % 2:
+        return None
+    sub, add = producer(concat.inputs[0], "Sub"), producer(concat.inputs[1], "Add")
+    if sub is None or add is None:
+        return None
+    second = {frozenset(map(id, pair)) for m in add.inputs for pair in _products(producer(m, "Mul"))}
+    for x1, cos in _products(producer(sub.inputs[0], "Mul")):
+        for x2, sin in _products(producer(sub.inputs[1], "Mul")):
+            x = _halves(x1, x2, dim)
+            trig = _cos_sin(cos, sin) if x is not None else None
+            freqs = _freqs(trig[0], dim // 2) if trig is not None else None
+            if x is None or trig is None or freqs is None:
+                continue
+            if {frozenset(map(id, (x2, cos))), frozenset(map(id, (x1, sin)))} <= second:
+                return Rotary(x, freqs[0], trig[1], freqs[1])
+    return None
+
+
+def _partial(value: ir.Value | None, head_size: int) -> Rotary | None:
+    """``Concat(rotation(Slice(x, 0, R)), Slice(x, R, D), axis=-1)`` (the first Slice folded away
+    when ``R == D``) → the rotary of ``x`` with ``R/2`` frequencies."""
+    concat = producer(value, "Concat")
+    rest = _slice(concat.inputs[1]) if concat is not None and len(concat.inputs) == 2 and _last_concat(concat) else None
+    if concat is None or rest is None:
+        return None
+    x, dim, end = rest
+    if dim <= 0 or dim % 2 or dim > head_size or end < head_size:
+        return None
+    for form in (_rotate_half_form, _split_halves_form):
+        found = form(concat.inputs[0], dim)
+        if found is None:
+            continue
+        if found.x is x and dim == head_size:
+            return found
+        cut = _slice(found.x)
+        if cut is not None and cut == (x, 0, dim):
+            return dataclasses.replace(found, x=x)
+    return None
+
+
+def match_rotary(value: ir.Value | None, head_size: int) -> Rotary | None:
+    """The rotary embedding producing ``value`` (``[B, heads, S, head_size]``), or ``None``: the
+    rotate-half form, the split-halves form or a partial rotary of either (module docstring)."""
+    return _rotate_half_form(value, head_size) or _split_halves_form(value, head_size) or _partial(value, head_size)
+
+
 def caches(rotary: Rotary, max_positions: int) -> tuple[np.ndarray, np.ndarray]:
-    """``cos_cache``, ``sin_cache``: float32 ``(max_positions, D/2)``,
+    """``cos_cache``, ``sin_cache``: float32 ``(max_positions, R/2)``,
     ``cos(p * inv_freq) * scale`` for positions ``p = 0 .. max_positions - 1``.
 
     Computed in float32 as transformers does (``inv_freq @ position_ids`` in float32, then
