@@ -316,6 +316,44 @@ def test_sliding_window_shared_buffer_generates_like_transformers(name, tmp_path
     assert_genai_equals_transformers(og, model, tmp_path / "out")
 
 
+def test_phi3_packed_projection_fed_whole(tmp_path) -> None:
+    """Phi-3's checkpoint packs q|k|v (``qkv_proj``): its three Slices go, the projection is the
+    kernel's packed query (the builder's graph); rotary folded in; validated against eager."""
+    from onnxport.testing.tiny_models import _make
+
+    from ._models import GQA_DECODER
+
+    model = _make("Phi3Config", "Phi3ForCausalLM", **GQA_DECODER, initializer_range=0.2)()
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out", target="onnxruntime", kv_cache="shared")
+    assert result.passed and len(result.checks) == len(CHECK_SIZES) * 5
+    graph = result.programs["model"].model.graph
+    ops = _ops(result.programs["model"].model)
+    assert ops["Slice"] == ops["Cos"] == ops["Concat"] == 0
+    for node in graph:
+        if node.op_type == "GroupQueryAttention":
+            assert node.attributes["do_rotary"].as_int() == 1
+            assert node.inputs[0].producer().op_type == "MatMul" and node.inputs[1] is None and node.inputs[2] is None
+
+
+@pytest.mark.slow  # an export from a folder, validation and 20 genai steps per family (~15 s idle)
+@pytest.mark.parametrize("form", ["phi3", "phi-partial", "nemotron-partial"])
+def test_rotary_spellings_generate_like_transformers_with_shared_buffer(form, tmp_path) -> None:
+    og = pytest.importorskip("onnxruntime_genai")
+    from onnxport.testing.tiny_models import _make
+
+    from ._models import GQA_DECODER
+
+    config_class, model_class, extra = ROTARY_FORMS[form]
+    model = _make(config_class, model_class, **{**GQA_DECODER, **extra, "initializer_range": 0.2})()
+    model.save_pretrained(tmp_path / "src")
+    result = onnxport.hf.export(tmp_path / "src", output_dir=tmp_path / "out", target="onnxruntime", kv_cache="shared")
+    assert result.passed
+    gqa = [n for n in result.programs["model"].model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(gqa) == 2 and all(n.attributes["do_rotary"].as_int() == 1 for n in gqa)
+    assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)
+
+
 def test_shared_buffer_needs_every_attention_fused() -> None:
     model = llama(hidden_size=32, num_hidden_layers=1)  # head size 8: the CPU kernel needs 16k
     with pytest.raises(HFError, match="not fused for: past_key_values.0.key"):

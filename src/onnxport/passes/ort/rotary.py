@@ -46,7 +46,7 @@ import dataclasses
 import numpy as np
 import onnx_ir as ir
 
-from onnxport.passes.fusions import producer
+from onnxport.passes.fusions import constant_ints, last_axis_slice, producer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,34 +79,11 @@ def _const(value: ir.Value | None) -> np.ndarray | None:
     return None if tensor is None else tensor.numpy()
 
 
-def _ints(value: ir.Value | None) -> list[int] | None:
-    array = _const(value)
-    if array is None or array.dtype.kind not in "iu":
-        return None
-    return [int(v) for v in array.reshape(-1)]
-
-
-def _last_axis(values: list[int] | None, rank: int) -> bool:
-    return values is not None and len(values) == 1 and values[0] in (rank - 1, -1)
-
-
-def _slice(value: ir.Value | None) -> tuple[ir.Value, int, int] | None:
-    """``Slice(x, [start], [end], [last axis])`` with step 1 → ``(x, start, end)``."""
-    node = producer(value, "Slice")
-    if node is None or len(node.inputs) < 4 or node.inputs[0] is None:
-        return None
-    starts, ends, axes = (_ints(node.inputs[i]) for i in (1, 2, 3))
-    steps = _ints(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else [1]
-    if starts is None or ends is None or len(starts) != 1 or len(ends) != 1 or steps != [1] or not _last_axis(axes, 4):
-        return None
-    return node.inputs[0], starts[0], ends[0]
-
-
 def _halves(first: ir.Value | None, second: ir.Value | None, dim: int) -> ir.Value | None:
     """``x`` when ``first`` / ``second`` are ``x[..., :dim/2]`` / ``x[..., dim/2:]`` of an ``x`` whose
     last axis holds ``dim`` values: two Slices, or the two outputs of one ``Split`` (``torch.chunk``)."""
     half = dim // 2
-    a, b = _slice(first), _slice(second)
+    a, b = last_axis_slice(first, 4), last_axis_slice(second, 4)
     if a is not None and b is not None:
         ok = a[0] is b[0] and (a[1], a[2]) == (0, half) and b[1] == half and b[2] >= dim
         return a[0] if ok else None
@@ -117,7 +94,7 @@ def _halves(first: ir.Value | None, second: ir.Value | None, dim: int) -> ir.Val
     source = split.inputs[0]
     if axis is None or axis.as_int() not in (3, -1) or source is None:
         return None
-    sizes = _ints(split.inputs[1]) if len(split.inputs) > 1 else None
+    sizes = constant_ints(split.inputs[1]) if len(split.inputs) > 1 else None
     shape = source.shape
     even = shape is not None and shape.rank() == 4 and shape[3] == dim  # Split's equal parts
     return source if sizes == [half, half] or (sizes is None and even) else None
@@ -140,7 +117,7 @@ def _last_concat(node: ir.Node) -> bool:
 def _trig(value: ir.Value | None, op_type: str) -> tuple[ir.Value, float] | None:
     """``Unsqueeze(Cos(emb) [* c], 1)`` → ``(emb, c)`` (op_type ``Cos`` or ``Sin``)."""
     unsqueeze = producer(value, "Unsqueeze")
-    if unsqueeze is None or _ints(unsqueeze.inputs[1]) != [1]:
+    if unsqueeze is None or constant_ints(unsqueeze.inputs[1]) != [1]:
         return None
     inner = unsqueeze.inputs[0]
     scale = 1.0
@@ -169,7 +146,7 @@ def _freqs(value: ir.Value | None, half: int) -> tuple[np.ndarray, ir.Value] | N
             continue
         cast = producer(a, "Cast")
         unsqueeze = producer(cast.inputs[0] if cast is not None else a, "Unsqueeze")
-        if unsqueeze is None or _ints(unsqueeze.inputs[1]) not in ([2], [-1]):
+        if unsqueeze is None or constant_ints(unsqueeze.inputs[1]) not in ([2], [-1]):
             continue
         positions = unsqueeze.inputs[0]
         if positions is None or not positions.is_graph_input():
@@ -247,7 +224,7 @@ def _partial(value: ir.Value | None, head_size: int) -> Rotary | None:
     """``Concat(rotation(Slice(x, 0, R)), Slice(x, R, D), axis=-1)`` (the first Slice folded away
     when ``R == D``) → the rotary of ``x`` with ``R/2`` frequencies."""
     concat = producer(value, "Concat")
-    rest = _slice(concat.inputs[1]) if concat is not None and len(concat.inputs) == 2 and _last_concat(concat) else None
+    rest = last_axis_slice(concat.inputs[1], 4) if concat is not None and len(concat.inputs) == 2 and _last_concat(concat) else None
     if concat is None or rest is None:
         return None
     x, dim, end = rest
@@ -259,7 +236,7 @@ def _partial(value: ir.Value | None, head_size: int) -> Rotary | None:
             continue
         if found.x is x and dim == head_size:
             return found
-        cut = _slice(found.x)
+        cut = last_axis_slice(found.x, 4)
         if cut is not None and cut == (x, 0, dim):
             return dataclasses.replace(found, x=x)
     return None
