@@ -4,7 +4,8 @@ Generates a random-weight Llama checkpoint (float32 safetensors shards, ~0.9B pa
 default: hidden 2048, intermediate 5632, 16 layers, 32 heads / 8 KV heads, vocab 32000;
 ``--tie-word-embeddings`` shares the LM head with the embedding table; ``--family smollm2`` is
 SmolLM2-135M's shapes (30 small layers: the fixed per-step cost of a graph shows); ``--family qwen3`` is
-Qwen3-0.6B's shapes instead: q/k RMS norms, head size 128, 28 layers, tied head), exports
+Qwen3-0.6B's shapes instead: q/k RMS norms, head size 128, 28 layers, tied head; ``--family phi3``
+4 layers of Phi-3.5-mini's shapes with its LongRoPE: head size 96, 131072 positions), exports
 it with onnxport (standard ONNX, ``target="onnxruntime"``, ``quantize="int4"``) and with
 onnxruntime-genai 0.18's model builder (fp32 and int4, installed by this script into a separate
 virtual environment), then measures, alternating between exporters inside every cell:
@@ -91,11 +92,33 @@ SMOLLM2_135M = {  # SmolLM2-135M's shapes: a small, deep Llama (30 layers, head_
     "num_key_value_heads": 3,
     "vocab_size": 49152,
 }
+PHI35_MINI_4L = {  # Phi-3.5-mini's shapes (head_dim 96, 32 heads of keys too), 4 of its 32 layers
+    "hidden_size": 3072,
+    "intermediate_size": 8192,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "vocab_size": 32064,
+}
 # --family: transformers config and model classes, shapes, and whether the LM head is tied
 FAMILIES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", LLAMA_1B, False),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", QWEN3_06B, True),
     "smollm2": ("LlamaConfig", "LlamaForCausalLM", SMOLLM2_135M, True),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", PHI35_MINI_4L, False),
+}
+# config fields beyond the shapes: Phi-3.5-mini's LongRoPE (131072 positions, the long factors past
+# 4096; its factor lists' shape, values of the same range, not the released ones)
+FAMILY_CONFIG: dict[str, dict[str, Any]] = {
+    "phi3": {
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_scaling": {
+            "rope_type": "longrope",
+            "short_factor": [1.0 + 0.002 * i for i in range(48)],
+            "long_factor": [1.0 + 1.2 * i for i in range(48)],
+        },
+    },
 }
 SMALL = {
     **LLAMA_1B,
@@ -129,7 +152,7 @@ def make_checkpoint(
     config_class, model_class = (getattr(transformers, name) for name in FAMILIES[family][:2])
     config = config_class(
         **sizes,
-        max_position_embeddings=4096,
+        **{"max_position_embeddings": 4096, **FAMILY_CONFIG.get(family, {})},
         rms_norm_eps=1e-5,
         tie_word_embeddings=tied,
         architectures=[FAMILIES[family][1]],
@@ -532,7 +555,8 @@ def main() -> None:
     parser.add_argument(
         "--family", choices=list(FAMILIES), default="llama",
         help="llama: the ~1B Llama; qwen3: Qwen3-0.6B's shapes (q/k norms, tied head); "
-        "smollm2: SmolLM2-135M's shapes (30 small layers, tied head: per-step overhead shows)",
+        "smollm2: SmolLM2-135M's shapes (30 small layers, tied head: per-step overhead shows); "
+        "phi3: 4 layers of Phi-3.5-mini's shapes with LongRoPE (two rotary caches of 131072 positions)",
     )  # fmt: skip
     parser.add_argument(
         "--control",

@@ -158,6 +158,43 @@ def test_rotary_spellings_fuse_and_equal_standard_graph(form: str) -> None:
         _assert_close(fused(**feeds), standard(**feeds), part.output_names, sizes)
 
 
+LONGROPE = {
+    "rope_type": "longrope", "original_max_position_embeddings": 32,
+    "short_factor": [1.0 + 0.1 * i for i in range(8)], "long_factor": [2.0 + 0.3 * i for i in range(8)],
+}  # fmt: skip
+
+
+def test_longrope_rows_follow_the_sequence_length() -> None:
+    """Phi-3's LongRoPE (long factors past 32 positions here): one table of the short rows then
+    the long ones, the step's rows sliced from the half the graph's own condition picks; equal to
+    the standard graph below, across and above the switch."""
+    from onnxport.testing.tiny_models import _make
+
+    from ._models import GQA_DECODER
+
+    config = {**GQA_DECODER, "max_position_embeddings": 64, "rope_scaling": LONGROPE, "original_max_position_embeddings": 32}
+    model = _make("Phi3Config", "Phi3ForCausalLM", **config)()
+    standard = onnxport.hf.export(model, validate=False).programs["model"]
+    fused = onnxport.hf.export(model, validate=False).programs["model"]
+    optimize_for_onnxruntime(fused.model, rotary_positions=64)
+    fused.release()
+    ops = _ops(fused.model)
+    assert ops["Cos"] == ops["Sin"] == 0 and ops["GroupQueryAttention"] == 2
+    table = fused.model.graph.initializers["cos_cache"]
+    assert table.shape == ir.Shape([32 + 64, 8])
+    (rows,) = [use.node for use in table.uses()]  # one Slice for all layers
+    assert rows.op_type == "Slice" and {use.node.op_type for use in rows.outputs[0].uses()} == {"GroupQueryAttention"}
+    part = hf_inputs.components(from_model(model, None))[0]
+    # short; a prompt past the switch; decode steps at 33 and 40 positions; a prompt ending at 32
+    for sizes in [*SIZES, hf_inputs.Sizes(1, 40, 0, seed=7), hf_inputs.Sizes(1, 1, 32, seed=8),
+                  hf_inputs.Sizes(2, 1, 39, seed=9), hf_inputs.Sizes(1, 4, 28, seed=10)]:  # fmt: skip
+        feeds = unpadded(part.make_inputs(sizes))
+        _assert_close(fused(**feeds), standard(**feeds), part.output_names, sizes)
+    long_feeds = unpadded(part.make_inputs(hf_inputs.Sizes(1, 1, 39, seed=9)))
+    short_table = {**long_feeds, "position_ids": long_feeds["position_ids"] - 20}  # the graph picks by position
+    assert np.abs(np.asarray(standard(**short_table)[0]) - np.asarray(standard(**long_feeds)[0])).max() > 1e-3
+
+
 def test_a_rotary_dim_the_kernel_refuses_stays_unfused() -> None:
     """onnxruntime's kernel wants ``R/2`` a multiple of 8: rotary on 8 of 16 dims keeps its ops."""
     from onnxport.testing.tiny_models import _make

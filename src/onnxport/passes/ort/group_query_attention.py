@@ -94,7 +94,7 @@ from onnxport.passes.ort.attention_match import (
     match_attention,
 )
 from onnxport.passes.ort.kernels import MICROSOFT, gqa_zeroes_hidden_rows, has_kernel
-from onnxport.passes.ort.rotary import Rotary, caches, match_rotary
+from onnxport.passes.ort.rotary import Rotary, Switch, caches, match_rotary, switched_caches
 
 
 def _rotaries(m: Match, max_positions: int | None) -> tuple[Rotary, Rotary] | None:
@@ -105,18 +105,24 @@ def _rotaries(m: Match, max_positions: int | None) -> tuple[Rotary, Rotary] | No
     k = match_rotary(m.key_concat.inputs[1], m.head_size)
     if q is None or k is None or q.positions is not k.positions or q.scale != k.scale:
         return None
-    if not np.array_equal(q.inv_freq, k.inv_freq):
+    if not np.array_equal(q.inv_freq, k.inv_freq) or not _same_switch(q.switch, k.switch):
         return None
     # onnxruntime 1.31 CPU: "cos_cache dimension 1 must be <= head_size / 2 and a multiple of 8"
     return (q, k) if q.dim % 16 == 0 else None
+
+
+def _same_switch(a: Switch | None, b: Switch | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.condition is b.condition and a.threshold == b.threshold and np.array_equal(a.long_inv_freq, b.long_inv_freq)
 
 
 def _separate_rotaries(m: Match, max_positions: int | None) -> tuple[Rotary, Rotary] | None:
     """The rotaries of q and k for ``com.microsoft.RotaryEmbedding`` nodes: matched, int64
     ``[B, S]`` positions, and the kernel present."""
     found = _rotaries(m, max_positions)
-    if found is None or not has_kernel("RotaryEmbedding") or found[0].dim != m.head_size:
-        return None  # a partial rotary would need the kernel's rotary_embedding_dim: not done
+    if found is None or not has_kernel("RotaryEmbedding") or found[0].dim != m.head_size or found[0].switch is not None:
+        return None  # a partial rotary would need the kernel's rotary_embedding_dim, LongRoPE a cache per step: not done
     positions = found[0].positions
     if positions.dtype != ir.DataType.INT64 or positions.shape is None or positions.shape.rank() != 2:
         return None
@@ -352,6 +358,8 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             q_in, k_new = rotary[0].x, rotary[1].x
             assert self.rotary_positions is not None
             cos_cache, sin_cache = self._caches(graph, rotary[0], shared, self.rotary_positions)
+            if rotary[0].switch is not None:
+                cos_cache, sin_cache = self._step_rows(rotary[0].switch, (cos_cache, sin_cache), total, shared, add, const)
         separate = None if rotary is not None else _separate_rotaries(m, self.rotary_embedding)
         q_packed, k_packed = packed(q_in, m.heads), packed(k_new, m.kv_heads)
         if separate is not None:
@@ -443,11 +451,14 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
     ) -> tuple[ir.Value, ir.Value]:
         """``cos_cache``/``sin_cache`` initializers of ``positions`` rows, one pair per distinct
         ``inv_freq``."""
-        key = ("rotary", rotary.inv_freq.tobytes(), rotary.scale)
+        switch = rotary.switch
+        long = switch.long_inv_freq.tobytes() if switch is not None else None
+        key = ("rotary", rotary.inv_freq.tobytes(), rotary.scale, long)
         if key not in shared:
             index = sum(1 for k in shared if isinstance(k, tuple) and k[0] == "rotary")
             values = []
-            for kind, array in zip(("cos", "sin"), caches(rotary, positions)):
+            arrays = caches(rotary, positions) if switch is None else switched_caches(rotary, positions)
+            for kind, array in zip(("cos", "sin"), arrays):
                 name = f"{kind}_cache" + (f"_{index}" if index else "")
                 value = ir.Value(
                     name=name,
@@ -458,6 +469,21 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
                 graph.register_initializer(value)
                 values.append(value)
             shared[key] = tuple(values)
+        return shared[key]
+
+    @staticmethod
+    def _step_rows(switch: Switch, tables: tuple[ir.Value, ir.Value], total: ir.Value, shared: dict[Any, Any], add, const):  # type: ignore[no-untyped-def]
+        """LongRoPE: the ``total_sequence_length`` rows of the short or long half of
+        :func:`~onnxport.passes.ort.rotary.switched_caches`' tables, as ``switch.condition``
+        picks (``Slice`` from row ``condition · T``), once for all layers."""
+        key = ("rotary rows", id(tables[0]))
+        if key not in shared:
+            one = const("one_axis", np.array([1], np.int64))
+            start = add("Mul", [add("Reshape", [add("Cast", [switch.condition], to=ir.DataType.INT64), one]),
+                                const("threshold", np.array([switch.threshold], np.int64))])
+            end = add("Add", [start, add("Reshape", [add("Cast", [total], to=ir.DataType.INT64), one])])
+            axes = const("axes", np.array([0], np.int64))
+            shared[key] = tuple(add("Slice", [table, start, end, axes]) for table in tables)
         return shared[key]
 
     @staticmethod

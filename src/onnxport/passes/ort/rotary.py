@@ -35,8 +35,19 @@ Two more spellings of the same rotation are matched:
   — rotate-half's values, written out per half.
 
 Only these exact patterns are matched: rotate-half (not interleaved), a weight-free constant
-``inv_freq`` (dynamic/long-rope variants compute it in the graph and stay unfused), positions taken
-from a graph input.
+``inv_freq`` or LongRoPE's choice between two (below), positions taken from a graph input
+(dynamic-NTK frequencies, computed in the graph, stay unfused).
+
+**LongRoPE** (Phi-3-mini-128k, Phi-3.5, Phi-4-mini: transformers' ``longrope_frequency_update``
+uses the long factors once ``max(position_ids) + 1 > original_max_position_embeddings``) is
+captured as ``inv_freq = Where(Greater(ReduceMax(position_ids) + 1, T), long, short)``:
+:class:`Switch` records the condition, ``T`` and the long frequencies, and :func:`switched_caches`
+lays out the short rows ``0 .. T - 1`` followed by the long rows; the attention fusion slices the
+step's ``total_sequence_length`` rows from the half the condition picks (the kernel accepts a cache
+of exactly that many rows; checked on onnxruntime 1.31, session 44). onnxruntime-genai's builder
+selects whole caches with an ``If`` instead (``make_rotary_embedding_multi_cache``), which copies
+both ``(max_position_embeddings, R/2)`` tensors at every step (2 ms each for 131072 × 48 floats on
+this machine, session 44).
 """
 
 from __future__ import annotations
@@ -50,21 +61,38 @@ from onnxport.passes.fusions import constant_ints, last_axis_slice, producer
 
 
 @dataclasses.dataclass(frozen=True)
+class Switch:
+    """LongRoPE's second set of frequencies and when it applies (module docstring).
+
+    Attributes:
+        condition: The graph's scalar bool ``max(position_ids) + 1 > threshold``.
+        threshold: ``original_max_position_embeddings``: the short frequencies' positions.
+        long_inv_freq: The ``[R/2]`` float32 frequencies used when ``condition`` holds.
+    """
+
+    condition: ir.Value
+    threshold: int
+    long_inv_freq: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
 class Rotary:
     """A matched rotary embedding of one tensor.
 
     Attributes:
         x: The BNSH tensor before the rotation (``[B, heads, S, D]``).
         inv_freq: The ``[R/2]`` float32 inverse frequencies (radians per position); ``R`` is the
-            rotary dimension, ``D`` unless partial.
+            rotary dimension, ``D`` unless partial. LongRoPE: the short ones.
         scale: The constant factor on cos and sin (transformers' ``attention_scaling``, 1.0 mostly).
         positions: The graph input the angles come from (``position_ids``).
+        switch: LongRoPE's long frequencies and their condition, else ``None``.
     """
 
     x: ir.Value
     inv_freq: np.ndarray
     scale: float
     positions: ir.Value
+    switch: Switch | None = None
 
     @property
     def dim(self) -> int:
@@ -134,15 +162,41 @@ def _trig(value: ir.Value | None, op_type: str) -> tuple[ir.Value, float] | None
     return None if trig is None else (trig.inputs[0], scale)  # type: ignore[return-value]
 
 
-def _freqs(value: ir.Value | None, half: int) -> tuple[np.ndarray, ir.Value] | None:
-    """``Cast(Unsqueeze(position_ids, 2)) * inv_freq`` (``half`` float32 values) →
-    ``(inv_freq, position_ids)``."""
+def _float_array(value: ir.Value | None, size: int) -> np.ndarray | None:
+    array = _const(value)
+    if array is None or array.dtype != np.float32 or array.size != size or array.shape[-1] != size:
+        return None
+    return array.reshape(-1).astype(np.float32)
+
+
+def _switch(value: ir.Value | None, half: int) -> tuple[np.ndarray, Switch] | None:
+    """``Where(Greater(n, T), long, short)`` over two constant frequency sets, a scalar condition
+    and an integer ``T`` → ``(short, Switch)``."""
+    where = producer(value, "Where")
+    if where is None or len(where.inputs) != 3:
+        return None
+    condition = where.inputs[0]
+    long, short = _float_array(where.inputs[1], half), _float_array(where.inputs[2], half)
+    greater = producer(condition, "Greater")
+    threshold = constant_ints(greater.inputs[1]) if greater is not None else None
+    shape = condition.shape if condition is not None else None
+    if long is None or short is None or threshold is None or len(threshold) != 1 or threshold[0] <= 0:
+        return None
+    if condition is None or shape is None or shape.rank() > 1 or any(d != 1 for d in shape):
+        return None
+    return short, Switch(condition, threshold[0], long)
+
+
+def _freqs(value: ir.Value | None, half: int) -> tuple[np.ndarray, ir.Value, Switch | None] | None:
+    """``Cast(Unsqueeze(position_ids, 2)) * inv_freq`` (``half`` float32 values, or LongRoPE's
+    :func:`_switch`) → ``(inv_freq, position_ids, switch)``."""
     mul = producer(value, "Mul")
     if mul is None:
         return None
     for a, b in (mul.inputs, mul.inputs[::-1]):
-        inv_freq = _const(b)
-        if inv_freq is None or inv_freq.dtype != np.float32 or inv_freq.size != half or inv_freq.shape[-1] != half:
+        inv_freq = _float_array(b, half)
+        switched = _switch(b, half) if inv_freq is None else None
+        if inv_freq is None and switched is None:
             continue
         cast = producer(a, "Cast")
         unsqueeze = producer(cast.inputs[0] if cast is not None else a, "Unsqueeze")
@@ -151,12 +205,12 @@ def _freqs(value: ir.Value | None, half: int) -> tuple[np.ndarray, ir.Value] | N
         positions = unsqueeze.inputs[0]
         if positions is None or not positions.is_graph_input():
             continue
-        return inv_freq.reshape(-1).astype(np.float32), positions
+        return (inv_freq, positions, None) if inv_freq is not None else (switched[0], positions, switched[1])  # type: ignore[index]
     return None
 
 
-def _angles(emb: ir.Value, dim: int) -> tuple[np.ndarray, ir.Value] | None:
-    """``Concat(f, f, axis=-1)`` of :func:`_freqs` ``f`` → ``(inv_freq, position_ids)``."""
+def _angles(emb: ir.Value, dim: int) -> tuple[np.ndarray, ir.Value, Switch | None] | None:
+    """``Concat(f, f, axis=-1)`` of :func:`_freqs` ``f`` → ``(inv_freq, position_ids, switch)``."""
     concat = producer(emb, "Concat")
     if concat is None or len(concat.inputs) != 2 or concat.inputs[0] is not concat.inputs[1]:
         return None
@@ -194,7 +248,7 @@ def _rotate_half_form(value: ir.Value | None, dim: int) -> Rotary | None:
                 trig = _cos_sin(cos, sin)
                 angles = _angles(trig[0], dim) if trig is not None else None
                 if trig is not None and angles is not None:
-                    return Rotary(x, angles[0], trig[1], angles[1])
+                    return Rotary(x, angles[0], trig[1], angles[1], angles[2])
     return None
 
 
@@ -216,7 +270,7 @@ def _split_halves_form(value: ir.Value | None, dim: int) -> Rotary | None:
             if x is None or trig is None or freqs is None:
                 continue
             if {frozenset(map(id, (x2, cos))), frozenset(map(id, (x1, sin)))} <= second:
-                return Rotary(x, freqs[0], trig[1], freqs[1])
+                return Rotary(x, freqs[0], trig[1], freqs[1], freqs[2])
     return None
 
 
@@ -259,3 +313,13 @@ def caches(rotary: Rotary, max_positions: int) -> tuple[np.ndarray, np.ndarray]:
     angles = positions * rotary.inv_freq[None, :]
     scale = np.float32(rotary.scale)
     return (np.cos(angles) * scale).astype(np.float32), (np.sin(angles) * scale).astype(np.float32)
+
+
+def switched_caches(rotary: Rotary, max_positions: int) -> tuple[np.ndarray, np.ndarray]:
+    """LongRoPE's ``cos_cache``, ``sin_cache``: float32 ``(T + max_positions, R/2)``, the short
+    frequencies' rows for positions ``0 .. T - 1`` then the long ones' for ``0 .. max_positions - 1``
+    (``T`` = ``rotary.switch.threshold``; the long half starts at row ``T``)."""
+    assert rotary.switch is not None
+    short = caches(rotary, rotary.switch.threshold)
+    long = caches(dataclasses.replace(rotary, inv_freq=rotary.switch.long_inv_freq), max_positions)
+    return np.concatenate([short[0], long[0]]), np.concatenate([short[1], long[1]])
