@@ -114,7 +114,7 @@ FAMILY_CONFIG: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 131072,
         "original_max_position_embeddings": 4096,
         "rope_scaling": {
-            "rope_type": "longrope",
+            "type": "longrope",  # the key of Phi-3.5-mini's config.json, which the builder reads
             "short_factor": [1.0 + 0.002 * i for i in range(48)],
             "long_factor": [1.0 + 1.2 * i for i in range(48)],
         },

@@ -355,7 +355,8 @@ def test_sliding_window_shared_buffer_generates_like_transformers(name, tmp_path
 
 def test_phi3_packed_projection_fed_whole(tmp_path) -> None:
     """Phi-3's checkpoint packs q|k|v (``qkv_proj``): its three Slices go, the projection is the
-    kernel's packed query (the builder's graph); rotary folded in; validated against eager."""
+    kernel's packed query (the builder's graph); rotary folded in; its ``gate_up_proj`` becomes two
+    MatMuls; validated against eager (float32 and int4 weights)."""
     from onnxport.testing.tiny_models import _make
 
     from ._models import GQA_DECODER
@@ -367,6 +368,8 @@ def test_phi3_packed_projection_fed_whole(tmp_path) -> None:
     graph = result.programs["model"].model.graph
     ops = _ops(result.programs["model"].model)
     assert ops["Slice"] == ops["Cos"] == ops["Concat"] == 0
+    # gate_up_proj as two MatMuls over its column halves (unpacked_gate_up): q|k|v, o, gate, up, down + head
+    assert ops["Split"] == 0 and ops["MatMul"] == 2 * 5 + 1
     for node in graph:
         if node.op_type == "GroupQueryAttention":
             assert node.attributes["do_rotary"].as_int() == 1

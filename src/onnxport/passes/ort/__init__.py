@@ -21,6 +21,7 @@ from onnxport.passes.ort.packed_matmul import PackedMatMulPass
 from onnxport.passes.ort.packed_qkv import PackedQKVPass
 from onnxport.passes.ort.quantized_embedding import QuantizedEmbeddingPass
 from onnxport.passes.ort.skip_norm import SkipNormalizationPass
+from onnxport.passes.ort.unpacked_gate_up import UnpackedGateUpPass
 
 __all__ = ["QuantizeOptions", "optimize_for_onnxruntime"]
 
@@ -70,8 +71,9 @@ def optimize_for_onnxruntime(
             GeluPass(),
         ]
     if fuse or quantize is not None:
-        # After the fusions (their matchers see the unpacked projections), before MatMulNBits.
-        passes.append(PackedMatMulPass())
+        # After the fusions (their matchers see the unpacked projections), before MatMulNBits;
+        # a packed gate|up (Phi-3) split first, so it is not packed with other readers of its input
+        passes += [UnpackedGateUpPass(), PackedMatMulPass()]
     if fuse:
         # the shared-buffer graph's q|k|v straight into the attention; the unpacking nodes the
         # attention fusion bypassed are removed first, so the Split's outputs have one use each

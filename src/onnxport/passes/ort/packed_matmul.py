@@ -115,13 +115,16 @@ def _reached(value: ir.Value, depth: int) -> dict[int, ir.Node]:
     return seen
 
 
-def _gated_pair(group: list[Member]) -> bool:
-    """Whether ``group`` is a gated MLP's gate and up projections: two MatMuls whose outputs meet
-    in one ``Mul`` (``act(x W_gate) * x W_up``)."""
-    if len(group) != 2:
-        return False
-    gate, up = (_reached(m.node.outputs[0], _GATE_DEPTH) for m in group)
+def gated(a: ir.Value, b: ir.Value) -> bool:
+    """Whether ``a`` and ``b`` meet in one ``Mul`` within a few nodes: a gated MLP's gate and up
+    projections (``act(x W_gate) * x W_up``)."""
+    gate, up = (_reached(v, _GATE_DEPTH) for v in (a, b))
     return any(node.op_type == "Mul" for key, node in gate.items() if key in up)
+
+
+def _gated_pair(group: list[Member]) -> bool:
+    """Whether ``group`` is a gated MLP's gate and up projections (:func:`gated`)."""
+    return len(group) == 2 and gated(group[0].node.outputs[0], group[1].node.outputs[0])
 
 
 def groups(graph: ir.Graph) -> list[list[Member]]:
