@@ -67,6 +67,28 @@ def test_packed_decoder_equals_standard_graph(family: str) -> None:
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(("config", "model_class", "per_layer"), [
+    ("PhiConfig", "PhiForCausalLM", 6),  # q, k, v, dense; fc1 reads the same normed input; fc2
+    ("CohereConfig", "CohereForCausalLM", 7),  # q, k, v, o; gate and up read the same input; down
+])  # fmt: skip
+def test_parallel_block_packs_its_attention_apart(config: str, model_class: str, per_layer: int) -> None:
+    """Attention and MLP reading one input: q|k|v packed (a 3-way Split), the MLP's left as it is."""
+    model = _make(config, model_class, **GQA_DECODER)()
+    program = onnxport.hf.export(model, validate=False).programs["model"]
+    part = hf_inputs.components(from_model(model, None))[0]
+    feeds = [part.make_inputs(s) for s in SIZES]
+    before, ops_before = _outputs(program, feeds), _ops(program.model)
+    assert PackedMatMulPass()(program.model).modified
+    after, ops = _outputs(program, feeds), _ops(program.model)
+    layers = GQA_DECODER["num_hidden_layers"]
+    assert ops_before["MatMul"] == per_layer * layers + 1 and ops["MatMul"] == (per_layer - 2) * layers + 1
+    splits = [n for n in program.model.graph if n.op_type == "Split"]
+    assert len(splits) == ops_before["Split"] + layers and all(len(n.outputs) in (2, 3) for n in splits)
+    for got_set, want_set in zip(after, before, strict=True):
+        for got, want in zip(got_set, want_set, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def _value(name: str, shape: list, dtype: ir.DataType = ir.DataType.FLOAT) -> ir.Value:
     return ir.Value(name=name, shape=ir.Shape(shape), type=ir.TensorType(dtype))
 

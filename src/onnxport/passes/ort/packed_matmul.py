@@ -24,7 +24,10 @@ a model importing the default domain at opset ≥ 13 (Split's sizes as an input)
 and up projections (two MatMuls whose outputs meet in one ``Mul``) also share their input but stay
 two MatMuls, as in the builder's graphs (which pack q/k/v only): packed, the Split's copy and the wider GEMM
 cost ~2% of a 0.85B Llama's float32 prefill (onnxruntime profile, session 34: 6.3 ms of Split and
-645.5 against 636.7 ms of MatMul per 128-token prompt). MatMuls with a
+645.5 against 636.7 ms of MatMul per 128-token prompt). A parallel block (Phi-2, GPT-J, Cohere:
+attention and MLP read the same normed input) packs its attention projections (those reaching an
+attention node) apart from the MLP's, so q|k|v can go whole into the attention
+(:mod:`~onnxport.passes.ort.packed_qkv`) and the MLP keeps the builder's unpacked form. MatMuls with a
 dynamic second input, another first input, or another ``K`` are left alone. All ops are standard,
 so no kernel guard is needed.
 """
@@ -127,15 +130,36 @@ def _gated_pair(group: list[Member]) -> bool:
     return len(group) == 2 and gated(group[0].node.outputs[0], group[1].node.outputs[0])
 
 
+# how many nodes deep a projection's output is followed to an attention (q/k/v through a rotary,
+# head reshapes and the cache Concat)
+_ATTENTION_DEPTH = 10
+_ATTENTIONS = ("GroupQueryAttention", "Attention", "MultiHeadAttention")
+
+
+def _feeds_attention(m: Member) -> bool:
+    return any(n.op_type in _ATTENTIONS for n in _reached(m.node.outputs[0], _ATTENTION_DEPTH).values())
+
+
+def _parallel_split(group: list[Member]) -> list[list[Member]]:
+    """A parallel block's group (attention and MLP read one normed input: Phi-2, GPT-J, Cohere)
+    as its attention projections and the rest, else the group whole."""
+    attention = [m for m in group if _feeds_attention(m)]
+    if not attention or len(attention) == len(group):
+        return [group]
+    return [attention, [m for m in group if not any(m is a for a in attention)]]
+
+
 def groups(graph: ir.Graph) -> list[list[Member]]:
     """The MatMuls to pack, grouped: same first input, weight dtype and ``K``, two or more each;
-    not a gated MLP's gate and up (:func:`_gated_pair`)."""
+    not a gated MLP's gate and up (:func:`_gated_pair`); the attention projections of a parallel
+    block apart from its MLP's (:func:`_parallel_split`)."""
     by_key: dict[tuple[int, ir.DataType, int], list[Member]] = collections.defaultdict(list)
     for node in graph:
         m = member(node)
         if m is not None:
             by_key[(id(node.inputs[0]), m.dtype, m.k)].append(m)
-    return [g for g in by_key.values() if len(g) > 1 and not _gated_pair(g)]
+    found = [part for g in by_key.values() if len(g) > 1 for part in _parallel_split(g)]
+    return [g for g in found if len(g) > 1 and not _gated_pair(g)]
 
 
 def packed_name(graph: ir.Graph, names: list[str]) -> str:
