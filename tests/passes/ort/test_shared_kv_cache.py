@@ -130,6 +130,11 @@ ROTARY_FORMS = {
     # torch.chunk halves: Concat(x1·cos − x2·sin, x2·cos + x1·sin), sinks, a sliding-window layer
     "gpt-oss": ("GptOssConfig", "GptOssForCausalLM", {"head_dim": 16, "num_local_experts": 4,
                 "num_experts_per_tok": 2, "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]}),
+    # interleaved pairs (rotary_interleaved=1): Cos(repeat_interleave(f)) (Cohere); the first half of
+    # Cos(Concat(f, f)) repeated (Helium); and that on 16 of 32 dims (GLM-4)
+    "cohere": ("CohereConfig", "CohereForCausalLM", {}),
+    "helium": ("HeliumConfig", "HeliumForCausalLM", {"head_dim": 16}),
+    "glm4-partial": ("Glm4Config", "Glm4ForCausalLM", {"hidden_size": 128, "head_dim": 32, "partial_rotary_factor": 0.5}),
 }  # fmt: skip
 
 
@@ -149,6 +154,8 @@ def test_rotary_spellings_fuse_and_equal_standard_graph(form: str) -> None:
     fused.release()
     gqa = [n for n in fused.model.graph if n.op_type == "GroupQueryAttention"]
     assert len(gqa) == 2 and all(n.attributes["do_rotary"].as_int() == 1 for n in gqa)
+    interleaved = form in ("cohere", "helium", "glm4-partial")
+    assert all(n.attributes.get_int("rotary_interleaved", 0) == int(interleaved) for n in gqa)
     assert _ops(fused.model)["Cos"] == _ops(fused.model)["Sin"] == 0
     rotary_dim = 16  # the partial ones: half of 32
     assert fused.model.graph.initializers["cos_cache"].shape == ir.Shape([model.config.max_position_embeddings, rotary_dim // 2])

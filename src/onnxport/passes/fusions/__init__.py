@@ -55,16 +55,16 @@ def by_constant(value: ir.Value | None, op_type: str) -> tuple[ir.Value, float] 
     return None
 
 
-def last_axis_slice(value: ir.Value | None, rank: int) -> tuple[ir.Value, int, int] | None:
-    """``(x, start, end)`` when ``value = Slice(x, [start], [end], [axis])`` with step 1 over the
-    last axis of a rank-``rank`` ``x`` (axis ``rank - 1`` or ``-1``), constant starts and ends
-    (``end`` as written: ``INT64_MAX`` for "to the end"), else ``None``."""
+def last_axis_slice(value: ir.Value | None, rank: int, step: int = 1) -> tuple[ir.Value, int, int] | None:
+    """``(x, start, end)`` when ``value = Slice(x, [start], [end], [axis], [step])`` over the
+    last axis of a rank-``rank`` ``x`` (axis ``rank - 1`` or ``-1``), with constant starts and ends
+    (``end`` as written: ``INT64_MAX`` for "to the end") and the given ``step``, else ``None``."""
     node = producer(value, "Slice")
     if node is None or len(node.inputs) < 4 or node.inputs[0] is None:
         return None
     parts = [constant_ints(node.inputs[i]) for i in (1, 2, 3)]
     steps = constant_ints(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else [1]
-    if any(part is None or len(part) != 1 for part in parts) or steps != [1]:
+    if any(part is None or len(part) != 1 for part in parts) or steps != [step]:
         return None
     (start,), (end,), (axis,) = parts  # type: ignore[misc]
     return (node.inputs[0], start, end) if axis in (rank - 1, -1) else None

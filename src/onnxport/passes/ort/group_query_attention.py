@@ -105,7 +105,7 @@ def _rotaries(m: Match, max_positions: int | None) -> tuple[Rotary, Rotary] | No
     k = match_rotary(m.key_concat.inputs[1], m.head_size)
     if q is None or k is None or q.positions is not k.positions or q.scale != k.scale:
         return None
-    if not np.array_equal(q.inv_freq, k.inv_freq) or not _same_switch(q.switch, k.switch):
+    if not np.array_equal(q.inv_freq, k.inv_freq) or not _same_switch(q.switch, k.switch) or q.interleaved != k.interleaved:
         return None
     # onnxruntime 1.31 CPU: "cos_cache dimension 1 must be <= head_size / 2 and a multiple of 8"
     return (q, k) if q.dim % 16 == 0 else None
@@ -123,6 +123,8 @@ def _separate_rotaries(m: Match, max_positions: int | None) -> tuple[Rotary, Rot
     found = _rotaries(m, max_positions)
     if found is None or not has_kernel("RotaryEmbedding") or found[0].dim != m.head_size or found[0].switch is not None:
         return None  # a partial rotary would need the kernel's rotary_embedding_dim, LongRoPE a cache per step: not done
+    if found[0].interleaved:
+        return None  # the kernel's interleaved attribute: not done
     positions = found[0].positions
     if positions.dtype != ir.DataType.INT64 or positions.shape is None or positions.shape.rank() != 2:
         return None
@@ -346,6 +348,8 @@ class GroupQueryAttentionPass(ir.passes.InPlacePass):
             "do_rotary": int(rotary is not None),
             "causal": 1,
         }
+        if rotary is not None and rotary[0].interleaved:
+            attrs["rotary_interleaved"] = 1  # pairs (x[2i], x[2i+1]) rotate (Cohere, GLM, Helium)
         if m.scale is not None:
             attrs["scale"] = m.scale
         if m.softcap:

@@ -33,6 +33,9 @@ Two more spellings of the same rotation are matched:
       Concat(Sub(Mul(x1, cos), Mul(x2, sin)), Add(Mul(x2, cos), Mul(x1, sin)), axis=-1)
 
   — rotate-half's values, written out per half.
+* **Interleaved pairs** (Cohere, GLM-4, Helium: ``flatten(stack([-x[..., 1::2], x[..., 0::2]],
+  -1), -2)``, cos and sin of the angles ``repeat_interleave``\ d): the pairs ``(x[2i], x[2i+1])``
+  rotate by angle ``i``, the kernel's ``rotary_interleaved=1`` over the same caches.
 
 Only these exact patterns are matched: rotate-half (not interleaved), a weight-free constant
 ``inv_freq`` or LongRoPE's choice between two (below), positions taken from a graph input
@@ -86,6 +89,8 @@ class Rotary:
         scale: The constant factor on cos and sin (transformers' ``attention_scaling``, 1.0 mostly).
         positions: The graph input the angles come from (``position_ids``).
         switch: LongRoPE's long frequencies and their condition, else ``None``.
+        interleaved: The pairs ``(x[2i], x[2i+1])`` rotate (GroupQueryAttention's
+            ``rotary_interleaved``), not the halves.
     """
 
     x: ir.Value
@@ -93,6 +98,7 @@ class Rotary:
     scale: float
     positions: ir.Value
     switch: Switch | None = None
+    interleaved: bool = False
 
     @property
     def dim(self) -> int:
@@ -233,9 +239,10 @@ def _products(node: ir.Node | None) -> list[tuple[ir.Value | None, ir.Value | No
     return [(node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])]
 
 
-def _rotate_half_form(value: ir.Value | None, dim: int) -> Rotary | None:
+def _rotate_half_form(value: ir.Value | None, dim: int, interleaved: bool = False) -> Rotary | None:
     """``Add(Mul(x, cos), Mul(rotate_half(x), sin))`` in any operand order, cos and sin of the
-    same duplicated angles ``Concat(f, f)``."""
+    same duplicated angles ``Concat(f, f)``; ``interleaved``: the pairs' form (:func:`_rotate_pairs`,
+    :func:`_pair_angles`)."""
     add = producer(value, "Add")
     if add is None or dim % 2:
         return None
@@ -243,13 +250,77 @@ def _rotate_half_form(value: ir.Value | None, dim: int) -> Rotary | None:
     for plain, rotated in (muls, muls[::-1]):
         for x, cos in _products(plain):
             for rot, sin in _products(rotated):
-                if x is None or rot is None or _rotate_half(rot, dim) is not x:
+                if x is None or rot is None or (_rotate_pairs if interleaved else _rotate_half)(rot, dim) is not x:
                     continue
-                trig = _cos_sin(cos, sin)
-                angles = _angles(trig[0], dim) if trig is not None else None
-                if trig is not None and angles is not None:
-                    return Rotary(x, angles[0], trig[1], angles[1], angles[2])
+                found = _pair_angles(cos, sin, dim) if interleaved else _half_angles(cos, sin, dim)
+                if found is not None:
+                    (inv_freq, positions, switch), scale = found
+                    return Rotary(x, inv_freq, scale, positions, switch, interleaved)
     return None
+
+
+def _half_angles(cos: ir.Value | None, sin: ir.Value | None, dim: int) -> tuple[tuple[np.ndarray, ir.Value, Switch | None], float] | None:
+    trig = _cos_sin(cos, sin)
+    angles = _angles(trig[0], dim) if trig is not None else None
+    return None if trig is None or angles is None else (angles, trig[1])
+
+
+def _rotate_pairs(value: ir.Value, dim: int) -> ir.Value | None:
+    """``flatten(stack([-x[..., 1::2], x[..., 0::2]], -1), -2)`` (transformers' interleaved
+    ``rotate_half``: Cohere, GLM, Helium) → ``x``: ``Reshape(Concat(Unsqueeze(Neg(odd), -1),
+    Unsqueeze(even, -1), axis=-1))`` back to ``dim`` values."""
+    reshape = producer(value, "Reshape")
+    concat = producer(reshape.inputs[0], "Concat") if reshape is not None else None
+    if concat is None or len(concat.inputs) != 2 or _last_dim(value) != dim:
+        return None
+    axis = concat.attributes.get("axis")
+    if axis is None or axis.as_int() not in (4, -1):
+        return None
+    parts = [producer(v, "Unsqueeze") for v in concat.inputs]
+    if any(u is None or constant_ints(u.inputs[1]) not in ([4], [-1]) for u in parts):
+        return None
+    neg = producer(parts[0].inputs[0], "Neg")  # type: ignore[union-attr]
+    odd = last_axis_slice(neg.inputs[0], 4, step=2) if neg is not None else None
+    even = last_axis_slice(parts[1].inputs[0], 4, step=2)  # type: ignore[union-attr]
+    if odd is None or even is None or odd[0] is not even[0] or (odd[1], even[1]) != (1, 0) or min(odd[2], even[2]) < dim:
+        return None
+    return odd[0]
+
+
+def _last_dim(value: ir.Value | None) -> int | None:
+    shape = value.shape if value is not None else None
+    return shape[-1] if shape is not None and shape.rank() and isinstance(shape[-1], int) else None  # type: ignore[return-value]
+
+
+def _repeated(value: ir.Value | None, dim: int) -> ir.Value | None:
+    """``v`` when ``value = repeat_interleave(v, 2, dim=-1)`` (``Reshape(Expand(Unsqueeze(v, -1),
+    [..., 2]))``) of ``dim / 2`` values into ``dim``: the new last axis can only broadcast from 1, and
+    the reshape keeps ``v``'s other dims (checked on the shapes torch recorded), so it is 2."""
+    reshape = producer(value, "Reshape")
+    expand = producer(reshape.inputs[0], "Expand") if reshape is not None else None
+    unsqueeze = producer(expand.inputs[0], "Unsqueeze") if expand is not None else None
+    source = unsqueeze.inputs[0] if unsqueeze is not None else None
+    if value is None or source is None or value.shape is None or source.shape is None:
+        return None
+    rank = source.shape.rank()
+    if constant_ints(unsqueeze.inputs[1]) not in ([-1], [rank]) or _last_dim(value) != dim or _last_dim(source) != dim // 2:  # type: ignore[union-attr, operator]
+        return None
+    return source if value.shape.rank() == rank and list(value.shape)[:-1] == list(source.shape)[:-1] else None
+
+
+def _pair_angles(cos: ir.Value | None, sin: ir.Value | None, dim: int) -> tuple[tuple[np.ndarray, ir.Value, Switch | None], float] | None:
+    """The angles of the interleaved form's cos and sin: ``Unsqueeze(Cos(repeat_interleave(f)),
+    1)`` (Cohere), or ``repeat_interleave(Unsqueeze(Cos(Concat(f, f)), 1)[..., :dim/2])`` (GLM,
+    Helium: the duplicated angles' first half, repeated)."""
+    trig = _cos_sin(cos, sin)
+    freqs = _repeated(trig[0], dim) if trig is not None else None
+    found = _freqs(freqs, dim // 2) if freqs is not None else None
+    if trig is not None and found is not None:
+        return found, trig[1]
+    halves = [last_axis_slice(_repeated(v, dim), 4) for v in (cos, sin)]
+    if any(h is None or (h[1], h[2]) != (0, dim // 2) for h in halves):
+        return None
+    return _half_angles(halves[0][0], halves[1][0], dim)  # type: ignore[index]
 
 
 def _split_halves_form(value: ir.Value | None, dim: int) -> Rotary | None:
@@ -284,7 +355,7 @@ def _partial(value: ir.Value | None, head_size: int) -> Rotary | None:
     x, dim, end = rest
     if dim <= 0 or dim % 2 or dim > head_size or end < head_size:
         return None
-    for form in (_rotate_half_form, _split_halves_form):
+    for form in (_rotate_half_form, _split_halves_form, _interleaved_form):
         found = form(concat.inputs[0], dim)
         if found is None:
             continue
@@ -299,7 +370,12 @@ def _partial(value: ir.Value | None, head_size: int) -> Rotary | None:
 def match_rotary(value: ir.Value | None, head_size: int) -> Rotary | None:
     """The rotary embedding producing ``value`` (``[B, heads, S, head_size]``), or ``None``: the
     rotate-half form, the split-halves form or a partial rotary of either (module docstring)."""
-    return _rotate_half_form(value, head_size) or _split_halves_form(value, head_size) or _partial(value, head_size)
+    return (_rotate_half_form(value, head_size) or _split_halves_form(value, head_size)
+            or _interleaved_form(value, head_size) or _partial(value, head_size))  # fmt: skip
+
+
+def _interleaved_form(value: ir.Value | None, dim: int) -> Rotary | None:
+    return _rotate_half_form(value, dim, interleaved=True)
 
 
 def caches(rotary: Rotary, max_positions: int) -> tuple[np.ndarray, np.ndarray]:
