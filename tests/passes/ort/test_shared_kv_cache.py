@@ -384,7 +384,7 @@ def test_phi3_packed_projection_fed_whole(tmp_path) -> None:
 
 
 @pytest.mark.slow  # an export from a folder, validation and 20 genai steps per family (~15 s idle)
-@pytest.mark.parametrize("form", ["phi3", "phi-partial", "nemotron-partial"])
+@pytest.mark.parametrize("form", ["phi3", "phi-partial", "nemotron-partial", "cohere", "helium", "glm4-partial"])
 def test_rotary_spellings_generate_like_transformers_with_shared_buffer(form, tmp_path) -> None:
     og = pytest.importorskip("onnxruntime_genai")
     from onnxport.testing.tiny_models import _make

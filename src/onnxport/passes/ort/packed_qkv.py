@@ -18,18 +18,10 @@ cover the whole last axis.
 
 from __future__ import annotations
 
-import numpy as np
 import onnx_ir as ir
 
-from onnxport.passes.fusions import last_axis_slice, producer
+from onnxport.passes.fusions import constant_ints, last_axis_slice, producer
 from onnxport.passes.ort.kernels import MICROSOFT
-
-
-def _split_sizes(split: ir.Node) -> list[int] | None:
-    if len(split.inputs) < 2 or split.inputs[1] is None:
-        return None
-    tensor = ir.convenience.get_const_tensor(split.inputs[1])
-    return None if tensor is None else [int(v) for v in np.asarray(tensor.numpy()).reshape(-1)]
 
 
 def _split_source(q: ir.Value, k: ir.Value, v: ir.Value) -> tuple[ir.Value, list[int], list[ir.Node]] | None:
@@ -40,7 +32,7 @@ def _split_source(q: ir.Value, k: ir.Value, v: ir.Value) -> tuple[ir.Value, list
     axis = split.attributes.get("axis")
     source = split.inputs[0]
     last = -1 if source is None or source.shape is None else source.shape.rank() - 1
-    sizes = _split_sizes(split)
+    sizes = constant_ints(split.inputs[1]) if len(split.inputs) > 1 else None
     if axis is None or source is None or axis.as_int() not in (-1, last) or sizes is None:
         return None
     return source, sizes, [split]

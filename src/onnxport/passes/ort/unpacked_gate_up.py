@@ -19,10 +19,10 @@ A bias ``Add`` between them, or any other reader, leaves it as it is. All ops ar
 
 from __future__ import annotations
 
-import numpy as np
 import onnx_ir as ir
 
 from onnxport import weights
+from onnxport.passes.fusions import constant_ints
 from onnxport.passes.ort.packed_matmul import gated, member
 
 
@@ -34,8 +34,7 @@ def _halves(split: ir.Node, width: int) -> bool:
     if axis is None or rank is None or axis.as_int() not in (-1, rank - 1) or len(split.outputs) != 2 or width % 2:
         return False
     if len(split.inputs) > 1 and split.inputs[1] is not None:
-        sizes = ir.convenience.get_const_tensor(split.inputs[1])
-        return sizes is not None and [int(v) for v in np.asarray(sizes.numpy()).reshape(-1)] == [width // 2] * 2
+        return constant_ints(split.inputs[1]) == [width // 2] * 2
     return True  # no sizes: equal parts (num_outputs 2)
 
 
