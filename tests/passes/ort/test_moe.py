@@ -208,8 +208,11 @@ def test_gpt_oss_experts_fuse_and_equal_eager() -> None:
     assert result.passed
     ops = _ops(result.programs["model"])
     assert ops["MoE"] == 2 and ops["Loop"] == 0 and ops["GroupQueryAttention"] == 2
+    # the router's softmax of its top-k logits is the kernel's: it reads the logits (no TopK, no scatter)
+    assert ops["TopK"] == ops["ScatterElements"] == ops["Softmax"] == 0
     for node in result.programs["model"].model.graph:
         if node.op_type == "MoE":
+            assert node.inputs[1].producer().op_type in ("Gemm", "MatMul", "Add")
             assert node.attributes["swiglu_limit"].as_float() == 7.0
             assert node.attributes["activation_alpha"].as_float() == pytest.approx(1.702)
     quantized = onnxport.hf.export(model, target="onnxruntime", quantize="int4", validate=False)

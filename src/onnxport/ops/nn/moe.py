@@ -32,6 +32,8 @@ then sums ``w_i * down(silu(gate) * up)`` over the k experts. Since transformers
 graph feeds the kernel the router's *result*: ``log(w)`` at the chosen experts and ``-inf``
 elsewhere, whose softmax is ``w / sum(w)`` on those k experts, and multiplies the output by
 ``sum(w)`` (the experts' output is linear in the weights): exactly ``sum_i w_i expert_i(x)``.
+A router that is the kernel's own computation, the softmax of the top-k logits (gpt-oss), gives
+the kernel its logits instead (:func:`_softmax_of_top_k`; the builder feeds gpt-oss's logits too).
 The CPU kernel reads the SwiGLU weights interleaved (``swiglu_fusion=1``: row ``2j`` gate ``j``,
 ``2j + 1`` up ``j``), so ``gate_up_proj`` goes through ``Reshape → Transpose → Reshape``, which
 :mod:`onnxport.passes.weight_layout` folds into a weight written so (no run copies it).
@@ -270,14 +272,18 @@ def onnxport_clamped_swiglu_experts(
     experts, size, rows = (static_dim(gate_up_proj, a) for a in range(3))
     k = _static_k(ctx, hidden, top_k_index, experts, rows, size)
     assert experts is not None
+    logits = _softmax_of_top_k(top_k_index, top_k_weights)
     y = ctx.op.MoE(
-        hidden, _router(ctx, hidden, top_k_index, top_k_weights, experts),
+        hidden, logits if logits is not None else _router(ctx, hidden, top_k_index, top_k_weights, experts),
         ctx.op.Transpose(gate_up_proj, perm=[0, 2, 1]), gate_up_bias,
         ctx.op.Transpose(down_proj, perm=[0, 2, 1]), down_bias,
         _domain="com.microsoft", k=k, activation_type="swiglu", swiglu_fusion=1,
         activation_alpha=float(alpha), activation_beta=1.0, swiglu_limit=float(limit),
         normalize_routing_weights=1,
     )  # fmt: skip
+    if logits is not None:
+        y.dtype, y.shape = ir.DataType.FLOAT, hidden.shape
+        return y
     return _weighted(ctx, y, hidden, top_k_weights)
 
 
@@ -288,6 +294,27 @@ def _static_k(ctx: Ctx, hidden: ir.Value, top_k_index: ir.Value, *dims: int | No
         ctx.unsupported("the fused experts need float32 rows and static expert count, sizes and k")
     assert k is not None
     return k
+
+
+def _softmax_of_top_k(top_k_index: ir.Value, top_k_weights: ir.Value) -> ir.Value | None:
+    """The router logits ``l`` when ``w = softmax(topk(l).values)`` over the last axis and the
+    indices are that TopK's (gpt-oss's ``GptOssTopKRouter``): the kernel's softmax over all experts,
+    top-k and renormalization give exactly those weights, ``exp(l_i) / sum_topk exp(l_j)``, so it is
+    fed ``l`` itself and the output needs no ``sum(w)`` factor (it is 1). Else ``None``."""
+    softmax = top_k_weights.producer()
+    if softmax is None or softmax.op_type != "Softmax" or softmax.domain != "":
+        return None
+    axis = softmax.attributes.get("axis")
+    topk = softmax.inputs[0].producer() if softmax.inputs[0] is not None else None
+    if axis is None or axis.as_int() not in (-1, 1) or topk is None or topk.op_type != "TopK" or topk.domain != "":
+        return None
+    top_axis, largest = topk.attributes.get("axis"), topk.attributes.get("largest")
+    if (top_axis is not None and top_axis.as_int() not in (-1, 1)) or (largest is not None and largest.as_int() != 1):
+        return None
+    if topk.outputs[0] is not softmax.inputs[0] or topk.outputs[1] is not top_k_index:
+        return None
+    logits = topk.inputs[0]
+    return logits if logits is not None and logits.shape is not None and logits.shape.rank() == 2 else None
 
 
 def _router(ctx: Ctx, hidden: ir.Value, top_k_index: ir.Value, top_k_weights: ir.Value, experts: int) -> ir.Value:
