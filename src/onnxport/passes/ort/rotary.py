@@ -345,6 +345,11 @@ def _split_halves_form(value: ir.Value | None, dim: int) -> Rotary | None:
     return None
 
 
+def _interleaved_form(value: ir.Value | None, dim: int) -> Rotary | None:
+    """The interleaved pairs' form (:func:`_rotate_half_form` with ``interleaved``)."""
+    return _rotate_half_form(value, dim, interleaved=True)
+
+
 def _partial(value: ir.Value | None, head_size: int) -> Rotary | None:
     """``Concat(rotation(Slice(x, 0, R)), Slice(x, R, D), axis=-1)`` (the first Slice folded away
     when ``R == D``) → the rotary of ``x`` with ``R/2`` frequencies."""
@@ -369,13 +374,10 @@ def _partial(value: ir.Value | None, head_size: int) -> Rotary | None:
 
 def match_rotary(value: ir.Value | None, head_size: int) -> Rotary | None:
     """The rotary embedding producing ``value`` (``[B, heads, S, head_size]``), or ``None``: the
-    rotate-half form, the split-halves form or a partial rotary of either (module docstring)."""
+    rotate-half form, the split halves, the interleaved pairs, or a partial rotary of any of them
+    (module docstring)."""
     return (_rotate_half_form(value, head_size) or _split_halves_form(value, head_size)
             or _interleaved_form(value, head_size) or _partial(value, head_size))  # fmt: skip
-
-
-def _interleaved_form(value: ir.Value | None, dim: int) -> Rotary | None:
-    return _rotate_half_form(value, dim, interleaved=True)
 
 
 def caches(rotary: Rotary, max_positions: int) -> tuple[np.ndarray, np.ndarray]:
