@@ -280,7 +280,7 @@ def columns(base: ir.TensorProtocol, start: int, stop: int, name: str) -> ir.Ten
     """Columns ``start:stop`` of a 2-D ``base``, when written (the inverse of
     :func:`concatenated` on axis 1). A ``base`` that is a transposed weight (``<w>.T``) gives the
     transpose of rows ``start:stop`` of ``w``, so only those rows are read and transposed."""
-    k, width = (int(d) for d in base.shape.numpy())
+    k = int(base.shape.numpy()[0])
     if isinstance(base, WeightTensor) and base.perm == (1, 0):
         source = base.bases[0]
         rows = derive(source, lambda a: a[start:stop], dtype=base.dtype, shape=[stop - start, k], name=f"{name}.rows")

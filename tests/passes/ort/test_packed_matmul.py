@@ -67,26 +67,32 @@ def test_packed_decoder_equals_standard_graph(family: str) -> None:
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize(("config", "model_class", "per_layer"), [
-    ("PhiConfig", "PhiForCausalLM", 6),  # q, k, v, dense; fc1 reads the same normed input; fc2
-    ("CohereConfig", "CohereForCausalLM", 7),  # q, k, v, o; gate and up read the same input; down
+@pytest.mark.parametrize(("config", "model_class", "per_layer", "extra"), [
+    # q, k, v, dense; fc1 reads the same normed input; fc2 (rotary on 16 of 32 dims: fused)
+    ("PhiConfig", "PhiForCausalLM", 6, {"hidden_size": 128, "partial_rotary_factor": 0.5}),
+    ("CohereConfig", "CohereForCausalLM", 7, {}),  # q, k, v, o; gate and up read the same input; down
 ])  # fmt: skip
-def test_parallel_block_packs_its_attention_apart(config: str, model_class: str, per_layer: int) -> None:
-    """Attention and MLP reading one input: q|k|v packed (a 3-way Split), the MLP's left as it is."""
-    model = _make(config, model_class, **GQA_DECODER)()
-    program = onnxport.hf.export(model, validate=False).programs["model"]
+def test_parallel_block_packs_its_attention_apart(config: str, model_class: str, per_layer: int, extra: dict) -> None:
+    """Attention and MLP reading one input: q|k|v packed and fed whole to the attention in every
+    layer (the MLP's output reaches the next layer's attention only through its own projections),
+    the MLP's projections left as they are; equal to the standard graph."""
+    model = _make(config, model_class, **{**GQA_DECODER, "num_hidden_layers": 3, **extra})()
     part = hf_inputs.components(from_model(model, None))[0]
     feeds = [part.make_inputs(s) for s in SIZES]
+    program = onnxport.hf.export(model, validate=False).programs["model"]
     before, ops_before = _outputs(program, feeds), _ops(program.model)
     assert PackedMatMulPass()(program.model).modified
     after, ops = _outputs(program, feeds), _ops(program.model)
-    layers = GQA_DECODER["num_hidden_layers"]
-    assert ops_before["MatMul"] == per_layer * layers + 1 and ops["MatMul"] == (per_layer - 2) * layers + 1
+    assert ops_before["MatMul"] == per_layer * 3 + 1 and ops["MatMul"] == (per_layer - 2) * 3 + 1
     splits = [n for n in program.model.graph if n.op_type == "Split"]
-    assert len(splits) == ops_before["Split"] + layers and all(len(n.outputs) in (2, 3) for n in splits)
+    assert len(splits) == ops_before["Split"] + 3 and all(len(n.outputs) in (2, 3) for n in splits)
     for got_set, want_set in zip(after, before, strict=True):
         for got, want in zip(got_set, want_set, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    shared = onnxport.hf.export(model, validate=False, target="onnxruntime", kv_cache="shared").programs["model"]
+    gqa = [n for n in shared.model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(gqa) == 3 and all(n.inputs[0].producer().op_type in ("MatMul", "Add") and n.inputs[1] is None for n in gqa)
+    assert _ops(shared.model)["Split"] == 0
 
 
 def _value(name: str, shape: list, dtype: ir.DataType = ir.DataType.FLOAT) -> ir.Value:

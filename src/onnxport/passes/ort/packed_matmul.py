@@ -131,13 +131,26 @@ def _gated_pair(group: list[Member]) -> bool:
 
 
 # how many nodes deep a projection's output is followed to an attention (q/k/v through a rotary,
-# head reshapes and the cache Concat)
+# head reshapes and the cache Concat), never through another projection (the MLP's output reaches
+# the next layer's attention through its own)
 _ATTENTION_DEPTH = 10
 _ATTENTIONS = ("GroupQueryAttention", "Attention", "MultiHeadAttention")
+_PROJECTIONS = ("MatMul", "Gemm", "MatMulNBits")
 
 
 def _feeds_attention(m: Member) -> bool:
-    return any(n.op_type in _ATTENTIONS for n in _reached(m.node.outputs[0], _ATTENTION_DEPTH).values())
+    frontier, seen = [m.node.outputs[0]], set()
+    for _ in range(_ATTENTION_DEPTH):
+        following: list[ir.Value] = []
+        for v in frontier:
+            for user, _ in v.uses():
+                if user.op_type in _ATTENTIONS:
+                    return True
+                if id(user) not in seen and user.op_type not in _PROJECTIONS:
+                    seen.add(id(user))
+                    following.extend(user.outputs)
+        frontier = following
+    return False
 
 
 def _parallel_split(group: list[Member]) -> list[list[Member]]:
