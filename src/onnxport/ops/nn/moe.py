@@ -281,10 +281,7 @@ def onnxport_clamped_swiglu_experts(
         activation_alpha=float(alpha), activation_beta=1.0, swiglu_limit=float(limit),
         normalize_routing_weights=1,
     )  # fmt: skip
-    if logits is not None:
-        y.dtype, y.shape = ir.DataType.FLOAT, hidden.shape
-        return y
-    return _weighted(ctx, y, hidden, top_k_weights)
+    return _weighted(ctx, y, hidden, top_k_weights if logits is None else None)
 
 
 def _static_k(ctx: Ctx, hidden: ir.Value, top_k_index: ir.Value, *dims: int | None) -> int:
@@ -328,7 +325,10 @@ def _router(ctx: Ctx, hidden: ir.Value, top_k_index: ir.Value, top_k_weights: ir
     return ctx.op.ScatterElements(blank, top_k_index, ctx.op.Log(top_k_weights), axis=1)
 
 
-def _weighted(ctx: Ctx, y: ir.Value, hidden: ir.Value, top_k_weights: ir.Value) -> ir.Value:
-    """The kernel's output times ``sum(w)`` (it renormalized the weights to sum to 1)."""
+def _weighted(ctx: Ctx, y: ir.Value, hidden: ir.Value, top_k_weights: ir.Value | None) -> ir.Value:
+    """The kernel's output times ``sum(w)`` (it renormalized the weights to sum to 1); as it is
+    when the kernel read the router's logits (``top_k_weights`` ``None``: the sum is 1)."""
     y.dtype, y.shape = ir.DataType.FLOAT, hidden.shape  # float32: checked by _static_k
+    if top_k_weights is None:
+        return y
     return ctx.op.Mul(y, ctx.op.ReduceSum(top_k_weights, ctx.const([1], ir.DataType.INT64), keepdims=1))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from onnxport import weights
-from onnxport.passes.fusions import constant_ints
+from onnxport.passes.fusions import constant_ints, drop_unused_initializer
 from onnxport.passes.ort.packed_matmul import gated, member
 
 
@@ -68,7 +68,6 @@ class UnpackedGateUpPass(ir.passes.InPlacePass):
                 old.replace_all_uses_with(new, replace_graph_outputs=True)
                 new.name, old.name = old.name, None
             graph.remove([split, node], safe=True)
-            if not m.weight.uses():
-                graph.initializers.pop(m.weight.name or "", None)
+            drop_unused_initializer(graph, m.weight)
             modified = True
         return ir.passes.PassResult(model, modified)
