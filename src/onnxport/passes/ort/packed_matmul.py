@@ -104,8 +104,9 @@ def _bias(m: Member) -> tuple[ir.Node, ir.Value, ir.TensorProtocol] | None:
 _GATE_DEPTH = 4
 
 
-def _reached(value: ir.Value, depth: int) -> dict[int, ir.Node]:
-    """The nodes reading ``value`` within ``depth`` nodes, by id."""
+def _reached(value: ir.Value, depth: int, stop: tuple[str, ...] = ()) -> dict[int, ir.Node]:
+    """The nodes reading ``value`` within ``depth`` nodes, by id; a node of a ``stop`` op type is
+    reached but not followed further."""
     frontier, seen = [value], {}
     for _ in range(depth):
         following: list[ir.Value] = []
@@ -113,7 +114,8 @@ def _reached(value: ir.Value, depth: int) -> dict[int, ir.Node]:
             for user, _ in v.uses():
                 if id(user) not in seen:
                     seen[id(user)] = user
-                    following.extend(user.outputs)
+                    if user.op_type not in stop:
+                        following.extend(user.outputs)
         frontier = following
     return seen
 
@@ -139,18 +141,8 @@ _PROJECTIONS = ("MatMul", "Gemm", "MatMulNBits")
 
 
 def _feeds_attention(m: Member) -> bool:
-    frontier, seen = [m.node.outputs[0]], set()
-    for _ in range(_ATTENTION_DEPTH):
-        following: list[ir.Value] = []
-        for v in frontier:
-            for user, _ in v.uses():
-                if user.op_type in _ATTENTIONS:
-                    return True
-                if id(user) not in seen and user.op_type not in _PROJECTIONS:
-                    seen.add(id(user))
-                    following.extend(user.outputs)
-        frontier = following
-    return False
+    reached = _reached(m.node.outputs[0], _ATTENTION_DEPTH, stop=_PROJECTIONS)
+    return any(n.op_type in _ATTENTIONS for n in reached.values())
 
 
 def _parallel_split(group: list[Member]) -> list[list[Member]]:
