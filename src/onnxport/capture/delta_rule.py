@@ -92,13 +92,16 @@ def chunk_gated_delta_rule(
     if k_heads != v_heads:
         query = query.repeat_interleave(v_heads // k_heads, dim=2)
         key = key.repeat_interleave(v_heads // k_heads, dim=2)
-    # (batch, heads, seq_len, ...) float32
-    query, key, value, beta, decay = (
-        x.transpose(1, 2).to(torch.float32, memory_format=torch.contiguous_format) for x in (query, key, value, beta, g)
-    )
+    # normalized and scaled per position before the transposes, so each input reaches its
+    # transpose to (batch, heads, seq_len, ...) as the recurrence takes it, in float32: the
+    # operands com.microsoft.LinearAttention reads (passes/ort/linear_attention.py)
+    query, key, value, beta, g = (x.to(torch.float32) for x in (query, key, value, beta, g))
     if use_qk_l2norm_in_kernel:
         query, key = _l2norm(query), _l2norm(key)
     query = query * query.shape[-1] ** -0.5
+    query, key, value, beta, decay = (
+        x.transpose(1, 2).contiguous() for x in (query, key, value, beta, g)
+    )
 
     # the padded length as chunks * chunk_size, which torch's symbolic shapes see divides evenly
     # (transformers' (chunk_size - length % chunk_size) % chunk_size makes the reshapes guard on the

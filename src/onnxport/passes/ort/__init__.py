@@ -14,6 +14,7 @@ import onnx_ir.passes.common as common
 from onnxport.errors import OnnxportError
 from onnxport.passes.ort.gelu import GeluPass
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
+from onnxport.passes.ort.linear_attention import LinearAttentionPass
 from onnxport.passes.ort.local_window import LocalWindowPass
 from onnxport.passes.ort.matmul_nbits import MatMulNBitsPass, QuantizeOptions
 from onnxport.passes.ort.moe import QMoEPass
@@ -41,7 +42,7 @@ def optimize_for_onnxruntime(
 
     Args:
         model: A model produced by onnxport's standard pipeline.
-        fuse: Run the contrib-op fusions (attention, normalization, bias + GELU) and pack the MatMuls
+        fuse: Run the contrib-op fusions (attention, linear attention, normalization, bias + GELU) and pack the MatMuls
             sharing an input (q/k/v: :mod:`~onnxport.passes.ort.packed_matmul`).
         quantize: Weight-only quantization of MatMul weights to MatMulNBits and of MoE experts to
             QMoE (``None``: keep float); the MatMuls are packed first (when ``fuse`` did not
@@ -67,6 +68,7 @@ def optimize_for_onnxruntime(
         passes += [
             GroupQueryAttentionPass(rotary_positions, shared_kv_buffer, rotary_embedding),
             LocalWindowPass(windows or {}),
+            LinearAttentionPass(),
             SkipNormalizationPass(),
             GeluPass(),
         ]

@@ -1,0 +1,96 @@
+"""The gated delta rule's chunked Scan becomes com.microsoft.LinearAttention: the same outputs and
+recurrent states as the standard graph on prompts, one-token steps from random states and prompts
+continued from them (Qwen3.5, and Qwen3-Next with fewer key heads than value heads); generation
+through onnxruntime-genai equals transformers; another Scan (Mamba2's) stays."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+import pytest
+
+import onnxport.hf
+from _generation import assert_genai_equals_transformers
+from onnxport.hf import inputs as hf_inputs
+from onnxport.hf.loading import from_model
+from onnxport.passes.ort.kernels import has_kernel
+from onnxport.passes.ort.linear_attention import LinearAttentionPass
+from onnxport.testing.tiny_models import _make
+
+pytest.importorskip("transformers")
+pytestmark = pytest.mark.skipif(not has_kernel("LinearAttention"), reason="onnxruntime without the LinearAttention CPU kernel")
+
+TINY = dict(vocab_size=99, hidden_size=32, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+            intermediate_size=32, bos_token_id=1, eos_token_id=2, pad_token_id=0, max_position_embeddings=64,
+            linear_conv_kernel_dim=4, linear_key_head_dim=8, linear_value_head_dim=8)  # fmt: skip
+LINEAR = ["linear_attention", "linear_attention", "full_attention"]
+FAMILIES = {
+    "qwen3.5": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", dict(linear_num_key_heads=4, linear_num_value_heads=4)),
+    "qwen3-next": ("Qwen3NextConfig", "Qwen3NextForCausalLM",  # value heads repeat the key heads
+                   dict(linear_num_key_heads=2, linear_num_value_heads=4, num_experts=4, num_experts_per_tok=2,
+                        moe_intermediate_size=16, shared_expert_intermediate_size=16)),
+}  # fmt: skip
+
+
+def _model(name: str) -> Any:
+    config, cls, extra = FAMILIES[name]
+    return _make(config, cls, **TINY, **extra, num_hidden_layers=3, layer_types=LINEAR)(initializer_range=0.2)
+
+
+def _ops(model: ir.Model) -> collections.Counter:
+    return collections.Counter(n.op_type for n in model.graph)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_linear_attention_equals_the_standard_graph(name: str) -> None:
+    model = _model(name)
+    program = onnxport.hf.export(model, validate=False).programs["model"]
+    part = hf_inputs.components(from_model(model, None))[0]
+    # a prompt from zero states, then one-token steps and a 5-token continuation from random states
+    feeds = [part.make_inputs(s) for s in [hf_inputs.EXPORT_SIZES, *hf_inputs.CHECK_SIZES]]
+    assert any(f["input_ids"].shape[1] == 1 for f in feeds) and any(f["input_ids"].shape[1] > 1 for f in feeds)
+    states = [np.asarray(f["past_key_values"][0][1]) for f in feeds if f["attention_mask"].shape[1] > f["input_ids"].shape[1]]
+    assert states and all(s.ndim == 4 and np.abs(s).max() > 0 for s in states)  # [B, H, Dk, Dv], random
+    program.release()
+    before = [[np.asarray(t) for t in program(**f)] for f in feeds]
+    assert _ops(program.model)["Scan"] == 2
+    assert LinearAttentionPass()(program.model).modified
+    ops = _ops(program.model)
+    assert ops["LinearAttention"] == 2
+    ir.passes.common.RemoveUnusedNodesPass()(program.model)
+    assert "Scan" not in _ops(program.model)
+    fused = [n for n in program.model.graph if n.op_type == "LinearAttention"]
+    assert all(n.attributes["q_num_heads"].value == n.attributes["kv_num_heads"].value == 4 for n in fused)
+    names = [str(v.name) for v in program.model.graph.outputs]
+    assert names[:4] == ["logits", "present_conv.0", "present_recurrent.0", "present_conv.1"]
+    # the state is the kernel's own output, not a copy of it
+    assert program.model.graph.outputs[2].producer().op_type == "LinearAttention"
+    program.release()
+    after = [[np.asarray(t) for t in program(**f)] for f in feeds]
+    for got_set, want_set in zip(after, before, strict=True):
+        for got, want in zip(got_set, want_set, strict=True):
+            assert got.shape == want.shape and got.dtype == want.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)  # verify.compare float32
+
+
+def test_target_export_fuses_and_generates_as_transformers(tmp_path: Path) -> None:
+    og = pytest.importorskip("onnxruntime_genai")
+    model = _model("qwen3.5")
+    result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache="shared")
+    assert result.passed
+    ops = _ops(result.programs["model"].model)
+    assert ops["LinearAttention"] == 2 and "Scan" not in ops and ops["GroupQueryAttention"] == 1
+    assert_genai_equals_transformers(og, model, tmp_path / "out")
+    assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)
+
+
+def test_a_mamba2_scan_stays() -> None:
+    model = _make("Mamba2Config", "Mamba2ForCausalLM", vocab_size=99, hidden_size=32, num_hidden_layers=1, num_heads=8,
+                  head_dim=8, n_groups=1, state_size=8, conv_kernel=4, expand=2, chunk_size=4)()  # fmt: skip
+    program = onnxport.hf.export(model, validate=False).programs["model"]
+    assert _ops(program.model)["Scan"] == 1
+    assert not LinearAttentionPass()(program.model).modified
