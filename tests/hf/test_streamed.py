@@ -413,6 +413,23 @@ def test_slice_config_cuts_every_stack_of_a_composite_config() -> None:
     assert streamed.slice_config(shallow) is None
 
 
+def test_validation_slice_holds_every_layer_type() -> None:
+    """The validation slice (``every_type``) keeps the first layers up to one of each type:
+    Qwen3.5's three linear-attention layers and a full-attention one (two linear layers alone have
+    no attention: the probe found no cache length and the slice was exported without its cache),
+    up to :data:`MAX_SLICE_LAYERS`; the capture's copy keeps two."""
+    types = ["linear_attention"] * 3 + ["full_attention"]
+    config = transformers.Qwen3_5TextConfig(num_hidden_layers=8, layer_types=types * 2)
+    cut = streamed.slice_config(config, every_type=True)
+    assert cut.num_hidden_layers == 4 and cut.layer_types == types
+    assert streamed.slice_config(config).layer_types == types[:2]
+    assert streamed._slice_label(config, cut) == "slice (4 of 8 layers)"
+    late = transformers.Qwen3_5TextConfig(num_hidden_layers=12, layer_types=["linear_attention"] * 9 + ["full_attention"] * 3)
+    assert streamed.slice_config(late, every_type=True).num_hidden_layers == streamed.SLICE_LAYERS  # 10 > 8
+    llama = transformers.LlamaConfig(num_hidden_layers=6)
+    assert streamed.slice_config(llama, every_type=True).num_hidden_layers == streamed.SLICE_LAYERS
+
+
 def test_slice_validation_of_a_vision_language_model(tmp_path: pathlib.Path) -> None:
     """A LLaVA checkpoint (3 vision and 3 text layers) too large for memory is validated through a
     slice of both stacks: the vision encoder, the embeddings and the decoder each against eager."""

@@ -702,10 +702,10 @@ def hf_summary_lines(result: Any, target: str = "onnx") -> list[str]:
             + (f" in {source}" if streamed.checkpoint_dtype not in (None, streamed.dtype) else "")
             + f"); validation: {streamed.validation}"
             + (
-                " (the graph before quantization: a 2-layer copy with those layers' real weights"
+                " (the graph before quantization: a copy of those first layers with their real weights"
                 " was exported the same way, unquantized, and compared with eager)"
                 if streamed.validation.startswith("slice") and "quantization" in streamed.validation
-                else " (the model is too large to run in memory: a 2-layer copy with those layers' real"
+                else " (the model is too large to run in memory: a copy of those first layers with their real"
                 " weights was exported the same way and compared with eager)"
                 if streamed.validation.startswith("slice")
                 else ""

@@ -73,6 +73,7 @@ from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 from onnxport.runtime import available_memory, run_session, to_numpy
 
 SLICE_LAYERS = 2
+MAX_SLICE_LAYERS = 8  # a slice holding one layer of each type (slice_config's every_type), at most
 SLICE_FOLDER = ".onnxport-slice"
 
 
@@ -271,19 +272,23 @@ def _save_parts(
     return files, data
 
 
-def slice_config(config: Any, layers: int = SLICE_LAYERS) -> Any | None:
+def slice_config(config: Any, layers: int = SLICE_LAYERS, every_type: bool = False) -> Any | None:
     """``config`` with every stack of more than ``layers`` hidden layers cut to ``layers``
     (per-layer lists cut too): its own ``num_hidden_layers`` and those of its sub-configs (a
     vision-language model's ``text_config`` and ``vision_config``, an encoder-decoder's
-    ``encoder`` and ``decoder``: :func:`layer_counts`). ``None`` when no stack has more than
-    ``layers``, or a count refuses to be set (ProphetNet's ``num_hidden_layers`` raises
-    ``NotImplementedError``: its encoder and decoder counts are set apart)."""
+    ``encoder`` and ``decoder``: :func:`layer_counts`). With ``every_type`` a stack whose
+    ``layer_types`` start with more than ``layers`` layers of some types keeps the first layers up
+    to one of each type, up to :data:`MAX_SLICE_LAYERS` (Qwen3.5's three linear-attention layers
+    and a full-attention one: a slice of linear layers alone has no attention, and its cache no
+    length). ``None`` when no stack has more than ``layers``, or a count refuses to be set
+    (ProphetNet's ``num_hidden_layers`` raises ``NotImplementedError``: its encoder and decoder
+    counts are set apart)."""
     if not layer_counts(config, layers):
         return None
     cut = config.__class__.from_dict(config.to_dict())
     try:
         for sub in _stacks(cut).values():
-            _cut_stack(sub, layers)
+            _cut_stack(sub, _covering(sub, layers) if every_type else layers)
     except (NotImplementedError, AttributeError):
         return None
     return cut
@@ -306,6 +311,16 @@ def _stacks(config: Any) -> dict[str, Any]:
     ``to_dict`` and ``model_type`` is a config: transformers stays an optional import here)."""
     subs = {name: value for name, value in vars(config).items() if hasattr(value, "to_dict") and hasattr(value, "model_type")}
     return {"": config, **subs}
+
+
+def _covering(config: Any, layers: int) -> int:
+    """The number of first layers of ``config`` that hold each of its ``layer_types`` at least
+    once: ``layers`` or more, or ``layers`` when that takes more than :data:`MAX_SLICE_LAYERS`."""
+    per_layer = getattr(config, "layer_types", None)
+    if not isinstance(per_layer, list) or len(per_layer) != getattr(config, "num_hidden_layers", None):
+        return layers
+    needed = 1 + max(per_layer.index(kind) for kind in set(map(str, per_layer)))
+    return layers if needed > MAX_SLICE_LAYERS else max(layers, needed)
 
 
 def _cut_stack(config: Any, layers: int) -> None:
@@ -446,7 +461,8 @@ def _check_folder(spec: _Spec, config: Any, folder: Path, build: _Build, label: 
     compare it with eager."""
     model = meta.build(config, spec.task.auto_class, spec.dtype)
     if config is not spec.config:  # a slice: per-layer tables cut to its layers
-        ratios = [(SLICE_LAYERS, count) for count in layer_counts(spec.config, SLICE_LAYERS).values()]
+        kept = layer_counts(config)
+        ratios = [(kept[name], count) for name, count in layer_counts(spec.config, SLICE_LAYERS).items()]
         spec = dataclasses.replace(spec, checkpoint=sliced(spec.checkpoint, model, ratios))
     loaded = spec.loaded(model)
     parts, repeating = _meta_components(loaded)
@@ -475,7 +491,7 @@ def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck]
     """Validate the staged export in full (``fits``: the weights fit in memory) or through a slice
     (see the module docstring). Without ``fits`` nothing of the full export is read, so it may run
     while the full export is still being written."""
-    cut = slice_config(spec.config)
+    cut = slice_config(spec.config, every_type=True)
     if spec.build.quantize is None and fits:
         checks = _against_eager(spec, spec.config, lambda name: staging / hf_layout.model_path(name, spec.layout),
                                 spec.rule, lambda name: name)
@@ -490,7 +506,7 @@ def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck]
     float_build = dataclasses.replace(spec.build, quantize=None)
     before = "" if spec.build.quantize is None else ", before quantization"
     checks, cut = _check_slice(spec, cut, folder, float_build, before, fits)
-    label = (_slice_label(spec.config) if cut is not None else "full") + before
+    label = (_slice_label(spec.config, cut) if cut is not None else "full") + before
     if spec.build.quantize is not None:
         if fits:  # the quantized files run: eager's shapes, dtypes, finite values (module docstring)
             bits = f"int{spec.build.quantize.bits}"
@@ -502,10 +518,11 @@ def _validate(spec: _Spec, staging: Path, fits: bool) -> tuple[list[OutputCheck]
     return checks, label
 
 
-def _slice_label(config: Any) -> str:
+def _slice_label(config: Any, cut: Any) -> str:
     """``slice (2 of 32 layers)``; per stack for a config with sub-configs:
     ``slice (2 of 32 text_config layers, 2 of 24 vision_config layers)``."""
-    stacks = [f"{SLICE_LAYERS} of {count}{' ' + name if name else ''} layers" for name, count in layer_counts(config, SLICE_LAYERS).items()]
+    kept = layer_counts(cut)
+    stacks = [f"{kept[name]} of {count}{' ' + name if name else ''} layers" for name, count in layer_counts(config, SLICE_LAYERS).items()]
     return f"slice ({', '.join(stacks)})"
 
 
@@ -526,7 +543,7 @@ def _check_slice(spec: _Spec, cut: Any, folder: Path, build: _Build, before: str
         except (WeightsError, HFError) as e:
             if not fits:
                 raise HFError(
-                    f"A slice of {SLICE_LAYERS} layers cannot be validated ({str(e).splitlines()[0]}), and the model "
+                    f"A slice of the first layers cannot be validated ({str(e).splitlines()[0]}), and the model "
                     "is too large to validate whole in memory. Pass validate=False (--no-validate)."
                 ) from e
             shutil.rmtree(folder)
