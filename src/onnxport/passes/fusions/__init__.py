@@ -3,6 +3,7 @@ share (also used by the onnxruntime fusions of :mod:`onnxport.passes.ort`)."""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 
 from onnxport import weights
@@ -76,6 +77,17 @@ def constant_ints(value: ir.Value | None) -> list[int] | None:
     if tensor is None or tensor.dtype not in (ir.DataType.INT64, ir.DataType.INT32):
         return None
     return [int(v) for v in tensor.numpy().reshape(-1)]
+
+
+def int64_initializer(graph: ir.Graph, values: list[int], name: str) -> ir.Value:
+    """The 1-D int64 initializer ``name`` holding ``values`` (a shape, axes, starts), registered in
+    ``graph`` unless it already is."""
+    if name not in graph.initializers:
+        tensor = ir.tensor(np.array(values, dtype=np.int64), name=name)
+        graph.register_initializer(
+            ir.Value(name=name, shape=ir.Shape([len(values)]), type=ir.TensorType(ir.DataType.INT64), const_value=tensor)
+        )
+    return graph.initializers[name]
 
 
 def float_initializer(value: ir.Value | None, rank: int) -> ir.TensorProtocol | None:

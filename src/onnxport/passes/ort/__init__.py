@@ -12,6 +12,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common
 
 from onnxport.errors import OnnxportError
+from onnxport.passes.ort.causal_conv import CausalConvPass
 from onnxport.passes.ort.gelu import GeluPass
 from onnxport.passes.ort.group_query_attention import GroupQueryAttentionPass
 from onnxport.passes.ort.linear_attention import LinearAttentionPass
@@ -42,7 +43,7 @@ def optimize_for_onnxruntime(
 
     Args:
         model: A model produced by onnxport's standard pipeline.
-        fuse: Run the contrib-op fusions (attention, linear attention, normalization, bias + GELU) and pack the MatMuls
+        fuse: Run the contrib-op fusions (attention, linear attention, causal convolution, normalization, bias + GELU) and pack the MatMuls
             sharing an input (q/k/v: :mod:`~onnxport.passes.ort.packed_matmul`).
         quantize: Weight-only quantization of MatMul weights to MatMulNBits and of MoE experts to
             QMoE (``None``: keep float); the MatMuls are packed first (when ``fuse`` did not
@@ -69,6 +70,7 @@ def optimize_for_onnxruntime(
             GroupQueryAttentionPass(rotary_positions, shared_kv_buffer, rotary_embedding),
             LocalWindowPass(windows or {}),
             LinearAttentionPass(),
+            CausalConvPass(),
             SkipNormalizationPass(),
             GeluPass(),
         ]

@@ -36,10 +36,9 @@ from __future__ import annotations
 
 import collections
 
-import numpy as np
 import onnx_ir as ir
 
-from onnxport.passes.fusions import producer, scalar
+from onnxport.passes.fusions import int64_initializer, producer, scalar
 from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
 
 #: the Scan body of :func:`onnxport.capture.delta_rule.chunk_gated_delta_rule`'s ``step``
@@ -155,12 +154,6 @@ def _untransposed(graph: ir.Graph, before: ir.Node, value: ir.Value) -> ir.Value
     return transpose.outputs[0]
 
 
-def _ints(graph: ir.Graph, values: list[int], name: str) -> ir.Value:
-    tensor = ir.tensor(np.array(values, dtype=np.int64), name=name)
-    value = ir.Value(name=name, shape=ir.Shape([len(values)]), type=ir.TensorType(ir.DataType.INT64), const_value=tensor)
-    graph.register_initializer(value)
-    return value
-
 
 class LinearAttentionPass(ir.passes.InPlacePass):
     """Replace the gated delta rule's chunked ``Scan`` by ``com.microsoft.LinearAttention``
@@ -187,11 +180,12 @@ class LinearAttentionPass(ir.passes.InPlacePass):
         query, value = roles["query"], roles["value"]
         if any(v.dtype != ir.DataType.FLOAT for v in roles.values()) or query.shape is None or value.shape is None:
             return False
-        heads, key_dim, value_dim = query.shape[1], query.shape[3], value.shape[3]
-        if not all(isinstance(d, int) for d in (heads, key_dim, value_dim)):
+        dims = [d for d in (query.shape[1], query.shape[3], value.shape[3]) if isinstance(d, int)]
+        if len(dims) != 3:
             return False
+        heads, _, value_dim = dims
         name = scan.name or "delta_rule"
-        packed = _ints(graph, [0, 0, -1], f"{name}.packed_shape")
+        packed = int64_initializer(graph, [0, 0, -1], "linear_attention.packed_shape")
         operands = []
         for role in ("query", "key", "value"):
             reshape = ir.node("Reshape", [_untransposed(graph, scan, roles[role]), packed])
@@ -215,9 +209,9 @@ class LinearAttentionPass(ir.passes.InPlacePass):
         graph.insert_before(scan, fused)
         output, state = fused.outputs
         state.dtype, state.shape = ir.DataType.FLOAT, scan.outputs[0].shape
-        unpacked = ir.node("Reshape", [output, _ints(graph, [0, 0, heads, value_dim], f"{name}.heads_shape")])
+        unpacked = ir.node("Reshape", [output, int64_initializer(graph, [0, 0, heads, value_dim], f"linear_attention.heads_shape.{heads}_{value_dim}")])
         graph.insert_before(scan, unpacked)
-        unpacked.outputs[0].dtype, unpacked.outputs[0].shape = out.dtype, out.shape
+        unpacked.outputs[0].dtype, unpacked.outputs[0].shape = ir.DataType.FLOAT, out.shape
         _take_place(scan.outputs[0], state)
         _take_place(out, unpacked.outputs[0])
         for use in list(state.uses()):  # the cache's copy to the past's shape: the state's own

@@ -1,0 +1,75 @@
+"""The short causal convolution over ``Concat(past_conv, x)`` becomes com.microsoft.CausalConvWithState:
+the same outputs and conv states as the standard graph on prompts, one-token steps from random
+states and prompts continued from them (LFM2 without activation, Qwen3.5 with SiLU), the graph's
+inputs and outputs unchanged; a convolution without a cached state stays."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+import pytest
+import torch
+
+import onnxport
+import onnxport.hf
+from onnxport.hf import inputs as hf_inputs
+from onnxport.hf.loading import from_model
+from onnxport.passes.ort.causal_conv import CausalConvPass
+from onnxport.passes.ort.kernels import has_kernel
+from onnxport.testing.tiny_models import _make
+
+pytest.importorskip("transformers")
+pytestmark = pytest.mark.skipif(not has_kernel("CausalConvWithState"), reason="onnxruntime without the CausalConvWithState CPU kernel")
+
+TINY = dict(vocab_size=99, hidden_size=32, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+            intermediate_size=32, bos_token_id=1, eos_token_id=2, pad_token_id=0, max_position_embeddings=64)  # fmt: skip
+FAMILIES = {
+    "lfm2": ("Lfm2Config", "Lfm2ForCausalLM", dict(layer_types=["conv", "conv", "full_attention"], conv_L_cache=3)),
+    "qwen3.5": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM",
+                dict(layer_types=["linear_attention", "linear_attention", "full_attention"], linear_num_key_heads=2,
+                     linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8, linear_conv_kernel_dim=4)),
+}  # fmt: skip
+
+
+def _model(name: str) -> Any:
+    config, cls, extra = FAMILIES[name]
+    return _make(config, cls, **TINY, **extra, num_hidden_layers=3)(initializer_range=0.2)
+
+
+def _ops(model: ir.Model) -> collections.Counter:
+    return collections.Counter(n.op_type for n in model.graph)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_causal_conv_equals_the_standard_graph(name: str) -> None:
+    model = _model(name)
+    program = onnxport.hf.export(model, validate=False).programs["model"]
+    part = hf_inputs.components(from_model(model, None))[0]
+    feeds = [part.make_inputs(s) for s in [hf_inputs.EXPORT_SIZES, *hf_inputs.CHECK_SIZES]]
+    conv_states = [np.asarray(f["past_key_values"][0][0]) for f in feeds if f["attention_mask"].shape[1] > f["input_ids"].shape[1]]
+    assert conv_states and all(s.ndim == 3 and np.abs(s[..., 0]).max() > 0 for s in conv_states)  # k columns, random
+    program.release()
+    before = [[np.asarray(t) for t in program(**f)] for f in feeds]
+    signature = [(str(v.name), str(v.shape)) for v in [*program.model.graph.inputs, *program.model.graph.outputs]]
+    assert _ops(program.model)["Conv"] == 2
+    assert CausalConvPass()(program.model).modified
+    ir.passes.common.RemoveUnusedNodesPass()(program.model)
+    ops = _ops(program.model)
+    assert ops["CausalConvWithState"] == 2 and "Conv" not in ops
+    assert [(str(v.name), str(v.shape)) for v in [*program.model.graph.inputs, *program.model.graph.outputs]] == signature
+    program.release()
+    after = [[np.asarray(t) for t in program(**f)] for f in feeds]
+    for got_set, want_set in zip(after, before, strict=True):
+        for got, want in zip(got_set, want_set, strict=True):
+            assert got.shape == want.shape and got.dtype == want.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)  # verify.compare float32
+
+
+def test_a_convolution_without_a_cached_state_stays() -> None:
+    conv = torch.nn.Conv1d(8, 8, 3, groups=8, padding=2)
+    program = onnxport.export(conv, (torch.randn(1, 8, 5),))
+    assert _ops(program.model)["Conv"] == 1
+    assert not CausalConvPass()(program.model).modified
