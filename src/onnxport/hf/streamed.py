@@ -315,12 +315,13 @@ def _stacks(config: Any) -> dict[str, Any]:
 
 def _covering(config: Any, layers: int) -> int:
     """The number of first layers of ``config`` that hold each of its ``layer_types`` at least
-    once: ``layers`` or more, or ``layers`` when that takes more than :data:`MAX_SLICE_LAYERS`."""
+    once: ``layers`` or more, or ``layers`` when that takes more than :data:`MAX_SLICE_LAYERS` or
+    the whole stack (no smaller slice has them all)."""
     per_layer = getattr(config, "layer_types", None)
     if not isinstance(per_layer, list) or len(per_layer) != getattr(config, "num_hidden_layers", None):
         return layers
     needed = 1 + max(per_layer.index(kind) for kind in set(map(str, per_layer)))
-    return layers if needed > MAX_SLICE_LAYERS else max(layers, needed)
+    return layers if needed > MAX_SLICE_LAYERS or needed >= len(per_layer) else max(layers, needed)
 
 
 def _cut_stack(config: Any, layers: int) -> None:
