@@ -55,6 +55,8 @@ the user already imported (no library is imported here).
   (:func:`symbolic_one_hot`).
 - ``torch.nn.functional.max_pool1d`` over a symbolic length, which torch 2.13 fixes to the
   example's (CANINE, 1-D CNNs), as ``max_pool2d`` over a height of 1 (:func:`symbolic_max_pool1d`).
+- the interleaved multimodal rotary of Qwen3-VL / Qwen3.5's text decoders given 2-D position ids
+  (three equal rows): the plain rotary table, bit for bit (:mod:`onnxport.capture.text_mrope`).
 - transformers' ``compile_compatible_method_lru_cache`` (anchors and sine position tables of
   RT-DETR, D-FINE, ... ~30 models) is bypassed, as transformers itself does under Dynamo: a cache
   filled during the capture or a fake-tensor probe held fake tensors that a later eager run at the
@@ -104,6 +106,7 @@ from onnxport.capture.lightning import whole_sequence
 from onnxport.capture.mlstm import recurrent_inference
 from onnxport.capture.rg_lru import rnn_scan
 from onnxport.capture.selective_scan import selective_scan
+from onnxport.capture.text_mrope import TEXT_MROPE_CLASSES, text_positions
 from onnxport.capture.upsampling import upsampling_patches
 from onnxport.capture.windows import window_patches
 from onnxport.capture.wkv import wkv_scan
@@ -224,6 +227,7 @@ METHOD_PATCHES: tuple[tuple[str, str, str, Callable[[Any], Callable[..., Any]]],
      lambda _original: rnn_scan),
     ("transformers.models.xlstm.modeling_xlstm", "xLSTMBackend", "forward", recurrent_inference),
     *EXPERT_LOOP_PATCHES,
+    *((module, cls, "forward", text_positions) for module, cls in TEXT_MROPE_CLASSES),
 )
 
 

@@ -36,9 +36,10 @@ FAMILIES = {
 }  # fmt: skip
 
 
-def _model(name: str) -> Any:
+def _model(name: str, **changes: Any) -> Any:
     config, cls, extra = FAMILIES[name]
-    return _make(config, cls, **TINY, **extra, num_hidden_layers=3, layer_types=LINEAR)(initializer_range=0.2)
+    fields = {**TINY, **extra, "num_hidden_layers": 3, "layer_types": LINEAR, **changes}
+    return _make(config, cls, **fields)(initializer_range=0.2)
 
 
 def _ops(model: ir.Model) -> collections.Counter:
@@ -79,11 +80,15 @@ def test_linear_attention_equals_the_standard_graph(name: str) -> None:
 
 def test_target_export_fuses_and_generates_as_transformers(tmp_path: Path) -> None:
     og = pytest.importorskip("onnxruntime_genai")
-    model = _model("qwen3.5")
+    model = _model("qwen3.5", head_dim=64)  # a quarter of it rotated: 8 cache columns, as the kernel wants
     result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache="shared")
     assert result.passed
     ops = _ops(result.programs["model"].model)
     assert ops["LinearAttention"] == 2 and "Scan" not in ops and ops["GroupQueryAttention"] == 1
+    # the text positions' rotary (capture/text_mrope) folds into the kernel: no multimodal recomposition left
+    assert "ScatterND" not in ops and "Cos" not in ops
+    attention = next(n for n in result.programs["model"].model.graph if n.op_type == "GroupQueryAttention")
+    assert attention.attributes["do_rotary"].value == 1
     assert_genai_equals_transformers(og, model, tmp_path / "out")
     assert_genai_equals_transformers(og, model, tmp_path / "out", padded=True)
 

@@ -193,6 +193,26 @@ def _switch(value: ir.Value | None, half: int) -> tuple[np.ndarray, Switch] | No
     return short, Switch(condition, threshold[0], long)
 
 
+def _row_of_broadcast(value: ir.Value | None) -> ir.Value | None:
+    """``x`` when ``value`` is one row of ``Expand(Unsqueeze(x, 0))`` along the new axis (a
+    ``Gather`` at axis 0, through ``Slice``s on that axis): the text positions of Qwen3-VL's and
+    Qwen3.5's rotary, ``position_ids[None].expand(4, ...)[1:][0]``
+    (:mod:`onnxport.capture.text_mrope`); else ``value``."""
+    gather = producer(value, "Gather")
+    if gather is None or gather.attributes.get_int("axis", 0) != 0 or _const(gather.inputs[1]) is None:
+        return value
+    if _const(gather.inputs[1]).shape != ():  # type: ignore[union-attr]
+        return value
+    rows = gather.inputs[0]
+    while (cut := producer(rows, "Slice")) is not None and len(cut.inputs) > 3 and constant_ints(cut.inputs[3]) == [0]:
+        rows = cut.inputs[0]
+    expand = producer(rows, "Expand")
+    unsqueeze = producer(expand.inputs[0], "Unsqueeze") if expand is not None else None
+    if unsqueeze is None or constant_ints(unsqueeze.inputs[1]) != [0]:
+        return value
+    return unsqueeze.inputs[0]
+
+
 def _freqs(value: ir.Value | None, half: int) -> tuple[np.ndarray, ir.Value, Switch | None] | None:
     """``Cast(Unsqueeze(position_ids, 2)) * inv_freq`` (``half`` float32 values, or LongRoPE's
     :func:`_switch`) → ``(inv_freq, position_ids, switch)``."""
@@ -208,7 +228,7 @@ def _freqs(value: ir.Value | None, half: int) -> tuple[np.ndarray, ir.Value, Swi
         unsqueeze = producer(cast.inputs[0] if cast is not None else a, "Unsqueeze")
         if unsqueeze is None or constant_ints(unsqueeze.inputs[1]) not in ([2], [-1]):
             continue
-        positions = unsqueeze.inputs[0]
+        positions = _row_of_broadcast(unsqueeze.inputs[0])
         if positions is None or not positions.is_graph_input():
             continue
         return (inv_freq, positions, None) if inv_freq is not None else (switched[0], positions, switched[1])  # type: ignore[index]
