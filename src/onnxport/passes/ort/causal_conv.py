@@ -33,7 +33,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from onnxport.passes.fusions import constant_ints, int64_initializer, producer
-from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
+from onnxport.passes.ort.kernels import MICROSOFT, ContribRewritePass
 
 #: ops the activation between the two slices may use (on the chain's own values only)
 _ACTIVATION = frozenset({"Sigmoid", "Mul", "Tanh", "Relu", "Softplus"})
@@ -96,23 +96,14 @@ def _activation_chain(start: ir.Value) -> tuple[list[ir.Value], ir.Node] | None:
     return chain, ends[0]
 
 
-class CausalConvPass(ir.passes.InPlacePass):
+class CausalConvPass(ContribRewritePass):
     """Rewrite causal depthwise convolutions over a cached state to ``CausalConvWithState``
     (module docstring)."""
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        if not has_kernel("CausalConvWithState"):
-            return ir.passes.PassResult(model, False)
-        graph = model.graph
-        modified = False
-        for node in list(graph):
-            if node.op_type == "Conv" and node.domain == "" and node.graph is graph:
-                modified |= self._rewrite(graph, node)
-        if modified:
-            model.opset_imports.setdefault(MICROSOFT, 1)
-        return ir.passes.PassResult(model, modified)
+    op_type = "Conv"
+    kernel = "CausalConvWithState"
 
-    def _rewrite(self, graph: ir.Graph, conv: ir.Node) -> bool:
+    def rewrite(self, graph: ir.Graph, conv: ir.Node) -> bool:
         weight = conv.inputs[1]
         cat = producer(conv.inputs[0], "Concat")
         if weight is None or weight.shape is None or cat is None or len(cat.inputs) != 2:

@@ -14,6 +14,7 @@ import numpy as np
 import onnx_ir as ir
 
 from onnxport import runtime
+from onnxport.passes.fusions import NodeRewritePass
 
 MICROSOFT = "com.microsoft"
 
@@ -35,6 +36,22 @@ def cpu_contrib_ops() -> frozenset[str]:
 def has_kernel(op_type: str) -> bool:
     """Whether ``com.microsoft.<op_type>`` runs on onnxruntime's CPU provider here."""
     return op_type in cpu_contrib_ops()
+
+
+class ContribRewritePass(NodeRewritePass):
+    """A :class:`~onnxport.passes.fusions.NodeRewritePass` whose rewrites emit
+    ``com.microsoft.<kernel>``: nothing is offered when the installed onnxruntime has no CPU kernel
+    for it, and the domain is imported once a rewrite applied."""
+
+    kernel: str
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        if not has_kernel(self.kernel):
+            return ir.passes.PassResult(model, False)
+        result = super().call(model)
+        if result.modified:
+            model.opset_imports.setdefault(MICROSOFT, 1)
+        return result
 
 
 @functools.cache

@@ -39,7 +39,7 @@ import collections
 import onnx_ir as ir
 
 from onnxport.passes.fusions import int64_initializer, producer, scalar
-from onnxport.passes.ort.kernels import MICROSOFT, has_kernel
+from onnxport.passes.ort.kernels import MICROSOFT, ContribRewritePass
 
 #: the Scan body of :func:`onnxport.capture.delta_rule.chunk_gated_delta_rule`'s ``step``
 _BODY_OPS = collections.Counter({"MatMul": 4, "Sub": 1, "Add": 2, "Mul": 1, "Transpose": 2})
@@ -155,23 +155,16 @@ def _untransposed(graph: ir.Graph, before: ir.Node, value: ir.Value) -> ir.Value
 
 
 
-class LinearAttentionPass(ir.passes.InPlacePass):
+class LinearAttentionPass(ContribRewritePass):
     """Replace the gated delta rule's chunked ``Scan`` by ``com.microsoft.LinearAttention``
     (module docstring)."""
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        if not has_kernel("LinearAttention"):
-            return ir.passes.PassResult(model, False)
-        graph = model.graph
-        modified = False
-        for node in list(graph):
-            if node.op_type == "Scan" and node.domain == "" and node.graph is graph and _is_chunk_step(node):
-                modified |= self._rewrite(graph, node)
-        if modified:
-            model.opset_imports.setdefault(MICROSOFT, 1)
-        return ir.passes.PassResult(model, modified)
+    op_type = "Scan"
+    kernel = "LinearAttention"
 
-    def _rewrite(self, graph: ir.Graph, scan: ir.Node) -> bool:
+    def rewrite(self, graph: ir.Graph, scan: ir.Node) -> bool:
+        if not _is_chunk_step(scan):
+            return False
         pads = _chunk_pads(scan)
         roles = _roles(pads) if pads is not None else None
         out = _stacked_output(scan)
