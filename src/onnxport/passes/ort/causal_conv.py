@@ -22,8 +22,8 @@ onnxruntime 1.31). The rewrite feeds it ``past_conv[..., 1:]`` and lets its outp
 out. The cache's own present (``k`` columns of ``cat``, gathered at each row's last real token:
 :mod:`onnxport.hf.padded_states`) is left as it is, so the graph's inputs and outputs do not change.
 
-The first ``Slice`` must keep ``cat``'s length from 0 and the second end where the tensor ends with
-``x``'s length (both checked on the recorded symbolic shapes); between them only elementwise
+The first ``Slice`` must keep ``cat``'s length from 0 and the second run to the end (a constant end
+of at least 2⁶²) with ``x``'s length (lengths checked on the recorded symbolic shapes); between them only elementwise
 unary ops and products of the chain's own values. Float32; applies when the installed onnxruntime's
 CPU provider has the kernel.
 """
@@ -36,6 +36,7 @@ from onnxport.passes.fusions import constant_ints, int64_initializer, producer
 from onnxport.passes.ort.kernels import MICROSOFT, ContribRewritePass
 
 #: ops the activation between the two slices may use (on the chain's own values only)
+_TO_THE_END = 2**62  # a Slice end at least this large runs to the end (torch writes INT64_MAX)
 _ACTIVATION = frozenset({"Sigmoid", "Mul", "Tanh", "Relu", "Softplus"})
 
 
@@ -89,7 +90,8 @@ def _activation_chain(start: ir.Value) -> tuple[list[ir.Value], ir.Node] | None:
                 return None
     for value in chain:  # every reader of the chain is in it, or the end
         for use in value.uses():
-            if use.node not in ends and not (use.node.op_type in _ACTIVATION and id(use.node.outputs[0]) in known):
+            inside = use.node.domain == "" and use.node.op_type in _ACTIVATION and id(use.node.outputs[0]) in known
+            if use.node not in ends and not inside:
                 return None
     if len(ends) != 1 or ends[0].inputs[0] is not chain[-1]:
         return None
@@ -127,7 +129,10 @@ class CausalConvPass(ContribRewritePass):
         if found is None:
             return False
         chain, last = found
-        if _slice_axis(last) is None or not _same_shape(last.outputs[0], x) or last.outputs[0].is_graph_output():
+        ends = constant_ints(last.inputs[2])
+        if _slice_axis(last) is None or ends is None or ends[0] < _TO_THE_END or not _same_shape(last.outputs[0], x):
+            return False  # the last T positions: a Slice to the end as long as x
+        if last.outputs[0].is_graph_output():
             return False
         name = conv.name or "conv"
         tail = ir.node(

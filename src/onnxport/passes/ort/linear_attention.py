@@ -154,7 +154,6 @@ def _untransposed(graph: ir.Graph, before: ir.Node, value: ir.Value) -> ir.Value
     return transpose.outputs[0]
 
 
-
 class LinearAttentionPass(ContribRewritePass):
     """Replace the gated delta rule's chunked ``Scan`` by ``com.microsoft.LinearAttention``
     (module docstring)."""
