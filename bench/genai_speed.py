@@ -8,7 +8,9 @@ updated in place since both folders declare ``past_present_share_buffer: true``)
 folder's own ``genai_config.json`` as written (one override for both: ``--threads`` intra-op
 threads, one inter-op thread, so the machine's load is the only difference).
 
-The checkpoint is ``llm_speed.py``'s random-weight Llama (``--family``, ``--small``) and the
+The checkpoint is ``llm_speed.py``'s random-weight Llama (``--family``, ``--small``; also
+``--family lfm2``, LFM2-350M's shapes: short-convolution layers whose state genai feeds, which
+``llm_speed.py``'s sessions do not) and the
 folders are exported as there (onnxport's command line ``--target onnxruntime --kv-cache shared
 [--quantize int4] --no-validate``; the builder ``-p fp32|int4 -e cpu``), or reused from an
 ``llm_speed.py --keep`` workdir (``--reuse DIR``: its ``op-shared``, ``op-shared-int4``, ``gb``,
