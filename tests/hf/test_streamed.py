@@ -425,7 +425,7 @@ def test_validation_slice_holds_every_layer_type() -> None:
     assert streamed.slice_config(config).layer_types == types[:2]
     assert streamed._slice_label(config, cut) == "slice (4 of 8 layers)"
     late = transformers.Qwen3_5TextConfig(num_hidden_layers=12, layer_types=["linear_attention"] * 9 + ["full_attention"] * 3)
-    assert streamed.slice_config(late, every_type=True).num_hidden_layers == streamed.SLICE_LAYERS  # 10 > 8
+    assert streamed.slice_config(late, every_type=True).num_hidden_layers == streamed.SLICE_LAYERS  # 10 > 4
     whole = transformers.Qwen3_5TextConfig(num_hidden_layers=4, layer_types=types)  # no smaller slice has both
     assert streamed.slice_config(whole, every_type=True).num_hidden_layers == streamed.SLICE_LAYERS
     llama = transformers.LlamaConfig(num_hidden_layers=6)

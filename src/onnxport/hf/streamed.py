@@ -73,7 +73,9 @@ from onnxport.passes.ort import QuantizeOptions, optimize_for_onnxruntime
 from onnxport.runtime import available_memory, run_session, to_numpy
 
 SLICE_LAYERS = 2
-MAX_SLICE_LAYERS = 8  # a slice holding one layer of each type (slice_config's every_type), at most
+# a slice holding one layer of each type (slice_config's every_type), at most: Qwen3.5's 3 + 1; Gemma 3's
+# 5 + 1 keep 2 (sliding) layers, whose float32 copies the validation holds twice (eager and onnxruntime)
+MAX_SLICE_LAYERS = 4
 SLICE_FOLDER = ".onnxport-slice"
 
 
@@ -276,11 +278,11 @@ def slice_config(config: Any, layers: int = SLICE_LAYERS, every_type: bool = Fal
     """``config`` with every stack of more than ``layers`` hidden layers cut to ``layers``
     (per-layer lists cut too): its own ``num_hidden_layers`` and those of its sub-configs (a
     vision-language model's ``text_config`` and ``vision_config``, an encoder-decoder's
-    ``encoder`` and ``decoder``: :func:`layer_counts`). With ``every_type`` a stack whose
-    ``layer_types`` start with more than ``layers`` layers of some types keeps the first layers up
-    to one of each type, up to :data:`MAX_SLICE_LAYERS` (Qwen3.5's three linear-attention layers
-    and a full-attention one: a slice of linear layers alone has no attention, and its cache no
-    length). ``None`` when no stack has more than ``layers``, or a count refuses to be set
+    ``encoder`` and ``decoder``: :func:`layer_counts`). With ``every_type`` a stack with
+    ``layer_types`` keeps the first layers up to one of each type when that is more than
+    ``layers``, at most :data:`MAX_SLICE_LAYERS` and fewer than the stack (Qwen3.5's three
+    linear-attention layers and a full-attention one: a slice of linear layers alone has no
+    attention, and its cache no length). ``None`` when no stack has more than ``layers``, or a count refuses to be set
     (ProphetNet's ``num_hidden_layers`` raises ``NotImplementedError``: its encoder and decoder
     counts are set apart)."""
     if not layer_counts(config, layers):
