@@ -15,11 +15,11 @@ import torch
 
 import onnxport
 import onnxport.hf
-from onnxport.hf import inputs as hf_inputs
-from onnxport.hf.loading import from_model
 from onnxport.passes.ort.causal_conv import CausalConvPass
 from onnxport.passes.ort.kernels import has_kernel
 from onnxport.testing.tiny_models import _make
+
+from ._models import assert_outputs_kept, standard_outputs
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.skipif(not has_kernel("CausalConvWithState"), reason="onnxruntime without the CausalConvWithState CPU kernel")
@@ -46,13 +46,9 @@ def _ops(model: ir.Model) -> collections.Counter:
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_causal_conv_equals_the_standard_graph(name: str) -> None:
     model = _model(name)
-    program = onnxport.hf.export(model, validate=False).programs["model"]
-    part = hf_inputs.components(from_model(model, None))[0]
-    feeds = [part.make_inputs(s) for s in [hf_inputs.EXPORT_SIZES, *hf_inputs.CHECK_SIZES]]
+    program, feeds, before = standard_outputs(model)
     conv_states = [np.asarray(f["past_key_values"][0][0]) for f in feeds if f["attention_mask"].shape[1] > f["input_ids"].shape[1]]
     assert conv_states and all(s.ndim == 3 and np.abs(s[..., 0]).max() > 0 for s in conv_states)  # k columns, random
-    program.release()
-    before = [[np.asarray(t) for t in program(**f)] for f in feeds]
     signature = [(str(v.name), str(v.shape)) for v in [*program.model.graph.inputs, *program.model.graph.outputs]]
     assert _ops(program.model)["Conv"] == 2
     assert CausalConvPass()(program.model).modified
@@ -60,12 +56,7 @@ def test_causal_conv_equals_the_standard_graph(name: str) -> None:
     ops = _ops(program.model)
     assert ops["CausalConvWithState"] == 2 and "Conv" not in ops
     assert [(str(v.name), str(v.shape)) for v in [*program.model.graph.inputs, *program.model.graph.outputs]] == signature
-    program.release()
-    after = [[np.asarray(t) for t in program(**f)] for f in feeds]
-    for got_set, want_set in zip(after, before, strict=True):
-        for got, want in zip(got_set, want_set, strict=True):
-            assert got.shape == want.shape and got.dtype == want.dtype == np.float32
-            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)  # verify.compare float32
+    assert_outputs_kept(program, feeds, before)
 
 
 def test_a_convolution_without_a_cached_state_stays() -> None:

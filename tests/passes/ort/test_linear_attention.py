@@ -15,11 +15,11 @@ import pytest
 
 import onnxport.hf
 from _generation import assert_genai_equals_transformers
-from onnxport.hf import inputs as hf_inputs
-from onnxport.hf.loading import from_model
 from onnxport.passes.ort.kernels import has_kernel
 from onnxport.passes.ort.linear_attention import LinearAttentionPass
 from onnxport.testing.tiny_models import _make
+
+from ._models import assert_outputs_kept, standard_outputs
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.skipif(not has_kernel("LinearAttention"), reason="onnxruntime without the LinearAttention CPU kernel")
@@ -49,15 +49,11 @@ def _ops(model: ir.Model) -> collections.Counter:
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_linear_attention_equals_the_standard_graph(name: str) -> None:
     model = _model(name)
-    program = onnxport.hf.export(model, validate=False).programs["model"]
-    part = hf_inputs.components(from_model(model, None))[0]
+    program, feeds, before = standard_outputs(model)
     # a prompt from zero states, then one-token steps and a 5-token continuation from random states
-    feeds = [part.make_inputs(s) for s in [hf_inputs.EXPORT_SIZES, *hf_inputs.CHECK_SIZES]]
     assert any(f["input_ids"].shape[1] == 1 for f in feeds) and any(f["input_ids"].shape[1] > 1 for f in feeds)
     states = [np.asarray(f["past_key_values"][0][1]) for f in feeds if f["attention_mask"].shape[1] > f["input_ids"].shape[1]]
     assert states and all(s.ndim == 4 and np.abs(s).max() > 0 for s in states)  # [B, H, Dk, Dv], random
-    program.release()
-    before = [[np.asarray(t) for t in program(**f)] for f in feeds]
     assert _ops(program.model)["Scan"] == 2
     assert LinearAttentionPass()(program.model).modified
     ops = _ops(program.model)
@@ -70,12 +66,7 @@ def test_linear_attention_equals_the_standard_graph(name: str) -> None:
     assert names[:4] == ["logits", "present_conv.0", "present_recurrent.0", "present_conv.1"]
     # the state is the kernel's own output, not a copy of it
     assert program.model.graph.outputs[2].producer().op_type == "LinearAttention"
-    program.release()
-    after = [[np.asarray(t) for t in program(**f)] for f in feeds]
-    for got_set, want_set in zip(after, before, strict=True):
-        for got, want in zip(got_set, want_set, strict=True):
-            assert got.shape == want.shape and got.dtype == want.dtype == np.float32
-            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)  # verify.compare float32
+    assert_outputs_kept(program, feeds, before)
 
 
 def test_target_export_fuses_and_generates_as_transformers(tmp_path: Path) -> None:

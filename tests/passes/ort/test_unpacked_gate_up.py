@@ -10,14 +10,11 @@ import numpy as np
 import onnx_ir as ir
 import pytest
 
-import onnxport.hf
 from onnxport import weights
-from onnxport.hf import inputs as hf_inputs
-from onnxport.hf.loading import from_model
 from onnxport.passes.ort.unpacked_gate_up import UnpackedGateUpPass
 from onnxport.testing.tiny_models import _make
 
-from ._models import GQA_DECODER
+from ._models import GQA_DECODER, assert_outputs_kept, standard_outputs
 
 pytest.importorskip("transformers")
 
@@ -28,11 +25,7 @@ def _ops(model: ir.Model) -> collections.Counter:
 
 def test_phi3_gate_up_becomes_two_matmuls_with_the_same_outputs() -> None:
     model = _make("Phi3Config", "Phi3ForCausalLM", **GQA_DECODER, initializer_range=0.2)()
-    program = onnxport.hf.export(model, validate=False).programs["model"]
-    part = hf_inputs.components(from_model(model, None))[0]
-    feeds = [part.make_inputs(s) for s in [hf_inputs.EXPORT_SIZES, *hf_inputs.CHECK_SIZES]]
-    program.release()
-    before = [[np.asarray(t) for t in program(**f)] for f in feeds]
+    program, feeds, before = standard_outputs(model)
     ops_before = _ops(program.model)
     assert UnpackedGateUpPass()(program.model).modified
     ops = _ops(program.model)
@@ -46,12 +39,7 @@ def test_phi3_gate_up_becomes_two_matmuls_with_the_same_outputs() -> None:
         np.concatenate([halves[0].const_value.numpy(), halves[1].const_value.numpy()], axis=1),
         model.model.layers[0].mlp.gate_up_proj.weight.detach().numpy().T,
     )
-    program.release()
-    after = [[np.asarray(t) for t in program(**f)] for f in feeds]
-    for got_set, want_set in zip(after, before, strict=True):
-        for got, want in zip(got_set, want_set, strict=True):
-            assert got.shape == want.shape and got.dtype == want.dtype == np.float32
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert_outputs_kept(program, feeds, before, rtol=1e-5, atol=1e-5)
 
 
 def test_halves_that_do_not_meet_in_a_mul_stay_packed() -> None:

@@ -36,10 +36,9 @@ softmax between them are unchanged. Rewritten when ``a`` is 4-D with the copy's 
 
 from __future__ import annotations
 
-import numpy as np
 import onnx_ir as ir
 
-from onnxport.passes.fusions import producer
+from onnxport.passes.fusions import int64_initializer, producer
 
 _KEYS_PERM = (0, 1, 3, 2)
 
@@ -72,13 +71,7 @@ def unrepeated(value: ir.Value | None) -> tuple[ir.Value, int] | None:
 
 def _shape(graph: ir.Graph, dims: tuple[int, int, int, int]) -> ir.Value:
     """The int64 initializer holding ``dims`` (a Reshape's shape), one per value in the graph."""
-    name = "repeat_kv.shape." + "_".join(str(d).replace("-", "m") for d in dims)
-    if name not in graph.initializers:
-        tensor = ir.tensor(np.array(dims, np.int64), name=name)
-        graph.register_initializer(
-            ir.Value(name=name, shape=ir.Shape([4]), type=ir.TensorType(ir.DataType.INT64), const_value=tensor)
-        )
-    return graph.initializers[name]
+    return int64_initializer(graph, list(dims), "repeat_kv.shape." + "_".join(str(d).replace("-", "m") for d in dims))
 
 
 def grouped(value: ir.Value | None) -> tuple[ir.Value, ir.Value, ir.Node] | None:
