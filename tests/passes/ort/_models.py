@@ -3,9 +3,11 @@ the standard graph's outputs a fusion pass must keep."""
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import numpy as np
+import onnx_ir as ir
 
 import onnxport.hf
 from onnxport.hf import inputs as hf_inputs
@@ -40,3 +42,14 @@ def assert_outputs_kept(program: Any, feeds: list[dict[str, Any]], before: list[
         for got, want in zip(got_set, want_set, strict=True):
             assert got.shape == want.shape and got.dtype == want.dtype == np.float32
             np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def op_counts(model: ir.Model) -> collections.Counter:
+    """How many nodes of each op type the main graph has."""
+    return collections.Counter(n.op_type for n in model.graph)
+
+
+def past_states(feeds: list[dict[str, Any]], layer: int, part: int) -> list[np.ndarray]:
+    """State ``part`` of cache layer ``layer`` (LFM2 / Qwen3.5: 0 the convolution, 1 the recurrence)
+    in each of ``feeds`` that continues a past (``attention_mask`` longer than ``input_ids``)."""
+    return [np.asarray(f["past_key_values"][layer][part]) for f in feeds if f["attention_mask"].shape[1] > f["input_ids"].shape[1]]

@@ -5,7 +5,6 @@ inputs and outputs unchanged; a convolution without a cached state stays."""
 
 from __future__ import annotations
 
-import collections
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from onnxport.passes.ort.causal_conv import CausalConvPass
 from onnxport.passes.ort.kernels import has_kernel
 from onnxport.testing.tiny_models import _make
 
-from ._models import assert_outputs_kept, standard_outputs
+from ._models import assert_outputs_kept, op_counts, past_states, standard_outputs
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.skipif(not has_kernel("CausalConvWithState"), reason="onnxruntime without the CausalConvWithState CPU kernel")
@@ -39,21 +38,17 @@ def _model(name: str) -> Any:
     return _make(config, cls, **TINY, **extra, num_hidden_layers=3)(initializer_range=0.2)
 
 
-def _ops(model: ir.Model) -> collections.Counter:
-    return collections.Counter(n.op_type for n in model.graph)
-
-
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_causal_conv_equals_the_standard_graph(name: str) -> None:
     model = _model(name)
     program, feeds, before = standard_outputs(model)
-    conv_states = [np.asarray(f["past_key_values"][0][0]) for f in feeds if f["attention_mask"].shape[1] > f["input_ids"].shape[1]]
+    conv_states = past_states(feeds, 0, 0)
     assert conv_states and all(s.ndim == 3 and np.abs(s[..., 0]).max() > 0 for s in conv_states)  # k columns, random
     signature = [(str(v.name), str(v.shape)) for v in [*program.model.graph.inputs, *program.model.graph.outputs]]
-    assert _ops(program.model)["Conv"] == 2
+    assert op_counts(program.model)["Conv"] == 2
     assert CausalConvPass()(program.model).modified
     ir.passes.common.RemoveUnusedNodesPass()(program.model)
-    ops = _ops(program.model)
+    ops = op_counts(program.model)
     assert ops["CausalConvWithState"] == 2 and "Conv" not in ops
     assert [(str(v.name), str(v.shape)) for v in [*program.model.graph.inputs, *program.model.graph.outputs]] == signature
     assert_outputs_kept(program, feeds, before)
@@ -62,5 +57,5 @@ def test_causal_conv_equals_the_standard_graph(name: str) -> None:
 def test_a_convolution_without_a_cached_state_stays() -> None:
     conv = torch.nn.Conv1d(8, 8, 3, groups=8, padding=2)
     program = onnxport.export(conv, (torch.randn(1, 8, 5),))
-    assert _ops(program.model)["Conv"] == 1
+    assert op_counts(program.model)["Conv"] == 1
     assert not CausalConvPass()(program.model).modified

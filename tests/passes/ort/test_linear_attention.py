@@ -5,7 +5,6 @@ through onnxruntime-genai equals transformers; another Scan (Mamba2's) stays."""
 
 from __future__ import annotations
 
-import collections
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from onnxport.passes.ort.kernels import has_kernel
 from onnxport.passes.ort.linear_attention import LinearAttentionPass
 from onnxport.testing.tiny_models import _make
 
-from ._models import assert_outputs_kept, standard_outputs
+from ._models import assert_outputs_kept, op_counts, past_states, standard_outputs
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.skipif(not has_kernel("LinearAttention"), reason="onnxruntime without the LinearAttention CPU kernel")
@@ -42,24 +41,20 @@ def _model(name: str, **changes: Any) -> Any:
     return _make(config, cls, **fields)(initializer_range=0.2)
 
 
-def _ops(model: ir.Model) -> collections.Counter:
-    return collections.Counter(n.op_type for n in model.graph)
-
-
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_linear_attention_equals_the_standard_graph(name: str) -> None:
     model = _model(name)
     program, feeds, before = standard_outputs(model)
     # a prompt from zero states, then one-token steps and a 5-token continuation from random states
     assert any(f["input_ids"].shape[1] == 1 for f in feeds) and any(f["input_ids"].shape[1] > 1 for f in feeds)
-    states = [np.asarray(f["past_key_values"][0][1]) for f in feeds if f["attention_mask"].shape[1] > f["input_ids"].shape[1]]
+    states = past_states(feeds, 0, 1)
     assert states and all(s.ndim == 4 and np.abs(s).max() > 0 for s in states)  # [B, H, Dk, Dv], random
-    assert _ops(program.model)["Scan"] == 2
+    assert op_counts(program.model)["Scan"] == 2
     assert LinearAttentionPass()(program.model).modified
-    ops = _ops(program.model)
+    ops = op_counts(program.model)
     assert ops["LinearAttention"] == 2
     ir.passes.common.RemoveUnusedNodesPass()(program.model)
-    assert "Scan" not in _ops(program.model)
+    assert "Scan" not in op_counts(program.model)
     fused = [n for n in program.model.graph if n.op_type == "LinearAttention"]
     assert all(n.attributes["q_num_heads"].value == n.attributes["kv_num_heads"].value == 4 for n in fused)
     names = [str(v.name) for v in program.model.graph.outputs]
@@ -74,7 +69,7 @@ def test_target_export_fuses_and_generates_as_transformers(tmp_path: Path) -> No
     model = _model("qwen3.5", head_dim=64)  # a quarter of it rotated: 8 cache columns, as the kernel wants
     result = onnxport.hf.export(model, output_dir=tmp_path / "out", target="onnxruntime", kv_cache="shared")
     assert result.passed
-    ops = _ops(result.programs["model"].model)
+    ops = op_counts(result.programs["model"].model)
     assert ops["LinearAttention"] == 2 and "Scan" not in ops and ops["GroupQueryAttention"] == 1
     # the text positions' rotary (capture/text_mrope) folds into the kernel: no multimodal recomposition left
     assert "ScatterND" not in ops and "Cos" not in ops
@@ -88,5 +83,5 @@ def test_a_mamba2_scan_stays() -> None:
     model = _make("Mamba2Config", "Mamba2ForCausalLM", vocab_size=99, hidden_size=32, num_hidden_layers=1, num_heads=8,
                   head_dim=8, n_groups=1, state_size=8, conv_kernel=4, expand=2, chunk_size=4)()  # fmt: skip
     program = onnxport.hf.export(model, validate=False).programs["model"]
-    assert _ops(program.model)["Scan"] == 1
+    assert op_counts(program.model)["Scan"] == 1
     assert not LinearAttentionPass()(program.model).modified

@@ -14,21 +14,17 @@ from onnxport import weights
 from onnxport.passes.ort.unpacked_gate_up import UnpackedGateUpPass
 from onnxport.testing.tiny_models import _make
 
-from ._models import GQA_DECODER, assert_outputs_kept, standard_outputs
+from ._models import GQA_DECODER, assert_outputs_kept, op_counts, standard_outputs
 
 pytest.importorskip("transformers")
-
-
-def _ops(model: ir.Model) -> collections.Counter:
-    return collections.Counter(n.op_type for n in model.graph)
 
 
 def test_phi3_gate_up_becomes_two_matmuls_with_the_same_outputs() -> None:
     model = _make("Phi3Config", "Phi3ForCausalLM", **GQA_DECODER, initializer_range=0.2)()
     program, feeds, before = standard_outputs(model)
-    ops_before = _ops(program.model)
+    ops_before = op_counts(program.model)
     assert UnpackedGateUpPass()(program.model).modified
-    ops = _ops(program.model)
+    ops = op_counts(program.model)
     layers = GQA_DECODER["num_hidden_layers"]
     assert ops["MatMul"] - ops_before["MatMul"] == layers and ops_before["Split"] - ops["Split"] == layers
     halves = [v for name, v in program.model.graph.initializers.items() if "gate_up_proj" in name]
@@ -57,4 +53,4 @@ def test_halves_that_do_not_meet_in_a_mul_stay_packed() -> None:
     graph.outputs.append(add.outputs[0])
     model = ir.Model(graph, ir_version=10)
     assert not UnpackedGateUpPass()(model).modified
-    assert _ops(model) == collections.Counter({"MatMul": 1, "Split": 1, "Add": 1})
+    assert op_counts(model) == collections.Counter({"MatMul": 1, "Split": 1, "Add": 1})
