@@ -175,3 +175,42 @@ def test_a_cache_layer_with_state_besides_keys_and_values_is_not_exported_as_a_c
     model = transformers.DeepseekV4ForCausalLM(config).eval()
     with pytest.raises(CacheFormatError, match=r"DeepseekV4\w+Cache\).*compressed_kv"):
         cache_layers_of(model)
+
+
+def _big_bird(is_decoder: bool) -> torch.nn.Module:
+    config = transformers.BigBirdConfig(
+        vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
+        max_position_embeddings=64, attention_type="original_full", is_decoder=is_decoder,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    return transformers.BigBirdForCausalLM(config).eval()
+
+
+def test_a_decoder_attending_to_later_tokens_is_exported_without_a_cache() -> None:
+    """BigBirdForCausalLM without ``is_decoder=True`` attends both ways yet returns the cache it
+    is given: a graph with past_key_values reproduced eager's cached forward, whose logits differ
+    from the whole sequence's that ``generate`` (``use_cache`` forced off) computes, and the
+    onnxruntime target's causal GroupQueryAttention failed validation. The probe
+    (``hf/inputs._attends_ahead``) sees the first position depend on the second token; the same
+    model with ``is_decoder=True`` keeps its cache."""
+    from onnxport.hf.cache import CacheFormatError
+    from onnxport.hf.inputs import cache_layers_of
+
+    with pytest.raises(CacheFormatError, match="attends to later tokens"):
+        cache_layers_of(_big_bird(is_decoder=False))
+    assert len(cache_layers_of(_big_bird(is_decoder=True))) == 2
+    model = _big_bird(is_decoder=False)
+    with pytest.warns(UserWarning, match="attends to later tokens"):
+        result = onnxport.hf.export(model, target="onnxruntime")
+    program = result.programs["model"]
+    names = [v.name for v in program.model.graph.inputs]
+    assert result.passed and names == ["input_ids", "attention_mask", "token_type_ids", "position_ids"], names
+    ids = torch.randint(3, 99, (1, 6), generator=torch.Generator().manual_seed(5))
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    ones = np.ones((1, 6), np.int64)
+    feeds = {"input_ids": ids.numpy(), "attention_mask": ones, "token_type_ids": 0 * ones, "position_ids": np.arange(6)[None]}
+    (logits,) = session.run(None, feeds)
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits.numpy()
+    assert logits.shape == (1, 6, 99)
+    np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-5)

@@ -165,6 +165,30 @@ def _runs_without_cache(model: torch.nn.Module) -> bool:
     return True
 
 
+def _attends_ahead(model: torch.nn.Module) -> bool:
+    """Whether ``model``'s first-position logits change with the second token (two 2-token probes,
+    ``use_cache=False``): a model that attends both ways (BigBird, BERT-like ``*ForCausalLM`` whose
+    config lacks ``is_decoder=True``; transformers then builds ``create_bidirectional_mask``) gives
+    other logits with a KV cache than on the whole sequence, which is what its ``generate`` computes.
+    ``False`` on a meta model (no values) or when the probe fails (nothing to tell)."""
+    if any(p.is_meta for p in model.parameters()):
+        return False
+    device = next(model.parameters()).device
+    first = []
+    try:
+        with torch.no_grad():
+            for second in (1, 2):
+                ids = torch.tensor([[1, second]], dtype=torch.int64, device=device)
+                out = model(input_ids=ids, use_cache=False)
+                logits = getattr(out, "logits", None)
+                if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or logits.shape[1] != 2:
+                    return False
+                first.append(logits[:, 0].float())
+    except Exception:  # a model the bare probe does not run: nothing to tell
+        return False
+    return not torch.allclose(first[0], first[1], rtol=1e-4, atol=1e-5)
+
+
 def past_names(layers: int, prefix: str, part: str = "") -> list[str]:
     """``prefix.{i}[.part].key`` / ``.value`` for every layer."""
     middle = f".{part}" if part else ""
@@ -211,7 +235,8 @@ def cache_layers_of(model: Any) -> list[LayerCache]:
     """What each layer of the decoder ``model`` caches, from one eager run on a 2-token probe.
 
     Raises:
-        CacheFormatError: The model runs without a cache but not with a transformers Cache.
+        CacheFormatError: The model runs without a cache but not with a transformers Cache, or
+            attends to later tokens (:func:`_attends_ahead`).
         HFError: The probe failed (:func:`cache_shapes`).
     """
 
@@ -223,6 +248,13 @@ def cache_layers_of(model: Any) -> list[LayerCache]:
         return wrappers.run_with_cache(model, wrappers.new_cache(model.config), input_ids=ids)[1]
 
     with probe_mode(model):
+        if _attends_ahead(model):
+            raise wrappers.CacheFormatError(
+                f"{type(model).__name__} attends to later tokens (its first position's logits change with the "
+                "second token): a KV cache would give other logits than the whole sequence, which transformers' "
+                "generate recomputes at each step (a BERT-like *ForCausalLM needs is_decoder=True in its config "
+                "to be causal)."
+            )
         try:
             return cache_shapes(probe)
         except wrappers.CacheFormatError:
