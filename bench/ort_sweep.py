@@ -50,7 +50,6 @@ SIZES = dict(
 )  # fmt: skip
 FUSED = ("GroupQueryAttention", "SkipSimplifiedLayerNormalization", "SkipLayerNormalization", "FastGelu", "MoE",
          "QMoE", "LinearAttention", "CausalConvWithState", "MatMulNBits", "GatherBlockQuantized")  # fmt: skip
-PROMPTS = [[5, 17, 42, 9, 33, 71, 12, 4], [8, 3, 61]]
 MAX_PARAMETERS = 30e6
 
 
@@ -90,20 +89,6 @@ def build(model_type: str) -> Any:
     return model
 
 
-def _generates(og: Any, folder: Path) -> list[int]:
-    """The first 6 greedy tokens genai generates for the first prompt of the padded batch."""
-    import numpy as np
-
-    model = og.Model(str(folder))
-    params = og.GeneratorParams(model)
-    params.set_search_options(max_length=len(PROMPTS[0]) + 20, do_sample=False, batch_size=2)
-    generator = og.Generator(model, params)
-    generator.append_tokens(np.array([p + [0] * (len(PROMPTS[0]) - len(p)) for p in PROMPTS], dtype=np.int32))
-    while not generator.is_done():
-        generator.generate_next_token()
-    return [int(t) for t in list(generator.get_sequence(0))[len(PROMPTS[0]):][:6]]
-
-
 def child(model_type: str, int4: bool, out: Path) -> None:
     """Build, save, export and generate ``model_type``; write its row to ``out``."""
     row: dict[str, Any] = {"type": model_type, "stage": "build"}
@@ -116,7 +101,7 @@ def child(model_type: str, int4: bool, out: Path) -> None:
             import onnxport.hf
 
             sys.path.insert(0, str(TESTS))
-            from _generation import assert_genai_equals_transformers
+            from _generation import PADDED_PROMPTS, assert_genai_equals_transformers, genai_greedy
 
             model = build(model_type)
             model.save_pretrained(Path(tmp) / "ckpt")
@@ -131,7 +116,7 @@ def child(model_type: str, int4: bool, out: Path) -> None:
             if not (folder / "genai_config.json").exists():
                 row["result"] = "no genai_config"
             elif int4:
-                row["result"] = f"ran {_generates(og, folder)}"
+                row["result"] = f"ran {genai_greedy(og, folder, PADDED_PROMPTS)[0][:6]}"
             else:
                 try:
                     assert_genai_equals_transformers(og, model, folder, padded=True)

@@ -39,22 +39,35 @@ def assert_greedy_equals_transformers(model: Any, program: Any, new_tokens: int 
     assert len(set(actual[:, 7:].flatten().tolist())) > 3, "degenerate decoding proves little"
 
 
+PADDED_PROMPTS = [[5, 17, 42, 9, 33, 71, 12, 4], [8, 3, 61]]
+
+
+def genai_greedy(og: Any, folder: Any, prompts: list[list[int]], new_tokens: int = 20) -> list[list[int]]:
+    """Each prompt's ``new_tokens`` greedy tokens from onnxruntime-genai on ``folder`` (its
+    genai_config as written): one batch, shorter prompts padded on the right with the config's
+    ``pad_token_id`` (genai's ``PadInputs`` layout)."""
+    longest = max(map(len, prompts))
+    genai = og.Model(str(folder))
+    pad = json.loads((pathlib.Path(folder) / "genai_config.json").read_text())["model"]["pad_token_id"]
+    assert pad not in {t for p in prompts for t in p}, "a prompt token equal to the pad id would be masked"
+    params = og.GeneratorParams(genai)
+    total = longest + new_tokens
+    params.set_search_options(max_length=total, min_length=total, do_sample=False, batch_size=len(prompts))
+    generator = og.Generator(genai, params)
+    generator.append_tokens(np.array([p + [pad] * (longest - len(p)) for p in prompts], dtype=np.int32))
+    while not generator.is_done():
+        generator.generate_next_token()
+    return [[int(t) for t in list(generator.get_sequence(i))[longest:]] for i in range(len(prompts))]
+
+
 def assert_genai_equals_transformers(og: Any, model: Any, folder: Any, *, padded: bool = False) -> None:
     """20 greedy tokens from onnxruntime-genai (``folder``'s genai_config: shared buffer) for two
     prompts equal transformers' ``generate``: two unpadded prompts of one length, or with
     ``padded`` prompts of 8 and 3 tokens, which genai pads on the right (``PadInputs``) and
     transformers generates one at a time."""
-    prompts = [[5, 17, 42, 9, 33, 71, 12, 4], [8, 3, 61]] if padded else [[5, 17, 42, 9, 33, 71], [8, 3, 61, 27, 90, 14]]
-    longest, new = max(map(len, prompts)), 20
-    genai = og.Model(str(folder))
-    pad = json.loads((pathlib.Path(folder) / "genai_config.json").read_text())["model"]["pad_token_id"]
-    assert pad not in {t for p in prompts for t in p}, "a prompt token equal to the pad id would be masked"
-    params = og.GeneratorParams(genai)
-    params.set_search_options(max_length=longest + new, min_length=longest + new, do_sample=False, batch_size=2)
-    generator = og.Generator(genai, params)
-    generator.append_tokens(np.array([p + [pad] * (longest - len(p)) for p in prompts], dtype=np.int32))
-    while not generator.is_done():
-        generator.generate_next_token()
+    prompts = PADDED_PROMPTS if padded else [[5, 17, 42, 9, 33, 71], [8, 3, 61, 27, 90, 14]]
+    new = 20
+    actual = genai_greedy(og, folder, prompts, new)
     expected = []
     for prompt in prompts:
         ids = torch.tensor([prompt])
@@ -62,6 +75,5 @@ def assert_genai_equals_transformers(og: Any, model: Any, folder: Any, *, padded
             out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
                                  min_new_tokens=new, do_sample=False)  # fmt: skip
         expected.append(out[0, len(prompt):].tolist())
-    actual = [list(generator.get_sequence(i))[longest:] for i in range(2)]
     assert actual == expected
     assert len({t for row in expected for t in row}) > 3, "degenerate decoding proves little"

@@ -166,26 +166,23 @@ def _runs_without_cache(model: torch.nn.Module) -> bool:
 
 
 def _attends_ahead(model: torch.nn.Module) -> bool:
-    """Whether ``model``'s first-position logits change with the second token (two 2-token probes,
-    ``use_cache=False``): a model that attends both ways (BigBird, BERT-like ``*ForCausalLM`` whose
-    config lacks ``is_decoder=True``; transformers then builds ``create_bidirectional_mask``) gives
-    other logits with a KV cache than on the whole sequence, which is what its ``generate`` computes.
-    ``False`` on a meta model (no values) or when the probe fails (nothing to tell)."""
+    """Whether ``model``'s first-position logits change with the second token (one probe of two
+    2-token rows that differ in their second token, ``use_cache=False``): a model that attends both
+    ways (BigBird, BERT-like ``*ForCausalLM`` whose config lacks ``is_decoder=True``; transformers
+    then builds ``create_bidirectional_mask``) gives other logits with a KV cache than on the whole
+    sequence, which is what its ``generate`` computes. ``False`` on a meta model (no values) or when
+    the probe fails (nothing to tell)."""
     if any(p.is_meta for p in model.parameters()):
         return False
-    device = next(model.parameters()).device
-    first = []
+    ids = torch.tensor([[1, 1], [1, 2]], dtype=torch.int64, device=next(model.parameters()).device)
     try:
         with torch.no_grad():
-            for second in (1, 2):
-                ids = torch.tensor([[1, second]], dtype=torch.int64, device=device)
-                out = model(input_ids=ids, use_cache=False)
-                logits = getattr(out, "logits", None)
-                if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or logits.shape[1] != 2:
-                    return False
-                first.append(logits[:, 0].float())
+            logits = getattr(model(input_ids=ids, use_cache=False), "logits", None)
     except Exception:  # a model the bare probe does not run: nothing to tell
         return False
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or tuple(logits.shape[:2]) != (2, 2):
+        return False
+    first = logits[:, 0].float()
     return not torch.allclose(first[0], first[1], rtol=1e-4, atol=1e-5)
 
 

@@ -35,8 +35,8 @@ import onnx_ir as ir
 from onnxport.passes.fusions import constant_ints, int64_initializer, producer
 from onnxport.passes.ort.kernels import MICROSOFT, ContribRewritePass
 
-#: ops the activation between the two slices may use (on the chain's own values only)
 _TO_THE_END = 2**62  # a Slice end at least this large runs to the end (torch writes INT64_MAX)
+#: ops the activation between the two slices may use (on the chain's own values only)
 _ACTIVATION = frozenset({"Sigmoid", "Mul", "Tanh", "Relu", "Softplus"})
 
 

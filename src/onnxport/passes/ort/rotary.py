@@ -199,9 +199,8 @@ def _row_of_broadcast(value: ir.Value | None) -> ir.Value | None:
     Qwen3.5's rotary, ``position_ids[None].expand(4, ...)[1:][0]``
     (:mod:`onnxport.capture.text_mrope`); else ``value``."""
     gather = producer(value, "Gather")
-    if gather is None or gather.attributes.get_int("axis", 0) != 0 or _const(gather.inputs[1]) is None:
-        return value
-    if _const(gather.inputs[1]).shape != ():  # type: ignore[union-attr]
+    index = None if gather is None else _const(gather.inputs[1])
+    if gather is None or gather.attributes.get_int("axis", 0) != 0 or index is None or index.shape != ():
         return value
     rows = gather.inputs[0]
     while (cut := producer(rows, "Slice")) is not None and len(cut.inputs) > 3 and constant_ints(cut.inputs[3]) == [0]:
